@@ -1,0 +1,76 @@
+//! The one error type of the crate, grouped by who is at fault.
+
+use crate::jsonrpc::{DecodeError, ErrorObject};
+use crate::version::ProtocolVersion;
+
+/// Why a request, or the session, failed.
+///
+/// The variants say who is at fault: the peer (`Rpc`, `Protocol`, `InvalidResult`,
+/// `VersionMismatch`), time (`Timeout`), the caller (`Cancelled`, `ApiMisuse`), or the end of
+/// the session (`Closed`). Messages never include parameter or result values, which may hold
+/// secrets.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The peer answered the request with a JSON-RPC error.
+    #[error("{method} failed: {error}")]
+    Rpc {
+        /// The method of the failed request.
+        method: String,
+        /// The error the peer sent.
+        error: ErrorObject,
+    },
+    /// No answer arrived in time; `notifications/cancelled` was sent.
+    #[error("{method} timed out after {waited_ms} ms")]
+    Timeout {
+        /// The method of the request.
+        method: String,
+        /// How long the request had been waiting.
+        waited_ms: u128,
+    },
+    /// The caller cancelled the request; `notifications/cancelled` was sent.
+    #[error("{method} was cancelled")]
+    Cancelled {
+        /// The method of the request.
+        method: String,
+    },
+    /// The server chose a protocol version this client does not support.
+    #[error("server chose protocol version {offered}, which is not supported here (asked for {requested})")]
+    VersionMismatch {
+        /// The version the client asked for.
+        requested: ProtocolVersion,
+        /// The version the server answered with.
+        offered: ProtocolVersion,
+    },
+    /// The peer answered with a result that is not the shape its method defines.
+    #[error("invalid {method} result from the peer: {detail}")]
+    InvalidResult {
+        /// The method of the request.
+        method: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The peer broke a protocol rule in a way that ended the session.
+    #[error("peer violated the protocol: {0}")]
+    Protocol(String),
+    /// A frame could not be decoded.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The session is closed; nothing more can be sent.
+    #[error("session closed: {0}")]
+    Closed(String),
+    /// The caller asked for something the protocol or the session's state forbids.
+    #[error("not allowed: {0}")]
+    ApiMisuse(String),
+}
+
+impl Error {
+    /// Whether the request may be retried as it is on a new connection: the session ended
+    /// under it, or it timed out.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Closed(_) | Self::Timeout { .. })
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,1 @@
+//! Unit tests of the JSON-RPC envelope.

@@ -1,0 +1,52 @@
+//! The sans-IO core of the Model Context Protocol: the JSON-RPC 2.0 envelope, the MCP
+//! 2025-11-25 types a host or a gateway touches, protocol versions and their negotiation, and
+//! the client and server session state machines.
+//!
+//! mcp-protocol contains no I/O: it opens no file, socket or process, spawns no thread, and
+//! never reads the clock or an OS random number generator. Every call that depends on time
+//! takes `now`; every message to send is handed back through `poll_transmit`. The transports
+//! (`mcp-stdio`, `mcp-http`) move the bytes and the time; this crate does the protocol.
+//!
+//! # Entry points
+//!
+//! - [`decode`] and [`Message::encode`]: frames to messages and back. Payloads stay raw
+//!   ([`RawJson`]) until the code that knows their type decodes them.
+//! - [`ClientSession`]: what a host runs for each server. [`ServerSession`]: what a gateway
+//!   runs for each client.
+//! - [`schema`]: the wire types, and [`schema::method`] markers tying each request to its one
+//!   result type.
+//! - [`ProtocolVersion`]: the known revisions as an enumerated set.
+//!
+//! Every wire type keeps the members it does not know in `extra`, so that a message decoded
+//! and encoded again loses nothing.
+//!
+//! # Optional features
+//!
+//! None yet; `full` is accepted for uniformity with the other crates.
+//!
+//! # Stability
+//!
+//! Pre-1.0: the API may change between minor versions. Every public enum and struct that may
+//! grow is `#[non_exhaustive]`.
+//!
+//! Spec: <https://modelcontextprotocol.io/specification/2025-11-25>.
+
+mod error;
+mod jsonrpc;
+pub mod schema;
+mod session;
+mod version;
+mod wire;
+
+// The public interface is:
+pub use error::{Error, Result};
+pub use jsonrpc::{
+    DecodeError, DecodeErrorKind, Decoded, ErrorObject, ErrorResponse, Message, Notification,
+    RAW_EXCERPT_LIMIT, RawJson, Request, RequestId, Response, code, decode, decode_message,
+};
+pub use session::{
+    ClientConfig, ClientEvent, ClientInfo, ClientSession, RequestOptions, ServerConfig,
+    ServerEvent, ServerInfo, ServerSession, decode_result,
+};
+pub use version::{Era, ProtocolVersion};
+pub use wire::JsonObject;

@@ -1,0 +1,141 @@
+//! Tools (spec `server/tools.mdx`, SPEC.md §6.1).
+//!
+//! Everything here comes from a server and is untrusted: names, descriptions, schemas and
+//! annotations are data to show and check, never instructions.
+
+use serde_json::Value;
+
+use crate::schema::common::Icon;
+use crate::schema::content::ContentBlock;
+use crate::wire::{JsonObject, wire_struct};
+
+wire_struct! {
+    /// A tool a server offers.
+    pub struct Tool {
+        required {
+            /// The programmatic name, unique within the server.
+            name: String = "name",
+        }
+        optional {
+            /// A name for people; takes precedence over `annotations.title`.
+            title: String = "title",
+            /// What the tool does, for the model.
+            description: String = "description",
+            /// The JSON Schema of the arguments. The spec requires it; a server that leaves it
+            /// out still decodes, and the host applies its fallback schema.
+            input_schema: Value = "inputSchema",
+            /// The JSON Schema of `structuredContent`.
+            output_schema: Value = "outputSchema",
+            /// Behaviour hints; untrusted unless the server is.
+            annotations: ToolAnnotations = "annotations",
+            /// Task support.
+            execution: ToolExecution = "execution",
+            /// Icons.
+            icons: Vec<Icon> = "icons",
+            /// Protocol metadata.
+            meta: JsonObject = "_meta",
+        }
+    }
+}
+
+impl Tool {
+    /// The name to show a person: `title`, then `annotations.title`, then `name`.
+    pub fn display_name(&self) -> &str {
+        self.title
+            .as_deref()
+            .or_else(|| self.annotations.as_ref()?.title.as_deref())
+            .unwrap_or(&self.name)
+    }
+}
+
+wire_struct! {
+    /// Hints about a tool's behaviour (`schema.ts` `ToolAnnotations`). Hints only.
+    pub struct ToolAnnotations {
+        required {}
+        optional {
+            /// A name for people.
+            title: String = "title",
+            /// The tool does not change its environment (default false).
+            read_only_hint: bool = "readOnlyHint",
+            /// The tool may destroy things (default true).
+            destructive_hint: bool = "destructiveHint",
+            /// Calling twice with the same arguments has no further effect (default false).
+            idempotent_hint: bool = "idempotentHint",
+            /// The tool reaches outside a closed world (default true).
+            open_world_hint: bool = "openWorldHint",
+        }
+    }
+}
+
+wire_struct! {
+    /// How a tool may be executed (`schema.ts` `ToolExecution`).
+    pub struct ToolExecution {
+        required {}
+        optional {
+            /// `forbidden` (default), `optional` or `required`.
+            task_support: String = "taskSupport",
+        }
+    }
+}
+
+wire_struct! {
+    /// The result of `tools/list`.
+    pub struct ListToolsResult {
+        required {
+            /// This page of tools.
+            tools: Vec<Tool> = "tools",
+        }
+        optional {
+            /// The cursor of the next page; absent on the last.
+            next_cursor: String = "nextCursor",
+            /// Protocol metadata.
+            meta: JsonObject = "_meta",
+        }
+    }
+}
+
+wire_struct! {
+    /// Parameters of `tools/call`.
+    pub struct CallToolParams {
+        required {
+            /// The tool's name as the server lists it.
+            name: String = "name",
+        }
+        optional {
+            /// The arguments, an object matching `inputSchema`.
+            arguments: JsonObject = "arguments",
+            /// Task augmentation; never sent by a client that does not support tasks.
+            task: JsonObject = "task",
+            /// Protocol metadata, such as `progressToken`.
+            meta: JsonObject = "_meta",
+        }
+    }
+}
+
+wire_struct! {
+    /// The result of `tools/call`.
+    ///
+    /// `is_error: Some(true)` is a tool execution error, reported to the model; it is not a
+    /// JSON-RPC error and not a transport failure.
+    pub struct CallToolResult {
+        required {
+            /// The unstructured result.
+            content: Vec<ContentBlock> = "content",
+        }
+        optional {
+            /// The structured result, matching `outputSchema` when there is one.
+            structured_content: Value = "structuredContent",
+            /// Whether the tool failed (default false).
+            is_error: bool = "isError",
+            /// Protocol metadata.
+            meta: JsonObject = "_meta",
+        }
+    }
+}
+
+impl CallToolResult {
+    /// Whether the tool reported an execution error.
+    pub fn is_tool_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+}

@@ -1,0 +1,527 @@
+//! The server side of a session, for the gateway: it answers `initialize` and `ping` itself,
+//! refuses what the handshake does not allow yet, and routes every other request to its caller
+//! as a typed [`ClientRequest`].
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::jsonrpc::{
+    DecodeError, Decoded, ErrorObject, ErrorResponse, Message, Notification, RawJson, Request,
+    RequestId, Response, code,
+};
+use crate::schema::{
+    ClientCapabilities, ClientNotification, ClientRequest, Implementation, InitializeParams,
+    InitializeResult, NotificationMethod, ProgressParams, RequestMethod, ServerCapabilities,
+    method,
+};
+use crate::session::pending::{Core, Matched, RequestOptions};
+use crate::version::ProtocolVersion;
+
+/// How a server session introduces itself.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Sent as `serverInfo`.
+    pub server_info: Implementation,
+    /// Sent as `capabilities`; requests for features absent here are refused with -32601.
+    pub capabilities: ServerCapabilities,
+    /// Sent as `instructions`.
+    pub instructions: Option<String>,
+    /// The versions this server speaks; the newest is chosen when the client's is not here.
+    pub supported_versions: Vec<ProtocolVersion>,
+    /// The timeout of requests the server sends (sampling, elicitation, roots, ping).
+    pub request_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// A server offering nothing yet, speaking every handshake-era version.
+    pub fn new(server_info: Implementation) -> Self {
+        Self {
+            server_info,
+            capabilities: ServerCapabilities::new(),
+            instructions: None,
+            supported_versions: ProtocolVersion::HANDSHAKE.to_vec(),
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What the client told us in the handshake.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClientInfo {
+    /// The negotiated version.
+    pub protocol_version: ProtocolVersion,
+    /// What the client offers.
+    pub capabilities: ClientCapabilities,
+    /// Who the client is.
+    pub implementation: Implementation,
+}
+
+/// Something the caller of a [`ServerSession`] must act on.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// The client finished the handshake.
+    Initialized(ClientInfo),
+    /// A request to handle; answer with [`ServerSession::respond`] or
+    /// [`ServerSession::respond_error`].
+    Request {
+        /// The id to answer with.
+        id: RequestId,
+        /// The request, routed by method.
+        request: ClientRequest,
+    },
+    /// The client withdrew a request; stop working on it. An answer would be dropped.
+    Cancelled {
+        /// The withdrawn request.
+        id: RequestId,
+        /// The client's reason.
+        reason: Option<String>,
+    },
+    /// A request we sent to the client ended.
+    Response {
+        /// Its id.
+        id: RequestId,
+        /// Its method.
+        method: String,
+        /// The raw result, or the failure.
+        outcome: Result<RawJson, Error>,
+    },
+    /// Progress on a request we sent to the client.
+    Progress {
+        /// Its id.
+        id: RequestId,
+        /// The notification.
+        params: ProgressParams,
+    },
+    /// A notification the session does not handle itself (`roots/list_changed`, unknown ones).
+    Notification(ClientNotification),
+    /// The client did something wrong that did not end the session.
+    Diagnostic(String),
+    /// The session ended.
+    Closed(Error),
+}
+
+/// The lifecycle of a server session.
+///
+/// ```text
+///                  initialize                  notifications/initialized        close()
+///   AwaitingInitialize ──────> AwaitingInitialized ───────────────────> Operating ──────> Closed
+///   (only initialize and ping)  (requests accepted, none sent but ping and logging)
+/// ```
+#[derive(Debug)]
+enum State {
+    AwaitingInitialize,
+    AwaitingInitialized(Box<ClientInfo>),
+    Operating(Box<ClientInfo>),
+    Closed,
+}
+
+/// The sans-IO server session. Drive it like [`ClientSession`](crate::ClientSession):
+/// transmit, timer, events, after every input.
+#[derive(Debug)]
+pub struct ServerSession {
+    config: ServerConfig,
+    state: State,
+    core: Core,
+    events: VecDeque<ServerEvent>,
+}
+
+impl ServerSession {
+    /// A session waiting for `initialize`.
+    pub fn new(config: ServerConfig) -> Self {
+        Self {
+            config,
+            state: State::AwaitingInitialize,
+            core: Core::default(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The client's handshake, once `initialize` has arrived.
+    pub fn client_info(&self) -> Option<&ClientInfo> {
+        match &self.state {
+            State::AwaitingInitialized(info) | State::Operating(info) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// Whether the client has sent `notifications/initialized`.
+    pub fn is_operating(&self) -> bool {
+        matches!(self.state, State::Operating(_))
+    }
+
+    /// Whether the session has ended.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// Feeds one decoded frame. A batch is accepted only from a 2025-03-26 client.
+    pub fn handle_decoded(&mut self, now: Instant, decoded: Decoded) {
+        match decoded {
+            Decoded::Single(message) => self.handle_message(now, message),
+            Decoded::Batch(items) => {
+                let allowed = self
+                    .client_info()
+                    .is_some_and(|c| c.protocol_version.allows_batches());
+                if !allowed {
+                    self.core.push_error(
+                        None,
+                        code::INVALID_REQUEST,
+                        "JSON-RPC batches are not allowed in this protocol version",
+                    );
+                    return;
+                }
+                for item in items {
+                    match item {
+                        Ok(message) => self.handle_message(now, message),
+                        Err(err) => self.handle_invalid(err),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Feeds a frame that did not decode: it is answered with -32700 or -32600 when an answer
+    /// is owed.
+    pub fn handle_invalid(&mut self, error: DecodeError) {
+        if let Some(response) = error.to_response() {
+            self.core.outbox.push_back(response);
+        }
+        self.events
+            .push_back(ServerEvent::Diagnostic(format!("dropped a frame from the client: {error}")));
+    }
+
+    /// Feeds one message from the client.
+    pub fn handle_message(&mut self, now: Instant, message: Message) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        match message {
+            Message::Request(request) => self.handle_request(request),
+            Message::Notification(notification) => self.handle_notification(now, notification),
+            Message::Response(Response { id, result }) => self.finish(id, Ok(result)),
+            Message::Error(ErrorResponse { id: Some(id), error }) => {
+                let method = self.core.method_of(&id).unwrap_or_default().to_owned();
+                self.finish(id, Err(Error::Rpc { method, error }));
+            }
+            Message::Error(ErrorResponse { id: None, error }) => self.events.push_back(
+                ServerEvent::Diagnostic(format!("client could not read a message we sent: {error}")),
+            ),
+        }
+    }
+
+    fn finish(&mut self, id: RequestId, outcome: Result<RawJson, Error>) {
+        match self.core.match_response(&id) {
+            Matched::Pending(id, p) => self.events.push_back(ServerEvent::Response {
+                id,
+                method: p.method,
+                outcome,
+            }),
+            Matched::Late => {}
+            Matched::Unknown => self.events.push_back(ServerEvent::Diagnostic(format!(
+                "client answered request {id}, which is not in flight"
+            ))),
+        }
+    }
+
+    fn handle_request(&mut self, request: Request) {
+        let Request { id, method, params } = request;
+        if method == <method::Ping as RequestMethod>::METHOD {
+            self.core.push_result(id, RawJson::empty_object());
+            return;
+        }
+        if method == <method::Initialize as RequestMethod>::METHOD {
+            self.handle_initialize(id, params.as_ref());
+            return;
+        }
+        if matches!(self.state, State::AwaitingInitialize) {
+            self.core.push_error(
+                Some(id),
+                code::INVALID_REQUEST,
+                format!("{method} sent before initialize"),
+            );
+            return;
+        }
+        let routed = match ClientRequest::decode(&method, params.as_ref()) {
+            Ok(routed) => routed,
+            Err(e) => {
+                self.core
+                    .push_error(Some(id), code::INVALID_PARAMS, format!("invalid {method} params: {e}"));
+                return;
+            }
+        };
+        if !self.offers(&routed) {
+            self.core
+                .push_error(Some(id), code::METHOD_NOT_FOUND, format!("Method not found: {method}"));
+            return;
+        }
+        if !self.core.accept_inbound(&id, &method) {
+            self.core.push_error(
+                Some(id),
+                code::INVALID_REQUEST,
+                "request id is already in use by an unanswered request",
+            );
+            return;
+        }
+        self.events.push_back(ServerEvent::Request { id, request: routed });
+    }
+
+    /// Whether the request is for a feature this server declared.
+    fn offers(&self, request: &ClientRequest) -> bool {
+        let caps = &self.config.capabilities;
+        match request {
+            ClientRequest::ListTools(_) | ClientRequest::CallTool(_) => caps.tools.is_some(),
+            ClientRequest::ListResources(_)
+            | ClientRequest::ListResourceTemplates(_)
+            | ClientRequest::ReadResource(_) => caps.resources.is_some(),
+            ClientRequest::Subscribe(_) | ClientRequest::Unsubscribe(_) => caps
+                .resources
+                .as_ref()
+                .and_then(|r| r.subscribe)
+                .unwrap_or(false),
+            ClientRequest::ListPrompts(_) | ClientRequest::GetPrompt(_) => caps.prompts.is_some(),
+            ClientRequest::Complete(_) => caps.completions.is_some(),
+            ClientRequest::SetLevel(_) => caps.logging.is_some(),
+            ClientRequest::Other { .. } => false,
+            // initialize and ping are answered before routing.
+            _ => true,
+        }
+    }
+
+    fn handle_initialize(&mut self, id: RequestId, params: Option<&RawJson>) {
+        if !matches!(self.state, State::AwaitingInitialize) {
+            self.core
+                .push_error(Some(id), code::INVALID_REQUEST, "initialize was already received");
+            return;
+        }
+        let params: InitializeParams = match crate::schema::decode_params(params) {
+            Ok(p) => p,
+            Err(e) => {
+                self.core
+                    .push_error(Some(id), code::INVALID_PARAMS, format!("invalid initialize params: {e}"));
+                return;
+            }
+        };
+        let version =
+            ProtocolVersion::server_selects(&params.protocol_version, &self.config.supported_versions);
+        let mut result = InitializeResult::new(
+            version.clone(),
+            self.config.capabilities.clone(),
+            self.config.server_info.clone(),
+        );
+        result.instructions = self.config.instructions.clone();
+        match RawJson::encode(&result) {
+            Ok(raw) => self.core.push_result(id, raw),
+            Err(e) => {
+                self.core.push_error(Some(id), code::INTERNAL_ERROR, e.to_string());
+                return;
+            }
+        }
+        self.state = State::AwaitingInitialized(Box::new(ClientInfo {
+            protocol_version: version,
+            capabilities: params.capabilities,
+            implementation: params.client_info,
+        }));
+    }
+
+    fn handle_notification(&mut self, now: Instant, notification: Notification) {
+        let Notification { method, params } = notification;
+        let routed = match ClientNotification::decode(&method, params.as_ref()) {
+            Ok(routed) => routed,
+            Err(e) => {
+                self.events.push_back(ServerEvent::Diagnostic(format!(
+                    "dropped {method} with invalid params: {e}"
+                )));
+                return;
+            }
+        };
+        match routed {
+            ClientNotification::Initialized(_) => {
+                let state = std::mem::replace(&mut self.state, State::Closed);
+                self.state = match state {
+                    State::AwaitingInitialized(info) => {
+                        self.events.push_back(ServerEvent::Initialized((*info).clone()));
+                        State::Operating(info)
+                    }
+                    other => {
+                        self.events.push_back(ServerEvent::Diagnostic(
+                            "notifications/initialized out of place; ignored".to_owned(),
+                        ));
+                        other
+                    }
+                };
+            }
+            ClientNotification::Cancelled(params) => {
+                if let Some(id) = params.request_id
+                    && self.core.inbound.remove(&id).is_some() {
+                        self.events.push_back(ServerEvent::Cancelled {
+                            id,
+                            reason: params.reason,
+                        });
+                    }
+            }
+            ClientNotification::Progress(params) => {
+                if let Some(id) = self.core.progress(now, &params.progress_token) {
+                    self.events.push_back(ServerEvent::Progress { id, params });
+                }
+            }
+            other => self.events.push_back(ServerEvent::Notification(other)),
+        }
+    }
+
+    /// Answers a request. Returns `false` when the client withdrew it (the answer is dropped).
+    pub fn respond(&mut self, id: &RequestId, result: RawJson) -> Result<bool, Error> {
+        if self.core.inbound.remove(id).is_none() {
+            return Ok(false);
+        }
+        if !result.is_object() {
+            return Err(Error::ApiMisuse("a result must be a JSON object".to_owned()));
+        }
+        self.core.push_result(id.clone(), result);
+        Ok(true)
+    }
+
+    /// Answers a request with an error.
+    pub fn respond_error(&mut self, id: &RequestId, error: ErrorObject) -> Result<bool, Error> {
+        if self.core.inbound.remove(id).is_none() {
+            return Ok(false);
+        }
+        self.core.push_error_object(Some(id.clone()), error);
+        Ok(true)
+    }
+
+    /// Sends a request to the client: `ping` at any time; sampling, elicitation and roots only
+    /// once operating and only if the client declared them.
+    pub fn send_request(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> Result<RequestId, Error> {
+        let info = match &self.state {
+            State::Closed => return Err(Error::Closed("the session has ended".to_owned())),
+            State::Operating(info) => Some(info),
+            _ => None,
+        };
+        let ping = method == <method::Ping as RequestMethod>::METHOD;
+        if !ping {
+            let Some(info) = info else {
+                return Err(Error::ApiMisuse(format!(
+                    "{method} cannot be sent before the client has sent notifications/initialized"
+                )));
+            };
+            let caps = &info.capabilities;
+            let declared = match method {
+                "sampling/createMessage" => caps.sampling.is_some(),
+                "elicitation/create" => caps.elicitation.is_some(),
+                "roots/list" => caps.roots.is_some(),
+                _ => true,
+            };
+            if !declared {
+                return Err(Error::ApiMisuse(format!(
+                    "the client did not declare the capability {method} needs"
+                )));
+            }
+        }
+        self.core
+            .send_request(now, method, params, options, self.config.request_timeout)
+    }
+
+    /// Sends a notification. Before the handshake ends only log entries may go; list_changed
+    /// and log entries need their capability declared.
+    pub fn notify(&mut self, method: &str, params: Option<RawJson>) -> Result<(), Error> {
+        if matches!(self.state, State::Closed) {
+            return Err(Error::Closed("the session has ended".to_owned()));
+        }
+        let logging = method == <method::LoggingMessage as NotificationMethod>::METHOD;
+        if !self.is_operating() && !logging {
+            return Err(Error::ApiMisuse(format!(
+                "{method} cannot be sent before the client has sent notifications/initialized"
+            )));
+        }
+        let caps = &self.config.capabilities;
+        let declared = match method {
+            "notifications/message" => caps.logging.is_some(),
+            "notifications/tools/list_changed" => {
+                caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true)
+            }
+            "notifications/prompts/list_changed" => {
+                caps.prompts.as_ref().and_then(|t| t.list_changed) == Some(true)
+            }
+            "notifications/resources/list_changed" => {
+                caps.resources.as_ref().and_then(|t| t.list_changed) == Some(true)
+            }
+            "notifications/resources/updated" => {
+                caps.resources.as_ref().and_then(|t| t.subscribe) == Some(true)
+            }
+            _ => true,
+        };
+        if !declared {
+            return Err(Error::ApiMisuse(format!(
+                "{method} needs a capability this server did not declare"
+            )));
+        }
+        self.core.outbox.push_back(Message::Notification(Notification {
+            method: method.to_owned(),
+            params,
+        }));
+        Ok(())
+    }
+
+    /// Ends the session; requests we sent fail with [`Error::Closed`].
+    pub fn close(&mut self, reason: &str) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.state = State::Closed;
+        let ended = Error::Closed(reason.to_owned());
+        for (id, p) in self.core.drain_pending() {
+            self.events.push_back(ServerEvent::Response {
+                id,
+                method: p.method,
+                outcome: Err(ended.clone()),
+            });
+        }
+        self.core.inbound.clear();
+        self.events.push_back(ServerEvent::Closed(ended));
+    }
+
+    /// Fails requests we sent whose deadline has passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for id in self.core.expired(now) {
+            if let Some(p) = self.core.abandon(&id, Some("timed out"), true) {
+                let error = Error::Timeout {
+                    method: p.method.clone(),
+                    waited_ms: now.saturating_duration_since(p.sent_at).as_millis(),
+                };
+                self.events.push_back(ServerEvent::Response {
+                    id,
+                    method: p.method,
+                    outcome: Err(error),
+                });
+            }
+        }
+    }
+
+    /// The next message to send.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Message> {
+        self.core.outbox.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next.
+    #[must_use]
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.core.poll_timeout()
+    }
+
+    /// The next event for the caller.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+}
