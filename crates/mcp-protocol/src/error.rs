@@ -35,7 +35,9 @@ pub enum Error {
         method: String,
     },
     /// The server chose a protocol version this client does not support.
-    #[error("server chose protocol version {offered}, which is not supported here (asked for {requested})")]
+    #[error(
+        "server chose protocol version {offered}, which is not supported here (asked for {requested})"
+    )]
     VersionMismatch {
         /// The version the client asked for.
         requested: ProtocolVersion,

@@ -136,10 +136,7 @@ impl ProtocolVersion {
 
     /// The newest version both sides support, from a peer's list of version strings (the
     /// `data.supported` of an unsupported-version error).
-    pub fn best_mutual<'a>(
-        peer: impl IntoIterator<Item = &'a str>,
-        ours: &[Self],
-    ) -> Option<Self> {
+    pub fn best_mutual<'a>(peer: impl IntoIterator<Item = &'a str>, ours: &[Self]) -> Option<Self> {
         peer.into_iter()
             .map(Self::parse)
             .filter(|v| v.is_known() && ours.contains(v))

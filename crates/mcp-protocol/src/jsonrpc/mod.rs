@@ -96,7 +96,9 @@ impl<'de> Deserialize<'de> for RequestId {
                     .map_err(|_| E::custom("integer id out of range"))
             }
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<RequestId, E> {
-                Err(E::custom("id must be a string or an integer, not a fraction"))
+                Err(E::custom(
+                    "id must be a string or an integer, not a fraction",
+                ))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
                 Ok(RequestId::String(v.to_owned()))
@@ -351,7 +353,8 @@ impl DecodeError {
 pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
-        let items: Vec<&RawValue> = serde_json::from_slice(bytes).map_err(|e| classify(e, bytes))?;
+        let items: Vec<&RawValue> =
+            serde_json::from_slice(bytes).map_err(|e| classify(e, bytes))?;
         if items.is_empty() {
             return Err(DecodeError::new(
                 DecodeErrorKind::InvalidRequest,
@@ -391,9 +394,7 @@ fn classify(err: serde_json::Error, bytes: &[u8]) -> DecodeError {
     }
     let mut out = DecodeError::new(DecodeErrorKind::InvalidRequest, err.to_string(), bytes);
     if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(bytes) {
-        out.id = obj
-            .get("id")
-            .and_then(|id| RequestId::deserialize(id).ok());
+        out.id = obj.get("id").and_then(|id| RequestId::deserialize(id).ok());
         out.has_method = obj.contains_key("method");
     }
     out
@@ -445,7 +446,9 @@ impl Envelope {
                 })),
             },
             (None, Some(result), None) => match self.id {
-                Some(Some(id)) if self.params.is_none() => Ok(Message::Response(Response { id, result })),
+                Some(Some(id)) if self.params.is_none() => {
+                    Ok(Message::Response(Response { id, result }))
+                }
                 Some(Some(_)) => fail("a response must not carry `params`".to_owned()),
                 _ => fail("a result response needs a non-null `id`".to_owned()),
             },
@@ -454,7 +457,9 @@ impl Envelope {
                 error,
             })),
             (None, Some(_), Some(_)) => fail("a response has both `result` and `error`".to_owned()),
-            (Some(_), _, _) => fail("a message has both `method` and `result` or `error`".to_owned()),
+            (Some(_), _, _) => {
+                fail("a message has both `method` and `result` or `error`".to_owned())
+            }
             (None, None, None) if !self.unknown.is_empty() => fail(format!(
                 "no `method`, `result` or `error`; unexpected members {:?}",
                 self.unknown
@@ -544,7 +549,8 @@ impl Serialize for Message {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Self::Request(r) => {
-                let mut map = serializer.serialize_map(Some(3 + usize::from(r.params.is_some())))?;
+                let mut map =
+                    serializer.serialize_map(Some(3 + usize::from(r.params.is_some())))?;
                 map.serialize_entry("jsonrpc", "2.0")?;
                 map.serialize_entry("id", &r.id)?;
                 map.serialize_entry("method", &r.method)?;
@@ -554,7 +560,8 @@ impl Serialize for Message {
                 map.end()
             }
             Self::Notification(n) => {
-                let mut map = serializer.serialize_map(Some(2 + usize::from(n.params.is_some())))?;
+                let mut map =
+                    serializer.serialize_map(Some(2 + usize::from(n.params.is_some())))?;
                 map.serialize_entry("jsonrpc", "2.0")?;
                 map.serialize_entry("method", &n.method)?;
                 if let Some(p) = &n.params {

@@ -68,7 +68,9 @@ pub trait NotificationMethod {
 
 /// Decodes `params`, treating an absent member as `{}` so that a type with required members
 /// reports which one is missing.
-pub fn decode_params<T: DeserializeOwned>(params: Option<&RawJson>) -> Result<T, serde_json::Error> {
+pub fn decode_params<T: DeserializeOwned>(
+    params: Option<&RawJson>,
+) -> Result<T, serde_json::Error> {
     match params {
         Some(raw) => raw.decode(),
         None => serde_json::from_str("{}"),
@@ -306,4 +308,3 @@ routed! {
     }
     params = NotificationMethod;
 }
-

@@ -199,7 +199,11 @@ impl ClientSession {
         Ok(id)
     }
 
-    fn send_initialize(&mut self, now: Instant, version: ProtocolVersion) -> Result<RequestId, Error> {
+    fn send_initialize(
+        &mut self,
+        now: Instant,
+        version: ProtocolVersion,
+    ) -> Result<RequestId, Error> {
         let params = InitializeParams::new(
             version,
             self.config.capabilities.clone(),
@@ -227,7 +231,9 @@ impl ClientSession {
         options: RequestOptions,
     ) -> Result<RequestId, Error> {
         if method == <method::Initialize as RequestMethod>::METHOD {
-            return Err(Error::ApiMisuse("initialize is sent by ClientSession::initialize".to_owned()));
+            return Err(Error::ApiMisuse(
+                "initialize is sent by ClientSession::initialize".to_owned(),
+            ));
         }
         match &self.state {
             State::Operating(_) => {}
@@ -240,7 +246,9 @@ impl ClientSession {
             }
         }
         if params.as_ref().is_some_and(|p| !p.is_object()) {
-            return Err(Error::ApiMisuse(format!("{method} params must be a JSON object")));
+            return Err(Error::ApiMisuse(format!(
+                "{method} params must be a JSON object"
+            )));
         }
         self.core
             .send_request(now, method, params, options, self.config.request_timeout)
@@ -267,7 +275,13 @@ impl ClientSession {
             )));
         }
         if N::METHOD == <method::RootsListChanged as NotificationMethod>::METHOD
-            && self.config.capabilities.roots.as_ref().and_then(|r| r.list_changed) != Some(true)
+            && self
+                .config
+                .capabilities
+                .roots
+                .as_ref()
+                .and_then(|r| r.list_changed)
+                != Some(true)
         {
             return Err(Error::ApiMisuse(
                 "roots list_changed needs the roots.listChanged capability".to_owned(),
@@ -282,9 +296,12 @@ impl ClientSession {
     /// Returns `false` if the request had already ended.
     pub fn cancel(&mut self, id: &RequestId, reason: Option<&str>) -> Result<bool, Error> {
         if let State::Initializing { id: init, .. } = &self.state
-            && init == id {
-                return Err(Error::ApiMisuse("initialize must not be cancelled".to_owned()));
-            }
+            && init == id
+        {
+            return Err(Error::ApiMisuse(
+                "initialize must not be cancelled".to_owned(),
+            ));
+        }
         let Some(p) = self.core.abandon(id, reason, true) else {
             return Ok(false);
         };
@@ -343,6 +360,9 @@ impl ClientSession {
 
     /// Feeds one decoded frame: a message, or a batch from a 2025-03-26 server.
     pub fn handle_decoded(&mut self, now: Instant, decoded: Decoded) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
         match decoded {
             Decoded::Single(message) => self.handle_message(now, message),
             Decoded::Batch(items) => {
@@ -374,13 +394,15 @@ impl ClientSession {
         if let Some(response) = error.to_response() {
             self.core.outbox.push_back(response);
         } else if let Some(id) = error.id.clone().filter(|_| !error.has_method)
-            && self.core.method_of(&id).is_some() {
-                let failure = Error::Protocol(error.to_string());
-                self.finish(now, id, Err(failure));
-                return;
-            }
-        self.events
-            .push_back(ClientEvent::Diagnostic(format!("dropped a frame from the server: {error}")));
+            && self.core.method_of(&id).is_some()
+        {
+            let failure = Error::Protocol(error.to_string());
+            self.finish(now, id, Err(failure));
+            return;
+        }
+        self.events.push_back(ClientEvent::Diagnostic(format!(
+            "dropped a frame from the server: {error}"
+        )));
     }
 
     /// Feeds one message from the server.
@@ -390,7 +412,10 @@ impl ClientSession {
         }
         match message {
             Message::Response(Response { id, result }) => self.finish(now, id, Ok(result)),
-            Message::Error(ErrorResponse { id: Some(id), error }) => {
+            Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }) => {
                 let method = self.core.method_of(&id).unwrap_or_default().to_owned();
                 self.finish(now, id, Err(Error::Rpc { method, error }));
             }
@@ -417,10 +442,11 @@ impl ClientSession {
             }
         };
         if let State::Initializing { id: init, .. } = &self.state
-            && *init == id {
-                self.finish_initialize(now, outcome);
-                return;
-            }
+            && *init == id
+        {
+            self.finish_initialize(now, outcome);
+            return;
+        }
         self.events.push_back(ClientEvent::Response {
             id,
             method: pending.method,
@@ -429,7 +455,10 @@ impl ClientSession {
     }
 
     fn finish_initialize(&mut self, now: Instant, outcome: Result<RawJson, Error>) {
-        let State::Initializing { offered, retried, .. } = &self.state else {
+        let State::Initializing {
+            offered, retried, ..
+        } = &self.state
+        else {
             return;
         };
         let (offered, retried) = (offered.clone(), *retried);
@@ -469,7 +498,10 @@ impl ClientSession {
                 });
             }
         };
-        if !ProtocolVersion::client_accepts(&result.protocol_version, &self.config.supported_versions) {
+        if !ProtocolVersion::client_accepts(
+            &result.protocol_version,
+            &self.config.supported_versions,
+        ) {
             return self.close_with(Error::VersionMismatch {
                 requested: offered,
                 offered: result.protocol_version,
@@ -506,7 +538,11 @@ impl ClientSession {
         let routed = match ServerRequest::decode(&method, params.as_ref()) {
             Ok(routed) => routed,
             Err(e) => {
-                self.core.push_error(Some(id), code::INVALID_PARAMS, format!("invalid {method} params: {e}"));
+                self.core.push_error(
+                    Some(id),
+                    code::INVALID_PARAMS,
+                    format!("invalid {method} params: {e}"),
+                );
                 return;
             }
         };
@@ -520,7 +556,10 @@ impl ClientSession {
             )));
             return;
         }
-        self.events.push_back(ClientEvent::Request { id, request: routed });
+        self.events.push_back(ClientEvent::Request {
+            id,
+            request: routed,
+        });
     }
 
     /// Fail closed: a server request is delivered only for a capability the host declared.
@@ -532,9 +571,10 @@ impl ClientSession {
             }
             ServerRequest::CreateMessage(params) => check_sampling(caps, params),
             ServerRequest::Elicit(params) => check_elicitation(caps, params),
-            ServerRequest::Other { method, .. } => {
-                Err((code::METHOD_NOT_FOUND, format!("Method not found: {method}")))
-            }
+            ServerRequest::Other { method, .. } => Err((
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            )),
             _ => Ok(()),
         }
     }
@@ -558,12 +598,13 @@ impl ClientSession {
             }
             ServerNotification::Cancelled(params) => {
                 if let Some(id) = params.request_id
-                    && self.core.inbound.remove(&id).is_some() {
-                        self.events.push_back(ClientEvent::RequestCancelled {
-                            id,
-                            reason: params.reason,
-                        });
-                    }
+                    && self.core.inbound.remove(&id).is_some()
+                {
+                    self.events.push_back(ClientEvent::RequestCancelled {
+                        id,
+                        reason: params.reason,
+                    });
+                }
             }
             other => self.events.push_back(ClientEvent::Notification(other)),
         }
@@ -573,7 +614,8 @@ impl ClientSession {
     /// `notifications/cancelled`. A timed-out `initialize` ends the session.
     pub fn handle_timeout(&mut self, now: Instant) {
         for id in self.core.expired(now) {
-            let is_init = matches!(&self.state, State::Initializing { id: init, .. } if *init == id);
+            let is_init =
+                matches!(&self.state, State::Initializing { id: init, .. } if *init == id);
             // initialize must not be cancelled, so no notification for it.
             let Some(p) = self.core.abandon(&id, Some("timed out"), !is_init) else {
                 continue;
@@ -613,7 +655,10 @@ impl ClientSession {
     }
 }
 
-fn check_sampling(caps: &ClientCapabilities, params: &CreateMessageParams) -> Result<(), (i64, String)> {
+fn check_sampling(
+    caps: &ClientCapabilities,
+    params: &CreateMessageParams,
+) -> Result<(), (i64, String)> {
     let Some(sampling) = &caps.sampling else {
         return Err((code::METHOD_NOT_FOUND, "Sampling not supported".to_owned()));
     };
@@ -626,9 +671,15 @@ fn check_sampling(caps: &ClientCapabilities, params: &CreateMessageParams) -> Re
     Ok(())
 }
 
-fn check_elicitation(caps: &ClientCapabilities, params: &ElicitParams) -> Result<(), (i64, String)> {
+fn check_elicitation(
+    caps: &ClientCapabilities,
+    params: &ElicitParams,
+) -> Result<(), (i64, String)> {
     let Some(elicitation) = &caps.elicitation else {
-        return Err((code::METHOD_NOT_FOUND, "Elicitation not supported".to_owned()));
+        return Err((
+            code::METHOD_NOT_FOUND,
+            "Elicitation not supported".to_owned(),
+        ));
     };
     let declared = if params.is_url_mode() {
         elicitation.supports_url()
@@ -652,4 +703,3 @@ pub fn decode_result<M: RequestMethod>(raw: &RawJson) -> Result<M::Result, Error
         detail: e.to_string(),
     })
 }
-

@@ -7,7 +7,9 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::jsonrpc::{ErrorObject, ErrorResponse, Message, Notification, RawJson, RequestId, Response};
+use crate::jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, RawJson, RequestId, Response,
+};
 use crate::schema::{CancelledParams, ProgressToken};
 
 /// How long a request may wait, and whether progress keeps it alive.
@@ -139,11 +141,12 @@ impl Core {
             },
         );
         self.deadlines.push(Reverse((deadline, id.clone())));
-        self.outbox.push_back(Message::Request(crate::jsonrpc::Request {
-            id: id.clone(),
-            method: method.to_owned(),
-            params,
-        }));
+        self.outbox
+            .push_back(Message::Request(crate::jsonrpc::Request {
+                id: id.clone(),
+                method: method.to_owned(),
+                params,
+            }));
         Ok(id)
     }
 
@@ -178,9 +181,10 @@ impl Core {
     ) -> Option<Pending> {
         let p = self.remove(id)?;
         if self.abandoned_order.len() == ABANDONED_MEMORY
-            && let Some(old) = self.abandoned_order.pop_front() {
-                self.abandoned.remove(&old);
-            }
+            && let Some(old) = self.abandoned_order.pop_front()
+        {
+            self.abandoned.remove(&old);
+        }
         self.abandoned.insert(id.clone());
         self.abandoned_order.push_back(id.clone());
         if notify {
@@ -258,15 +262,22 @@ impl Core {
     }
 
     pub(crate) fn push_result(&mut self, id: RequestId, result: RawJson) {
-        self.outbox.push_back(Message::Response(Response { id, result }));
+        self.outbox
+            .push_back(Message::Response(Response { id, result }));
     }
 
-    pub(crate) fn push_error(&mut self, id: Option<RequestId>, code: i64, message: impl Into<String>) {
+    pub(crate) fn push_error(
+        &mut self,
+        id: Option<RequestId>,
+        code: i64,
+        message: impl Into<String>,
+    ) {
         self.push_error_object(id, ErrorObject::new(code, message.into()));
     }
 
     pub(crate) fn push_error_object(&mut self, id: Option<RequestId>, error: ErrorObject) {
-        self.outbox.push_back(Message::Error(ErrorResponse { id, error }));
+        self.outbox
+            .push_back(Message::Error(ErrorResponse { id, error }));
     }
 
     /// Accepts a request from the peer for the caller to answer later. A reused id of a
@@ -292,7 +303,9 @@ fn with_progress_token(params: Option<RawJson>, token: &ProgressToken) -> Result
         .entry("_meta")
         .or_insert_with(|| serde_json::Value::Object(crate::wire::JsonObject::new()));
     let serde_json::Value::Object(meta) = meta else {
-        return Err(Error::ApiMisuse("params `_meta` must be an object".to_owned()));
+        return Err(Error::ApiMisuse(
+            "params `_meta` must be an object".to_owned(),
+        ));
     };
     meta.insert(
         "progressToken".to_owned(),

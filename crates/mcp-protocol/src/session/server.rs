@@ -160,6 +160,9 @@ impl ServerSession {
 
     /// Feeds one decoded frame. A batch is accepted only from a 2025-03-26 client.
     pub fn handle_decoded(&mut self, now: Instant, decoded: Decoded) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
         match decoded {
             Decoded::Single(message) => self.handle_message(now, message),
             Decoded::Batch(items) => {
@@ -187,11 +190,15 @@ impl ServerSession {
     /// Feeds a frame that did not decode: it is answered with -32700 or -32600 when an answer
     /// is owed.
     pub fn handle_invalid(&mut self, error: DecodeError) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
         if let Some(response) = error.to_response() {
             self.core.outbox.push_back(response);
         }
-        self.events
-            .push_back(ServerEvent::Diagnostic(format!("dropped a frame from the client: {error}")));
+        self.events.push_back(ServerEvent::Diagnostic(format!(
+            "dropped a frame from the client: {error}"
+        )));
     }
 
     /// Feeds one message from the client.
@@ -203,13 +210,18 @@ impl ServerSession {
             Message::Request(request) => self.handle_request(request),
             Message::Notification(notification) => self.handle_notification(now, notification),
             Message::Response(Response { id, result }) => self.finish(id, Ok(result)),
-            Message::Error(ErrorResponse { id: Some(id), error }) => {
+            Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }) => {
                 let method = self.core.method_of(&id).unwrap_or_default().to_owned();
                 self.finish(id, Err(Error::Rpc { method, error }));
             }
-            Message::Error(ErrorResponse { id: None, error }) => self.events.push_back(
-                ServerEvent::Diagnostic(format!("client could not read a message we sent: {error}")),
-            ),
+            Message::Error(ErrorResponse { id: None, error }) => {
+                self.events.push_back(ServerEvent::Diagnostic(format!(
+                    "client could not read a message we sent: {error}"
+                )))
+            }
         }
     }
 
@@ -248,14 +260,20 @@ impl ServerSession {
         let routed = match ClientRequest::decode(&method, params.as_ref()) {
             Ok(routed) => routed,
             Err(e) => {
-                self.core
-                    .push_error(Some(id), code::INVALID_PARAMS, format!("invalid {method} params: {e}"));
+                self.core.push_error(
+                    Some(id),
+                    code::INVALID_PARAMS,
+                    format!("invalid {method} params: {e}"),
+                );
                 return;
             }
         };
         if !self.offers(&routed) {
-            self.core
-                .push_error(Some(id), code::METHOD_NOT_FOUND, format!("Method not found: {method}"));
+            self.core.push_error(
+                Some(id),
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            );
             return;
         }
         if !self.core.accept_inbound(&id, &method) {
@@ -266,7 +284,10 @@ impl ServerSession {
             );
             return;
         }
-        self.events.push_back(ServerEvent::Request { id, request: routed });
+        self.events.push_back(ServerEvent::Request {
+            id,
+            request: routed,
+        });
     }
 
     /// Whether the request is for a feature this server declared.
@@ -293,20 +314,28 @@ impl ServerSession {
 
     fn handle_initialize(&mut self, id: RequestId, params: Option<&RawJson>) {
         if !matches!(self.state, State::AwaitingInitialize) {
-            self.core
-                .push_error(Some(id), code::INVALID_REQUEST, "initialize was already received");
+            self.core.push_error(
+                Some(id),
+                code::INVALID_REQUEST,
+                "initialize was already received",
+            );
             return;
         }
         let params: InitializeParams = match crate::schema::decode_params(params) {
             Ok(p) => p,
             Err(e) => {
-                self.core
-                    .push_error(Some(id), code::INVALID_PARAMS, format!("invalid initialize params: {e}"));
+                self.core.push_error(
+                    Some(id),
+                    code::INVALID_PARAMS,
+                    format!("invalid initialize params: {e}"),
+                );
                 return;
             }
         };
-        let version =
-            ProtocolVersion::server_selects(&params.protocol_version, &self.config.supported_versions);
+        let version = ProtocolVersion::server_selects(
+            &params.protocol_version,
+            &self.config.supported_versions,
+        );
         let mut result = InitializeResult::new(
             version.clone(),
             self.config.capabilities.clone(),
@@ -316,7 +345,8 @@ impl ServerSession {
         match RawJson::encode(&result) {
             Ok(raw) => self.core.push_result(id, raw),
             Err(e) => {
-                self.core.push_error(Some(id), code::INTERNAL_ERROR, e.to_string());
+                self.core
+                    .push_error(Some(id), code::INTERNAL_ERROR, e.to_string());
                 return;
             }
         }
@@ -343,7 +373,8 @@ impl ServerSession {
                 let state = std::mem::replace(&mut self.state, State::Closed);
                 self.state = match state {
                     State::AwaitingInitialized(info) => {
-                        self.events.push_back(ServerEvent::Initialized((*info).clone()));
+                        self.events
+                            .push_back(ServerEvent::Initialized((*info).clone()));
                         State::Operating(info)
                     }
                     other => {
@@ -356,12 +387,13 @@ impl ServerSession {
             }
             ClientNotification::Cancelled(params) => {
                 if let Some(id) = params.request_id
-                    && self.core.inbound.remove(&id).is_some() {
-                        self.events.push_back(ServerEvent::Cancelled {
-                            id,
-                            reason: params.reason,
-                        });
-                    }
+                    && self.core.inbound.remove(&id).is_some()
+                {
+                    self.events.push_back(ServerEvent::Cancelled {
+                        id,
+                        reason: params.reason,
+                    });
+                }
             }
             ClientNotification::Progress(params) => {
                 if let Some(id) = self.core.progress(now, &params.progress_token) {
@@ -378,7 +410,9 @@ impl ServerSession {
             return Ok(false);
         }
         if !result.is_object() {
-            return Err(Error::ApiMisuse("a result must be a JSON object".to_owned()));
+            return Err(Error::ApiMisuse(
+                "a result must be a JSON object".to_owned(),
+            ));
         }
         self.core.push_result(id.clone(), result);
         Ok(true)
@@ -465,10 +499,12 @@ impl ServerSession {
                 "{method} needs a capability this server did not declare"
             )));
         }
-        self.core.outbox.push_back(Message::Notification(Notification {
-            method: method.to_owned(),
-            params,
-        }));
+        self.core
+            .outbox
+            .push_back(Message::Notification(Notification {
+                method: method.to_owned(),
+                params,
+            }));
         Ok(())
     }
 
