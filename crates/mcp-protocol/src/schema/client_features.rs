@@ -164,7 +164,7 @@ wire_struct! {
             /// `none`, `thisServer` or `allServers` (soft-deprecated).
             include_context: String = "includeContext",
             /// Sampling temperature.
-            temperature: f64 = "temperature",
+            temperature: serde_json::Number = "temperature",
             /// Stop sequences.
             stop_sequences: Vec<String> = "stopSequences",
             /// Provider-specific metadata.

@@ -62,7 +62,7 @@ wire_struct! {
             /// Who the content is for.
             audience: Vec<Role> = "audience",
             /// 0 to 1; 1 means effectively required.
-            priority: f64 = "priority",
+            priority: serde_json::Number = "priority",
             /// ISO 8601 time of the last change.
             last_modified: String = "lastModified",
         }

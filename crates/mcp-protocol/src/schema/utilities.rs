@@ -37,12 +37,13 @@ wire_struct! {
         required {
             /// The token of the request this reports on.
             progress_token: ProgressToken = "progressToken",
-            /// Progress so far; increases with every notification.
-            progress: f64 = "progress",
+            /// Progress so far; increases with every notification. Kept as the JSON number sent
+            /// (integer or not) so that a forwarded notification is unchanged.
+            progress: serde_json::Number = "progress",
         }
         optional {
             /// The total, when known.
-            total: f64 = "total",
+            total: serde_json::Number = "total",
             /// A message for people.
             message: String = "message",
             /// Protocol metadata.

@@ -391,7 +391,10 @@ impl ClientSession {
         if matches!(self.state, State::Closed) {
             return;
         }
-        if let Some(response) = error.to_response() {
+        // Only a request we cannot read is answered: the server is waiting for that answer.
+        // A line of log text on stdout gets no "Parse error" back, which would only add noise.
+        let owed = error.kind == crate::jsonrpc::DecodeErrorKind::InvalidRequest;
+        if let Some(response) = error.to_response().filter(|_| owed) {
             self.core.outbox.push_back(response);
         } else if let Some(id) = error.id.clone().filter(|_| !error.has_method)
             && self.core.method_of(&id).is_some()
@@ -513,10 +516,10 @@ impl ClientSession {
             implementation: result.server_info,
             instructions: result.instructions,
         };
-        self.core.push_notification(
-            <method::Initialized as NotificationMethod>::METHOD,
-            &crate::schema::EmptyParams::new(),
-        );
+        self.core.outbox.push_back(Message::Notification(Notification {
+            method: <method::Initialized as NotificationMethod>::METHOD.to_owned(),
+            params: None,
+        }));
         self.state = State::Operating(Box::new(info.clone()));
         self.events.push_back(ClientEvent::Ready(info));
     }
