@@ -1,2 +1,28 @@
-//! xtask.
-fn main() {}
+//! Project automation: `cargo xtask <command>`. The one entry point for CI and for newcomers,
+//! so that what a person runs is what CI runs.
+
+mod ci;
+mod flags;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+
+use xshell::Shell;
+
+fn main() -> anyhow::Result<()> {
+    let flags = flags::Xtask::from_env_or_exit();
+    let sh = &Shell::new()?;
+    sh.change_dir(project_root());
+    match flags.subcommand {
+        flags::XtaskCmd::Ci(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Tidy(cmd) => cmd.run(sh),
+    }
+}
+
+/// The workspace root, found from this crate's manifest so that xtask works from any folder.
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}

@@ -103,7 +103,33 @@ where
 /// Required members must be present on decode; optional ones are skipped on encode when `None`
 /// and treat `null` as absent. `new` takes the required members.
 macro_rules! wire_struct {
+    // With no required members the type also has a `Default`: all absent.
     (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            required {}
+            optional { $($opt:tt)* }
+        }
+    ) => {
+        $crate::wire::wire_struct! { @define $(#[$meta])* pub struct $name { required {} optional { $($opt)* } } }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            required { $($req:tt)* }
+            optional { $($opt:tt)* }
+        }
+    ) => {
+        $crate::wire::wire_struct! { @define $(#[$meta])* pub struct $name { required { $($req)* } optional { $($opt)* } } }
+    };
+    (
+        @define
         $(#[$meta:meta])*
         pub struct $name:ident {
             required {

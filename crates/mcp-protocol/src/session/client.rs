@@ -516,10 +516,12 @@ impl ClientSession {
             implementation: result.server_info,
             instructions: result.instructions,
         };
-        self.core.outbox.push_back(Message::Notification(Notification {
-            method: <method::Initialized as NotificationMethod>::METHOD.to_owned(),
-            params: None,
-        }));
+        self.core
+            .outbox
+            .push_back(Message::Notification(Notification {
+                method: <method::Initialized as NotificationMethod>::METHOD.to_owned(),
+                params: None,
+            }));
         self.state = State::Operating(Box::new(info.clone()));
         self.events.push_back(ClientEvent::Ready(info));
     }

@@ -695,7 +695,9 @@ fn undecodable_requests_get_the_precise_error() {
     let err = decode(b"Server listening on stdio").unwrap_err();
     client.handle_invalid(now, err);
     assert!(sent(&mut client).is_empty());
-    assert!(matches!(&events(&mut client)[..], [_, ClientEvent::Diagnostic(d)] if d.contains("not valid JSON")));
+    assert!(
+        matches!(&events(&mut client)[..], [_, ClientEvent::Diagnostic(d)] if d.contains("not valid JSON"))
+    );
 }
 
 #[test]

@@ -39,9 +39,11 @@ impl Session {
         let timeout = config["timeout_ms"].as_u64().map(Duration::from_millis);
         match config["session"].as_str() {
             Some("client") => {
-                let mut c = ClientConfig::new(Implementation::new("fixture-host".into(), "1.0.0".into()));
+                let mut c =
+                    ClientConfig::new(Implementation::new("fixture-host".into(), "1.0.0".into()));
                 if let Some(caps) = config.get("capabilities") {
-                    c.capabilities = serde_json::from_value::<ClientCapabilities>(caps.clone()).unwrap();
+                    c.capabilities =
+                        serde_json::from_value::<ClientCapabilities>(caps.clone()).unwrap();
                 }
                 if let Some(v) = config["protocolVersion"].as_str() {
                     c.protocol_version = ProtocolVersion::parse(v);
@@ -52,9 +54,11 @@ impl Session {
                 Self::Client(ClientSession::new(c))
             }
             Some("server") => {
-                let mut c = ServerConfig::new(Implementation::new("fixture-server".into(), "1.0.0".into()));
+                let mut c =
+                    ServerConfig::new(Implementation::new("fixture-server".into(), "1.0.0".into()));
                 if let Some(caps) = config.get("capabilities") {
-                    c.capabilities = serde_json::from_value::<ServerCapabilities>(caps.clone()).unwrap();
+                    c.capabilities =
+                        serde_json::from_value::<ServerCapabilities>(caps.clone()).unwrap();
                 }
                 if let Some(t) = timeout {
                     c.request_timeout = t;
@@ -97,21 +101,44 @@ impl Session {
         };
         let method = step["method"].as_str().unwrap_or_default();
         let error = || {
-            ErrorObject::new(step["code"].as_i64().unwrap_or(-32603), step["message"].as_str().unwrap_or("").to_owned())
+            ErrorObject::new(
+                step["code"].as_i64().unwrap_or(-32603),
+                step["message"].as_str().unwrap_or("").to_owned(),
+            )
         };
         let result = step.get("result").map(|r| RawJson::encode(r).unwrap());
         let out = match (self, step["do"].as_str().unwrap()) {
             (Self::Client(s), "initialize") => format!("{:?}", s.initialize(now)),
-            (Self::Client(s), "request") => format!("{:?}", s.send_request(now, method, raw(step.get("params")), options())),
-            (Self::Client(s), "cancel") => format!("{:?}", s.cancel(&id(step), step["reason"].as_str())),
+            (Self::Client(s), "request") => format!(
+                "{:?}",
+                s.send_request(now, method, raw(step.get("params")), options())
+            ),
+            (Self::Client(s), "cancel") => {
+                format!("{:?}", s.cancel(&id(step), step["reason"].as_str()))
+            }
             (Self::Client(s), "respond") => format!("{:?}", s.respond(&id(step), result.unwrap())),
-            (Self::Client(s), "respond_error") => format!("{:?}", s.respond_error(&id(step), error())),
-            (Self::Client(s), "close") => { s.close("closed by the transcript"); "()".to_owned() }
-            (Self::Server(s), "request") => format!("{:?}", s.send_request(now, method, raw(step.get("params")), options())),
+            (Self::Client(s), "respond_error") => {
+                format!("{:?}", s.respond_error(&id(step), error()))
+            }
+            (Self::Client(s), "close") => {
+                s.close("closed by the transcript");
+                "()".to_owned()
+            }
+            (Self::Server(s), "request") => format!(
+                "{:?}",
+                s.send_request(now, method, raw(step.get("params")), options())
+            ),
             (Self::Server(s), "respond") => format!("{:?}", s.respond(&id(step), result.unwrap())),
-            (Self::Server(s), "respond_error") => format!("{:?}", s.respond_error(&id(step), error())),
-            (Self::Server(s), "notify") => format!("{:?}", s.notify(method, raw(step.get("params")))),
-            (Self::Server(s), "close") => { s.close("closed by the transcript"); "()".to_owned() }
+            (Self::Server(s), "respond_error") => {
+                format!("{:?}", s.respond_error(&id(step), error()))
+            }
+            (Self::Server(s), "notify") => {
+                format!("{:?}", s.notify(method, raw(step.get("params"))))
+            }
+            (Self::Server(s), "close") => {
+                s.close("closed by the transcript");
+                "()".to_owned()
+            }
             (_, other) => panic!("unknown command {other:?} for this session"),
         };
         format!("  -> {out}\n")
@@ -125,12 +152,16 @@ impl Session {
             Self::Client(s) => (
                 std::iter::from_fn(|| s.poll_transmit()).collect(),
                 s.poll_timeout(),
-                std::iter::from_fn(|| s.poll_event()).map(|e| format!("{e:?}")).collect(),
+                std::iter::from_fn(|| s.poll_event())
+                    .map(|e| format!("{e:?}"))
+                    .collect(),
             ),
             Self::Server(s) => (
                 std::iter::from_fn(|| s.poll_transmit()).collect(),
                 s.poll_timeout(),
-                std::iter::from_fn(|| s.poll_event()).map(|e| format!("{e:?}")).collect(),
+                std::iter::from_fn(|| s.poll_event())
+                    .map(|e| format!("{e:?}"))
+                    .collect(),
             ),
         };
         for m in sent {
@@ -152,8 +183,11 @@ impl Session {
 
 /// Runs one transcript and returns its log.
 fn run(text: &str) -> String {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
-    let config: Value = serde_json::from_str(lines.next().expect("a transcript has a first line")).unwrap();
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    let config: Value =
+        serde_json::from_str(lines.next().expect("a transcript has a first line")).unwrap();
     let mut session = Session::new(&config);
     // Instant has no constructor: the simulated clock starts from a real one and is never read again.
     #[allow(clippy::disallowed_methods)]
@@ -161,7 +195,8 @@ fn run(text: &str) -> String {
     let mut now = start;
     let mut log = String::new();
     for line in lines {
-        let step: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("bad step {line}: {e}"));
+        let step: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("bad step {line}: {e}"));
         writeln!(log, "{line}").unwrap();
         if let Some(frame) = step.get("recv") {
             session.recv(now, &serde_json::to_vec(frame).unwrap());
@@ -188,10 +223,16 @@ fn check(path: &Path) {
 
 #[test]
 fn ok() {
-    insta::glob!("../../../../fixtures", "lifecycle/ok/*.jsonl", |path| check(path));
+    insta::glob!(
+        "../../../../fixtures",
+        "lifecycle/ok/*.jsonl",
+        |path| check(path)
+    );
 }
 
 #[test]
 fn err() {
-    insta::glob!("../../../../fixtures", "lifecycle/err/*.jsonl", |path| check(path));
+    insta::glob!("../../../../fixtures", "lifecycle/err/*.jsonl", |path| {
+        check(path)
+    });
 }

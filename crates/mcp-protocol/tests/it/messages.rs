@@ -8,7 +8,9 @@
 
 use std::path::Path;
 
-use mcp_protocol::schema::{ClientNotification, ClientRequest, RequestMethod, ServerNotification, ServerRequest, method};
+use mcp_protocol::schema::{
+    ClientNotification, ClientRequest, RequestMethod, ServerNotification, ServerRequest, method,
+};
 use mcp_protocol::{Decoded, Message, RawJson, decode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,7 +23,12 @@ struct Name {
 }
 
 fn name_of(path: &Path) -> Name {
-    let stem = path.file_name().unwrap().to_str().unwrap().trim_end_matches(".json");
+    let stem = path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_end_matches(".json");
     let mut parts = stem.split('.');
     let method = parts.next().unwrap().replace('-', "/");
     let kind = parts.next().unwrap_or("").to_owned();
@@ -29,7 +36,9 @@ fn name_of(path: &Path) -> Name {
 }
 
 /// Decodes `raw` as `T`, and returns its debug form and its re-encoding.
-fn typed<T: DeserializeOwned + Serialize + std::fmt::Debug>(raw: &RawJson) -> Result<(String, Value), String> {
+fn typed<T: DeserializeOwned + Serialize + std::fmt::Debug>(
+    raw: &RawJson,
+) -> Result<(String, Value), String> {
     let value: T = raw.decode().map_err(|e| e.to_string())?;
     Ok((format!("{value:#?}"), serde_json::to_value(&value).unwrap()))
 }
@@ -44,36 +53,79 @@ macro_rules! result_by_method {
 }
 
 fn typed_result(method: &str, raw: &RawJson) -> Result<(String, Value), String> {
-    result_by_method!(method, raw, [
-        Initialize, Ping, ListTools, CallTool, ListResources, ListResourceTemplates, ReadResource,
-        Subscribe, Unsubscribe, ListPrompts, GetPrompt, Complete, SetLevel, CreateMessage, Elicit,
-        ListRoots,
-    ])
+    result_by_method!(
+        method,
+        raw,
+        [
+            Initialize,
+            Ping,
+            ListTools,
+            CallTool,
+            ListResources,
+            ListResourceTemplates,
+            ReadResource,
+            Subscribe,
+            Unsubscribe,
+            ListPrompts,
+            GetPrompt,
+            Complete,
+            SetLevel,
+            CreateMessage,
+            Elicit,
+            ListRoots,
+        ]
+    )
 }
 
 /// Routes a request or notification as a host or gateway would: the client-sent methods
 /// first, then the server-sent ones. Returns the debug form and the re-encoded params.
 fn typed_call(message: &Message) -> Result<(String, Value), String> {
     fn finish<T: std::fmt::Debug>(routed: T, params: Option<RawJson>) -> (String, Value) {
-        let value = params.map_or(Value::Object(Default::default()), |p| serde_json::from_str(p.get()).unwrap());
+        let value = params.map_or(Value::Object(Default::default()), |p| {
+            serde_json::from_str(p.get()).unwrap()
+        });
         (format!("{routed:#?}"), value)
     }
     let err = |e: serde_json::Error| e.to_string();
     match message {
-        Message::Request(r) => match ClientRequest::decode(&r.method, r.params.as_ref()).map_err(err)? {
-            ClientRequest::Other { .. } => match ServerRequest::decode(&r.method, r.params.as_ref()).map_err(err)? {
-                ServerRequest::Other { method, .. } => Err(format!("{method} is routed nowhere")),
-                routed => { let p = routed.encode_params().unwrap(); Ok(finish(routed, p)) }
-            },
-            routed => { let p = routed.encode_params().unwrap(); Ok(finish(routed, p)) }
-        },
-        Message::Notification(n) => match ClientNotification::decode(&n.method, n.params.as_ref()).map_err(err)? {
-            ClientNotification::Other { .. } => match ServerNotification::decode(&n.method, n.params.as_ref()).map_err(err)? {
-                ServerNotification::Other { method, .. } => Err(format!("{method} is routed nowhere")),
-                routed => { let p = routed.encode_params().unwrap(); Ok(finish(routed, p)) }
-            },
-            routed => { let p = routed.encode_params().unwrap(); Ok(finish(routed, p)) }
-        },
+        Message::Request(r) => {
+            match ClientRequest::decode(&r.method, r.params.as_ref()).map_err(err)? {
+                ClientRequest::Other { .. } => {
+                    match ServerRequest::decode(&r.method, r.params.as_ref()).map_err(err)? {
+                        ServerRequest::Other { method, .. } => {
+                            Err(format!("{method} is routed nowhere"))
+                        }
+                        routed => {
+                            let p = routed.encode_params().unwrap();
+                            Ok(finish(routed, p))
+                        }
+                    }
+                }
+                routed => {
+                    let p = routed.encode_params().unwrap();
+                    Ok(finish(routed, p))
+                }
+            }
+        }
+        Message::Notification(n) => {
+            match ClientNotification::decode(&n.method, n.params.as_ref()).map_err(err)? {
+                ClientNotification::Other { .. } => {
+                    match ServerNotification::decode(&n.method, n.params.as_ref()).map_err(err)? {
+                        ServerNotification::Other { method, .. } => {
+                            Err(format!("{method} is routed nowhere"))
+                        }
+                        routed => {
+                            let p = routed.encode_params().unwrap();
+                            Ok(finish(routed, p))
+                        }
+                    }
+                }
+                routed => {
+                    let p = routed.encode_params().unwrap();
+                    Ok(finish(routed, p))
+                }
+            }
+        }
         _ => unreachable!("only requests and notifications are routed"),
     }
 }
@@ -86,41 +138,89 @@ fn payload_of(message: &Message) -> Value {
         Message::Response(r) => Some(&r.result),
         Message::Error(_) => None,
     };
-    raw.map_or(Value::Object(Default::default()), |r| serde_json::from_str(r.get()).unwrap())
+    raw.map_or(Value::Object(Default::default()), |r| {
+        serde_json::from_str(r.get()).unwrap()
+    })
 }
 
 /// Decodes a fixture all the way down; `Err` says at which step and why it failed.
 fn decode_fixture(path: &Path, bytes: &[u8]) -> Result<String, String> {
     let name = name_of(path);
-    let decoded = decode(bytes).map_err(|e| format!("envelope: {e}\nkind: {:?}\nid: {:?}\nanswer: {}", e.kind, e.id,
-        e.to_response().map_or("none".to_owned(), |m| String::from_utf8(m.encode()).unwrap())))?;
+    let decoded = decode(bytes).map_err(|e| {
+        format!(
+            "envelope: {e}\nkind: {:?}\nid: {:?}\nanswer: {}",
+            e.kind,
+            e.id,
+            e.to_response()
+                .map_or("none".to_owned(), |m| String::from_utf8(m.encode())
+                    .unwrap())
+        )
+    })?;
     let message = match decoded {
         Decoded::Single(m) => m,
         Decoded::Batch(items) => {
-            assert_eq!(name.kind, "batch", "{}: only .batch fixtures may be arrays", path.display());
-            let kinds: Vec<String> = items.iter().map(|i| match i {
-                Ok(m) => format!("{:?} {:?}", m.method(), m.id()),
-                Err(e) => format!("error {e}"),
-            }).collect();
+            assert_eq!(
+                name.kind,
+                "batch",
+                "{}: only .batch fixtures may be arrays",
+                path.display()
+            );
+            let kinds: Vec<String> = items
+                .iter()
+                .map(|i| match i {
+                    Ok(m) => format!("{:?} {:?}", m.method(), m.id()),
+                    Err(e) => format!("error {e}"),
+                })
+                .collect();
             return Ok(format!("batch of {}\n{}", items.len(), kinds.join("\n")));
         }
     };
     // The envelope itself is lossless.
     let original: Value = serde_json::from_slice(bytes).unwrap();
-    assert_eq!(serde_json::from_slice::<Value>(&message.encode()).unwrap(), original, "{}", path.display());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&message.encode()).unwrap(),
+        original,
+        "{}",
+        path.display()
+    );
 
     let (debug, reencoded) = match &message {
-        Message::Response(r) => typed_result(&name.method, &r.result).map_err(|e| format!("{} result: {e}", name.method))?,
+        Message::Response(r) => typed_result(&name.method, &r.result)
+            .map_err(|e| format!("{} result: {e}", name.method))?,
         Message::Error(e) => return Ok(format!("error response\nid: {:?}\n{:#?}", e.id, e.error)),
         call => {
-            let expected = if matches!(call, Message::Request(_)) { "request" } else { "notification" };
-            assert_eq!(name.kind, expected, "{}: the file name says {}", path.display(), name.kind);
-            assert_eq!(call.method(), Some(name.method.as_str()), "{}", path.display());
+            let expected = if matches!(call, Message::Request(_)) {
+                "request"
+            } else {
+                "notification"
+            };
+            assert_eq!(
+                name.kind,
+                expected,
+                "{}: the file name says {}",
+                path.display(),
+                name.kind
+            );
+            assert_eq!(
+                call.method(),
+                Some(name.method.as_str()),
+                "{}",
+                path.display()
+            );
             typed_call(call).map_err(|e| format!("{} params: {e}", name.method))?
         }
     };
-    assert_eq!(reencoded, payload_of(&message), "{}: typed round trip lost or changed data", path.display());
-    Ok(format!("{:?} {}\n{debug}", message.id(), message.method().unwrap_or(&name.method)))
+    assert_eq!(
+        reencoded,
+        payload_of(&message),
+        "{}: typed round trip lost or changed data",
+        path.display()
+    );
+    Ok(format!(
+        "{:?} {}\n{debug}",
+        message.id(),
+        message.method().unwrap_or(&name.method)
+    ))
 }
 
 #[track_caller]
@@ -138,10 +238,14 @@ fn check(path: &Path, ok: bool) {
 
 #[test]
 fn ok() {
-    insta::glob!("../../../../fixtures", "jsonrpc/ok/*.json", |path| check(path, true));
+    insta::glob!("../../../../fixtures", "jsonrpc/ok/*.json", |path| check(
+        path, true
+    ));
 }
 
 #[test]
 fn err() {
-    insta::glob!("../../../../fixtures", "jsonrpc/err/*.json", |path| check(path, false));
+    insta::glob!("../../../../fixtures", "jsonrpc/err/*.json", |path| check(
+        path, false
+    ));
 }

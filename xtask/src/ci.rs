@@ -1,0 +1,115 @@
+//! `cargo xtask ci`: everything CI checks, in the order that fails fastest.
+
+use anyhow::Context as _;
+use xshell::{Shell, cmd};
+
+use crate::flags;
+
+/// The cargo-deny release we install when it is missing.
+const CARGO_DENY_VERSION: &str = "0.20.2";
+
+impl flags::Ci {
+    pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        step("format", || cmd!(sh, "cargo fmt --all -- --check").run())?;
+        // Per package, so that feature unification cannot hide a missing feature (rustls'
+        // admin/clippy).
+        for package in workspace_packages(sh)? {
+            step(&format!("clippy {package}"), || {
+                cmd!(
+                    sh,
+                    "cargo clippy --package {package} --all-targets -- -D warnings"
+                )
+                .run()
+            })?;
+        }
+        step("test", || cmd!(sh, "cargo test --workspace").run())?;
+        step("doc", || {
+            cmd!(sh, "cargo doc --workspace --no-deps")
+                .env("RUSTDOCFLAGS", "-D warnings")
+                .run()
+        })?;
+        ensure_cargo_deny(sh)?;
+        step("deny", || {
+            cmd!(sh, "cargo deny --all-features check bans licenses sources").run()
+        })?;
+        advisories(sh)?;
+        eprintln!("xtask ci: all checks passed");
+        Ok(())
+    }
+}
+
+fn step(name: &str, f: impl FnOnce() -> xshell::Result<()>) -> anyhow::Result<()> {
+    eprintln!("==> {name}");
+    f().with_context(|| format!("xtask ci: step `{name}` failed"))
+}
+
+/// Names of the workspace members, from `cargo metadata`.
+pub(crate) fn workspace_packages(sh: &Shell) -> anyhow::Result<Vec<String>> {
+    let json = cmd!(sh, "cargo metadata --format-version 1 --no-deps").read()?;
+    let meta: serde_json::Value = serde_json::from_str(&json)?;
+    let mut names: Vec<String> = meta["packages"]
+        .as_array()
+        .context("cargo metadata has no packages")?
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn ensure_cargo_deny(sh: &Shell) -> anyhow::Result<()> {
+    if cmd!(sh, "cargo deny --version")
+        .quiet()
+        .ignore_stderr()
+        .ignore_stdout()
+        .run()
+        .is_ok()
+    {
+        return Ok(());
+    }
+    step("install cargo-deny", || {
+        cmd!(
+            sh,
+            "cargo install cargo-deny --locked --version {CARGO_DENY_VERSION}"
+        )
+        .run()
+    })
+}
+
+/// The advisory check needs the RustSec database, which is fetched from GitHub; machines that
+/// reach only the package registries cannot fetch it. It runs when a copy is already on disk,
+/// and says plainly when it cannot run.
+fn advisories(sh: &Shell) -> anyhow::Result<()> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cargo")));
+    let has_db = home
+        .map(|h| h.join("advisory-dbs"))
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .is_some_and(|mut entries| {
+            entries.any(|e| e.is_ok_and(|e| e.path().join(".git").exists()))
+        });
+    if cmd!(sh, "cargo deny --all-features check advisories")
+        .quiet()
+        .ignore_stderr()
+        .run()
+        .is_ok()
+    {
+        eprintln!("==> deny advisories: ok");
+        return Ok(());
+    }
+    if has_db {
+        step("deny advisories (offline)", || {
+            cmd!(
+                sh,
+                "cargo deny --all-features check --disable-fetch advisories"
+            )
+            .run()
+        })
+    } else {
+        eprintln!(
+            "==> deny advisories: not run, the RustSec database cannot be fetched from this network"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,11 @@
+//! The command line of xtask.
+
+xflags::xflags! {
+    /// Project automation for mcp-host.
+    cmd xtask {
+        /// The whole gate: fmt, clippy per package, tests, docs, cargo-deny.
+        cmd ci {}
+        /// Repository lints: file headers, banned test attributes, the crate graph.
+        cmd tidy {}
+    }
+}

@@ -1,0 +1,282 @@
+//! `cargo xtask tidy`, also run as a `#[test]` so that `cargo test --workspace` is the whole
+//! gate: file headers, banned test attributes, trailing whitespace, internal dependencies
+//! declared through the workspace, the crate graph written in `docs/architecture.md`, and a
+//! sans-IO `mcp-protocol`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+use xshell::{Shell, cmd};
+
+use crate::{flags, project_root};
+
+/// Crates that would give `mcp-protocol` I/O, a runtime or a clock of its own.
+const IO_CRATES: &[&str] = &[
+    "tokio",
+    "hyper",
+    "hyper-util",
+    "mio",
+    "socket2",
+    "reqwest",
+    "async-std",
+    "smol",
+    "rand",
+    "getrandom",
+    "chrono",
+    "time",
+];
+
+impl flags::Tidy {
+    pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        let root = project_root();
+        let mut problems = Vec::new();
+        check_sources(&root, &mut problems)?;
+        check_manifests(&root, &mut problems)?;
+        let meta: Value =
+            serde_json::from_str(&cmd!(sh, "cargo metadata --format-version 1").read()?)?;
+        check_crate_graph(&root, &meta, &mut problems)?;
+        check_sans_io(&meta, &mut problems);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        for p in &problems {
+            eprintln!("tidy: {p}");
+        }
+        bail!("tidy found {} problem(s)", problems.len())
+    }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with('.') || name == "target" || name == "snapshots" {
+            continue;
+        }
+        if path.is_dir() {
+            files(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn check_sources(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    let mut all = Vec::new();
+    for dir in ["crates", "xtask", "docs", "fixtures"] {
+        files(&root.join(dir), &mut all)?;
+    }
+    all.push(root.join("README.md"));
+    // Spelled in two halves so that this file does not trip its own check.
+    let banned = [concat!("#[should", "_panic"), concat!("#[ign", "ore")];
+    for path in all {
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default();
+        if !matches!(ext, "rs" | "md" | "toml") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).with_context(|| format!("reading {rel}"))?;
+        if ext == "rs" && !text.starts_with("//!") {
+            problems.push(format!(
+                "{rel}: a .rs file must start with a `//!` doc comment"
+            ));
+        }
+        for b in banned {
+            if ext == "rs" && text.contains(b) {
+                problems.push(format!(
+                    "{rel}: `{b}]` is not allowed: tests assert, they are never skipped"
+                ));
+            }
+        }
+        for (n, line) in text.lines().enumerate() {
+            if line.ends_with(' ') || line.ends_with('\t') {
+                problems.push(format!("{rel}:{}: trailing whitespace", n + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Internal dependencies are declared once, in the workspace manifest.
+fn check_manifests(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    let mut manifests = vec![root.join("xtask/Cargo.toml")];
+    for entry in fs::read_dir(root.join("crates"))? {
+        let m = entry?.path().join("Cargo.toml");
+        if m.exists() {
+            manifests.push(m);
+        }
+    }
+    for m in manifests {
+        let text = fs::read_to_string(&m)?;
+        let rel = m.strip_prefix(root).unwrap_or(&m).display().to_string();
+        if text
+            .lines()
+            .any(|l| l.contains("path = \"") && !l.trim_start().starts_with("path"))
+        {
+            problems.push(format!("{rel}: declare internal dependencies in the workspace manifest and use `workspace = true`"));
+        }
+        if !text.contains("[lints]\nworkspace = true") {
+            problems.push(format!("{rel}: needs `[lints] workspace = true`"));
+        }
+    }
+    Ok(())
+}
+
+/// The allowed workspace edges, from the table between the crate-graph markers of
+/// `docs/architecture.md`: `| `crate` | `dep`, `dep` |`, or `none`.
+fn documented_graph(root: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String>>> {
+    let doc = fs::read_to_string(root.join("docs/architecture.md"))
+        .context("reading docs/architecture.md")?;
+    let start = doc
+        .find("<!-- crate-graph begin -->")
+        .context("docs/architecture.md has no crate-graph begin marker")?;
+    let end = doc
+        .find("<!-- crate-graph end -->")
+        .context("docs/architecture.md has no crate-graph end marker")?;
+    let mut graph = BTreeMap::new();
+    for line in doc[start..end].lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 4 || !cells[1].starts_with('`') {
+            continue;
+        }
+        let name = cells[1].trim_matches('`').to_owned();
+        let deps = cells[2]
+            .split(',')
+            .map(|d| d.trim().trim_matches('`').to_owned())
+            .filter(|d| !d.is_empty() && d != "none")
+            .collect();
+        graph.insert(name, deps);
+    }
+    Ok(graph)
+}
+
+fn check_crate_graph(root: &Path, meta: &Value, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    let documented = documented_graph(root)?;
+    let members: BTreeSet<String> = workspace_names(meta);
+    for package in meta["packages"].as_array().into_iter().flatten() {
+        let Some(name) = package["name"].as_str() else {
+            continue;
+        };
+        if !members.contains(name) {
+            continue;
+        }
+        let Some(allowed) = documented.get(name) else {
+            problems.push(format!(
+                "docs/architecture.md: crate graph has no row for `{name}`"
+            ));
+            continue;
+        };
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let Some(dep_name) = dep["name"].as_str() else {
+                continue;
+            };
+            if !members.contains(dep_name) {
+                continue;
+            }
+            let dev = dep["kind"].as_str() == Some("dev");
+            // Only the test kit may be a dev-only edge; anything else would build a crate
+            // twice in its own unit tests.
+            let ok = if dev {
+                allowed.contains(dep_name) || dep_name == "mcp-testkit"
+            } else {
+                allowed.contains(dep_name)
+            };
+            if !ok {
+                problems.push(format!(
+                    "`{name}` depends on `{dep_name}`, an edge docs/architecture.md does not allow"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn workspace_names(meta: &Value) -> BTreeSet<String> {
+    let ids: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["id"].as_str().is_some_and(|id| ids.contains(id)))
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// `cargo tree -p mcp-protocol` (normal edges) holds no I/O crate.
+fn check_sans_io(meta: &Value, problems: &mut Vec<String>) {
+    let nodes: BTreeMap<&str, &Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| Some((n["id"].as_str()?, n)))
+        .collect();
+    let names: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let Some(start) = names
+        .iter()
+        .find(|(_, n)| **n == "mcp-protocol")
+        .map(|(id, _)| *id)
+    else {
+        problems.push("no mcp-protocol package".to_owned());
+        return;
+    };
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![start];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let Some(node) = nodes.get(id) else { continue };
+        for dep in node["deps"].as_array().into_iter().flatten() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].is_null());
+            if let (true, Some(pkg)) = (normal, dep["pkg"].as_str()) {
+                stack.push(pkg);
+            }
+        }
+    }
+    for id in seen {
+        let name = names.get(id).copied().unwrap_or_default();
+        if IO_CRATES.contains(&name) {
+            problems.push(format!(
+                "mcp-protocol must stay sans-IO but depends on `{name}`"
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tidy() {
+        let sh = xshell::Shell::new().unwrap();
+        sh.change_dir(crate::project_root());
+        crate::flags::Tidy {}.run(&sh).unwrap();
+    }
+}
