@@ -22,7 +22,8 @@ impl flags::Ci {
                 .run()
             })?;
         }
-        step("test", || cmd!(sh, "cargo test --workspace").run())?;
+        eprintln!("==> test");
+        let (passed, failed) = run_tests(sh)?;
         step("doc", || {
             cmd!(sh, "cargo doc --workspace --no-deps")
                 .env("RUSTDOCFLAGS", "-D warnings")
@@ -33,7 +34,9 @@ impl flags::Ci {
             cmd!(sh, "cargo deny --all-features check bans licenses sources").run()
         })?;
         advisories(sh)?;
+        // The last line is the plain summary that CI reads.
         eprintln!("xtask ci: all checks passed");
+        println!("ci: {passed} passed, {failed} failed");
         Ok(())
     }
 }
@@ -112,4 +115,46 @@ fn advisories(sh: &Shell) -> anyhow::Result<()> {
         );
         Ok(())
     }
+}
+
+/// Runs `cargo test --workspace`, echoing its output, and adds up the `test result:` lines.
+fn run_tests(sh: &Shell) -> anyhow::Result<(u64, u64)> {
+    use std::io::BufRead as _;
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new("cargo")
+        .args(["test", "--workspace"])
+        .current_dir(sh.current_dir())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting cargo test")?;
+    let (mut passed, mut failed) = (0, 0);
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line?;
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                passed += count(rest, " passed");
+                failed += count(rest, " failed");
+            }
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        anyhow::bail!("xtask ci: step `test` failed ({passed} passed, {failed} failed)");
+    }
+    Ok((passed, failed))
+}
+
+/// The number before `what` in a `test result:` line such as `ok. 37 passed; 0 failed; ...`.
+fn count(line: &str, what: &str) -> u64 {
+    line.split(';')
+        .find_map(|part| {
+            part.trim()
+                .trim_start_matches("ok. ")
+                .trim_start_matches("FAILED. ")
+                .strip_suffix(what.trim_start())
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }

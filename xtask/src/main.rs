@@ -1,6 +1,9 @@
 //! Project automation: `cargo xtask <command>`. The one entry point for CI and for newcomers,
 //! so that what a person runs is what CI runs.
 
+// xtask is an application that reports progress on the terminal.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
+
 mod ci;
 mod flags;
 mod tidy;

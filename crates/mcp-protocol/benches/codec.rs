@@ -4,7 +4,8 @@
 //!
 //! Cases: a ~1 KiB `tools/call` result and a ~1 MiB `tools/list` result.
 
-#![allow(missing_docs)]
+// A benchmark is test code: a failed unwrap is a broken benchmark, reported at once.
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mcp_protocol::schema::method;

@@ -17,6 +17,33 @@
 //!   result type.
 //! - [`ProtocolVersion`]: the known revisions as an enumerated set.
 //!
+//! # Example
+//!
+//! A client session driven by hand; a transport does exactly this in a loop.
+//!
+//! ```
+//! use std::time::Instant;
+//! use mcp_protocol::schema::Implementation;
+//! use mcp_protocol::{ClientConfig, ClientEvent, ClientSession, decode};
+//!
+//! let now = Instant::now();
+//! let info = Implementation::new("my-host".into(), "1.0.0".into());
+//! let mut session = ClientSession::new(ClientConfig::new(info));
+//! session.initialize(now).unwrap();
+//!
+//! // The transport writes this frame to the server...
+//! let initialize = session.poll_transmit().unwrap().encode();
+//! assert!(initialize.starts_with(br#"{"jsonrpc":"2.0","id":0,"method":"initialize""#));
+//!
+//! // ...and feeds the server's answer back.
+//! let answer = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25",
+//!     "capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+//! session.handle_decoded(now, decode(answer).unwrap());
+//! assert!(matches!(session.poll_event(), Some(ClientEvent::Ready(_))));
+//! // notifications/initialized is next on the wire.
+//! assert_eq!(session.poll_transmit().unwrap().method(), Some("notifications/initialized"));
+//! ```
+//!
 //! Every wire type keeps the members it does not know in `extra`, so that a message decoded
 //! and encoded again loses nothing.
 //!

@@ -146,11 +146,10 @@ proptest! {
                     if let Some(id) = ours.get(i).cloned() { let _ = client.cancel(&id, None); }
                 }
                 Step::Respond(i) => {
-                    if let Some(id) = theirs.get(i).cloned() {
-                        if client.respond(&id, crate::RawJson::empty_object()).unwrap() {
+                    if let Some(id) = theirs.get(i).cloned()
+                        && client.respond(&id, crate::RawJson::empty_object()).unwrap() {
                             prop_assert!(owed.remove(&id), "respond accepted an id never delivered");
                         }
-                    }
                 }
             }
 
