@@ -7,8 +7,9 @@ use crate::version::ProtocolVersion;
 ///
 /// The variants say who is at fault: the peer (`Rpc`, `Protocol`, `InvalidResult`,
 /// `VersionMismatch`), time (`Timeout`), the caller (`Cancelled`, `ApiMisuse`), or the end of
-/// the session (`Closed`). Messages never include parameter or result values, which may hold
-/// secrets.
+/// the session (`Closed`). Messages never quote the parameters or results we sent, which may
+/// hold secrets; a decode error quotes at most the first 256 bytes of the peer's malformed
+/// frame, for diagnosis.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

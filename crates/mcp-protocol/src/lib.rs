@@ -72,8 +72,8 @@ pub use jsonrpc::{
     RAW_EXCERPT_LIMIT, RawJson, Request, RequestId, Response, code, decode, decode_message,
 };
 pub use session::{
-    ClientConfig, ClientEvent, ClientInfo, ClientSession, RequestOptions, ServerConfig,
-    ServerEvent, ServerInfo, ServerSession, decode_result,
+    ClientConfig, ClientEvent, ClientInfo, ClientSession, Reply, RequestHandler, RequestOptions,
+    ServerConfig, ServerEvent, ServerInfo, ServerSession, decode_result,
 };
 pub use version::{Era, ProtocolVersion};
 pub use wire::JsonObject;

@@ -262,3 +262,16 @@ wire_struct! {
         }
     }
 }
+
+wire_struct! {
+    /// The `data` of a -32042 URL-elicitation-required error: the URL-mode elicitations the
+    /// user must complete before the request can succeed. `@internal` in `schema.ts`, so
+    /// written by hand from the spec text.
+    pub struct UrlElicitationRequiredData {
+        required {
+            /// The elicitations, each in URL mode.
+            elicitations: Vec<ElicitParams> = "elicitations",
+        }
+        optional {}
+    }
+}

@@ -21,7 +21,7 @@ use crate::jsonrpc::RawJson;
 pub use client_features::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
     ElicitationCompleteParams, ListRootsResult, OneOrMany, Root, SamplingContent, SamplingMessage,
-    ToolResultContent, ToolUseContent,
+    ToolResultContent, ToolUseContent, UrlElicitationRequiredData,
 };
 pub use common::{
     Annotations, EmptyParams, EmptyResult, Icon, Implementation, PaginatedParams, Role,

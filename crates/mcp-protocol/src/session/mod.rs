@@ -12,4 +12,4 @@ mod tests;
 
 pub use client::{ClientConfig, ClientEvent, ClientSession, ServerInfo, decode_result};
 pub use pending::RequestOptions;
-pub use server::{ClientInfo, ServerConfig, ServerEvent, ServerSession};
+pub use server::{ClientInfo, Reply, RequestHandler, ServerConfig, ServerEvent, ServerSession};

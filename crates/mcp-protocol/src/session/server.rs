@@ -104,6 +104,26 @@ pub enum ServerEvent {
     Closed(Error),
 }
 
+/// What a [`RequestHandler`] does with a request.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Reply {
+    /// Answer now with this result.
+    Result(RawJson),
+    /// Answer now with this error.
+    Error(ErrorObject),
+    /// The handler answers later with [`ServerSession::respond`] (an async handler, an
+    /// upstream call in flight).
+    Later,
+}
+
+/// Handles routed requests for [`ServerSession::dispatch`]: the simple way to write a server
+/// whose answers are at hand. A handler that must wait on I/O returns [`Reply::Later`].
+pub trait RequestHandler {
+    /// Handles one request; `id` is what a later [`ServerSession::respond`] needs.
+    fn handle(&mut self, id: &RequestId, request: ClientRequest) -> Reply;
+}
+
 /// The lifecycle of a server session.
 ///
 /// ```text
@@ -402,6 +422,28 @@ impl ServerSession {
             }
             other => self.events.push_back(ServerEvent::Notification(other)),
         }
+    }
+
+    /// Hands every request waiting in the event queue to `handler` and sends the replies it
+    /// gives now. Other events stay queued, in order, for [`poll_event`](Self::poll_event).
+    pub fn dispatch<H: RequestHandler + ?Sized>(&mut self, handler: &mut H) -> Result<(), Error> {
+        let events = std::mem::take(&mut self.events);
+        for event in events {
+            let ServerEvent::Request { id, request } = event else {
+                self.events.push_back(event);
+                continue;
+            };
+            match handler.handle(&id, request) {
+                Reply::Result(result) => {
+                    self.respond(&id, result)?;
+                }
+                Reply::Error(error) => {
+                    self.respond_error(&id, error)?;
+                }
+                Reply::Later => {}
+            }
+        }
+        Ok(())
     }
 
     /// Answers a request. Returns `false` when the client withdrew it (the answer is dropped).

@@ -708,3 +708,62 @@ fn request_marker_types_name_their_methods() {
         "resources/templates/list"
     );
 }
+
+#[test]
+fn dispatch_answers_at_once_or_later_and_keeps_other_events() {
+    use crate::session::{Reply, RequestHandler};
+
+    struct Echo;
+    impl RequestHandler for Echo {
+        fn handle(&mut self, _: &RequestId, request: ClientRequest) -> Reply {
+            match request {
+                ClientRequest::CallTool(p) if p.name == "later" => Reply::Later,
+                ClientRequest::CallTool(p) => Reply::Result(text_result(&p.name)),
+                _ => Reply::Error(crate::ErrorObject::new(code::INTERNAL_ERROR, "no".into())),
+            }
+        }
+    }
+    let mut pair = Pair::connected();
+    let now_id = pair
+        .client
+        .request::<method::CallTool>(
+            pair.now,
+            &CallToolParams::new("now".into()),
+            RequestOptions::DEFAULT,
+        )
+        .unwrap();
+    let later_id = pair
+        .client
+        .request::<method::CallTool>(
+            pair.now,
+            &CallToolParams::new("later".into()),
+            RequestOptions::DEFAULT,
+        )
+        .unwrap();
+    while let Some(m) = pair.client.poll_transmit() {
+        pair.server.handle_message(pair.now, m);
+    }
+    pair.server.handle_message(
+        pair.now,
+        crate::Message::Notification(crate::Notification {
+            method: "notifications/roots/list_changed".into(),
+            params: None,
+        }),
+    );
+    pair.server.dispatch(&mut Echo).unwrap();
+    assert!(
+        matches!(pair.server.poll_event(), Some(ServerEvent::Notification(_))),
+        "other events stay queued"
+    );
+    pair.drive();
+    let raw = pair.client_outcome(&now_id).as_ref().unwrap();
+    assert_eq!(
+        decode_result::<method::CallTool>(raw).unwrap().content,
+        vec![ContentBlock::text("now")]
+    );
+    assert!(
+        pair.client_events
+            .iter()
+            .all(|e| !matches!(e, ClientEvent::Response { id, .. } if *id == later_id))
+    );
+}

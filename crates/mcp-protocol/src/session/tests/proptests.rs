@@ -195,3 +195,151 @@ proptest! {
         }
     }
 }
+
+fn client_frame() -> impl Strategy<Value = Value> {
+    let methods = prop::sample::select(vec![
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+        "bogus",
+    ]);
+    let params = prop_oneof![
+        Just(None),
+        Just(Some(
+            json!({"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"c","version":"1"}})
+        )),
+        Just(Some(
+            json!({"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}})
+        )),
+        Just(Some(json!({"name":"echo"}))),
+        (0i64..6).prop_map(|t| Some(json!({"requestId": t}))),
+        Just(Some(json!({"progressToken": 0, "progress": 1}))),
+    ];
+    prop_oneof![
+        (id(), methods.clone(), params.clone()).prop_map(|(id, m, p)| {
+            let mut f = json!({"jsonrpc":"2.0","id":id,"method":m});
+            if let Some(p) = p {
+                f["params"] = p;
+            }
+            f
+        }),
+        (methods, params).prop_map(|(m, p)| {
+            let mut f = json!({"jsonrpc":"2.0","method":m});
+            if let Some(p) = p {
+                f["params"] = p;
+            }
+            f
+        }),
+        (id(), result()).prop_map(|(id, r)| json!({"jsonrpc":"2.0","id":id,"result":r})),
+        id().prop_map(|id| json!([{"jsonrpc":"2.0","id":id,"method":"ping"}])),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum ServerStep {
+    Frame(Value),
+    Garbage(Vec<u8>),
+    Respond(usize),
+    Sample,
+    Log,
+    Advance(u64),
+    Close,
+}
+
+fn server_step() -> impl Strategy<Value = ServerStep> {
+    prop_oneof![
+        8 => client_frame().prop_map(ServerStep::Frame),
+        1 => prop::collection::vec(any::<u8>(), 0..16).prop_map(ServerStep::Garbage),
+        2 => (0usize..6).prop_map(ServerStep::Respond),
+        1 => Just(ServerStep::Sample),
+        1 => Just(ServerStep::Log),
+        1 => (0u64..120_000).prop_map(ServerStep::Advance),
+        1 => Just(ServerStep::Close),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn server_session_survives_any_client(steps in prop::collection::vec(server_step(), 1..40)) {
+        use crate::schema::{Implementation, ListChangedCapability};
+        use crate::session::{ServerConfig, ServerEvent, ServerSession};
+
+        let mut now = epoch();
+        let mut config = ServerConfig::new(Implementation::new("s".into(), "1".into()));
+        config.capabilities.tools = Some(ListChangedCapability::new());
+        config.capabilities.logging = Some(crate::JsonObject::new());
+        let mut server = ServerSession::new(config);
+        let mut delivered: Vec<RequestId> = Vec::new();
+        let mut initialized = false;
+        let mut closed = false;
+        let mut received_ids: HashSet<Value> = HashSet::new();
+
+        for step in steps {
+            match step {
+                ServerStep::Frame(f) => {
+                    for m in f.as_array().cloned().unwrap_or_else(|| vec![f.clone()]) {
+                        if m.get("method").is_some() { if let Some(id) = m.get("id") { received_ids.insert(id.clone()); } }
+                    }
+                    match decode(&serde_json::to_vec(&f).unwrap()) {
+                        Ok(d) => server.handle_decoded(now, d),
+                        Err(e) => server.handle_invalid(e),
+                    }
+                }
+                ServerStep::Garbage(bytes) => match decode(&bytes) {
+                    Ok(d) => server.handle_decoded(now, d),
+                    Err(e) => server.handle_invalid(e),
+                },
+                ServerStep::Respond(i) => {
+                    if let Some(id) = delivered.get(i) {
+                        let _ = server.respond(id, crate::RawJson::empty_object());
+                    }
+                }
+                ServerStep::Sample => {
+                    let r = server.send_request(now, "sampling/createMessage", None, RequestOptions::DEFAULT);
+                    prop_assert!(r.is_err() || initialized, "a request went out before initialized");
+                }
+                ServerStep::Log => {
+                    let r = server.notify("notifications/message", None);
+                    prop_assert_eq!(r.is_ok(), !closed);
+                }
+                ServerStep::Advance(ms) => {
+                    now += Duration::from_millis(ms);
+                    server.handle_timeout(now);
+                }
+                ServerStep::Close => server.close("test"),
+            }
+            while let Some(event) = server.poll_event() {
+                prop_assert!(!closed, "event after Closed: {event:?}");
+                match event {
+                    ServerEvent::Initialized(_) => { prop_assert!(!initialized); initialized = true; }
+                    ServerEvent::Request { id, .. } => {
+                        prop_assert!(server.client_info().is_some(), "request routed before initialize");
+                        delivered.push(id);
+                    }
+                    ServerEvent::Closed(_) => closed = true,
+                    _ => {}
+                }
+            }
+            prop_assert_eq!(server.is_operating(), initialized && !closed);
+            while let Some(message) = server.poll_transmit() {
+                let v: Value = serde_json::from_slice(&message.encode()).unwrap();
+                match (v.get("method").and_then(Value::as_str), v.get("id")) {
+                    (Some(m), Some(_)) => prop_assert!(initialized && (m == "sampling/createMessage" || m == "ping")),
+                    (Some(m), None) => prop_assert!(
+                        m == "notifications/message" || (initialized && m == "notifications/cancelled"),
+                        "{m} sent"
+                    ),
+                    (None, Some(id)) => prop_assert!(received_ids.contains(id), "answered id {id} the client never sent"),
+                    (None, None) => prop_assert!(v.get("error").is_some(), "an answer without id must be an error"),
+                }
+            }
+        }
+    }
+}
