@@ -285,7 +285,7 @@ proptest! {
             match step {
                 ServerStep::Frame(f) => {
                     for m in f.as_array().cloned().unwrap_or_else(|| vec![f.clone()]) {
-                        if m.get("method").is_some() { if let Some(id) = m.get("id") { received_ids.insert(id.clone()); } }
+                        if m.get("method").is_some() && let Some(id) = m.get("id") { received_ids.insert(id.clone()); }
                     }
                     match decode(&serde_json::to_vec(&f).unwrap()) {
                         Ok(d) => server.handle_decoded(now, d),
