@@ -59,6 +59,15 @@ pub enum Error {
     /// A frame could not be decoded.
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    /// The transport could not deliver the answer to this request (for example, a response
+    /// line over the size limit was discarded).
+    #[error("{method} failed in transport: {detail}")]
+    Transport {
+        /// The method of the request.
+        method: String,
+        /// What happened.
+        detail: String,
+    },
     /// The session is closed; nothing more can be sent.
     #[error("session closed: {0}")]
     Closed(String),

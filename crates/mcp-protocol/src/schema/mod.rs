@@ -212,6 +212,19 @@ macro_rules! routed {
                 }
             }
 
+            /// The parameters' `_meta`, where protocol metadata such as `progressToken` lives.
+            pub fn meta(&self) -> Option<&crate::JsonObject> {
+                match self {
+                    $( Self::$variant(p) => p.meta.as_ref(), )*
+                    Self::Other { .. } => None,
+                }
+            }
+
+            /// The progress token the sender put in `_meta`, if any.
+            pub fn progress_token(&self) -> Option<ProgressToken> {
+                serde_json::from_value(self.meta()?.get("progressToken")?.clone()).ok()
+            }
+
             /// Encodes the parameters.
             pub fn encode_params(&self) -> Result<Option<RawJson>, serde_json::Error> {
                 match self {

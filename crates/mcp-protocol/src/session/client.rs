@@ -313,6 +313,35 @@ impl ClientSession {
         Ok(true)
     }
 
+    /// Fails a request whose answer the transport could not deliver (a response line over the
+    /// size limit, say): it ends with [`Error::Transport`] and a reply that still comes is
+    /// dropped. The server is not told; it has already answered. Returns `false` if the request
+    /// was not in flight.
+    pub fn fail(&mut self, id: &RequestId, detail: &str) -> bool {
+        if let State::Initializing { id: init, .. } = &self.state
+            && init == id
+        {
+            let _ = self.core.abandon(id, None, false);
+            self.close_with(Error::Transport {
+                method: "initialize".to_owned(),
+                detail: detail.to_owned(),
+            });
+            return true;
+        }
+        let Some(p) = self.core.abandon(id, None, false) else {
+            return false;
+        };
+        self.events.push_back(ClientEvent::Response {
+            id: id.clone(),
+            method: p.method.clone(),
+            outcome: Err(Error::Transport {
+                method: p.method,
+                detail: detail.to_owned(),
+            }),
+        });
+        true
+    }
+
     /// Answers a server request that [`ClientEvent::Request`] delivered. Returns `false` if
     /// the server has withdrawn it (the answer is dropped, as the spec asks).
     pub fn respond(&mut self, id: &RequestId, result: RawJson) -> Result<bool, Error> {

@@ -1,0 +1,334 @@
+//! Starting a server process from explicit configuration, capturing its stderr, and ending it
+//! with its whole process group: close stdin, wait, SIGTERM, wait, SIGKILL, reap.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncReadExt as _;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+use crate::env;
+use crate::error::{Error, SpawnPhase};
+
+/// How to start one stdio server. Nothing here comes from the server: it is the user's
+/// configuration, and the server runs with the user's rights, unsandboxed.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct StdioConfig {
+    /// The server's name, used in every error and diagnostic.
+    pub name: String,
+    /// The program: a path, or a name looked up on `PATH`.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working directory; the host's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables set for it. Values may be secrets: they are never logged, and they are
+    /// redacted from the stderr text shown in errors.
+    pub env: Vec<(String, String)>,
+    /// Pass the host's whole environment instead of the allow-list in [`crate::env`].
+    pub inherit_env: bool,
+    /// The longest line accepted on stdout; a longer one is discarded and reported.
+    pub max_line_bytes: usize,
+    /// How much of stderr is kept for diagnostics (the most recent bytes).
+    pub stderr_capacity: usize,
+    /// How long to wait for the server to exit after its stdin is closed.
+    pub close_timeout: Duration,
+    /// How long to wait after SIGTERM before SIGKILL.
+    pub term_timeout: Duration,
+}
+
+impl StdioConfig {
+    /// A server started by `command` with `args`; limits and timeouts at their defaults
+    /// (8 MiB lines, 64 KiB of stderr, 2 s after closing stdin, 2 s after SIGTERM).
+    pub fn new(
+        name: impl Into<String>,
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            cwd: None,
+            env: Vec::new(),
+            inherit_env: false,
+            max_line_bytes: 8 << 20,
+            stderr_capacity: 64 << 10,
+            close_timeout: Duration::from_secs(2),
+            term_timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The configured values that must never be shown.
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        self.env
+            .iter()
+            .map(|(_, v)| v.clone())
+            .filter(|v| v.len() >= 4)
+            .collect()
+    }
+}
+
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, _)| format!("{k}=[redacted]"))
+            .collect();
+        f.debug_struct("StdioConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &env)
+            .field("inherit_env", &self.inherit_env)
+            .field("max_line_bytes", &self.max_line_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Process groups this process started and has not yet seen end: what
+/// [`kill_all_servers`] kills.
+static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Sends SIGKILL to the process group of every server this process started and has not yet
+/// shut down. For a host that is about to exit on a signal: no server or grandchild outlives
+/// it.
+pub fn kill_all_servers() {
+    let all: Vec<i32> = groups().iter().copied().collect();
+    for pgid in all {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+/// Waits for SIGTERM, SIGINT or SIGHUP, kills every server group (see [`kill_all_servers`]),
+/// and returns the signal's number so that the caller can exit with `128 + n`.
+pub async fn termination_signal() -> io::Result<i32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let n = tokio::select! {
+        _ = term.recv() => Signal::SIGTERM as i32,
+        _ = int.recv() => Signal::SIGINT as i32,
+        _ = hup.recv() => Signal::SIGHUP as i32,
+    };
+    kill_all_servers();
+    Ok(n)
+}
+
+/// The most recent bytes a server wrote to stderr.
+#[derive(Debug)]
+pub(crate) struct StderrLog {
+    bytes: Mutex<VecDeque<u8>>,
+    capacity: usize,
+    secrets: Vec<String>,
+}
+
+impl StderrLog {
+    fn new(capacity: usize, secrets: Vec<String>) -> Self {
+        Self {
+            bytes: Mutex::new(VecDeque::with_capacity(capacity.min(64 << 10))),
+            capacity,
+            secrets,
+        }
+    }
+
+    fn append(&self, chunk: &[u8]) {
+        let mut bytes = self
+            .bytes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let chunk = &chunk[chunk.len().saturating_sub(self.capacity)..];
+        let overflow = (bytes.len() + chunk.len()).saturating_sub(self.capacity);
+        bytes.drain(..overflow);
+        bytes.extend(chunk);
+    }
+
+    /// The kept text, lossily decoded, with configured secrets replaced.
+    pub(crate) fn text(&self) -> String {
+        let bytes = self
+            .bytes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (a, b) = bytes.as_slices();
+        let mut text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+        for s in &self.secrets {
+            text = text.replace(s.as_str(), "[redacted]");
+        }
+        text
+    }
+
+    /// The last `lines` non-empty lines, for an error message.
+    pub(crate) fn tail(&self, lines: usize) -> String {
+        let text = self.text();
+        let kept: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        kept[kept.len().saturating_sub(lines)..].join(" | ")
+    }
+}
+
+/// A started server: its pipes, its group, and its stderr log.
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    pub(crate) pgid: i32,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stderr: Arc<StderrLog>,
+}
+
+/// Starts the server in a process group of its own, with the filtered environment.
+pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
+    let fail = |phase, detail: Option<String>| Error::Spawn {
+        server: config.name.clone(),
+        phase,
+        command: config.command.clone(),
+        detail,
+    };
+    if let Some(cwd) = &config.cwd
+        && !cwd.is_dir()
+    {
+        return Err(fail(
+            SpawnPhase::Cwd,
+            Some(format!("{} is not a directory", cwd.display())),
+        ));
+    }
+    let env = env::build(std::env::vars(), &config.env, config.inherit_env);
+    let mut command = Command::new(&config.command);
+    command
+        .args(&config.args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        let phase = match e.kind() {
+            io::ErrorKind::NotFound => SpawnPhase::NotFound,
+            io::ErrorKind::PermissionDenied => SpawnPhase::NotExecutable,
+            _ => SpawnPhase::Exec,
+        };
+        // The OS message names no environment value; it is safe to show.
+        fail(phase, Some(e.to_string()))
+    })?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| {
+            fail(
+                SpawnPhase::Exec,
+                Some("the process ended before it could be tracked".to_owned()),
+            )
+        })?;
+    groups().insert(pgid);
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        return Err(fail(
+            SpawnPhase::Exec,
+            Some("pipes were not created".to_owned()),
+        ));
+    };
+    let log = Arc::new(StderrLog::new(config.stderr_capacity, config.secrets()));
+    tokio::spawn(drain_stderr(stderr, Arc::clone(&log)));
+    Ok(Spawned {
+        child,
+        pgid,
+        stdin,
+        stdout,
+        stderr: log,
+    })
+}
+
+/// Always drain stderr, so that a chatty server never blocks on a full pipe.
+async fn drain_stderr(mut stderr: ChildStderr, log: Arc<StderrLog>) {
+    let mut buf = vec![0u8; 8192];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        log.append(&buf[..n]);
+    }
+}
+
+/// Whether any process of the group still exists.
+fn group_alive(pgid: i32) -> bool {
+    killpg(Pid::from_raw(pgid), None).is_ok()
+}
+
+/// SIGKILL to the group, at once: for `Drop`, where nothing can be awaited.
+pub(crate) fn kill_group_now(pgid: i32) {
+    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+}
+
+/// Ends the server and everything it started, politely first. Call after its stdin has been
+/// closed. Returns how the leader ended.
+pub(crate) async fn shutdown(
+    child: &mut Child,
+    pgid: i32,
+    close_timeout: Duration,
+    term_timeout: Duration,
+) -> String {
+    let status = match tokio::time::timeout(close_timeout, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+            match tokio::time::timeout(term_timeout, child.wait()).await {
+                Ok(status) => status,
+                Err(_) => {
+                    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+                    child.wait().await
+                }
+            }
+        }
+    };
+    sweep_group(pgid, term_timeout).await;
+    describe(status)
+}
+
+/// After the leader has ended: ends whatever is left of its group (an `npx` launcher's child,
+/// a grandchild that ignored the hang-up), then forgets the group.
+pub(crate) async fn sweep_group(pgid: i32, term_timeout: Duration) {
+    if group_alive(pgid) {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+        let deadline = tokio::time::Instant::now() + term_timeout;
+        while group_alive(pgid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if group_alive(pgid) {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+            while group_alive(pgid) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    groups().remove(&pgid);
+}
+
+pub(crate) fn describe(status: io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("exit status unknown: {e}"),
+    }
+}

@@ -1,0 +1,182 @@
+//! Newline-delimited JSON framing, without I/O (spec `basic/transports.mdx#stdio`).
+//!
+//! Bytes go in with [`LineDecoder::push`]; complete lines come out of
+//! [`LineDecoder::next_line`]. A line longer than the limit is never buffered whole: its first
+//! bytes are kept for diagnosis, the rest is skipped up to the next newline, and the stream
+//! goes on. A peer that never sends a newline therefore costs at most the limit in memory.
+
+#[cfg(test)]
+mod tests;
+
+/// How many bytes of an oversized line are kept, to report it and to find its request id.
+pub const OVERSIZE_HEAD: usize = 256;
+
+/// One item out of the decoder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// A complete line without its line end (`\n` or `\r\n`); empty lines are skipped.
+    Frame(Vec<u8>),
+    /// A line over the limit, discarded.
+    Oversize {
+        /// The first [`OVERSIZE_HEAD`] bytes of the line.
+        head: Vec<u8>,
+        /// The line's full length in bytes, without its line end.
+        len: usize,
+    },
+}
+
+/// An oversized line being skipped: its head, the bytes seen so far (line end excluded), and
+/// whether the last of them was a `\r` that may turn out to be half of a `\r\n`.
+#[derive(Debug)]
+struct Skip {
+    head: Vec<u8>,
+    len: usize,
+    trailing_cr: bool,
+}
+
+/// Splits a byte stream into lines of at most `max_len` bytes.
+#[derive(Debug)]
+pub struct LineDecoder {
+    buf: Vec<u8>,
+    /// Where the next scan for a newline starts (bytes before it hold none).
+    scanned: usize,
+    max_len: usize,
+    /// Set while skipping the rest of an oversized line.
+    skipping: Option<Skip>,
+    /// Whether the very first bytes of the stream have been seen (for the UTF-8 BOM).
+    started: bool,
+}
+
+impl LineDecoder {
+    /// A decoder that accepts lines of up to `max_len` bytes.
+    pub fn new(max_len: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            scanned: 0,
+            max_len,
+            skipping: None,
+            started: false,
+        }
+    }
+
+    /// Appends bytes read from the stream.
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        if !self.started && !bytes.is_empty() {
+            self.started = true;
+            // A BOM before the first message is tolerated, never required.
+            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()) {
+                bytes = rest;
+            }
+        }
+        self.buf.extend_from_slice(bytes);
+        // While no line end has arrived, hold at most the limit: the memory a peer that never
+        // sends a newline can take stays bounded even if nobody calls `next_line`.
+        if !self.buf[self.scanned..].contains(&b'\n') {
+            self.scanned = self.buf.len();
+            self.limit_partial();
+        }
+    }
+
+    /// The next complete line, or `None` until more bytes arrive.
+    pub fn next_line(&mut self) -> Option<Line> {
+        loop {
+            let newline = self.buf[self.scanned..].iter().position(|&b| b == b'\n');
+            match newline {
+                None => {
+                    self.scanned = self.buf.len();
+                    self.limit_partial();
+                    return None;
+                }
+                Some(offset) => {
+                    let end = self.scanned + offset;
+                    let mut line: Vec<u8> = self.buf.drain(..=end).collect();
+                    self.scanned = 0;
+                    line.pop();
+                    if let Some(skip) = self.skipping.take() {
+                        // The line end is `\n` or `\r\n`; the `\r` may be in an earlier chunk.
+                        let mut len = skip.len + line.len();
+                        let ends_cr = match line.last() {
+                            Some(&b) => b == b'\r',
+                            None => skip.trailing_cr,
+                        };
+                        if ends_cr {
+                            len -= 1;
+                        }
+                        let mut head = skip.head;
+                        let room = OVERSIZE_HEAD.saturating_sub(head.len());
+                        head.extend_from_slice(&line[..room.min(line.len())]);
+                        head.truncate(len.min(OVERSIZE_HEAD));
+                        return Some(Line::Oversize { head, len });
+                    }
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    if line.len() > self.max_len {
+                        let len = line.len();
+                        line.truncate(OVERSIZE_HEAD);
+                        return Some(Line::Oversize { head: line, len });
+                    }
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    return Some(Line::Frame(line));
+                }
+            }
+        }
+    }
+
+    /// Bytes held for an unfinished line.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Once a partial line passes the limit, keep its head and drop the rest as it comes. One
+    /// byte of slack leaves room for the `\r` of a `\r\n`.
+    fn limit_partial(&mut self) {
+        if let Some(skip) = &mut self.skipping {
+            if let Some(&last) = self.buf.last() {
+                let room = OVERSIZE_HEAD.saturating_sub(skip.head.len());
+                skip.head
+                    .extend_from_slice(&self.buf[..room.min(self.buf.len())]);
+                skip.len += self.buf.len();
+                skip.trailing_cr = last == b'\r';
+            }
+            self.buf.clear();
+            self.scanned = 0;
+        } else if self.buf.len() > self.max_len + 1 {
+            let len = self.buf.len();
+            self.skipping = Some(Skip {
+                head: self.buf[..OVERSIZE_HEAD.min(len)].to_vec(),
+                len,
+                trailing_cr: self.buf.last() == Some(&b'\r'),
+            });
+            self.buf.clear();
+            self.scanned = 0;
+        }
+    }
+}
+
+/// Appends one message as a line: compact JSON and `\n`. Our encoder never emits a raw
+/// newline inside a message, so this cannot split one.
+pub fn encode_line(message: &mcp_protocol::Message, out: &mut Vec<u8>) {
+    message.encode_into(out);
+    out.push(b'\n');
+}
+
+/// Finds the `"id"` of a JSON-RPC message in the first bytes of a line, for an oversized
+/// response whose request must be failed rather than left to time out.
+pub fn sniff_id(head: &[u8]) -> Option<mcp_protocol::RequestId> {
+    let text = std::str::from_utf8(head)
+        .unwrap_or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default());
+    let at = text.find("\"id\"")? + 4;
+    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
+    if let Some(s) = rest.strip_prefix('"') {
+        let end = s.find('"')?;
+        return Some(mcp_protocol::RequestId::String(s[..end].to_owned()));
+    }
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok().map(mcp_protocol::RequestId::Number)
+}

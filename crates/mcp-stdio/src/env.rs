@@ -1,0 +1,103 @@
+//! The environment a server starts with: a small allow-list of the host's variables, plus what
+//! the configuration names. A server never sees the host's tokens and keys unless the user
+//! passes them on purpose.
+
+/// Host variables a server gets by default: enough for a shell, a locale, temporary files, and
+/// the Node and Python launchers (`npx`, `uvx`) to find their caches and certificates.
+pub const ALLOWED_VARS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "NVM_DIR",
+    "VIRTUAL_ENV",
+    "PYENV_ROOT",
+    "UV_CACHE_DIR",
+    "npm_config_cache",
+    "SYSTEMROOT",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "USERPROFILE",
+    "PROGRAMDATA",
+    "COMSPEC",
+    "PATHEXT",
+];
+
+/// Prefixes of host variables a server gets by default (the locale family).
+pub const ALLOWED_PREFIXES: &[&str] = &["LC_"];
+
+/// Whether a host variable passes the allow-list.
+pub fn is_allowed(name: &str) -> bool {
+    ALLOWED_VARS.contains(&name) || ALLOWED_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The variables to start a server with: the allowed part of `host` (or all of it when
+/// `inherit` is set), then `configured`, which wins.
+pub fn build(
+    host: impl IntoIterator<Item = (String, String)>,
+    configured: &[(String, String)],
+    inherit: bool,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = host
+        .into_iter()
+        .filter(|(k, _)| inherit || is_allowed(k))
+        .filter(|(k, _)| !configured.iter().any(|(c, _)| c == k))
+        .collect();
+    env.extend(configured.iter().cloned());
+    env.sort();
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build;
+
+    fn host() -> Vec<(String, String)> {
+        [
+            ("PATH", "/bin"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cr3t"),
+            ("LC_ALL", "C"),
+            ("HOME", "/h"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+    }
+
+    #[test]
+    fn only_the_allow_list_and_the_configuration_pass() {
+        let configured = vec![
+            ("API_KEY".to_owned(), "k".to_owned()),
+            ("HOME".to_owned(), "/x".to_owned()),
+        ];
+        let env = build(host(), &configured, false);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["API_KEY", "HOME", "LC_ALL", "PATH"]);
+        assert!(
+            env.contains(&("HOME".to_owned(), "/x".to_owned())),
+            "configuration wins"
+        );
+    }
+
+    #[test]
+    fn inheritance_is_explicit() {
+        let env = build(host(), &[], true);
+        assert!(env.iter().any(|(k, _)| k == "AWS_SECRET_ACCESS_KEY"));
+    }
+}

@@ -1,0 +1,48 @@
+//! MCP over stdio (spec `basic/transports.mdx#stdio`): start a server as a child process and
+//! talk to it ([`Client`]), or serve MCP on this process's stdin and stdout ([`serve_stdio`]).
+//!
+//! A server starts only from explicit configuration ([`StdioConfig`]: command, arguments,
+//! working directory, environment). It does not inherit the host's environment wholesale: it
+//! gets the allow-list in [`env`] plus what the configuration names, unless the configuration
+//! asks for full inheritance. **A configured server is a local program running with the user's
+//! rights; it is not sandboxed.**
+//!
+//! Messages are newline-delimited JSON through an I/O-free codec ([`codec`]) with a line-length
+//! limit: an oversized line is discarded and reported, and the connection lives on. A stdout
+//! line that is not JSON-RPC is a diagnostic, not a failure. stderr is always drained into a
+//! bounded buffer shown in diagnostics, never treated as an error.
+//!
+//! The server runs in a process group of its own. [`Client::close`] ends it politely: close
+//! stdin, wait, SIGTERM to the group, wait, SIGKILL to the group, reap; a grandchild (the
+//! server an `npx` or `uvx` launcher starts) goes with it. Dropping every handle kills the
+//! group at once. A host that exits on a signal calls [`kill_all_servers`], or awaits
+//! [`termination_signal`], so that no server outlives it.
+//!
+//! The protocol itself, ids, timeouts, cancellation, refusing undeclared server requests, is
+//! done by `mcp-protocol`'s session; this crate moves bytes and time.
+//!
+//! # Cancel safety
+//!
+//! Dropping a request future cancels the request (`notifications/cancelled` is sent). On the
+//! server side, a request the client cancels has its handler future dropped.
+//!
+//! # Optional features
+//!
+//! None yet; `full` is accepted for uniformity. Unix only for now (process groups).
+//!
+//! # Stability
+//!
+//! Pre-1.0: the API may change between minor versions.
+
+mod child;
+mod client;
+pub mod codec;
+pub mod env;
+mod error;
+mod server;
+
+// The public interface is:
+pub use child::{StdioConfig, kill_all_servers, termination_signal};
+pub use client::{Client, Incoming};
+pub use error::{Error, Result, SpawnPhase};
+pub use server::{Handler, Peer, RequestContext, serve, serve_stdio};
