@@ -271,9 +271,30 @@ async fn drain_stderr(mut stderr: ChildStderr, log: Arc<StderrLog>) {
     }
 }
 
-/// Whether any process of the group still exists.
+/// Whether any process of the group is still running. Zombies do not count: a grandchild
+/// reparented to an init that is slow to reap (or, in a container, never reaps) is dead.
 fn group_alive(pgid: i32) -> bool {
-    killpg(Pid::from_raw(pgid), None).is_ok()
+    if killpg(Pid::from_raw(pgid), None).is_err() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .any(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // Fields after the parenthesised command: state, ppid, pgrp.
+            let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+                return false;
+            };
+            let mut fields = rest.split(' ');
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            pgrp == Some(pgid) && state != "Z" && state != "X"
+        })
 }
 
 /// SIGKILL to the group, at once: for `Drop`, where nothing can be awaited.

@@ -769,15 +769,22 @@ async fn supervise(
 ) {
     let status = tokio::select! {
         status = child.wait() => {
-            // It ended on its own (a crash, or it closed by itself): end what it left behind.
+            // It ended on its own (a crash, or it closed by itself). Say so at once, for the
+            // error message, then end whatever it left behind in its group.
+            let status = child::describe(status);
+            let _ = exited.send(Some(status.clone()));
             child::sweep_group(pgid, term_timeout).await;
-            child::describe(status)
+            status
         }
         () = shared.shutdown.notified() => {
             // The writer closes stdin once it has flushed; then the polite sequence.
             child::shutdown(&mut child, pgid, close_timeout, term_timeout).await
         }
     };
-    let _ = exited.send(Some(status));
+    exited.send_if_modified(|current| {
+        let changed = current.is_none();
+        current.get_or_insert(status);
+        changed
+    });
     shared.wake_reader.notify_one();
 }

@@ -371,7 +371,10 @@ impl ClientSession {
             return;
         }
         self.state = State::Closed;
-        let ended = Error::Closed(error.to_string());
+        let ended = match &error {
+            Error::Closed(reason) => Error::Closed(reason.clone()),
+            other => Error::Closed(other.to_string()),
+        };
         for (id, p) in self.core.drain_pending() {
             self.events.push_back(ClientEvent::Response {
                 id,

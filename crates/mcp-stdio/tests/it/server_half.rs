@@ -1,0 +1,124 @@
+//! The server half, in process: our client against `mcp_stdio::serve` over an in-memory pipe.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mcp_protocol::schema::{
+    CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
+    ListToolsResult, Tool, method,
+};
+use mcp_protocol::{ErrorObject, RawJson, RequestOptions, ServerConfig};
+use mcp_stdio::{Handler, RequestContext};
+use serde_json::json;
+
+use super::*;
+
+struct Tools {
+    /// Set when a cancelled call's future is dropped.
+    dropped: Arc<AtomicBool>,
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Handler for Tools {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        match request {
+            ClientRequest::ListTools(_) => {
+                Ok(RawJson::encode(&ListToolsResult::new(vec![Tool::new("echo".into())])).unwrap())
+            }
+            ClientRequest::CallTool(p) if p.name == "wait" => {
+                let _guard = SetOnDrop(Arc::clone(&self.dropped));
+                std::future::pending().await
+            }
+            ClientRequest::CallTool(p) => {
+                for i in 1..=2 {
+                    context.progress(i, Some(2), Some("working"));
+                }
+                let text = p
+                    .arguments
+                    .and_then(|a| a.get("message").cloned())
+                    .unwrap_or_default();
+                Ok(
+                    RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(
+                        text.to_string(),
+                    )]))
+                    .unwrap(),
+                )
+            }
+            _ => Err(ErrorObject::new(-32601, "not here".into())),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_against_our_server_half() {
+    let (client_io, server_io) = tokio::io::duplex(64 << 10);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let dropped = Arc::new(AtomicBool::new(false));
+    let mut config = ServerConfig::new(Implementation::new("half".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    let server = tokio::spawn(mcp_stdio::serve(
+        config,
+        server_read,
+        server_write,
+        Tools {
+            dropped: Arc::clone(&dropped),
+        },
+        1 << 20,
+    ));
+
+    let client = Client::connect("half", client_read, client_write, session(), 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(client.server_info().implementation.name, "half");
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let result = client
+        .request_with_progress::<method::CallTool>(
+            &call("echo", json!({"message": "hey"})),
+            RequestOptions::DEFAULT,
+            Some(tx),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.content, vec![ContentBlock::text("\"hey\"")]);
+    assert_eq!(rx.recv().await.unwrap().progress.as_u64(), Some(1));
+
+    // A cancelled call's handler future is dropped on the server.
+    let options = RequestOptions::DEFAULT.timeout(Duration::from_millis(100));
+    assert!(
+        client
+            .call_tool(call("wait", json!({})), options)
+            .await
+            .unwrap_err()
+            .is_timeout()
+    );
+    assert!(mcp_testkit::wait_until(Duration::from_secs(5), || dropped.load(Ordering::SeqCst)));
+
+    // A method the server does not declare is refused by its session, not its handler.
+    let err = client.list_all_prompts().await.unwrap_err();
+    assert!(
+        matches!(err.protocol(), Some(mcp_protocol::Error::Rpc { error, .. }) if error.code == -32601),
+        "{err}"
+    );
+
+    client.close().await;
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

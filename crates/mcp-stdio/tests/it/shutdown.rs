@@ -1,0 +1,96 @@
+//! Shutdown: polite close, a server that ignores SIGTERM, grandchildren, dropping the handle,
+//! and the host itself getting SIGTERM. Nothing of a server's group may be left behind.
+
+use std::io::BufRead as _;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_the_server_and_its_grandchild() {
+    let client = connect(&["--grandchild"]).await;
+    let group = pgid(&client).await;
+    let grandchild: i32 = text(&client, "spawn_grandchild", json!({}))
+        .await
+        .parse()
+        .unwrap();
+    assert!(mcp_testkit::is_alive(grandchild));
+    client.close().await;
+    assert_group_gone(group);
+    assert!(!mcp_testkit::is_alive(grandchild));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ignores_stdin_close_and_sigterm_is_killed() {
+    let client = connect(&["--ignore-sigterm", "--ignore-stdin-close", "--grandchild"]).await;
+    let group = pgid(&client).await;
+    let started = Instant::now();
+    let status = client.close().await;
+    // 500 ms after closing stdin, 500 ms after SIGTERM, then SIGKILL.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(status.contains("signal: 9"), "{status}");
+    assert_group_gone(group);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_on_stdin_close_is_not_signalled() {
+    let client = connect(&[]).await;
+    let group = pgid(&client).await;
+    let started = Instant::now();
+    let status = client.close().await;
+    assert!(status.contains("exit status: 0"), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_group_gone(group);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_handle_kills_the_group() {
+    let client = connect(&["--grandchild", "--ignore-sigterm"]).await;
+    let group = pgid(&client).await;
+    let copy = client.clone();
+    drop(client);
+    assert!(
+        !mcp_testkit::live_group_members(group).is_empty(),
+        "a clone keeps it alive"
+    );
+    drop(copy);
+    assert_group_gone(group);
+}
+
+#[test]
+fn the_host_getting_sigterm_takes_its_servers_with_it() {
+    let mut host = std::process::Command::new(mcp_testkit::fake_host())
+        .arg(mcp_testkit::fake_server())
+        .arg("--grandchild")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(host.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let mut parts = line.split_whitespace().skip(1);
+    let group: i32 = parts.next().unwrap().parse().unwrap();
+    let grandchild: i32 = parts.next().unwrap().parse().unwrap();
+    assert!(!mcp_testkit::live_group_members(group).is_empty());
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = host.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    assert_group_gone(group);
+    assert!(!mcp_testkit::is_alive(grandchild));
+}

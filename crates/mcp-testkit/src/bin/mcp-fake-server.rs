@@ -1,0 +1,619 @@
+//! A fake MCP server on stdio that misbehaves on demand: the peer the transport tests and
+//! benchmarks run against. It uses `mcp-protocol`'s server session for the protocol, and
+//! writes faults (garbage, huge lines, early notifications, crashes) straight to stdout.
+//!
+//! Flags (all optional):
+//!   --tools N               serve N extra generated tools (`tool_00001`, ...)
+//!   --page-size N           paginate list results by N items
+//!   --ignore-sigterm        survive SIGTERM (only SIGKILL ends it)
+//!   --ignore-stdin-close    keep running after stdin ends
+//!   --grandchild            start a grandchild process at start-up (like an npx launcher)
+//!   --notify-before-init    send a log notification before the initialize result
+//!   --hang-initialize       never answer initialize
+//!   --startup-delay-ms N    wait before reading stdin
+//!   --garbage-on-start      print a non-JSON line before anything else
+//!   --stderr-on-start N     write N bytes to stderr at start-up
+//!   --exit-on-start CODE    print a message to stderr and exit with CODE at once
+//!   --idle                  do nothing but sleep (the grandchild mode)
+//!
+//! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
+//! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
+//! spawn_grandchild, pid, stats, env.
+
+#![allow(clippy::print_stderr, clippy::print_stdout, clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ClientRequest, ContentBlock, GetPromptResult,
+    ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedParams, Prompt, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ResourcesCapability, Role, Tool,
+};
+use mcp_protocol::{
+    ErrorObject, JsonObject, Message, RawJson, RequestId, RequestOptions, ServerConfig,
+    ServerEvent, ServerSession, code, decode,
+};
+use mcp_stdio::codec::{Line, LineDecoder, encode_line};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::sync::{mpsc, oneshot};
+
+#[derive(Default)]
+struct Flags {
+    tools: usize,
+    page_size: Option<usize>,
+    ignore_sigterm: bool,
+    ignore_stdin_close: bool,
+    grandchild: bool,
+    notify_before_init: bool,
+    hang_initialize: bool,
+    startup_delay_ms: u64,
+    garbage_on_start: bool,
+    stderr_on_start: usize,
+    exit_on_start: Option<i32>,
+    idle: bool,
+}
+
+fn parse_flags() -> Flags {
+    let mut f = Flags::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut num = || args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        match a.as_str() {
+            "--tools" => f.tools = num() as usize,
+            "--page-size" => f.page_size = Some(num() as usize),
+            "--ignore-sigterm" => f.ignore_sigterm = true,
+            "--ignore-stdin-close" => f.ignore_stdin_close = true,
+            "--grandchild" => f.grandchild = true,
+            "--notify-before-init" => f.notify_before_init = true,
+            "--hang-initialize" => f.hang_initialize = true,
+            "--startup-delay-ms" => f.startup_delay_ms = num(),
+            "--garbage-on-start" => f.garbage_on_start = true,
+            "--stderr-on-start" => f.stderr_on_start = num() as usize,
+            "--exit-on-start" => f.exit_on_start = Some(num() as i32),
+            "--idle" => f.idle = true,
+            other => {
+                eprintln!("mcp-fake-server: unknown flag {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    f
+}
+
+/// How many `notifications/cancelled` the server has received, for the `stats` tool.
+static CANCELLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// What a tool task sends back to the main loop.
+enum Action {
+    Respond(RequestId, Result<RawJson, ErrorObject>),
+    /// Bytes written to stdout as they are, in order with everything else.
+    Raw(Vec<u8>),
+    Notify(String, Option<RawJson>),
+    /// A request to the client; the answer goes to the sender.
+    Ask(
+        String,
+        Option<RawJson>,
+        oneshot::Sender<Result<RawJson, String>>,
+    ),
+}
+
+fn main() {
+    let flags = parse_flags();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(run(flags));
+}
+
+async fn run(flags: Flags) {
+    if flags.idle {
+        // SIGTERM is caught (and ignored) when asked; otherwise it ends us as usual.
+        let _term = flags.ignore_sigterm.then(|| {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap()
+        });
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+    if let Some(code) = flags.exit_on_start {
+        // Prints a configured secret on purpose: the host must redact it from what it shows.
+        let key = std::env::var("FAKE_API_KEY").unwrap_or_default();
+        eprintln!("fatal: the API key {key:?} was rejected; cannot start");
+        std::process::exit(code);
+    }
+    let _term = flags.ignore_sigterm.then(|| {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap()
+    });
+    if flags.stderr_on_start > 0 {
+        let _ = std::io::stderr().write_all(&vec![b'e'; flags.stderr_on_start]);
+    }
+    if flags.grandchild {
+        let pid = spawn_grandchild(flags.ignore_sigterm);
+        eprintln!("grandchild {pid}");
+    }
+    tokio::time::sleep(Duration::from_millis(flags.startup_delay_ms)).await;
+
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(mut bytes) = out_rx.recv().await {
+            while let Ok(more) = out_rx.try_recv() {
+                bytes.extend(more);
+            }
+            if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    if flags.garbage_on_start {
+        let _ = out_tx.send(b"fake server starting (this line is not JSON)\n".to_vec());
+    }
+
+    let mut config = ServerConfig::new(mcp_protocol::schema::Implementation::new(
+        "mcp-fake-server".into(),
+        "0.0.0".into(),
+    ));
+    config.capabilities.tools = Some({
+        let mut c = ListChangedCapability::new();
+        c.list_changed = Some(true);
+        c
+    });
+    config.capabilities.resources = Some(ResourcesCapability::new());
+    config.capabilities.prompts = Some(ListChangedCapability::new());
+    config.capabilities.logging = Some(JsonObject::new());
+    let mut session = ServerSession::new(config);
+    let (act_tx, mut act_rx) = mpsc::unbounded_channel::<Action>();
+    let mut asks: HashMap<RequestId, oneshot::Sender<Result<RawJson, String>>> = HashMap::new();
+    let mut raw_asks: HashMap<RequestId, oneshot::Sender<Result<RawJson, String>>> = HashMap::new();
+    let mut tasks: HashMap<RequestId, tokio::task::AbortHandle> = HashMap::new();
+    let mut stdin = tokio::io::stdin();
+    let mut decoder = LineDecoder::new(64 << 20);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut stdin_open = true;
+    let start = Instant::now();
+
+    loop {
+        tokio::select! {
+            read = stdin.read(&mut chunk), if stdin_open => match read {
+                Ok(0) | Err(_) => {
+                    if !flags.ignore_stdin_close {
+                        break;
+                    }
+                    stdin_open = false;
+                }
+                Ok(n) => {
+                    decoder.push(&chunk[..n]);
+                    while let Some(Line::Frame(bytes)) = decoder.next_line() {
+                        let now = start + start.elapsed();
+                        let decoded = match decode(&bytes) {
+                            Ok(d) => d,
+                            Err(e) => { session.handle_invalid(e); continue; }
+                        };
+                        // Answers to requests sent past the session go straight to their task.
+                        if let mcp_protocol::Decoded::Single(m @ (Message::Response(_) | Message::Error(_))) = &decoded
+                            && let Some(reply) = m.id().and_then(|id| raw_asks.remove(id))
+                        {
+                            let _ = reply.send(match m {
+                                Message::Response(r) => Ok(r.result.clone()),
+                                Message::Error(e) => Err(format!("{} (code {})", e.error.message, e.error.code)),
+                                _ => Err("unexpected".to_owned()),
+                            });
+                            continue;
+                        }
+                        if let mcp_protocol::Decoded::Single(Message::Request(r)) = &decoded
+                            && r.method == "initialize"
+                        {
+                            if flags.hang_initialize {
+                                continue;
+                            }
+                            if flags.notify_before_init {
+                                let note = json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello before the initialize result"}});
+                                let _ = out_tx.send(format!("{note}\n").into_bytes());
+                            }
+                        }
+                        session.handle_decoded(now, decoded);
+                    }
+                }
+            },
+            Some(action) = act_rx.recv() => match action {
+                Action::Respond(id, outcome) => {
+                    tasks.remove(&id);
+                    let _ = match outcome {
+                        Ok(r) => session.respond(&id, r),
+                        Err(e) => session.respond_error(&id, e),
+                    };
+                }
+                Action::Raw(bytes) => { flush(&mut session, &out_tx); let _ = out_tx.send(bytes); }
+                Action::Notify(method, params) => { let _ = session.notify(&method, params); }
+                Action::Ask(method, params, reply) => {
+                    match session.send_request(start + start.elapsed(), &method, params.clone(), RequestOptions::DEFAULT) {
+                        Ok(id) => { asks.insert(id, reply); }
+                        Err(_) => {
+                            // Our session refuses to ask for what the client did not declare;
+                            // a misbehaving server asks anyway, past it.
+                            let id = RequestId::String(format!("raw-{}", raw_asks.len()));
+                            let m = Message::Request(mcp_protocol::Request { id: id.clone(), method, params });
+                            let mut buf = Vec::new();
+                            encode_line(&m, &mut buf);
+                            flush(&mut session, &out_tx);
+                            let _ = out_tx.send(buf);
+                            raw_asks.insert(id, reply);
+                        }
+                    }
+                }
+            },
+        }
+        while let Some(event) = session.poll_event() {
+            match event {
+                ServerEvent::Request { id, request } => {
+                    let tx = act_tx.clone();
+                    let req_id = id.clone();
+                    let tools = flags.tools;
+                    let page = flags.page_size;
+                    let task = tokio::spawn(async move {
+                        let outcome = handle(request, &req_id, &tx, tools, page).await;
+                        let _ = tx.send(Action::Respond(req_id, outcome));
+                    });
+                    tasks.insert(id, task.abort_handle());
+                }
+                ServerEvent::Cancelled { id, .. } => {
+                    CANCELLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if let Some(t) = tasks.remove(&id) {
+                        t.abort();
+                    }
+                }
+                ServerEvent::Response { id, outcome, .. } => {
+                    if let Some(reply) = asks.remove(&id) {
+                        let _ = reply.send(outcome.map_err(|e| e.to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        flush(&mut session, &out_tx);
+    }
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+fn flush(session: &mut ServerSession, out: &mpsc::UnboundedSender<Vec<u8>>) {
+    let mut buf = Vec::new();
+    while let Some(m) = session.poll_transmit() {
+        encode_line(&m, &mut buf);
+    }
+    if !buf.is_empty() {
+        let _ = out.send(buf);
+    }
+}
+
+fn spawn_grandchild(ignore_sigterm: bool) -> u32 {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--idle").stdin(std::process::Stdio::null());
+    if ignore_sigterm {
+        cmd.arg("--ignore-sigterm");
+    }
+    // stdout and stderr are inherited, as a launcher's child inherits them.
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    // Never waited for: it outlives us unless our group is ended with us.
+    std::mem::forget(child);
+    pid
+}
+
+fn text(s: impl Into<String>) -> Result<RawJson, ErrorObject> {
+    Ok(RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(s)])).unwrap())
+}
+
+fn tool(name: &str, description: &str, properties: Value) -> Tool {
+    let mut t = Tool::new(name.to_owned());
+    t.description = Some(description.to_owned());
+    t.input_schema = Some(json!({"type": "object", "properties": properties}));
+    t
+}
+
+fn all_tools(extra: usize) -> Vec<Tool> {
+    let mut tools = vec![
+        tool(
+            "echo",
+            "Returns its message",
+            json!({"message": {"type": "string"}}),
+        ),
+        tool(
+            "sleep",
+            "Answers after ms milliseconds",
+            json!({"ms": {"type": "integer"}}),
+        ),
+        tool("hang", "Never answers", json!({})),
+        tool("crash", "Exits in the middle of the call", json!({})),
+        tool("garbage", "Writes a non-JSON line, then answers", json!({})),
+        tool(
+            "huge",
+            "Answers with a line of the given size",
+            json!({"bytes": {"type": "integer"}}),
+        ),
+        tool(
+            "huge_noise",
+            "Writes a huge non-message line, then answers",
+            json!({"bytes": {"type": "integer"}}),
+        ),
+        tool(
+            "flood_stderr",
+            "Writes bytes to stderr, then answers",
+            json!({"bytes": {"type": "integer"}}),
+        ),
+        tool(
+            "progress",
+            "Reports progress steps, then answers",
+            json!({"steps": {"type": "integer"}, "delay_ms": {"type": "integer"}}),
+        ),
+        tool("sample", "Asks the client for a sampling", json!({})),
+        tool("elicit", "Asks the client for input", json!({})),
+        tool("roots", "Asks the client for its roots", json!({})),
+        tool(
+            "list_changed",
+            "Sends tools/list_changed, then answers",
+            json!({}),
+        ),
+        tool(
+            "spawn_grandchild",
+            "Starts a grandchild and returns its pid",
+            json!({}),
+        ),
+        tool(
+            "pid",
+            "Returns the server's pid and process group",
+            json!({}),
+        ),
+        tool("stats", "Returns how many cancellations arrived", json!({})),
+        tool(
+            "env",
+            "Returns the names of the server's environment variables",
+            json!({}),
+        ),
+    ];
+    for i in 0..extra {
+        tools.push(tool(
+            &format!("tool_{i:05}"),
+            "A generated tool",
+            json!({"x": {"type": "string"}}),
+        ));
+    }
+    tools
+}
+
+/// Slices a list by the cursor (an index) and the page size.
+fn paginate<T: Clone>(
+    items: &[T],
+    params: &PaginatedParams,
+    page: Option<usize>,
+) -> (Vec<T>, Option<String>) {
+    let start: usize = params
+        .cursor
+        .as_deref()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+        .min(items.len());
+    let end = page.map_or(items.len(), |p| (start + p).min(items.len()));
+    let next = (end < items.len()).then(|| end.to_string());
+    (items[start..end].to_vec(), next)
+}
+
+fn arg_u64(params: &CallToolParams, name: &str) -> u64 {
+    params
+        .arguments
+        .as_ref()
+        .and_then(|a| a.get(name))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+async fn ask(
+    tx: &mpsc::UnboundedSender<Action>,
+    method: &str,
+    params: Value,
+) -> Result<RawJson, String> {
+    let (reply, rx) = oneshot::channel();
+    let _ = tx.send(Action::Ask(
+        method.to_owned(),
+        Some(RawJson::encode(&params).unwrap()),
+        reply,
+    ));
+    rx.await.unwrap_or_else(|_| Err("no answer".to_owned()))
+}
+
+async fn handle(
+    request: ClientRequest,
+    id: &RequestId,
+    tx: &mpsc::UnboundedSender<Action>,
+    extra_tools: usize,
+    page: Option<usize>,
+) -> Result<RawJson, ErrorObject> {
+    match request {
+        ClientRequest::ListTools(p) => {
+            let (tools, next) = paginate(&all_tools(extra_tools), &p, page);
+            let mut r = ListToolsResult::new(tools);
+            r.next_cursor = next;
+            Ok(RawJson::encode(&r).unwrap())
+        }
+        ClientRequest::ListResources(p) => {
+            let mut res = Resource::new("fake://hello".into(), "hello".into());
+            res.mime_type = Some("text/plain".into());
+            let (items, next) = paginate(&[res], &p, page);
+            let mut r = ListResourcesResult::new(items);
+            r.next_cursor = next;
+            Ok(RawJson::encode(&r).unwrap())
+        }
+        ClientRequest::ListResourceTemplates(_) => {
+            Ok(RawJson::encode(&ListResourceTemplatesResult::new(vec![
+                ResourceTemplate::new("fake://{name}".into(), "named".into()),
+            ]))
+            .unwrap())
+        }
+        ClientRequest::ReadResource(p) => {
+            if !p.uri.starts_with("fake://") {
+                return Err(ErrorObject::new(
+                    code::RESOURCE_NOT_FOUND,
+                    format!("Resource not found: {}", p.uri),
+                ));
+            }
+            let mut c = ResourceContents::new(p.uri.clone());
+            c.text = Some(format!("contents of {}", p.uri));
+            Ok(RawJson::encode(&ReadResourceResult::new(vec![c])).unwrap())
+        }
+        ClientRequest::ListPrompts(_) => {
+            Ok(
+                RawJson::encode(&ListPromptsResult::new(vec![Prompt::new("greet".into())]))
+                    .unwrap(),
+            )
+        }
+        ClientRequest::GetPrompt(p) => {
+            let name = p
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("name"))
+                .cloned()
+                .unwrap_or_else(|| "world".into());
+            Ok(
+                RawJson::encode(&GetPromptResult::new(vec![PromptMessage::new(
+                    Role::User,
+                    ContentBlock::text(format!("Hello, {name}!")),
+                )]))
+                .unwrap(),
+            )
+        }
+        ClientRequest::CallTool(p) => call(p, id, tx).await,
+        _ => Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            "not served".into(),
+        )),
+    }
+}
+
+async fn call(
+    p: CallToolParams,
+    id: &RequestId,
+    tx: &mpsc::UnboundedSender<Action>,
+) -> Result<RawJson, ErrorObject> {
+    match p.name.as_str() {
+        "echo" => {
+            let m = p
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            text(m)
+        }
+        "sleep" => {
+            tokio::time::sleep(Duration::from_millis(arg_u64(&p, "ms"))).await;
+            text("slept")
+        }
+        "hang" => std::future::pending().await,
+        "crash" => {
+            eprintln!("crashing in the middle of a call");
+            std::process::exit(3);
+        }
+        "garbage" => {
+            let _ = tx.send(Action::Raw(b"}}} this is not JSON {{{\n".to_vec()));
+            text("after garbage")
+        }
+        "huge" => {
+            let bytes = arg_u64(&p, "bytes") as usize;
+            let filler = "x".repeat(bytes.saturating_sub(100));
+            let result = CallToolResult::new(vec![ContentBlock::text(filler)]);
+            let line = Message::Response(mcp_protocol::Response {
+                id: id.clone(),
+                result: RawJson::encode(&result).unwrap(),
+            });
+            let mut buf = Vec::new();
+            encode_line(&line, &mut buf);
+            let _ = tx.send(Action::Raw(buf));
+            // Answered on the wire already; the session's answer below goes nowhere because the
+            // client has moved on. Hang so that no second answer is sent.
+            std::future::pending().await
+        }
+        "huge_noise" => {
+            let mut line = vec![b'n'; arg_u64(&p, "bytes") as usize];
+            line.push(b'\n');
+            let _ = tx.send(Action::Raw(line));
+            text("after noise")
+        }
+        "flood_stderr" => {
+            let chunk = vec![b'z'; 64 << 10];
+            let mut left = arg_u64(&p, "bytes") as usize;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                let _ = std::io::stderr().write_all(&chunk[..n]);
+                left -= n;
+            }
+            eprintln!("\nflood done");
+            text("flooded")
+        }
+        "progress" => {
+            let steps = arg_u64(&p, "steps");
+            let delay = arg_u64(&p, "delay_ms");
+            if let Some(token) = p
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("progressToken"))
+                .cloned()
+            {
+                for i in 1..=steps {
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                    let params = json!({"progressToken": token, "progress": i, "total": steps});
+                    let _ = tx.send(Action::Notify(
+                        "notifications/progress".into(),
+                        Some(RawJson::encode(&params).unwrap()),
+                    ));
+                }
+            }
+            text(format!("{steps} steps"))
+        }
+        "sample" => {
+            let r = ask(tx, "sampling/createMessage", json!({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10})).await;
+            text(format!("{r:?}"))
+        }
+        "elicit" => {
+            let r = ask(tx, "elicitation/create", json!({"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}})).await;
+            text(format!("{r:?}"))
+        }
+        "roots" => {
+            let r = ask(tx, "roots/list", json!({})).await;
+            text(format!("{r:?}"))
+        }
+        "list_changed" => {
+            let _ = tx.send(Action::Notify(
+                "notifications/tools/list_changed".into(),
+                None,
+            ));
+            text("notified")
+        }
+        "spawn_grandchild" => text(spawn_grandchild(false).to_string()),
+        "stats" => text(format!(
+            "cancelled={}",
+            CANCELLED.load(std::sync::atomic::Ordering::Relaxed)
+        )),
+        "env" => {
+            let mut names: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+            names.sort();
+            text(names.join(" "))
+        }
+        "pid" => {
+            let pgid = nix::unistd::getpgid(None).map(|p| p.as_raw()).unwrap_or(-1);
+            text(format!("{} {pgid}", std::process::id()))
+        }
+        other => Ok(RawJson::encode(&{
+            let mut r =
+                CallToolResult::new(vec![ContentBlock::text(format!("unknown tool {other}"))]);
+            r.is_error = Some(true);
+            r
+        })
+        .unwrap()),
+    }
+}

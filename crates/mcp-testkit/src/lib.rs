@@ -1,0 +1,99 @@
+//! Test support for the workspace: the fake MCP server binary `mcp-fake-server`, which
+//! misbehaves on demand (see its `--help`), the fake host `mcp-fake-host`, and helpers to
+//! find those binaries and to watch process groups. Never a dependency of a product crate.
+
+// Test support reports on the terminal and fails loudly.
+#![allow(clippy::print_stderr, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The fake server binary, built on first use in the profile of the running test or bench.
+pub fn fake_server() -> PathBuf {
+    binary("mcp-fake-server")
+}
+
+/// The fake host binary (connects to a fake server, then waits for a signal).
+pub fn fake_host() -> PathBuf {
+    binary("mcp-fake-host")
+}
+
+/// `target/<profile>` of the running test or bench executable.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap();
+    // Test and bench executables live in `target/<profile>/deps`.
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent().unwrap().to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let dir = profile_dir();
+    BUILT.get_or_init(|| build(&dir));
+    let path = dir.join(name);
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+/// Builds the testkit binaries into the same target folder and profile as the caller, so that
+/// they are always current (a no-op build takes well under a second).
+fn build(dir: &Path) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "--package", "mcp-testkit", "--bins"]);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    if let Some(target) = dir.parent() {
+        cmd.env("CARGO_TARGET_DIR", target);
+    }
+    let status = cmd.status().expect("cargo runs");
+    assert!(status.success(), "building the mcp-testkit binaries failed");
+}
+
+/// The processes of a group that are still alive (zombies excluded), from `/proc`.
+pub fn live_group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| matches!(proc_stat(*pid), Some((state, group)) if group == pgid && state != 'Z' && state != 'X'))
+        .collect()
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn is_alive(pid: i32) -> bool {
+    matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// The state letter and process group of a process, from `/proc/<pid>/stat`.
+fn proc_stat(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: split after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Waits up to `timeout` for `done` to hold, polling every 10 ms; returns whether it did.
+pub fn wait_until(timeout: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
