@@ -116,20 +116,26 @@ pub fn kill_all_servers() {
     }
 }
 
-/// Waits for SIGTERM, SIGINT or SIGHUP, kills every server group (see [`kill_all_servers`]),
-/// and returns the signal's number so that the caller can exit with `128 + n`.
-pub async fn termination_signal() -> io::Result<i32> {
+/// Starts listening for SIGTERM, SIGINT and SIGHUP at once, and returns a future that waits
+/// for the first of them, kills every server group (see [`kill_all_servers`]), and yields the
+/// signal's number so that the caller can exit with `128 + n`.
+///
+/// The handlers are installed when this function returns, not when the future is first
+/// polled: call it before announcing that the host is running.
+pub fn termination_signal() -> io::Result<impl std::future::Future<Output = i32> + Send> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
-    let n = tokio::select! {
-        _ = term.recv() => Signal::SIGTERM as i32,
-        _ = int.recv() => Signal::SIGINT as i32,
-        _ = hup.recv() => Signal::SIGHUP as i32,
-    };
-    kill_all_servers();
-    Ok(n)
+    Ok(async move {
+        let n = tokio::select! {
+            _ = term.recv() => Signal::SIGTERM as i32,
+            _ = int.recv() => Signal::SIGINT as i32,
+            _ = hup.recv() => Signal::SIGHUP as i32,
+        };
+        kill_all_servers();
+        n
+    })
 }
 
 /// The most recent bytes a server wrote to stderr.

@@ -37,13 +37,14 @@ fn main() {
                 }
             }
         };
+        // Listen before announcing readiness, or a quick SIGTERM would find no handler.
+        let signal = mcp_stdio::termination_signal().unwrap();
         let pid = text("pid").await;
         let pgid = pid.split(' ').nth(1).unwrap().to_owned();
         let grandchild = text("spawn_grandchild").await;
         println!("ready {pgid} {grandchild}");
         let _ = std::io::stdout().flush();
-        let signal = mcp_stdio::termination_signal().await.unwrap();
-        128 + signal
+        128 + signal.await
     });
     std::process::exit(code);
 }
