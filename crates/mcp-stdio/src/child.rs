@@ -122,7 +122,7 @@ pub fn kill_all_servers() {
 ///
 /// The handlers are installed when this function returns, not when the future is first
 /// polled: call it before announcing that the host is running.
-pub fn termination_signal() -> io::Result<impl std::future::Future<Output = i32> + Send> {
+pub fn termination_signal() -> io::Result<impl Future<Output = i32> + Send> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
