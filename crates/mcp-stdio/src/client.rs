@@ -72,6 +72,9 @@ struct State {
     dropped_notifications: u64,
     /// Set once the host asked to close: the writer closes stdin when it has flushed.
     closing: bool,
+    /// The deadline the reader's timer is armed for; a new request wakes the reader only if
+    /// its deadline is earlier.
+    armed: Option<Instant>,
 }
 
 impl State {
@@ -144,6 +147,8 @@ impl State {
 struct Shared {
     name: String,
     state: Mutex<State>,
+    /// Encoded frames not yet written, in order. Locked after `state`, never before it.
+    out: Mutex<Outgoing>,
     wake_writer: Notify,
     wake_reader: Notify,
     stderr: Option<Arc<StderrLog>>,
@@ -154,9 +159,57 @@ struct Shared {
     shutdown: Notify,
 }
 
+/// The write side. With a pipe, any task writes at once when nothing is queued ahead of it
+/// (a non-blocking write: no task hop, and nothing half-written if its future is dropped);
+/// whatever does not fit waits for the writer task. With any other stream, only the writer
+/// task writes.
+struct Outgoing {
+    pending: Vec<u8>,
+    pipe: Option<Arc<tokio::net::unix::pipe::Sender>>,
+    /// Set when the writer could not write: the reader has gone.
+    broken: bool,
+}
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn out(&self) -> MutexGuard<'_, Outgoing> {
+        self.out.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends what the session has queued: written at once when it can be, else handed to the
+    /// writer task. Called with the state locked, so that frames keep their order.
+    fn flush(&self, state: &mut State) {
+        let mut out = self.out();
+        let was_empty = out.pending.is_empty();
+        while let Some(message) = state.session.poll_transmit() {
+            encode_line(&message, &mut out.pending);
+        }
+        if out.pending.is_empty() || out.broken {
+            return;
+        }
+        if was_empty && let Some(pipe) = out.pipe.clone() {
+            match pipe.try_write(&out.pending) {
+                Ok(n) => {
+                    out.pending.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => out.broken = true,
+            }
+        }
+        if !out.pending.is_empty() {
+            self.wake_writer.notify_one();
+        }
+    }
+
+    /// Wakes the reader if the session's next deadline is earlier than the armed one.
+    fn rearm(&self, state: &mut State) {
+        let next = state.session.poll_timeout();
+        if next.is_some() && (state.armed.is_none() || next < state.armed) {
+            self.wake_reader.notify_one();
+        }
     }
 
     fn protocol(&self, source: mcp_protocol::Error) -> Error {
@@ -257,7 +310,22 @@ impl Client {
             config.term_timeout,
         ));
         let guard = Arc::new(ProcessGuard { pgid: Some(pgid) });
-        Self::start((shared, incoming), spawned.stdout, spawned.stdin, guard).await
+        let pipe = spawned
+            .stdin
+            .into_owned_fd()
+            .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
+            .map_err(|source| Error::Io {
+                server: config.name.clone(),
+                context: "preparing the server's stdin",
+                source,
+            })?;
+        Self::start(
+            (shared, incoming),
+            spawned.stdout,
+            Writer::Pipe(pipe),
+            guard,
+        )
+        .await
     }
 
     /// Runs a session over any byte streams: an in-process server, a socket, a test pipe.
@@ -280,6 +348,7 @@ impl Client {
             closer.shutdown.notified().await;
             let _ = exit_tx.send(Some("closed".to_owned()));
         });
+        let writer = Writer::Stream(Box::new(writer));
         Self::start(
             (shared, incoming),
             reader,
@@ -308,6 +377,12 @@ impl Client {
                 diagnostics: VecDeque::new(),
                 dropped_notifications: 0,
                 closing: false,
+                armed: None,
+            }),
+            out: Mutex::new(Outgoing {
+                pending: Vec::new(),
+                pipe: None,
+                broken: false,
             }),
             wake_writer: Notify::new(),
             wake_reader: Notify::new(),
@@ -319,16 +394,12 @@ impl Client {
         (shared, incoming_rx)
     }
 
-    async fn start<R, W>(
+    async fn start<R: AsyncRead + Unpin + Send + 'static>(
         (shared, incoming): (Arc<Shared>, mpsc::Receiver<Incoming>),
         reader: R,
-        writer: W,
+        writer: Writer,
         guard: Arc<ProcessGuard>,
-    ) -> Result<Self>
-    where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
+    ) -> Result<Self> {
         let (ready_tx, ready_rx) = oneshot::channel();
         {
             let mut state = shared.lock();
@@ -339,8 +410,19 @@ impl Client {
                 .map_err(|e| shared.protocol(e))?;
         }
         tokio::spawn(read_loop(reader, Arc::clone(&shared)));
-        tokio::spawn(write_loop(writer, Arc::clone(&shared)));
-        shared.wake_writer.notify_one();
+        match writer {
+            Writer::Pipe(pipe) => {
+                shared.out().pipe = Some(Arc::new(pipe));
+                tokio::spawn(pipe_write_loop(Arc::clone(&shared)));
+            }
+            Writer::Stream(stream) => {
+                tokio::spawn(stream_write_loop(stream, Arc::clone(&shared)));
+            }
+        }
+        {
+            let mut state = shared.lock();
+            shared.flush(&mut state);
+        }
         let outcome = ready_rx.await.unwrap_or_else(|_| {
             Err(mcp_protocol::Error::Closed(
                 "the connection ended".to_owned(),
@@ -450,10 +532,10 @@ impl Client {
             if let Some(p) = progress {
                 state.progress.insert(id.clone(), p);
             }
+            self.shared.flush(&mut state);
+            self.shared.rearm(&mut state);
             id
         };
-        self.shared.wake_writer.notify_one();
-        self.shared.wake_reader.notify_one();
         let mut guard = CancelOnDrop {
             shared: &self.shared,
             id: Some(id),
@@ -582,15 +664,13 @@ impl Client {
     /// Answers a server request delivered as [`Incoming::Request`]. Returns `false` if the
     /// server withdrew it meanwhile.
     pub fn respond(&self, id: &RequestId, outcome: Result<RawJson, ErrorObject>) -> Result<bool> {
-        let sent = {
-            let mut state = self.shared.lock();
-            match outcome {
-                Ok(result) => state.session.respond(id, result),
-                Err(error) => state.session.respond_error(id, error),
-            }
-            .map_err(|e| self.shared.protocol(e))?
-        };
-        self.shared.wake_writer.notify_one();
+        let mut state = self.shared.lock();
+        let sent = match outcome {
+            Ok(result) => state.session.respond(id, result),
+            Err(error) => state.session.respond_error(id, error),
+        }
+        .map_err(|e| self.shared.protocol(e))?;
+        self.shared.flush(&mut state);
         Ok(sent)
     }
 
@@ -652,8 +732,7 @@ impl Drop for CancelOnDrop<'_> {
                 .cancel(&id, Some("the host dropped the request"));
             // The session reports the cancellation as an event; nobody waits for it now.
             state.dispatch();
-            drop(state);
-            self.shared.wake_writer.notify_one();
+            self.shared.flush(&mut state);
         }
     }
 }
@@ -663,7 +742,12 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: R, shared: Arc<Shared>) {
     let mut decoder = LineDecoder::new(shared.max_line);
     let mut chunk = vec![0u8; 64 << 10];
     let end = loop {
-        let deadline = shared.lock().session.poll_timeout();
+        let deadline = {
+            let mut state = shared.lock();
+            let deadline = state.session.poll_timeout();
+            state.armed = deadline;
+            deadline
+        };
         let timer = async {
             match deadline {
                 Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
@@ -680,6 +764,7 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: R, shared: Arc<Shared>) {
                         handle_line(&mut state, line, shared.max_line);
                     }
                     state.dispatch();
+                    shared.flush(&mut state);
                 }
                 Err(e) => break format!("reading the server's stdout failed: {e}"),
             },
@@ -687,6 +772,7 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: R, shared: Arc<Shared>) {
                 let mut state = shared.lock();
                 state.session.handle_timeout(now());
                 state.dispatch();
+                shared.flush(&mut state);
             }
             () = shared.wake_reader.notified() => {
                 if shared.lock().session.is_closed() {
@@ -694,7 +780,6 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: R, shared: Arc<Shared>) {
                 }
             }
         }
-        shared.wake_writer.notify_one();
     };
     // Give the supervisor a moment to learn the exit status, for a better message.
     let mut exited = shared.exited.clone();
@@ -730,23 +815,73 @@ fn handle_line(state: &mut State, line: Line, max: usize) {
     }
 }
 
-/// Sends whatever the session queued, all of it in one write, until the host closes.
-async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, shared: Arc<Shared>) {
-    let mut buf = Vec::with_capacity(8192);
+/// How frames reach the server.
+enum Writer {
+    /// A child's stdin: written without blocking, from any task.
+    Pipe(tokio::net::unix::pipe::Sender),
+    /// Any other stream: written by the writer task alone.
+    Stream(Box<dyn AsyncWrite + Unpin + Send>),
+}
+
+/// Writes what callers could not write at once, and closes the pipe when the host closes.
+async fn pipe_write_loop(shared: Arc<Shared>) {
     loop {
-        let closing = {
+        let (pipe, has_pending, closing) = {
             let mut state = shared.lock();
+            let closing = state.closing;
+            let mut out = shared.out();
             while let Some(message) = state.session.poll_transmit() {
-                encode_line(&message, &mut buf);
+                encode_line(&message, &mut out.pending);
             }
-            state.closing
+            (
+                out.pipe.clone(),
+                !out.pending.is_empty() && !out.broken,
+                closing,
+            )
+        };
+        let Some(pipe) = pipe else { return };
+        if has_pending {
+            if pipe.writable().await.is_err() {
+                shared.out().broken = true;
+                continue;
+            }
+            let mut out = shared.out();
+            match pipe.try_write(&out.pending) {
+                Ok(n) => {
+                    out.pending.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                // The server is gone; the reader sees the end of stdout and reports it.
+                Err(_) => out.broken = true,
+            }
+            continue;
+        }
+        if closing {
+            // Closing the server's stdin is the first step of a polite shutdown. Callers only
+            // borrow the pipe under the lock, so this is the last handle.
+            shared.out().pipe = None;
+            return;
+        }
+        shared.wake_writer.notified().await;
+    }
+}
+
+/// Sends whatever is queued, all of it in one write, until the host closes.
+async fn stream_write_loop(mut writer: Box<dyn AsyncWrite + Unpin + Send>, shared: Arc<Shared>) {
+    loop {
+        let (buf, closing) = {
+            let mut state = shared.lock();
+            let closing = state.closing;
+            let mut out = shared.out();
+            while let Some(message) = state.session.poll_transmit() {
+                encode_line(&message, &mut out.pending);
+            }
+            (std::mem::take(&mut out.pending), closing)
         };
         if !buf.is_empty() {
             if writer.write_all(&buf).await.is_err() || writer.flush().await.is_err() {
-                // The server is gone; the reader sees the end of stdout and reports it.
                 break;
             }
-            buf.clear();
             continue;
         }
         if closing {
@@ -754,7 +889,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, shared: Arc<Shared>) {
         }
         shared.wake_writer.notified().await;
     }
-    // Dropping the writer closes the server's stdin: the first step of a polite shutdown.
     let _ = writer.shutdown().await;
 }
 

@@ -23,6 +23,7 @@
 #![allow(clippy::print_stderr, clippy::print_stdout, clippy::unwrap_used)]
 
 use std::collections::HashMap;
+use std::future::Future as _;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,7 @@ use mcp_protocol::{
 };
 use mcp_stdio::codec::{Line, LineDecoder, encode_line};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncReadExt as _;
 use tokio::sync::{mpsc, oneshot};
 
 #[derive(Default)]
@@ -90,8 +91,6 @@ static CANCELLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 /// What a tool task sends back to the main loop.
 enum Action {
     Respond(RequestId, Result<RawJson, ErrorObject>),
-    /// Bytes written to stdout as they are, in order with everything else.
-    Raw(Vec<u8>),
     Notify(String, Option<RawJson>),
     /// A request to the client; the answer goes to the sender.
     Ask(
@@ -138,18 +137,7 @@ async fn run(flags: Flags) {
     }
     tokio::time::sleep(Duration::from_millis(flags.startup_delay_ms)).await;
 
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(mut bytes) = out_rx.recv().await {
-            while let Ok(more) = out_rx.try_recv() {
-                bytes.extend(more);
-            }
-            if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    let out_tx = Out;
     if flags.garbage_on_start {
         let _ = out_tx.send(b"fake server starting (this line is not JSON)\n".to_vec());
     }
@@ -228,7 +216,6 @@ async fn run(flags: Flags) {
                         Err(e) => session.respond_error(&id, e),
                     };
                 }
-                Action::Raw(bytes) => { flush(&mut session, &out_tx); let _ = out_tx.send(bytes); }
                 Action::Notify(method, params) => { let _ = session.notify(&method, params); }
                 Action::Ask(method, params, reply) => {
                     match session.send_request(start + start.elapsed(), &method, params.clone(), RequestOptions::DEFAULT) {
@@ -255,11 +242,27 @@ async fn run(flags: Flags) {
                     let req_id = id.clone();
                     let tools = flags.tools;
                     let page = flags.page_size;
-                    let task = tokio::spawn(async move {
-                        let outcome = handle(request, &req_id, &tx, tools, page).await;
-                        let _ = tx.send(Action::Respond(req_id, outcome));
-                    });
-                    tasks.insert(id, task.abort_handle());
+                    let mut work =
+                        Box::pin(async move { handle(request, &req_id, &tx, tools, page).await });
+                    // Most requests are answered at once; only the slow ones get a task.
+                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                    match work.as_mut().poll(&mut cx) {
+                        std::task::Poll::Ready(outcome) => {
+                            let _ = match outcome {
+                                Ok(r) => session.respond(&id, r),
+                                Err(e) => session.respond_error(&id, e),
+                            };
+                        }
+                        std::task::Poll::Pending => {
+                            let tx = act_tx.clone();
+                            let task_id = id.clone();
+                            let task = tokio::spawn(async move {
+                                let outcome = work.await;
+                                let _ = tx.send(Action::Respond(task_id, outcome));
+                            });
+                            tasks.insert(id, task.abort_handle());
+                        }
+                    }
                 }
                 ServerEvent::Cancelled { id, .. } => {
                     CANCELLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -277,11 +280,21 @@ async fn run(flags: Flags) {
         }
         flush(&mut session, &out_tx);
     }
-    drop(out_tx);
-    let _ = writer.await;
 }
 
-fn flush(session: &mut ServerSession, out: &mpsc::UnboundedSender<Vec<u8>>) {
+/// Stdout, written synchronously: the server is single-threaded, and its client always reads.
+#[derive(Clone, Copy)]
+struct Out;
+
+impl Out {
+    fn send(self, bytes: Vec<u8>) -> std::io::Result<()> {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(&bytes)?;
+        stdout.flush()
+    }
+}
+
+fn flush(session: &mut ServerSession, out: &Out) {
     let mut buf = Vec::new();
     while let Some(m) = session.poll_transmit() {
         encode_line(&m, &mut buf);
@@ -520,7 +533,7 @@ async fn call(
             std::process::exit(3);
         }
         "garbage" => {
-            let _ = tx.send(Action::Raw(b"}}} this is not JSON {{{\n".to_vec()));
+            let _ = Out.send(b"}}} this is not JSON {{{\n".to_vec());
             text("after garbage")
         }
         "huge" => {
@@ -533,7 +546,7 @@ async fn call(
             });
             let mut buf = Vec::new();
             encode_line(&line, &mut buf);
-            let _ = tx.send(Action::Raw(buf));
+            let _ = Out.send(buf);
             // Answered on the wire already; the session's answer below goes nowhere because the
             // client has moved on. Hang so that no second answer is sent.
             std::future::pending().await
@@ -541,7 +554,7 @@ async fn call(
         "huge_noise" => {
             let mut line = vec![b'n'; arg_u64(&p, "bytes") as usize];
             line.push(b'\n');
-            let _ = tx.send(Action::Raw(line));
+            let _ = Out.send(line);
             text("after noise")
         }
         "flood_stderr" => {
