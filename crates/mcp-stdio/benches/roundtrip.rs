@@ -158,7 +158,7 @@ fn bench(c: &mut Criterion) {
 }
 
 /// Polls every future in one task until all are done: concurrency without a task per call.
-async fn join_all<F: std::future::Future + Unpin>(mut futures: Vec<F>) -> Vec<F::Output> {
+async fn join_all<F: Future + Unpin>(mut futures: Vec<F>) -> Vec<F::Output> {
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
         let mut done = true;
