@@ -29,6 +29,7 @@ impl flags::Ci {
                 .env("RUSTDOCFLAGS", "-D warnings")
                 .run()
         })?;
+        flags::Interop {}.run(sh)?;
         ensure_cargo_deny(sh)?;
         step("deny", || {
             cmd!(sh, "cargo deny --all-features check bans licenses sources").run()

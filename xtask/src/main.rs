@@ -6,6 +6,7 @@
 
 mod ci;
 mod flags;
+mod interop;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ fn main() -> anyhow::Result<()> {
     match flags.subcommand {
         flags::XtaskCmd::Ci(cmd) => cmd.run(sh),
         flags::XtaskCmd::Tidy(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Interop(cmd) => cmd.run(sh),
     }
 }
 

@@ -1,0 +1,184 @@
+//! Interop with a real peer: the official TypeScript "everything" server over stdio. Run by
+//! `cargo xtask interop`, which installs the server (pinned) and passes its command line:
+//!
+//! `cargo run -p mcp-stdio --example interop -- <node> <path to dist/index.js>`
+//!
+//! Exits non-zero, saying what failed, if any check fails.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::time::{Duration, Instant};
+
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ContentBlock, GetPromptParams, Implementation, method,
+};
+use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_stdio::{Client, StdioConfig};
+use serde_json::json;
+
+type Check = Result<(), String>;
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build();
+    let outcome = match rt {
+        Ok(rt) => rt.block_on(run()),
+        Err(e) => Err(e.to_string()),
+    };
+    match outcome {
+        Ok(()) => println!("interop: all checks passed"),
+        Err(e) => {
+            eprintln!("interop: FAILED: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn ensure(ok: bool, what: impl Into<String>) -> Check {
+    if ok { Ok(()) } else { Err(what.into()) }
+}
+
+fn texts(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn call(name: &str, args: serde_json::Value) -> CallToolParams {
+    let mut p = CallToolParams::new(name.to_owned());
+    p.arguments = args.as_object().cloned();
+    p
+}
+
+async fn run() -> Check {
+    let mut args = std::env::args().skip(1);
+    let node = args.next().ok_or("usage: interop <node> <server script>")?;
+    let script = args.next().ok_or("usage: interop <node> <server script>")?;
+    let config = StdioConfig::new("everything", node, [script, "stdio".to_owned()]);
+    let started = Instant::now();
+    let session = ClientConfig::new(Implementation::new(
+        "mcp-host-interop".into(),
+        "0.1.0".into(),
+    ));
+    let client = Client::spawn(config, session)
+        .await
+        .map_err(|e| e.to_string())?;
+    let info = client.server_info();
+    println!(
+        "connected to {} {} speaking {} in {:?}",
+        info.implementation.name,
+        info.implementation.version,
+        info.protocol_version,
+        started.elapsed()
+    );
+    let e = |e: mcp_stdio::Error| e.to_string();
+
+    let tools = client.list_all_tools().await.map_err(e)?;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    println!("{} tools: {}", tools.len(), names.join(", "));
+    ensure(
+        names.contains(&"echo") && names.contains(&"get-sum"),
+        "echo and get-sum are listed",
+    )?;
+
+    let echo = client
+        .call_tool(
+            call("echo", json!({"message": "hello from mcp-host"})),
+            RequestOptions::DEFAULT,
+        )
+        .await
+        .map_err(e)?;
+    ensure(
+        texts(&echo).contains("hello from mcp-host"),
+        format!("echo answered {:?}", texts(&echo)),
+    )?;
+
+    let sum = client
+        .call_tool(
+            call("get-sum", json!({"a": 2, "b": 3})),
+            RequestOptions::DEFAULT,
+        )
+        .await
+        .map_err(e)?;
+    ensure(
+        texts(&sum).contains('5'),
+        format!("get-sum answered {:?}", texts(&sum)),
+    )?;
+
+    let image = client
+        .call_tool(call("get-tiny-image", json!({})), RequestOptions::DEFAULT)
+        .await
+        .map_err(e)?;
+    ensure(
+        image
+            .content
+            .iter()
+            .any(|c| matches!(c, ContentBlock::Image(_))),
+        "get-tiny-image returns an image block",
+    )?;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let long = call(
+        "trigger-long-running-operation",
+        json!({"duration": 1, "steps": 3}),
+    );
+    let options = RequestOptions::DEFAULT.timeout(Duration::from_secs(30));
+    client
+        .request_with_progress::<method::CallTool>(&long, options, Some(tx))
+        .await
+        .map_err(e)?;
+    let mut progress = 0;
+    while rx.try_recv().is_ok() {
+        progress += 1;
+    }
+    println!("long-running operation reported progress {progress} times");
+    ensure(progress >= 1, "progress notifications arrive")?;
+
+    // The host's environment does not leak: xtask sets a canary that must not reach the server.
+    let env = client
+        .call_tool(call("get-env", json!({})), RequestOptions::DEFAULT)
+        .await
+        .map_err(e)?;
+    ensure(
+        !texts(&env).contains("MCP_INTEROP_CANARY"),
+        "the host's environment is filtered",
+    )?;
+    ensure(texts(&env).contains("PATH"), "allowed variables are passed")?;
+
+    let resources = client.list_all_resources().await.map_err(e)?;
+    println!("{} resources", resources.len());
+    let first = resources.first().ok_or("no resources")?;
+    let read = client.read_resource(&first.uri).await.map_err(e)?;
+    ensure(
+        !read.contents.is_empty(),
+        format!("reading {} returns contents", first.uri),
+    )?;
+
+    let prompts = client.list_all_prompts().await.map_err(e)?;
+    ensure(
+        prompts.iter().any(|p| p.name == "args-prompt"),
+        "args-prompt is listed",
+    )?;
+    let mut get = GetPromptParams::new("args-prompt".into());
+    get.arguments = Some(
+        [
+            ("city".to_owned(), "Kyoto".to_owned()),
+            ("state".to_owned(), "Kansai".to_owned()),
+        ]
+        .into(),
+    );
+    let prompt = client.get_prompt(get).await.map_err(e)?;
+    ensure(!prompt.messages.is_empty(), "args-prompt has messages")?;
+
+    let status = client.close().await;
+    println!("closed: {status}");
+    Ok(())
+}
