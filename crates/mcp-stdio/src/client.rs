@@ -21,6 +21,7 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::child::{self, StderrLog, StdioConfig};
+use crate::clock::{self, now};
 use crate::codec::{Line, LineDecoder, encode_line, sniff_id};
 use crate::error::{Error, Result};
 
@@ -55,11 +56,6 @@ pub enum Incoming {
     Notification(ServerNotification),
     /// Something the server did wrong that did not end the connection.
     Diagnostic(String),
-}
-
-/// The reader's clock: tokio's, so that tests can pause and advance it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
 }
 
 struct State {
@@ -748,12 +744,7 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: R, shared: Arc<Shared>) {
             state.armed = deadline;
             deadline
         };
-        let timer = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                None => std::future::pending().await,
-            }
-        };
+        let timer = clock::sleep_until(deadline);
         tokio::select! {
             read = reader.read(&mut chunk) => match read {
                 Ok(0) => break "the server closed its stdout".to_owned(),

@@ -36,6 +36,7 @@
 
 mod child;
 mod client;
+mod clock;
 pub mod codec;
 pub mod env;
 mod error;

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 use mcp_protocol::schema::{ClientRequest, ProgressParams, ProgressToken, RequestMethod};
 use mcp_protocol::{
@@ -16,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
+use crate::clock::{self, now};
 use crate::codec::{Line, LineDecoder, encode_line};
 
 /// Answers the requests of one client. Implemented by the gateway and by test servers.
@@ -121,10 +121,6 @@ impl Peer {
     }
 }
 
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
 /// Serves one client on this process's stdin and stdout until stdin ends.
 pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::io::Result<()> {
     serve(
@@ -166,12 +162,7 @@ where
     let mut chunk = vec![0u8; 64 << 10];
     let result = loop {
         let deadline = shared.lock().session.poll_timeout();
-        let timer = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                None => std::future::pending().await,
-            }
-        };
+        let timer = clock::sleep_until(deadline);
         tokio::select! {
             read = reader.read(&mut chunk) => match read {
                 Ok(0) => break Ok(()),

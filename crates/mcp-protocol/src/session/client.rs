@@ -657,10 +657,7 @@ impl ClientSession {
             let Some(p) = self.core.abandon(&id, Some("timed out"), !is_init) else {
                 continue;
             };
-            let error = Error::Timeout {
-                method: p.method.clone(),
-                waited_ms: now.saturating_duration_since(p.sent_at).as_millis(),
-            };
+            let error = p.timeout(now);
             if is_init {
                 self.close_with(error);
                 return;

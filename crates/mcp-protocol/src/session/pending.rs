@@ -59,6 +59,16 @@ impl Default for RequestOptions {
     }
 }
 
+impl Pending {
+    /// The error of this request timing out at `now`.
+    pub(crate) fn timeout(&self, now: Instant) -> Error {
+        Error::Timeout {
+            method: self.method.clone(),
+            waited_ms: now.saturating_duration_since(self.sent_at).as_millis(),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Pending {
     pub(crate) method: String,

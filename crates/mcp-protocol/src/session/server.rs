@@ -572,10 +572,7 @@ impl ServerSession {
     pub fn handle_timeout(&mut self, now: Instant) {
         for id in self.core.expired(now) {
             if let Some(p) = self.core.abandon(&id, Some("timed out"), true) {
-                let error = Error::Timeout {
-                    method: p.method.clone(),
-                    waited_ms: now.saturating_duration_since(p.sent_at).as_millis(),
-                };
+                let error = p.timeout(now);
                 self.events.push_back(ServerEvent::Response {
                     id,
                     method: p.method,
