@@ -67,6 +67,11 @@ pub fn live_group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Whether a process exists at all, zombie or not: a child that was never reaped still does.
+pub fn exists(pid: i32) -> bool {
+    proc_stat(pid).is_some()
+}
+
 /// Whether a process exists and is not a zombie.
 pub fn is_alive(pid: i32) -> bool {
     matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
