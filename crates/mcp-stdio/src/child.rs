@@ -33,7 +33,7 @@ pub struct StdioConfig {
     /// Variables set for it. Values may be secrets: they are never logged, and they are
     /// redacted from the stderr text shown in errors.
     pub env: Vec<(String, String)>,
-    /// Pass the host's whole environment instead of the allow-list in [`crate::env`].
+    /// Pass the host's whole environment instead of the allow-list in [`crate::env`](mod@crate::env).
     pub inherit_env: bool,
     /// The longest line accepted on stdout; a longer one is discarded and reported.
     pub max_line_bytes: usize,

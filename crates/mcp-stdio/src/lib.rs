@@ -3,7 +3,7 @@
 //!
 //! A server starts only from explicit configuration ([`StdioConfig`]: command, arguments,
 //! working directory, environment). It does not inherit the host's environment wholesale: it
-//! gets the allow-list in [`env`] plus what the configuration names, unless the configuration
+//! gets the allow-list in [`env`](mod@env) plus what the configuration names, unless the configuration
 //! asks for full inheritance. **A configured server is a local program running with the user's
 //! rights; it is not sandboxed.**
 //!
