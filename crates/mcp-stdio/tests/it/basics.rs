@@ -195,11 +195,9 @@ async fn the_environment_is_an_allow_list_plus_the_configuration() {
 async fn a_hung_initialize_fails_within_the_timeout_and_leaves_nothing() {
     let mut s = session();
     s.request_timeout = Duration::from_millis(300);
-    let started = std::time::Instant::now();
     let err = Client::spawn(fake(&["--hang-initialize"]), s)
         .await
         .unwrap_err();
     assert!(err.is_timeout(), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(err.to_string().contains("initialize"), "{err}");
+    assert!(err.to_string().contains("initialize timed out"), "{err}");
 }

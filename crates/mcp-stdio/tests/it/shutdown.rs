@@ -2,7 +2,7 @@
 //! and the host itself getting SIGTERM. Nothing of a server's group may be left behind.
 
 use std::io::BufRead as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -26,14 +26,8 @@ async fn close_ends_the_server_and_its_grandchild() {
 async fn a_server_that_ignores_stdin_close_and_sigterm_is_killed() {
     let client = connect(&["--ignore-sigterm", "--ignore-stdin-close", "--grandchild"]).await;
     let group = pgid(&client).await;
-    let started = Instant::now();
     let status = client.close().await;
-    // 500 ms after closing stdin, 500 ms after SIGTERM, then SIGKILL.
-    assert!(
-        started.elapsed() >= Duration::from_millis(1000),
-        "{:?}",
-        started.elapsed()
-    );
+    // Neither closing stdin nor SIGTERM ended it: only SIGKILL did.
     assert!(status.contains("signal: 9"), "{status}");
     assert_group_gone(group);
 }
@@ -42,14 +36,9 @@ async fn a_server_that_ignores_stdin_close_and_sigterm_is_killed() {
 async fn a_server_that_exits_on_stdin_close_is_not_signalled() {
     let client = connect(&[]).await;
     let group = pgid(&client).await;
-    let started = Instant::now();
     let status = client.close().await;
+    // It exited by itself once stdin closed: a signal would show in the status.
     assert!(status.contains("exit status: 0"), "{status}");
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
     assert_group_gone(group);
 }
 
