@@ -43,8 +43,9 @@ pub struct LineDecoder {
     max_len: usize,
     /// Set while skipping the rest of an oversized line.
     skipping: Option<Skip>,
-    /// Whether the very first bytes of the stream have been seen (for the UTF-8 BOM).
-    started: bool,
+    /// The first bytes, held until it is known whether they are a UTF-8 BOM (which may arrive
+    /// split across reads); `None` once decided.
+    start: Option<Vec<u8>>,
 }
 
 impl LineDecoder {
@@ -55,20 +56,26 @@ impl LineDecoder {
             scanned: 0,
             max_len,
             skipping: None,
-            started: false,
+            start: Some(Vec::new()),
         }
     }
 
     /// Appends bytes read from the stream.
-    pub fn push(&mut self, mut bytes: &[u8]) {
-        if !self.started && !bytes.is_empty() {
-            self.started = true;
-            // A BOM before the first message is tolerated, never required.
-            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()) {
-                bytes = rest;
+    pub fn push(&mut self, bytes: &[u8]) {
+        // A BOM before the first message is tolerated, never required.
+        match self.start.take() {
+            None => self.buf.extend_from_slice(bytes),
+            Some(mut start) => {
+                start.extend_from_slice(bytes);
+                const BOM: &[u8] = b"\xEF\xBB\xBF";
+                if start.len() < BOM.len() && BOM.starts_with(&start) {
+                    self.start = Some(start);
+                    return;
+                }
+                self.buf
+                    .extend_from_slice(start.strip_prefix(BOM).unwrap_or(&start));
             }
         }
-        self.buf.extend_from_slice(bytes);
         // While no line end has arrived, hold at most the limit: the memory a peer that never
         // sends a newline can take stays bounded even if nobody calls `next_line`.
         if !self.buf[self.scanned..].contains(&b'\n') {

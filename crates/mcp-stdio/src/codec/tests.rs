@@ -75,11 +75,15 @@ fn sniffing_ids() {
 proptest! {
     #[test]
     fn chunking_does_not_matter(
+        bom in any::<bool>(),
         lines in prop::collection::vec(prop::collection::vec(prop::sample::select(b"ab{}\" \r".to_vec()), 0..40), 0..12),
         cuts in prop::collection::vec(0usize..400, 0..10),
         limit in 1usize..30,
     ) {
         let mut stream = Vec::new();
+        if bom {
+            stream.extend_from_slice(b"\xEF\xBB\xBF");
+        }
         for l in &lines {
             stream.extend_from_slice(l);
             stream.push(b'\n');

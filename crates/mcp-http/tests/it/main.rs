@@ -1,0 +1,7 @@
+//! Integration tests of mcp-http, driven by the data files under the workspace `fixtures/`.
+
+// Test code: an unwrap that fails is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+// Raw SSE streams, one per file: fixtures/sse/{ok,err}.
+mod sse_fixtures;
