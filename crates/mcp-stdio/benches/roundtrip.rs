@@ -15,7 +15,7 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mcp_protocol::schema::{CallToolParams, Implementation};
 use mcp_protocol::{ClientConfig, RequestOptions};
-use mcp_stdio::{Client, StdioConfig};
+use mcp_stdio::StdioConfig;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
@@ -88,7 +88,7 @@ fn bench(c: &mut Criterion) {
     let server = mcp_testkit::fake_server();
     let client = rt.block_on(async {
         let config = StdioConfig::new("bench", server.display().to_string(), Vec::<String>::new());
-        Client::spawn(
+        mcp_stdio::spawn(
             config,
             ClientConfig::new(Implementation::new("bench".into(), "0".into())),
         )

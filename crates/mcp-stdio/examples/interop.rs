@@ -13,7 +13,7 @@ use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ContentBlock, GetPromptParams, Implementation, method,
 };
 use mcp_protocol::{ClientConfig, RequestOptions};
-use mcp_stdio::{Client, StdioConfig};
+use mcp_stdio::StdioConfig;
 use serde_json::json;
 
 type Check = Result<(), String>;
@@ -68,7 +68,7 @@ async fn run() -> Check {
         "mcp-host-interop".into(),
         "0.1.0".into(),
     ));
-    let client = Client::spawn(config, session)
+    let client = mcp_stdio::spawn(config, session)
         .await
         .map_err(|e| e.to_string())?;
     let info = client.server_info();
@@ -79,7 +79,7 @@ async fn run() -> Check {
         info.protocol_version,
         started.elapsed()
     );
-    let e = |e: mcp_stdio::Error| e.to_string();
+    let e = |e: mcp_client::Error| e.to_string();
 
     let tools = client.list_all_tools().await.map_err(e)?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

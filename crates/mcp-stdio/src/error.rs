@@ -44,16 +44,9 @@ pub enum Error {
         /// More about the failure.
         detail: Option<String>,
     },
-    /// The protocol failed: the server answered with an error, timed out, sent nonsense, or
-    /// the session ended.
-    #[error("server `{server}`: {source}")]
-    Protocol {
-        /// The server's name.
-        server: String,
-        /// What went wrong.
-        #[source]
-        source: Box<mcp_protocol::Error>,
-    },
+    /// The connection failed: the handshake was refused, timed out, or the server exited.
+    #[error(transparent)]
+    Client(#[from] mcp_client::Error),
     /// Reading from or writing to the server failed.
     #[error("server `{server}`: {context}: {source}")]
     Io {
@@ -68,23 +61,22 @@ pub enum Error {
 }
 
 impl Error {
-    /// The protocol error inside, for callers that branch on it (tool error vs timeout).
+    /// The protocol error inside, for callers that branch on it.
     pub fn protocol(&self) -> Option<&mcp_protocol::Error> {
         match self {
-            Self::Protocol { source, .. } => Some(source),
+            Self::Client(e) => Some(e.protocol()),
             _ => None,
         }
     }
 
-    /// Whether the request timed out.
+    /// Whether the handshake timed out.
     pub fn is_timeout(&self) -> bool {
-        matches!(self.protocol(), Some(mcp_protocol::Error::Timeout { .. }))
+        matches!(self, Self::Client(e) if e.is_timeout())
     }
 
-    /// Whether the connection has ended (server exited, closed, or never started).
+    /// Whether the connection never came up or has ended (server exited, never started).
     pub fn is_closed(&self) -> bool {
-        matches!(self.protocol(), Some(mcp_protocol::Error::Closed(_)))
-            || matches!(self, Self::Spawn { .. })
+        matches!(self, Self::Spawn { .. }) || matches!(self, Self::Client(e) if e.is_closed())
     }
 }
 

@@ -1,5 +1,5 @@
 //! MCP over stdio (spec `basic/transports.mdx#stdio`): start a server as a child process and
-//! talk to it ([`Client`]), or serve MCP on this process's stdin and stdout ([`serve_stdio`]).
+//! talk to it ([`spawn`], which gives an `mcp-client` [`Client`]), or serve MCP on this process's stdin and stdout ([`serve_stdio`]).
 //!
 //! A server starts only from explicit configuration ([`StdioConfig`]: command, arguments,
 //! working directory, environment). It does not inherit the host's environment wholesale: it
@@ -12,14 +12,15 @@
 //! line that is not JSON-RPC is a diagnostic, not a failure. stderr is always drained into a
 //! bounded buffer shown in diagnostics, never treated as an error.
 //!
-//! The server runs in a process group of its own. [`Client::close`] ends it politely: close
+//! The server runs in a process group of its own. `Client::close` ends it politely: close
 //! stdin, wait, SIGTERM to the group, wait, SIGKILL to the group, reap; a grandchild (the
 //! server an `npx` or `uvx` launcher starts) goes with it. Dropping every handle kills the
 //! group at once. A host that exits on a signal calls [`kill_all_servers`], or awaits
 //! [`termination_signal`], so that no server outlives it.
 //!
 //! The protocol itself, ids, timeouts, cancellation, refusing undeclared server requests, is
-//! done by `mcp-protocol`'s session; this crate moves bytes and time.
+//! done by `mcp-protocol`'s session, run by `mcp-client`'s core; this crate moves bytes and
+//! owns the process.
 //!
 //! # Cancel safety
 //!
@@ -44,6 +45,7 @@ mod server;
 
 // The public interface is:
 pub use child::{StdioConfig, kill_all_servers, termination_signal};
-pub use client::{Client, Incoming};
+pub use client::{connect, spawn};
 pub use error::{Error, Result, SpawnPhase};
+pub use mcp_client::{Client, Incoming};
 pub use server::{Handler, Peer, RequestContext, serve, serve_stdio};

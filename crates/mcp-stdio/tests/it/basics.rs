@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mcp_protocol::schema::GetPromptParams;
 use mcp_protocol::{ProtocolVersion, RequestOptions};
-use mcp_stdio::{Client, Error, SpawnPhase, StdioConfig};
+use mcp_stdio::{Error, SpawnPhase, StdioConfig};
 use serde_json::json;
 
 use super::*;
@@ -35,7 +35,7 @@ async fn connect_list_call_read_get_close() {
     );
     let missing = client.read_resource("file:///nope").await.unwrap_err();
     assert!(
-        matches!(missing.protocol(), Some(mcp_protocol::Error::Rpc { error, .. }) if error.code == -32002)
+        matches!(missing.protocol(), mcp_protocol::Error::Rpc { error, .. } if error.code == -32002)
     );
     assert_eq!(client.list_all_resources().await.unwrap().len(), 1);
     assert_eq!(client.list_all_resource_templates().await.unwrap().len(), 1);
@@ -79,7 +79,7 @@ async fn many_concurrent_calls_share_one_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawn_failures_name_the_command_and_the_phase() {
-    let missing = Client::spawn(
+    let missing = mcp_stdio::spawn(
         StdioConfig::new("ghost", "/definitely/not/here", ["x"]),
         session(),
     )
@@ -103,7 +103,7 @@ async fn spawn_failures_name_the_command_and_the_phase() {
 
     let mut bad_cwd = StdioConfig::new("lost", "true", Vec::<String>::new());
     bad_cwd.cwd = Some("/no/such/dir".into());
-    let err = Client::spawn(bad_cwd, session()).await.unwrap_err();
+    let err = mcp_stdio::spawn(bad_cwd, session()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -125,7 +125,7 @@ async fn spawn_failures_name_the_command_and_the_phase() {
         Vec::<String>::new(),
     );
     config.env = vec![("TOKEN".into(), "hunter2-secret".into())];
-    let err = Client::spawn(config, session()).await.unwrap_err();
+    let err = mcp_stdio::spawn(config, session()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -146,7 +146,7 @@ async fn spawn_failures_name_the_command_and_the_phase() {
 async fn a_server_that_dies_at_start_is_reported_with_its_stderr_and_no_secret() {
     let mut config = fake(&["--exit-on-start", "4"]);
     config.env = vec![("FAKE_API_KEY".into(), "sk-live-1234567890".into())];
-    let err = Client::spawn(config, session()).await.unwrap_err();
+    let err = mcp_stdio::spawn(config, session()).await.unwrap_err();
     let message = err.to_string();
     assert!(err.is_closed(), "{message}");
     assert!(message.starts_with("server `fake`"), "{message}");
@@ -166,7 +166,7 @@ async fn a_server_that_dies_at_start_is_reported_with_its_stderr_and_no_secret()
 async fn the_environment_is_an_allow_list_plus_the_configuration() {
     let mut config = fake(&[]);
     config.env = vec![("MCP_CONFIGURED".into(), "yes".into())];
-    let client = Client::spawn(config, session()).await.unwrap();
+    let client = mcp_stdio::spawn(config, session()).await.unwrap();
     let names = text(&client, "env", json!({})).await;
     let names: Vec<&str> = names.split(' ').collect();
     assert!(names.contains(&"MCP_CONFIGURED"));
@@ -182,7 +182,7 @@ async fn the_environment_is_an_allow_list_plus_the_configuration() {
 
     let mut inherit = fake(&[]);
     inherit.inherit_env = true;
-    let client = Client::spawn(inherit, session()).await.unwrap();
+    let client = mcp_stdio::spawn(inherit, session()).await.unwrap();
     let names = text(&client, "env", json!({})).await;
     assert!(
         names.split(' ').any(|n| n.starts_with("CARGO")),
@@ -195,7 +195,7 @@ async fn the_environment_is_an_allow_list_plus_the_configuration() {
 async fn a_hung_initialize_fails_within_the_timeout_and_leaves_nothing() {
     let mut s = session();
     s.request_timeout = Duration::from_millis(300);
-    let err = Client::spawn(fake(&["--hang-initialize"]), s)
+    let err = mcp_stdio::spawn(fake(&["--hang-initialize"]), s)
         .await
         .unwrap_err();
     assert!(err.is_timeout(), "{err}");

@@ -47,7 +47,7 @@ fn session_with(caps: ClientCapabilities) -> ClientConfig {
 }
 
 async fn connect(flags: &[&str]) -> Client {
-    Client::spawn(fake(flags), session()).await.unwrap()
+    mcp_stdio::spawn(fake(flags), session()).await.unwrap()
 }
 
 fn call(name: &str, args: serde_json::Value) -> CallToolParams {

@@ -255,7 +255,9 @@ async fn undeclared_sampling_elicitation_and_roots_are_refused() {
 async fn declared_sampling_reaches_the_host_and_its_answer_the_server() {
     let mut caps = ClientCapabilities::new();
     caps.sampling = Some(SamplingCapability::new());
-    let client = Client::spawn(fake(&[]), session_with(caps)).await.unwrap();
+    let client = mcp_stdio::spawn(fake(&[]), session_with(caps))
+        .await
+        .unwrap();
     let group = pgid(&client).await;
     let mut incoming = client.take_incoming().unwrap();
     let host = {

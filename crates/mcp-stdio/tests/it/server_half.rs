@@ -79,7 +79,7 @@ async fn our_client_against_our_server_half() {
         1 << 20,
     ));
 
-    let client = Client::connect("half", client_read, client_write, session(), 1 << 20)
+    let client = mcp_stdio::connect("half", client_read, client_write, session(), 1 << 20)
         .await
         .unwrap();
     assert_eq!(client.server_info().implementation.name, "half");
@@ -111,7 +111,7 @@ async fn our_client_against_our_server_half() {
     // A method the server does not declare is refused by its session, not its handler.
     let err = client.list_all_prompts().await.unwrap_err();
     assert!(
-        matches!(err.protocol(), Some(mcp_protocol::Error::Rpc { error, .. }) if error.code == -32601),
+        matches!(err.protocol(), mcp_protocol::Error::Rpc { error, .. } if error.code == -32601),
         "{err}"
     );
 

@@ -10,7 +10,7 @@ use std::io::Write as _;
 
 use mcp_protocol::schema::{CallToolParams, ContentBlock, Implementation};
 use mcp_protocol::{ClientConfig, RequestOptions};
-use mcp_stdio::{Client, StdioConfig};
+use mcp_stdio::StdioConfig;
 
 fn main() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -22,7 +22,7 @@ fn main() {
         let command = args.next().expect("a server command");
         let config = StdioConfig::new("fake", command, args);
         let session = ClientConfig::new(Implementation::new("mcp-fake-host".into(), "0".into()));
-        let client = Client::spawn(config, session).await.unwrap();
+        let client = mcp_stdio::spawn(config, session).await.unwrap();
         let text = |name: &str| {
             let client = client.clone();
             let name = name.to_owned();

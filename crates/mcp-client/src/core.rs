@@ -1,0 +1,328 @@
+//! The connection core every transport shares: the session behind a lock, the callers waiting
+//! for answers, the host's inbox, and the timer. A transport feeds it what arrives and sends
+//! what it queues; nothing here touches a socket or a process.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use mcp_protocol::schema::{ProgressParams, ServerNotification, ServerRequest};
+use mcp_protocol::{
+    ClientConfig, ClientEvent, ClientSession, DecodeError, Decoded, ErrorObject, RawJson,
+    RequestId, ServerInfo,
+};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+/// How many undelivered notifications and server requests wait for the host before new ones
+/// are dropped (notifications, counted) or refused (requests).
+const INCOMING_CAPACITY: usize = 256;
+/// How many diagnostics are kept.
+const DIAGNOSTICS_KEPT: usize = 64;
+
+/// Something from the server for the host, taken from
+/// [`Client::take_incoming`](crate::Client::take_incoming).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+// Moved once, through a channel; boxing the request would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Incoming {
+    /// A request for a capability the host declared; answer with
+    /// [`Client::respond`](crate::Client::respond).
+    Request {
+        /// The id to answer with.
+        id: RequestId,
+        /// The request.
+        request: ServerRequest,
+    },
+    /// The server withdrew a request; do not answer it.
+    Cancelled {
+        /// The withdrawn request.
+        id: RequestId,
+    },
+    /// A notification: a log entry, a list change, a resource update.
+    Notification(ServerNotification),
+    /// Something the server did wrong that did not end the connection.
+    Diagnostic(String),
+}
+
+/// What a transport does for the core. Every method is called with the session locked and
+/// must not block: a transport hands bytes to its own tasks.
+pub trait Transport: Send + Sync + 'static {
+    /// Sends everything the session has queued (`session.poll_transmit()` until `None`), in
+    /// order. The core calls this after every change that may queue a message.
+    fn transmit(&self, core: &Arc<Core>, session: &mut ClientSession);
+
+    /// Adds what the transport knows about why the connection ended (an exit status, the
+    /// server's last words on stderr) to `what`.
+    fn end_reason(&self, what: &str) -> String {
+        what.to_owned()
+    }
+
+    /// What the server wrote on its error stream recently, if the transport has one.
+    fn stderr(&self) -> String {
+        String::new()
+    }
+
+    /// Ends the connection politely once the session is closed (stdio: close stdin and end the
+    /// process; HTTP: delete the session). Resolves to how it ended.
+    fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>>;
+}
+
+/// The locked part of the core.
+pub(crate) struct State {
+    pub(crate) session: ClientSession,
+    pub(crate) waiters: HashMap<RequestId, oneshot::Sender<Result<RawJson, mcp_protocol::Error>>>,
+    pub(crate) progress: HashMap<RequestId, mpsc::UnboundedSender<ProgressParams>>,
+    ready: Option<oneshot::Sender<Result<ServerInfo, mcp_protocol::Error>>>,
+    incoming: mpsc::Sender<Incoming>,
+    pub(crate) diagnostics: VecDeque<String>,
+    pub(crate) dropped_notifications: u64,
+    /// The deadline the timer task sleeps until; it is woken only for an earlier one.
+    armed: Option<Instant>,
+}
+
+impl State {
+    fn diagnostic(&mut self, text: String) {
+        if self.diagnostics.len() == DIAGNOSTICS_KEPT {
+            self.diagnostics.pop_front();
+        }
+        self.diagnostics.push_back(text.clone());
+        let _ = self.incoming.try_send(Incoming::Diagnostic(text));
+    }
+
+    /// Delivers what the session has to say to whoever waits for it.
+    pub(crate) fn dispatch(&mut self) {
+        while let Some(event) = self.session.poll_event() {
+            match event {
+                ClientEvent::Ready(info) => {
+                    if let Some(ready) = self.ready.take() {
+                        let _ = ready.send(Ok(info));
+                    }
+                }
+                ClientEvent::Response { id, outcome, .. } => {
+                    self.progress.remove(&id);
+                    if let Some(waiter) = self.waiters.remove(&id) {
+                        let _ = waiter.send(outcome);
+                    }
+                }
+                ClientEvent::Progress { id, params } => {
+                    if let Some(tx) = self.progress.get(&id) {
+                        let _ = tx.send(params);
+                    }
+                }
+                ClientEvent::Request { id, request } => {
+                    let item = Incoming::Request {
+                        id: id.clone(),
+                        request,
+                    };
+                    if let Err(e) = self.incoming.try_send(item) {
+                        let why = match e {
+                            mpsc::error::TrySendError::Full(_) => "the host is busy",
+                            mpsc::error::TrySendError::Closed(_) => {
+                                "the host does not handle server requests"
+                            }
+                        };
+                        let error =
+                            ErrorObject::new(mcp_protocol::code::INTERNAL_ERROR, why.to_owned());
+                        let _ = self.session.respond_error(&id, error);
+                    }
+                }
+                ClientEvent::RequestCancelled { id, .. } => {
+                    let _ = self.incoming.try_send(Incoming::Cancelled { id });
+                }
+                ClientEvent::Notification(n) => {
+                    if self.incoming.try_send(Incoming::Notification(n)).is_err() {
+                        self.dropped_notifications += 1;
+                    }
+                }
+                ClientEvent::Diagnostic(d) => self.diagnostic(d),
+                ClientEvent::Closed(error) => {
+                    if let Some(ready) = self.ready.take() {
+                        let _ = ready.send(Err(error));
+                    }
+                }
+                // Events added to the session later are not lost silently.
+                other => self.diagnostic(format!("unhandled session event: {other:?}")),
+            }
+        }
+    }
+}
+
+/// The shared core of one connection. Transports hold it (as `Arc<Core>`) to feed it what
+/// arrives; [`Client`](crate::Client) handles hold it to make requests.
+pub struct Core {
+    pub(crate) name: String,
+    state: Mutex<State>,
+    transport: Box<dyn Transport>,
+    wake_timer: Notify,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("server", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The clock: tokio's, so that tests can pause and advance it.
+pub(crate) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl Core {
+    /// A core for one server, with the transport that carries its bytes. Also returns the
+    /// inbox for [`Client::take_incoming`](crate::Client::take_incoming).
+    pub(crate) fn new(
+        name: &str,
+        session: ClientConfig,
+        transport: Box<dyn Transport>,
+    ) -> (Arc<Self>, mpsc::Receiver<Incoming>) {
+        let (incoming, inbox) = mpsc::channel(INCOMING_CAPACITY);
+        let core = Arc::new(Self {
+            name: name.to_owned(),
+            state: Mutex::new(State {
+                session: ClientSession::new(session),
+                waiters: HashMap::new(),
+                progress: HashMap::new(),
+                ready: None,
+                incoming,
+                diagnostics: VecDeque::new(),
+                dropped_notifications: 0,
+                armed: None,
+            }),
+            transport,
+            wake_timer: Notify::new(),
+        });
+        tokio::spawn(timer_loop(Arc::downgrade(&core)));
+        (core, inbox)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The server's name, for errors.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Applies `f` to the session, then delivers events, sends what was queued, and re-arms
+    /// the timer: the one way anything changes the session.
+    pub(crate) fn with_session<R>(self: &Arc<Self>, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut state = self.lock();
+        let r = f(&mut state);
+        state.dispatch();
+        self.transport.transmit(self, &mut state.session);
+        let next = state.session.poll_timeout();
+        let earlier = next.is_some() && (state.armed.is_none() || next < state.armed);
+        // A closed session wakes the timer too, so that its task ends.
+        if earlier || state.session.is_closed() {
+            self.wake_timer.notify_one();
+        }
+        r
+    }
+
+    /// Starts the handshake; the answer arrives through `ready`.
+    pub(crate) fn initialize(
+        self: &Arc<Self>,
+        ready: oneshot::Sender<Result<ServerInfo, mcp_protocol::Error>>,
+    ) -> Result<(), mcp_protocol::Error> {
+        self.with_session(|state| {
+            state.ready = Some(ready);
+            state.session.initialize(now()).map(|_| ())
+        })
+    }
+
+    /// A frame arrived: decodes it and feeds the session.
+    pub fn receive_frame(self: &Arc<Self>, bytes: &[u8]) {
+        match mcp_protocol::decode(bytes) {
+            Ok(decoded) => self.receive(decoded),
+            Err(error) => self.receive_invalid(error),
+        }
+    }
+
+    /// A decoded frame arrived.
+    pub fn receive(self: &Arc<Self>, decoded: Decoded) {
+        self.with_session(|state| state.session.handle_decoded(now(), decoded));
+    }
+
+    /// A frame arrived that did not decode.
+    pub fn receive_invalid(self: &Arc<Self>, error: DecodeError) {
+        self.with_session(|state| state.session.handle_invalid(now(), error));
+    }
+
+    /// The answer to a request cannot be delivered (too large, lost with its stream): the
+    /// request fails with `detail`.
+    pub fn fail_request(self: &Arc<Self>, id: &RequestId, detail: &str) -> bool {
+        self.with_session(|state| state.session.fail(id, detail))
+    }
+
+    /// Records something the host may want to see, that did not end the connection.
+    pub fn diagnostic(self: &Arc<Self>, text: String) {
+        self.lock().diagnostic(text);
+    }
+
+    /// The connection ended (`what` says how); everything in flight fails with the reason,
+    /// completed by what the transport knows.
+    pub fn end(self: &Arc<Self>, what: &str) {
+        let reason = self.transport.end_reason(what);
+        self.with_session(|state| state.session.close(&reason));
+    }
+
+    /// Whether the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.lock().session.is_closed()
+    }
+
+    /// The negotiated protocol version, once the handshake is done.
+    pub fn protocol_version(&self) -> Option<mcp_protocol::ProtocolVersion> {
+        self.lock()
+            .session
+            .server_info()
+            .map(|i| i.protocol_version.clone())
+    }
+
+    pub(crate) fn transport(&self) -> &dyn Transport {
+        self.transport.as_ref()
+    }
+
+    pub(crate) fn end_reason(&self, what: &str) -> String {
+        self.transport.end_reason(what)
+    }
+}
+
+/// Fires the session's deadlines. Holds the core weakly: it ends with the connection.
+async fn timer_loop(core: std::sync::Weak<Core>) {
+    loop {
+        let (deadline, woken) = {
+            let Some(core) = core.upgrade() else { return };
+            let deadline = {
+                let mut state = core.lock();
+                if state.session.is_closed() {
+                    return;
+                }
+                let deadline = state.session.poll_timeout();
+                state.armed = deadline;
+                deadline
+            };
+            // Register for wake-ups before sleeping, so that none is missed.
+            let woken = Arc::clone(&core);
+            (deadline, woken)
+        };
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = sleep => {
+                woken.with_session(|state| state.session.handle_timeout(now()));
+            }
+            () = woken.wake_timer.notified() => {}
+        }
+    }
+}
