@@ -7,7 +7,7 @@ xflags::xflags! {
         cmd ci {}
         /// Repository lints: file headers, banned test attributes, the crate graph.
         cmd tidy {}
-        /// Our stdio client against the official TypeScript everything server.
+        /// Our client, over stdio and HTTP, against the official TypeScript everything server.
         cmd interop {}
     }
 }

@@ -1,6 +1,7 @@
-//! `cargo xtask interop`: our stdio client against the official TypeScript "everything"
-//! server, installed pinned from the npm registry into `target/tools/`, with a Node that xtask
-//! installs there too when the machine's is missing or too old.
+//! `cargo xtask interop`: our client, over stdio and over Streamable HTTP, against the
+//! official TypeScript "everything" server, installed pinned from the npm registry into
+//! `target/tools/`, with a Node that xtask installs there too when the machine's is missing or
+//! too old.
 
 use std::path::{Path, PathBuf};
 
@@ -21,18 +22,55 @@ impl flags::Interop {
         let tools = project_root().join("target/tools");
         let node = node(sh, &tools)?;
         let script = everything(sh, &tools)?;
-        eprintln!("==> interop: mcp-stdio against {EVERYTHING}@{EVERYTHING_VERSION}");
-        let node = node.display().to_string();
-        let script = script.display().to_string();
-        cmd!(
-            sh,
-            "cargo run --quiet -p mcp-stdio --example interop -- {node} {script}"
-        )
-        .env("MCP_INTEROP_CANARY", "must-not-reach-the-server")
-        .run()
-        .context("the interop checks failed")?;
-        Ok(())
+        cmd!(sh, "cargo build --quiet -p mcp-testkit --bin mcp-interop").run()?;
+        let interop = project_root().join("target/debug/mcp-interop");
+        let node_s = node.display().to_string();
+        let script_s = script.display().to_string();
+
+        eprintln!("==> interop over stdio: {EVERYTHING}@{EVERYTHING_VERSION}");
+        cmd!(sh, "{interop} stdio {node_s} {script_s}")
+            .env("MCP_INTEROP_CANARY", "must-not-reach-the-server")
+            .run()
+            .context("the stdio interop checks failed")?;
+
+        eprintln!("==> interop over Streamable HTTP: {EVERYTHING}@{EVERYTHING_VERSION}");
+        let port = free_port()?;
+        let mut server = std::process::Command::new(&node)
+            .arg(&script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("starting the everything server over HTTP")?;
+        let outcome = wait_listening(port).and_then(|()| {
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            cmd!(sh, "{interop} http {url}")
+                .run()
+                .context("the Streamable HTTP interop checks failed")
+        });
+        let _ = server.kill();
+        let _ = server.wait();
+        outcome
     }
+}
+
+/// A port nobody listens on right now, on loopback.
+fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Waits up to 20 seconds for a server to accept connections on the port.
+fn wait_listening(port: u16) -> anyhow::Result<()> {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < end {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    bail!("the everything server did not listen on port {port} within 20 s")
 }
 
 /// A Node of at least [`MIN_NODE_MAJOR`]: the machine's, or one installed under `tools`.

@@ -1,8 +1,16 @@
 //! MCP over Streamable HTTP (spec `basic/transports.mdx#streamable-http`).
 //!
-//! Today this crate holds the foundation: [`sse`], a hand-written, I/O-free Server-Sent Events
-//! decoder and encoder with a size limit (no SSE or eventsource crate). The client over hyper
-//! and the server half for the gateway are built on it next.
+//! - [`sse`]: a hand-written, I/O-free Server-Sent Events decoder and encoder with a size limit
+//!   (no SSE or eventsource crate).
+//! - [`connect`]: the client, a transport for `mcp-client` over hyper. Every message is its own
+//!   POST with `Accept: application/json, text/event-stream`; an answer comes as JSON or as an
+//!   SSE stream, which is resumed by GET with `Last-Event-ID` after the server's `retry` if it
+//!   drops before the answer. `MCP-Session-Id` is kept and sent; a 404 on it ends the session
+//!   (the host starts a new one); `MCP-Protocol-Version` goes on every request after the
+//!   handshake; DELETE ends the session on close. Connections are pooled, kept alive, and use
+//!   `TCP_NODELAY`; bodies are always read to the end so connections are reused.
+//! - [`AuthHook`]: supplies `Authorization` and hears about 401 and 403 with their
+//!   `WWW-Authenticate` challenge. This crate knows nothing of OAuth.
 //!
 //! # Optional features
 //!
@@ -12,4 +20,14 @@
 //!
 //! Pre-1.0: the API may change between minor versions.
 
+mod client;
+mod error;
 pub mod sse;
+
+// The public interface is:
+pub use client::{
+    AuthHook, Challenge, HttpConfig, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID, StaticAuth,
+    connect,
+};
+pub use error::{Error, Result};
+pub use mcp_client::{Client, Incoming};

@@ -1,7 +1,8 @@
-//! Interop with a real peer: the official TypeScript "everything" server over stdio. Run by
-//! `cargo xtask interop`, which installs the server (pinned) and passes its command line:
+//! Interop with a real peer: the official TypeScript "everything" server, over stdio or over
+//! Streamable HTTP, through the same `mcp-client` API. Run by `cargo xtask interop`, which
+//! installs the server (pinned), starts it when it speaks HTTP, and runs:
 //!
-//! `cargo run -p mcp-stdio --example interop -- <node> <path to dist/index.js>`
+//! `mcp-interop stdio <node> <path to dist/index.js>` or `mcp-interop http <url>`
 //!
 //! Exits non-zero, saying what failed, if any check fails.
 
@@ -9,6 +10,8 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_client::Client;
+use mcp_http::HttpConfig;
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ContentBlock, GetPromptParams, Implementation, method,
 };
@@ -59,18 +62,35 @@ fn call(name: &str, args: serde_json::Value) -> CallToolParams {
 }
 
 async fn run() -> Check {
+    let usage = "usage: mcp-interop stdio <node> <server script> | mcp-interop http <url>";
     let mut args = std::env::args().skip(1);
-    let node = args.next().ok_or("usage: interop <node> <server script>")?;
-    let script = args.next().ok_or("usage: interop <node> <server script>")?;
-    let config = StdioConfig::new("everything", node, [script, "stdio".to_owned()]);
+    let mode = args.next().ok_or(usage)?;
     let started = Instant::now();
     let session = ClientConfig::new(Implementation::new(
         "mcp-host-interop".into(),
         "0.1.0".into(),
     ));
-    let client = mcp_stdio::spawn(config, session)
-        .await
-        .map_err(|e| e.to_string())?;
+    let client = match mode.as_str() {
+        "stdio" => {
+            let node = args.next().ok_or(usage)?;
+            let script = args.next().ok_or(usage)?;
+            let config = StdioConfig::new("everything", node, [script, "stdio".to_owned()]);
+            mcp_stdio::spawn(config, session)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        "http" => {
+            let url = args.next().ok_or(usage)?;
+            mcp_http::connect(HttpConfig::new("everything", url), session)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        _ => return Err(usage.to_owned()),
+    };
+    checks(&client, mode == "stdio", started).await
+}
+
+async fn checks(client: &Client, stdio: bool, started: Instant) -> Check {
     let info = client.server_info();
     println!(
         "connected to {} {} speaking {} in {:?}",
@@ -142,16 +162,19 @@ async fn run() -> Check {
     println!("long-running operation reported progress {progress} times");
     ensure(progress >= 1, "progress notifications arrive")?;
 
-    // The host's environment does not leak: xtask sets a canary that must not reach the server.
-    let env = client
-        .call_tool(call("get-env", json!({})), RequestOptions::DEFAULT)
-        .await
-        .map_err(e)?;
-    ensure(
-        !texts(&env).contains("MCP_INTEROP_CANARY"),
-        "the host's environment is filtered",
-    )?;
-    ensure(texts(&env).contains("PATH"), "allowed variables are passed")?;
+    // The host's environment does not leak: xtask sets a canary that must not reach a server
+    // we start.
+    if stdio {
+        let env = client
+            .call_tool(call("get-env", json!({})), RequestOptions::DEFAULT)
+            .await
+            .map_err(e)?;
+        ensure(
+            !texts(&env).contains("MCP_INTEROP_CANARY"),
+            "the host's environment is filtered",
+        )?;
+        ensure(texts(&env).contains("PATH"), "allowed variables are passed")?;
+    }
 
     let resources = client.list_all_resources().await.map_err(e)?;
     println!("{} resources", resources.len());

@@ -1,0 +1,609 @@
+//! The Streamable HTTP client (spec `basic/transports.mdx#streamable-http`, SPEC.md §4): a
+//! transport for `mcp-client`. Every message is its own POST; a request's answer comes back as
+//! JSON or as an SSE stream, which is resumed with a GET and `Last-Event-ID` if it drops before
+//! the answer; the optional standalone GET stream carries what the server sends unprompted.
+
+mod auth;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming as Body;
+use hyper_util::client::legacy::Client as Pool;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_client::{Client, Core, Pending, Transport};
+use mcp_protocol::schema::{NotificationMethod, RequestMethod, method};
+use mcp_protocol::{ClientConfig, ClientSession, Decoded, Message, RequestId};
+use tokio::sync::{mpsc, watch};
+
+pub use auth::{AuthHook, Challenge, StaticAuth};
+
+use crate::error::{Error, Result};
+use crate::sse;
+
+/// `MCP-Session-Id`.
+pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Last-Event-ID`.
+pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// How to reach one Streamable HTTP server.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The server's name, used in every error and diagnostic.
+    pub name: String,
+    /// The MCP endpoint, such as `http://127.0.0.1:3001/mcp`.
+    pub url: String,
+    /// Headers sent on every request. Values may be secrets: they are never shown.
+    pub headers: Vec<(String, String)>,
+    /// Supplies `Authorization` and hears about 401 and 403.
+    pub auth: Option<Arc<dyn AuthHook>>,
+    /// How long to wait for a TCP connection.
+    pub connect_timeout: Duration,
+    /// How long a notification's or a response's POST may take (a request's own timeout is
+    /// the session's).
+    pub post_timeout: Duration,
+    /// The largest JSON body or SSE event accepted.
+    pub max_message_bytes: usize,
+    /// Open the standalone GET stream after the handshake (a 405 answer means the server has
+    /// none, which is fine).
+    pub standalone_stream: bool,
+    /// How long to wait before resuming a dropped stream when the server named no `retry`.
+    pub default_retry: Duration,
+    /// How many times in a row a dropped stream is resumed without any event arriving.
+    pub max_resumptions: u32,
+}
+
+impl HttpConfig {
+    /// A server at `url`, with default limits: 10 s to connect, 30 s per notification POST,
+    /// 8 MiB messages, the standalone stream on, 1 s default retry, 5 resumptions.
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            headers: Vec::new(),
+            auth: None,
+            connect_timeout: Duration::from_secs(10),
+            post_timeout: Duration::from_secs(30),
+            max_message_bytes: 8 << 20,
+            standalone_stream: true,
+            default_retry: Duration::from_secs(1),
+            max_resumptions: 5,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(k, _)| format!("{k}: [redacted]"))
+            .collect();
+        f.debug_struct("HttpConfig")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("auth", &self.auth.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Connects to the server described by `config` and initializes a session with it.
+pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client> {
+    let invalid = |reason: String| Error::Config {
+        server: config.name.clone(),
+        reason,
+    };
+    let url: Uri = config
+        .url
+        .parse()
+        .map_err(|e| invalid(format!("invalid URL {:?}: {e}", config.url)))?;
+    if url.scheme_str() != Some("http") {
+        return Err(invalid(format!(
+            "unsupported URL scheme in {:?}: only http is available yet",
+            config.url
+        )));
+    }
+    let mut headers = HeaderMap::new();
+    for (k, v) in &config.headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+        // The value is not quoted: it may be a secret.
+        let mut value = HeaderValue::from_str(v)
+            .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+        value.set_sensitive(true);
+        headers.append(name, value);
+    }
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_connect_timeout(Some(config.connect_timeout));
+    connector.set_keepalive(Some(Duration::from_secs(60)));
+    let pool = Pool::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector);
+    let (queue_tx, queue_rx) = mpsc::unbounded_channel();
+    let (closed_tx, closed) = watch::channel(false);
+    let inner = Arc::new(Inner {
+        url,
+        headers,
+        pool,
+        config,
+        ids: Mutex::new(Ids::default()),
+        queue: queue_tx,
+        closing: AtomicBool::new(false),
+        closed_tx,
+        closed,
+    });
+    let pending = Pending::new(
+        &inner.config.name,
+        session,
+        HttpTransport(Arc::clone(&inner)),
+    );
+    tokio::spawn(send_loop(
+        Arc::clone(&inner),
+        Arc::clone(pending.core()),
+        queue_rx,
+    ));
+    Ok(pending.connect(Arc::new(())).await?)
+}
+
+/// The headers that identify the session: learned from the server, sent on every request.
+#[derive(Default)]
+struct Ids {
+    session: Option<HeaderValue>,
+    version: Option<HeaderValue>,
+}
+
+struct Inner {
+    url: Uri,
+    headers: HeaderMap,
+    pool: Pool<HttpConnector, Full<Bytes>>,
+    config: HttpConfig,
+    ids: Mutex<Ids>,
+    queue: mpsc::UnboundedSender<Message>,
+    closing: AtomicBool,
+    closed_tx: watch::Sender<bool>,
+    /// Flips to `true` when the host closes: streams stop, nothing is resumed.
+    closed: watch::Receiver<bool>,
+}
+
+impl Inner {
+    fn ids(&self) -> MutexGuard<'_, Ids> {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+
+    /// A request to the endpoint with every header the session needs.
+    fn request(
+        &self,
+        method: Method,
+        accept: HeaderValue,
+        body: Option<Bytes>,
+        last_event_id: Option<&str>,
+    ) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body.clone().unwrap_or_default()));
+        *req.method_mut() = method;
+        *req.uri_mut() = self.url.clone();
+        let h = req.headers_mut();
+        h.extend(self.headers.clone());
+        h.insert(ACCEPT, accept);
+        if body.is_some() {
+            h.insert(CONTENT_TYPE, JSON);
+        }
+        {
+            let ids = self.ids();
+            if let Some(s) = &ids.session {
+                h.insert(SESSION_ID, s.clone());
+            }
+            if let Some(v) = &ids.version {
+                h.insert(PROTOCOL_VERSION, v.clone());
+            }
+        }
+        if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            h.insert(LAST_EVENT_ID, id);
+        }
+        if let Some(value) = self.config.auth.as_ref().and_then(|a| a.authorization()) {
+            let mut value = value;
+            value.set_sensitive(true);
+            h.insert(http::header::AUTHORIZATION, value);
+        }
+        req
+    }
+
+    /// Keeps the session id the server assigned (on the initialize answer).
+    fn learn_session(&self, headers: &HeaderMap) {
+        if let Some(id) = headers.get(&SESSION_ID) {
+            let visible = id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b));
+            if visible {
+                let mut id = id.clone();
+                id.set_sensitive(true);
+                self.ids().session = Some(id);
+            }
+        }
+    }
+}
+
+/// The transport the `mcp-client` core drives.
+struct HttpTransport(Arc<Inner>);
+
+impl Transport for HttpTransport {
+    fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
+        while let Some(message) = session.poll_transmit() {
+            // Once the handshake is done, every request carries the negotiated version.
+            if message.method() == Some(<method::Initialized as NotificationMethod>::METHOD)
+                && let Some(info) = session.server_info()
+                && let Ok(v) = HeaderValue::from_str(info.protocol_version.as_str())
+            {
+                self.0.ids().version = Some(v);
+            }
+            let _ = self.0.queue.send(message);
+        }
+    }
+
+    fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>> {
+        let inner = Arc::clone(&self.0);
+        Box::pin(async move {
+            if inner.closing.swap(true, Ordering::SeqCst) {
+                return "closed".to_owned();
+            }
+            let _ = inner.closed_tx.send(true);
+            // A client that no longer needs its session says so; 405 means the server does
+            // not let clients end sessions, which is fine.
+            let has_session = inner.ids().session.is_some();
+            if !has_session {
+                return "closed".to_owned();
+            }
+            let req = inner.request(Method::DELETE, ACCEPT_BOTH, None, None);
+            match tokio::time::timeout(inner.config.post_timeout, inner.pool.request(req)).await {
+                Ok(Ok(resp)) => {
+                    let status = resp.status();
+                    let _ = resp.into_body().collect().await;
+                    format!("session deleted (HTTP {})", status.as_u16())
+                }
+                Ok(Err(e)) => format!("closed; deleting the session failed: {e}"),
+                Err(_) => "closed; deleting the session timed out".to_owned(),
+            }
+        })
+    }
+}
+
+/// Sends the queued messages in order. Until the handshake is over, and for notifications and
+/// responses, each POST completes before the next starts, so the server sees them in order;
+/// requests after the handshake run concurrently.
+async fn send_loop(
+    inner: Arc<Inner>,
+    core: Arc<Core>,
+    mut queue: mpsc::UnboundedReceiver<Message>,
+) {
+    let mut handshake_done = false;
+    while let Some(message) = queue.recv().await {
+        if inner.is_closing() {
+            continue;
+        }
+        let is_request = matches!(message, Message::Request(_));
+        let finishes_handshake =
+            message.method() == Some(<method::Initialized as NotificationMethod>::METHOD);
+        if is_request && handshake_done {
+            tokio::spawn(post(Arc::clone(&inner), Arc::clone(&core), message));
+        } else {
+            post(Arc::clone(&inner), Arc::clone(&core), message).await;
+        }
+        if finishes_handshake {
+            handshake_done = true;
+            if inner.config.standalone_stream {
+                tokio::spawn(standalone_stream(Arc::clone(&inner), Arc::clone(&core)));
+            }
+        }
+    }
+}
+
+/// What a POST was for, to say what failed.
+fn describe(message: &Message) -> String {
+    match message {
+        Message::Request(r) => r.method.clone(),
+        Message::Notification(n) => n.method.clone(),
+        Message::Response(_) => "a response".to_owned(),
+        Message::Error(_) => "an error response".to_owned(),
+    }
+}
+
+/// POSTs one message and routes what comes back.
+async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
+    let id = match &message {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    let what = describe(&message);
+    let is_init = message.method() == Some(<method::Initialize as RequestMethod>::METHOD);
+    let fail = |detail: String| match &id {
+        Some(id) => {
+            core.fail_request(id, &detail);
+        }
+        None => core.diagnostic(format!("{what}: {detail}")),
+    };
+    let body = Bytes::from(message.encode());
+    let mut reauthorized = false;
+    loop {
+        let req = inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None);
+        let sent = inner.pool.request(req);
+        // A request's answer may take as long as the session allows; the session times it out.
+        let resp = if id.is_some() {
+            sent.await.map_err(|e| e.to_string())
+        } else {
+            match tokio::time::timeout(inner.config.post_timeout, sent).await {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("no answer within {:?}", inner.config.post_timeout)),
+            }
+        };
+        let resp = match resp {
+            Ok(resp) => resp,
+            Err(e) => return fail(format!("POST failed: {e}")),
+        };
+        let status = resp.status();
+        if is_init || inner.ids().session.is_none() {
+            inner.learn_session(resp.headers());
+        }
+        match status {
+            StatusCode::OK => {
+                let sse = resp
+                    .headers()
+                    .get(CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+                if sse {
+                    return stream(inner, core, resp.into_body(), id).await;
+                }
+                match read_body(resp.into_body(), inner.config.max_message_bytes).await {
+                    Ok(bytes) if bytes.is_empty() => {
+                        return fail("the server answered 200 with an empty body".to_owned());
+                    }
+                    Ok(bytes) => return core.receive_frame(&bytes),
+                    Err(e) => return fail(e),
+                }
+            }
+            StatusCode::ACCEPTED => {
+                let _ = resp.into_body().collect().await;
+                if id.is_some() {
+                    fail(
+                        "the server answered a request with 202 Accepted and no answer".to_owned(),
+                    );
+                }
+                return;
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                let challenge = Challenge {
+                    status,
+                    www_authenticate: resp
+                        .headers()
+                        .get_all(http::header::WWW_AUTHENTICATE)
+                        .iter()
+                        .cloned()
+                        .collect(),
+                };
+                let _ = resp.into_body().collect().await;
+                let shown = challenge
+                    .www_authenticate
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if let Some(hook) = &inner.config.auth
+                    && !reauthorized
+                    && hook.challenged(challenge).await
+                {
+                    reauthorized = true;
+                    continue;
+                }
+                return fail(format!("HTTP {status} (WWW-Authenticate: {shown:?})"));
+            }
+            StatusCode::NOT_FOUND if inner.ids().session.is_some() => {
+                let _ = resp.into_body().collect().await;
+                // The session is gone: everything in flight fails, and the host starts anew.
+                return core.end("the server ended the session (HTTP 404); initialize a new one");
+            }
+            _ => {
+                let text = read_body(resp.into_body(), 64 << 10)
+                    .await
+                    .unwrap_or_default();
+                // An error body may be a JSON-RPC error for this very request.
+                if let Ok(Decoded::Single(m @ Message::Error(_))) = mcp_protocol::decode(&text)
+                    && m.id().is_some()
+                    && m.id() == id.as_ref()
+                {
+                    return core.receive(Decoded::Single(m));
+                }
+                let excerpt = String::from_utf8_lossy(&text[..text.len().min(300)]).into_owned();
+                return fail(format!("HTTP {status}: {excerpt}"));
+            }
+        }
+    }
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, String> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => Err(format!(
+            "reading the answer failed: {e} (limit {limit} bytes)"
+        )),
+    }
+}
+
+/// Reads an SSE stream to its end, resuming it with GET and `Last-Event-ID` when it drops
+/// before the answer to `request` came (or, for the standalone stream, whenever it drops).
+async fn stream(inner: Arc<Inner>, core: Arc<Core>, mut body: Body, request: Option<RequestId>) {
+    let max = inner.config.max_message_bytes;
+    let mut decoder = sse::Decoder::new(max);
+    let mut quiet_resumptions = 0;
+    loop {
+        let (answered, got_events, ended) =
+            read_events(&inner, &core, &mut body, &mut decoder, request.as_ref()).await;
+        if answered || core.is_closed() || inner.is_closing() {
+            return;
+        }
+        quiet_resumptions = if got_events { 0 } else { quiet_resumptions + 1 };
+        let what = request
+            .as_ref()
+            .map_or("the standalone stream".to_owned(), |id| {
+                format!("request {id}")
+            });
+        let Some(last) = decoder.last_event_id().map(str::to_owned) else {
+            if let Some(id) = &request {
+                core.fail_request(id, &format!("the SSE stream ended ({ended}) before the answer, and it gave no event id to resume from"));
+            }
+            return;
+        };
+        if quiet_resumptions > inner.config.max_resumptions {
+            if let Some(id) = &request {
+                core.fail_request(
+                    id,
+                    &format!(
+                        "the SSE stream kept dropping ({ended}); gave up after {} resumptions",
+                        inner.config.max_resumptions
+                    ),
+                );
+            } else {
+                core.diagnostic(format!(
+                    "{what}: gave up resuming after {} attempts",
+                    inner.config.max_resumptions
+                ));
+            }
+            return;
+        }
+        // The server's `retry` is respected exactly; without one, our default.
+        let wait = decoder
+            .retry_ms()
+            .map_or(inner.config.default_retry, Duration::from_millis);
+        let mut closed = inner.closed.clone();
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = closed.wait_for(|c| *c) => return,
+        }
+        let req = inner.request(Method::GET, ACCEPT_SSE, None, Some(&last));
+        match inner.pool.request(req).await {
+            Ok(resp) if resp.status() == StatusCode::OK => {
+                body = resp.into_body();
+                decoder = sse::Decoder::resuming(max, Some(last), decoder.retry_ms());
+            }
+            Ok(resp) => {
+                let status = resp.status();
+                let _ = resp.into_body().collect().await;
+                if status == StatusCode::NOT_FOUND && inner.ids().session.is_some() {
+                    return core
+                        .end("the server ended the session (HTTP 404); initialize a new one");
+                }
+                if let Some(id) = &request {
+                    core.fail_request(
+                        id,
+                        &format!("resuming the SSE stream from {last:?} failed: HTTP {status}"),
+                    );
+                }
+                return;
+            }
+            Err(e) => {
+                if let Some(id) = &request {
+                    core.fail_request(id, &format!("resuming the SSE stream failed: {e}"));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Feeds the events of one HTTP response to the core. Returns whether the answer to
+/// `request` came, whether any event came, and how the body ended.
+async fn read_events(
+    inner: &Inner,
+    core: &Arc<Core>,
+    body: &mut Body,
+    decoder: &mut sse::Decoder,
+    request: Option<&RequestId>,
+) -> (bool, bool, String) {
+    let mut answered = false;
+    let mut got_events = false;
+    let mut closed = inner.closed.clone();
+    loop {
+        let frame = tokio::select! {
+            frame = body.frame() => frame,
+            _ = closed.wait_for(|c| *c) => return (false, got_events, "closed".to_owned()),
+        };
+        let data = match frame {
+            None => return (answered, got_events, "the server closed it".to_owned()),
+            Some(Err(e)) => return (answered, got_events, format!("read error: {e}")),
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+        };
+        decoder.push(&data);
+        while let Some(event) = decoder.next_event() {
+            got_events = true;
+            let event = match event {
+                Ok(event) => event,
+                Err(e) => {
+                    core.diagnostic(e.to_string());
+                    continue;
+                }
+            };
+            // A priming event carries only an id to resume from; other event types are not ours.
+            if event.data.is_empty() || event.event != "message" {
+                continue;
+            }
+            match mcp_protocol::decode(event.data.as_bytes()) {
+                Ok(decoded) => {
+                    if let (
+                        Some(want),
+                        Decoded::Single(m @ (Message::Response(_) | Message::Error(_))),
+                    ) = (request, &decoded)
+                        && m.id() == Some(want)
+                    {
+                        answered = true;
+                    }
+                    core.receive(decoded);
+                }
+                Err(e) => core.receive_invalid(e),
+            }
+        }
+        if answered {
+            // The answer is in; what follows on this stream is drained by hyper when dropped.
+            return (true, true, "answered".to_owned());
+        }
+    }
+}
+
+/// The optional GET stream for server-initiated messages. 405 means there is none.
+async fn standalone_stream(inner: Arc<Inner>, core: Arc<Core>) {
+    let req = inner.request(Method::GET, ACCEPT_SSE, None, None);
+    match inner.pool.request(req).await {
+        Ok(resp) if resp.status() == StatusCode::OK => {
+            stream(inner, core, resp.into_body(), None).await
+        }
+        Ok(resp) => {
+            let status = resp.status();
+            let _ = resp.into_body().collect().await;
+            if status != StatusCode::METHOD_NOT_ALLOWED {
+                core.diagnostic(format!(
+                    "the standalone GET stream was refused: HTTP {status}"
+                ));
+            }
+        }
+        Err(e) => core.diagnostic(format!("the standalone GET stream failed: {e}")),
+    }
+}

@@ -1,0 +1,32 @@
+//! The one error type of mcp-http.
+
+/// Why an HTTP connection could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration cannot work: a bad URL, a header that cannot be sent.
+    #[error("server `{server}`: {reason}")]
+    Config {
+        /// The server's name.
+        server: String,
+        /// What is wrong; never a header value, which may be a secret.
+        reason: String,
+    },
+    /// The connection failed: refused, timed out, the handshake failed, the server answered
+    /// with an HTTP error.
+    #[error(transparent)]
+    Client(#[from] mcp_client::Error),
+}
+
+impl Error {
+    /// The protocol error inside, for callers that branch on it.
+    pub fn protocol(&self) -> Option<&mcp_protocol::Error> {
+        match self {
+            Self::Client(e) => Some(e.protocol()),
+            Self::Config { .. } => None,
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
