@@ -309,7 +309,16 @@ async fn send_loop(
         if finishes_handshake {
             handshake_done = true;
             if inner.config.standalone_stream {
-                tokio::spawn(standalone_stream(Arc::clone(&inner), Arc::clone(&core)));
+                // The stream is open before the first request goes out, so that the server
+                // knows where to send what is not an answer; a server slow to answer the GET
+                // delays the first request by at most a second.
+                let (opened_tx, opened) = tokio::sync::oneshot::channel();
+                tokio::spawn(standalone_stream(
+                    Arc::clone(&inner),
+                    Arc::clone(&core),
+                    opened_tx,
+                ));
+                let _ = tokio::time::timeout(Duration::from_secs(1), opened).await;
             }
         }
     }
@@ -589,9 +598,15 @@ async fn read_events(
 }
 
 /// The optional GET stream for server-initiated messages. 405 means there is none.
-async fn standalone_stream(inner: Arc<Inner>, core: Arc<Core>) {
+async fn standalone_stream(
+    inner: Arc<Inner>,
+    core: Arc<Core>,
+    opened: tokio::sync::oneshot::Sender<()>,
+) {
     let req = inner.request(Method::GET, ACCEPT_SSE, None, None);
-    match inner.pool.request(req).await {
+    let answer = inner.pool.request(req).await;
+    let _ = opened.send(());
+    match answer {
         Ok(resp) if resp.status() == StatusCode::OK => {
             stream(inner, core, resp.into_body(), None).await
         }
