@@ -4,6 +4,7 @@
 //! the answer; the optional standalone GET stream carries what the server sends unprompted.
 
 mod auth;
+mod tls;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -66,6 +67,8 @@ pub struct HttpConfig {
     pub default_retry: Duration,
     /// How many times in a row a dropped stream is resumed without any event arriving.
     pub max_resumptions: u32,
+    /// PEM certificates trusted beside Mozilla's roots for `https` URLs (a private CA).
+    pub extra_roots_pem: Vec<Vec<u8>>,
 }
 
 impl HttpConfig {
@@ -83,6 +86,7 @@ impl HttpConfig {
             standalone_stream: true,
             default_retry: Duration::from_secs(1),
             max_resumptions: 5,
+            extra_roots_pem: Vec::new(),
         }
     }
 }
@@ -113,9 +117,9 @@ pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client
         .url
         .parse()
         .map_err(|e| invalid(format!("invalid URL {:?}: {e}", config.url)))?;
-    if url.scheme_str() != Some("http") {
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
         return Err(invalid(format!(
-            "unsupported URL scheme in {:?}: only http is available yet",
+            "{:?} is not an http or https URL",
             config.url
         )));
     }
@@ -133,9 +137,10 @@ pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client
     connector.set_nodelay(true);
     connector.set_connect_timeout(Some(config.connect_timeout));
     connector.set_keepalive(Some(Duration::from_secs(60)));
+    let tls = tls::client_config(&config.extra_roots_pem).map_err(invalid)?;
     let pool = Pool::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
-        .build(connector);
+        .build(tls::Connector::new(connector, tls));
     let (queue_tx, queue_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed) = watch::channel(false);
     let inner = Arc::new(Inner {
@@ -172,7 +177,7 @@ struct Ids {
 struct Inner {
     url: Uri,
     headers: HeaderMap,
-    pool: Pool<HttpConnector, Full<Bytes>>,
+    pool: Pool<tls::Connector, Full<Bytes>>,
     config: HttpConfig,
     ids: Mutex<Ids>,
     queue: mpsc::UnboundedSender<Message>,
@@ -278,7 +283,7 @@ impl Transport for HttpTransport {
                     let _ = resp.into_body().collect().await;
                     format!("session deleted (HTTP {})", status.as_u16())
                 }
-                Ok(Err(e)) => format!("closed; deleting the session failed: {e}"),
+                Ok(Err(e)) => format!("closed; deleting the session failed: {}", chain(&e)),
                 Err(_) => "closed; deleting the session timed out".to_owned(),
             }
         })
@@ -355,10 +360,10 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
         let sent = inner.pool.request(req);
         // A request's answer may take as long as the session allows; the session times it out.
         let resp = if id.is_some() {
-            sent.await.map_err(|e| e.to_string())
+            sent.await.map_err(|e| chain(&e))
         } else {
             match tokio::time::timeout(inner.config.post_timeout, sent).await {
-                Ok(r) => r.map_err(|e| e.to_string()),
+                Ok(r) => r.map_err(|e| chain(&e)),
                 Err(_) => Err(format!("no answer within {:?}", inner.config.post_timeout)),
             }
         };
@@ -446,6 +451,21 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
     }
 }
 
+/// An error with its causes, `outer: inner: innermost`: hyper's own message ("client error
+/// (Connect)") says little without them (a refused connection, an unknown certificate issuer).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
 async fn read_body(body: Body, limit: usize) -> Result<Bytes, String> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
@@ -528,7 +548,10 @@ async fn stream(inner: Arc<Inner>, core: Arc<Core>, mut body: Body, request: Opt
             }
             Err(e) => {
                 if let Some(id) = &request {
-                    core.fail_request(id, &format!("resuming the SSE stream failed: {e}"));
+                    core.fail_request(
+                        id,
+                        &format!("resuming the SSE stream failed: {}", chain(&e)),
+                    );
                 }
                 return;
             }
@@ -619,6 +642,6 @@ async fn standalone_stream(
                 ));
             }
         }
-        Err(e) => core.diagnostic(format!("the standalone GET stream failed: {e}")),
+        Err(e) => core.diagnostic(format!("the standalone GET stream failed: {}", chain(&e))),
     }
 }

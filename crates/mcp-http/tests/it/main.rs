@@ -5,3 +5,5 @@
 
 // Raw SSE streams, one per file: fixtures/sse/{ok,err}.
 mod sse_fixtures;
+// The client against a scripted server on loopback, over HTTP and HTTPS.
+mod client;

@@ -140,6 +140,8 @@ pub struct ClientSession {
     state: State,
     core: Core,
     events: VecDeque<ClientEvent>,
+    /// Why the session ended, for every later call that finds it closed.
+    closed_reason: Option<String>,
 }
 
 impl ClientSession {
@@ -151,6 +153,7 @@ impl ClientSession {
             state: State::Idle,
             core: Core::default(),
             events: VecDeque::new(),
+            closed_reason: None,
         }
     }
 
@@ -375,6 +378,9 @@ impl ClientSession {
             Error::Closed(reason) => Error::Closed(reason.clone()),
             other => Error::Closed(other.to_string()),
         };
+        if let Error::Closed(reason) = &ended {
+            self.closed_reason = Some(reason.clone());
+        }
         for (id, p) in self.core.drain_pending() {
             self.events.push_back(ClientEvent::Response {
                 id,
@@ -387,7 +393,11 @@ impl ClientSession {
     }
 
     fn closed_error(&self) -> Error {
-        Error::Closed("the session has ended".to_owned())
+        Error::Closed(
+            self.closed_reason
+                .clone()
+                .unwrap_or_else(|| "the session has ended".to_owned()),
+        )
     }
 
     /// Feeds one decoded frame: a message, or a batch from a 2025-03-26 server.

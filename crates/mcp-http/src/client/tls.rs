@@ -1,0 +1,150 @@
+//! HTTPS for the client: a connector that speaks plain TCP for `http` URLs and rustls (ring,
+//! Mozilla's roots plus any the configuration adds) for `https` ones, with `TCP_NODELAY` on.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Uri;
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use rustls::pki_types::pem::PemObject as _;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Builds the TLS client configuration: Mozilla's roots, plus the PEM certificates given (a
+/// private CA, a test CA). Fails on a PEM that holds no certificate or one rustls refuses.
+pub(crate) fn client_config(extra_roots_pem: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for pem in extra_roots_pem {
+        let mut found = false;
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| format!("a CA certificate could not be read: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("a CA certificate was refused: {e}"))?;
+            found = true;
+        }
+        if !found {
+            return Err("a CA file holds no PEM certificate".to_owned());
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(config)
+}
+
+/// Connects to `http` URLs in plain TCP and to `https` ones through TLS.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    http: HttpConnector,
+    tls: TlsConnector,
+}
+
+impl Connector {
+    pub(crate) fn new(mut http: HttpConnector, tls: rustls::ClientConfig) -> Self {
+        http.enforce_http(false);
+        Self {
+            http,
+            tls: TlsConnector::from(Arc::new(tls)),
+        }
+    }
+}
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = Stream;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Stream, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.http.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let https = uri.scheme_str() == Some("https");
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_matches(['[', ']'])
+            .to_owned();
+        let tcp = self.http.call(uri);
+        let tls = self.tls.clone();
+        Box::pin(async move {
+            let tcp = tcp.await?.into_inner();
+            if !https {
+                return Ok(Stream::Plain(TokioIo::new(tcp)));
+            }
+            let name = ServerName::try_from(host.clone())
+                .map_err(|_| format!("{host:?} is not a valid TLS server name"))?;
+            let stream = tls.connect(name, tcp).await?;
+            Ok(Stream::Tls(Box::new(TokioIo::new(stream))))
+        })
+    }
+}
+
+/// A connection: plain TCP or TLS over TCP.
+pub(crate) enum Stream {
+    Plain(TokioIo<TcpStream>),
+    Tls(Box<TokioIo<TlsStream<TcpStream>>>),
+}
+
+impl Connection for Stream {
+    fn connected(&self) -> Connected {
+        match self {
+            Self::Plain(s) => s.inner().connected(),
+            Self::Tls(s) => s.inner().get_ref().0.connected(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
