@@ -33,25 +33,33 @@ impl flags::Interop {
             .run()
             .context("the stdio interop checks failed")?;
 
-        eprintln!("==> interop over Streamable HTTP: {EVERYTHING}@{EVERYTHING_VERSION}");
-        let port = free_port()?;
-        let mut server = std::process::Command::new(&node)
-            .arg(&script)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .context("starting the everything server over HTTP")?;
-        let outcome = wait_listening(port).and_then(|()| {
-            let url = format!("http://127.0.0.1:{port}/mcp");
-            cmd!(sh, "{interop} http {url}")
-                .run()
-                .context("the Streamable HTTP interop checks failed")
-        });
-        let _ = server.kill();
-        let _ = server.wait();
-        outcome
+        // Streamable HTTP at /mcp, then the deprecated HTTP+SSE transport at /sse, which the
+        // client must find by itself (the initialize POST is refused, the GET stream is not).
+        for (mode, path, what) in [
+            ("streamableHttp", "/mcp", "Streamable HTTP"),
+            ("sse", "/sse", "HTTP+SSE, found by the fallback"),
+        ] {
+            eprintln!("==> interop over {what}: {EVERYTHING}@{EVERYTHING_VERSION}");
+            let port = free_port()?;
+            let mut server = std::process::Command::new(&node)
+                .arg(&script)
+                .arg(mode)
+                .env("PORT", port.to_string())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting the everything server in {mode} mode"))?;
+            let outcome = wait_listening(port).and_then(|()| {
+                let url = format!("http://127.0.0.1:{port}{path}");
+                cmd!(sh, "{interop} http {url}")
+                    .run()
+                    .with_context(|| format!("the {what} interop checks failed"))
+            });
+            let _ = server.kill();
+            let _ = server.wait();
+            outcome?;
+        }
+        Ok(())
     }
 }
 

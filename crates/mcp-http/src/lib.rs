@@ -26,8 +26,8 @@ pub mod sse;
 
 // The public interface is:
 pub use client::{
-    AuthHook, Challenge, HttpConfig, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID, StaticAuth,
-    connect,
+    AuthHook, Challenge, HttpConfig, HttpProtocol, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
+    StaticAuth, connect,
 };
 pub use error::{Error, Result};
 pub use mcp_client::{Client, Incoming};

@@ -4,6 +4,7 @@
 //! the answer; the optional standalone GET stream carries what the server sends unprompted.
 
 mod auth;
+mod legacy;
 mod tls;
 
 use std::future::Future;
@@ -69,6 +70,23 @@ pub struct HttpConfig {
     pub max_resumptions: u32,
     /// PEM certificates trusted beside Mozilla's roots for `https` URLs (a private CA).
     pub extra_roots_pem: Vec<Vec<u8>>,
+    /// Which HTTP transport the server speaks; by default, found out as the spec says.
+    pub protocol: HttpProtocol,
+}
+
+/// The two HTTP transports of MCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HttpProtocol {
+    /// Streamable HTTP, and if the initialize POST is refused with 400, 404 or 405, the
+    /// deprecated HTTP+SSE transport (spec `basic/transports.mdx#backwards-compatibility`).
+    #[default]
+    Auto,
+    /// Streamable HTTP only (2025-03-26 and later).
+    Streamable,
+    /// The deprecated HTTP+SSE transport of 2024-11-05 only: a GET stream whose `endpoint`
+    /// event names where to POST.
+    LegacySse,
 }
 
 impl HttpConfig {
@@ -87,6 +105,7 @@ impl HttpConfig {
             default_retry: Duration::from_secs(1),
             max_resumptions: 5,
             extra_roots_pem: Vec::new(),
+            protocol: HttpProtocol::Auto,
         }
     }
 }
@@ -109,50 +128,134 @@ impl std::fmt::Debug for HttpConfig {
 
 /// Connects to the server described by `config` and initializes a session with it.
 pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client> {
-    let invalid = |reason: String| Error::Config {
-        server: config.name.clone(),
-        reason,
-    };
-    let url: Uri = config
-        .url
-        .parse()
-        .map_err(|e| invalid(format!("invalid URL {:?}: {e}", config.url)))?;
-    if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
-        return Err(invalid(format!(
-            "{:?} is not an http or https URL",
-            config.url
-        )));
+    let base = Base::new(&config)?;
+    match config.protocol {
+        HttpProtocol::Streamable => streamable(base, config, session).await.map_err(|(e, _)| e),
+        HttpProtocol::LegacySse => legacy::connect(base, config, session).await,
+        HttpProtocol::Auto => match streamable(base.clone(), config.clone(), session.clone()).await
+        {
+            Ok(client) => Ok(client),
+            // The spec's fallback: a server that refuses the initialize POST with 400, 404 or
+            // 405 may speak the deprecated HTTP+SSE transport at the same URL.
+            Err((error, Some(status))) => {
+                let server = config.name.clone();
+                legacy::connect(base, config, session).await.map_err(|legacy| Error::Config {
+                    server,
+                    reason: format!(
+                        "{error}; the initialize POST got HTTP {status}, and the HTTP+SSE fallback failed too: {legacy}"
+                    ),
+                })
+            }
+            Err((error, None)) => Err(error),
+        },
     }
-    let mut headers = HeaderMap::new();
-    for (k, v) in &config.headers {
-        let name = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
-        // The value is not quoted: it may be a secret.
-        let mut value = HeaderValue::from_str(v)
-            .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
-        value.set_sensitive(true);
-        headers.append(name, value);
+}
+
+/// What every HTTP request of a connection shares: the endpoint, the static headers, the
+/// authorization hook, and the connection pool.
+#[derive(Clone)]
+pub(crate) struct Base {
+    url: Uri,
+    headers: HeaderMap,
+    pool: Pool<tls::Connector, Full<Bytes>>,
+    auth: Option<Arc<dyn AuthHook>>,
+}
+
+impl Base {
+    fn new(config: &HttpConfig) -> Result<Self> {
+        let invalid = |reason: String| Error::Config {
+            server: config.name.clone(),
+            reason,
+        };
+        let url: Uri = config
+            .url
+            .parse()
+            .map_err(|e| invalid(format!("invalid URL {:?}: {e}", config.url)))?;
+        if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
+            return Err(invalid(format!(
+                "{:?} is not an http or https URL",
+                config.url
+            )));
+        }
+        let mut headers = HeaderMap::new();
+        for (k, v) in &config.headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+            // The value is not quoted: it may be a secret.
+            let mut value = HeaderValue::from_str(v)
+                .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+            value.set_sensitive(true);
+            headers.append(name, value);
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(config.connect_timeout));
+        connector.set_keepalive(Some(Duration::from_secs(60)));
+        let tls = tls::client_config(&config.extra_roots_pem).map_err(invalid)?;
+        let pool = Pool::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(tls::Connector::new(connector, tls));
+        Ok(Self {
+            url,
+            headers,
+            pool,
+            auth: config.auth.clone(),
+        })
     }
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(config.connect_timeout));
-    connector.set_keepalive(Some(Duration::from_secs(60)));
-    let tls = tls::client_config(&config.extra_roots_pem).map_err(invalid)?;
-    let pool = Pool::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build(tls::Connector::new(connector, tls));
+
+    /// A request with the static headers and the current `Authorization`.
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        uri: &Uri,
+        accept: HeaderValue,
+        body: Option<Bytes>,
+    ) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body.clone().unwrap_or_default()));
+        *req.method_mut() = method;
+        *req.uri_mut() = uri.clone();
+        let h = req.headers_mut();
+        h.extend(self.headers.clone());
+        h.insert(ACCEPT, accept);
+        if body.is_some() {
+            h.insert(CONTENT_TYPE, JSON);
+        }
+        if let Some(mut value) = self.auth.as_ref().and_then(|a| a.authorization()) {
+            value.set_sensitive(true);
+            h.insert(http::header::AUTHORIZATION, value);
+        }
+        req
+    }
+
+    /// The endpoint.
+    pub(crate) fn url(&self) -> &Uri {
+        &self.url
+    }
+
+    /// The connection pool.
+    pub(crate) fn pool(&self) -> &Pool<tls::Connector, Full<Bytes>> {
+        &self.pool
+    }
+}
+
+/// Streamable HTTP. On failure, also says whether the initialize POST was refused with a
+/// status that suggests the deprecated transport.
+async fn streamable(
+    base: Base,
+    config: HttpConfig,
+    session: ClientConfig,
+) -> Result<Client, (Error, Option<StatusCode>)> {
     let (queue_tx, queue_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed) = watch::channel(false);
     let inner = Arc::new(Inner {
-        url,
-        headers,
-        pool,
+        base,
         config,
         ids: Mutex::new(Ids::default()),
         queue: queue_tx,
         closing: AtomicBool::new(false),
         closed_tx,
         closed,
+        init_refused: Mutex::new(None),
     });
     let pending = Pending::new(
         &inner.config.name,
@@ -164,7 +267,16 @@ pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client
         Arc::clone(pending.core()),
         queue_rx,
     ));
-    Ok(pending.connect(Arc::new(())).await?)
+    match pending.connect(Arc::new(())).await {
+        Ok(client) => Ok(client),
+        Err(e) => {
+            let refused = *inner
+                .init_refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            Err((Error::Client(e), refused))
+        }
+    }
 }
 
 /// The headers that identify the session: learned from the server, sent on every request.
@@ -175,9 +287,7 @@ struct Ids {
 }
 
 struct Inner {
-    url: Uri,
-    headers: HeaderMap,
-    pool: Pool<tls::Connector, Full<Bytes>>,
+    base: Base,
     config: HttpConfig,
     ids: Mutex<Ids>,
     queue: mpsc::UnboundedSender<Message>,
@@ -185,6 +295,8 @@ struct Inner {
     closed_tx: watch::Sender<bool>,
     /// Flips to `true` when the host closes: streams stop, nothing is resumed.
     closed: watch::Receiver<bool>,
+    /// Set when the initialize POST got 400, 404 or 405: the deprecated transport may answer.
+    init_refused: Mutex<Option<StatusCode>>,
 }
 
 impl Inner {
@@ -204,15 +316,8 @@ impl Inner {
         body: Option<Bytes>,
         last_event_id: Option<&str>,
     ) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(body.clone().unwrap_or_default()));
-        *req.method_mut() = method;
-        *req.uri_mut() = self.url.clone();
+        let mut req = self.base.request(method, self.base.url(), accept, body);
         let h = req.headers_mut();
-        h.extend(self.headers.clone());
-        h.insert(ACCEPT, accept);
-        if body.is_some() {
-            h.insert(CONTENT_TYPE, JSON);
-        }
         {
             let ids = self.ids();
             if let Some(s) = &ids.session {
@@ -224,11 +329,6 @@ impl Inner {
         }
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             h.insert(LAST_EVENT_ID, id);
-        }
-        if let Some(value) = self.config.auth.as_ref().and_then(|a| a.authorization()) {
-            let mut value = value;
-            value.set_sensitive(true);
-            h.insert(http::header::AUTHORIZATION, value);
         }
         req
     }
@@ -277,7 +377,9 @@ impl Transport for HttpTransport {
                 return "closed".to_owned();
             }
             let req = inner.request(Method::DELETE, ACCEPT_BOTH, None, None);
-            match tokio::time::timeout(inner.config.post_timeout, inner.pool.request(req)).await {
+            match tokio::time::timeout(inner.config.post_timeout, inner.base.pool().request(req))
+                .await
+            {
                 Ok(Ok(resp)) => {
                     let status = resp.status();
                     let _ = resp.into_body().collect().await;
@@ -357,7 +459,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
     let mut reauthorized = false;
     loop {
         let req = inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None);
-        let sent = inner.pool.request(req);
+        let sent = inner.base.pool().request(req);
         // A request's answer may take as long as the session allows; the session times it out.
         let resp = if id.is_some() {
             sent.await.map_err(|e| chain(&e))
@@ -434,6 +536,19 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
                 return core.end("the server ended the session (HTTP 404); initialize a new one");
             }
             _ => {
+                if is_init
+                    && matches!(
+                        status,
+                        StatusCode::BAD_REQUEST
+                            | StatusCode::NOT_FOUND
+                            | StatusCode::METHOD_NOT_ALLOWED
+                    )
+                {
+                    *inner
+                        .init_refused
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(status);
+                }
                 let text = read_body(resp.into_body(), 64 << 10)
                     .await
                     .unwrap_or_default();
@@ -526,7 +641,7 @@ async fn stream(inner: Arc<Inner>, core: Arc<Core>, mut body: Body, request: Opt
             _ = closed.wait_for(|c| *c) => return,
         }
         let req = inner.request(Method::GET, ACCEPT_SSE, None, Some(&last));
-        match inner.pool.request(req).await {
+        match inner.base.pool().request(req).await {
             Ok(resp) if resp.status() == StatusCode::OK => {
                 body = resp.into_body();
                 decoder = sse::Decoder::resuming(max, Some(last), decoder.retry_ms());
@@ -627,7 +742,7 @@ async fn standalone_stream(
     opened: tokio::sync::oneshot::Sender<()>,
 ) {
     let req = inner.request(Method::GET, ACCEPT_SSE, None, None);
-    let answer = inner.pool.request(req).await;
+    let answer = inner.base.pool().request(req).await;
     let _ = opened.send(());
     match answer {
         Ok(resp) if resp.status() == StatusCode::OK => {
