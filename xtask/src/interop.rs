@@ -22,8 +22,13 @@ impl flags::Interop {
         let tools = project_root().join("target/tools");
         let node = node(sh, &tools)?;
         let script = everything(sh, &tools)?;
-        cmd!(sh, "cargo build --quiet -p mcp-testkit --bin mcp-interop").run()?;
-        let interop = project_root().join("target/debug/mcp-interop");
+        // The testkit binaries have a target folder of their own (see mcp-testkit's lib.rs):
+        // the tests have usually built them there already.
+        let testkit_target = project_root().join("target/testkit");
+        cmd!(sh, "cargo build --quiet -p mcp-testkit --bins")
+            .env("CARGO_TARGET_DIR", &testkit_target)
+            .run()?;
+        let interop = testkit_target.join("debug/mcp-interop");
         let node_s = node.display().to_string();
         let script_s = script.display().to_string();
 

@@ -15,7 +15,7 @@ pub enum Error {
     /// The connection failed: refused, timed out, the handshake failed, the server answered
     /// with an HTTP error.
     #[error(transparent)]
-    Client(#[from] mcp_client::Error),
+    Client(#[from] mcp_session::Error),
 }
 
 impl Error {

@@ -2,7 +2,7 @@
 //!
 //! - [`sse`]: a hand-written, I/O-free Server-Sent Events decoder and encoder with a size limit
 //!   (no SSE or eventsource crate).
-//! - [`connect`]: the client, a transport for `mcp-client` over hyper. Every message is its own
+//! - [`connect`]: the client, a transport for `mcp-session` over hyper. Every message is its own
 //!   POST with `Accept: application/json, text/event-stream`; an answer comes as JSON or as an
 //!   SSE stream, which is resumed by GET with `Last-Event-ID` after the server's `retry` if it
 //!   drops before the answer. `MCP-Session-Id` is kept and sent; a 404 on it ends the session
@@ -30,4 +30,4 @@ pub use client::{
     StaticAuth, connect,
 };
 pub use error::{Error, Result};
-pub use mcp_client::{Client, Incoming};
+pub use mcp_session::{Client, Incoming};

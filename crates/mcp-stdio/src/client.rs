@@ -1,5 +1,5 @@
 //! The stdio transport of the client: a reader task that splits the server's stdout into
-//! frames for the `mcp-client` core, a writer that sends what the session queues, and a
+//! frames for the `mcp-session` core, a writer that sends what the session queues, and a
 //! supervisor that owns the process. The protocol is the session's; this module moves bytes.
 
 use std::future::Future;
@@ -7,8 +7,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mcp_client::{Client, Core, Pending, Transport};
 use mcp_protocol::{ClientConfig, ClientSession};
+use mcp_session::{Client, Core, Pending, Transport};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::unix::pipe;
 use tokio::sync::{Notify, watch};
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 /// exit status and last words on stderr (configured secrets redacted).
 ///
 /// Dropping every handle of the returned client without
-/// [`close`](mcp_client::Client::close) kills the server's process group at once (SIGKILL);
+/// [`close`](mcp_session::Client::close) kills the server's process group at once (SIGKILL);
 /// `close` ends it politely.
 pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client> {
     let spawned = child::spawn(&config)?;
@@ -141,7 +141,7 @@ impl Inner {
     }
 }
 
-/// The transport the `mcp-client` core drives.
+/// The transport the `mcp-session` core drives.
 struct StdioTransport(Arc<Inner>);
 
 impl Transport for StdioTransport {

@@ -46,7 +46,7 @@ pub enum Error {
     },
     /// The connection failed: the handshake was refused, timed out, or the server exited.
     #[error(transparent)]
-    Client(#[from] mcp_client::Error),
+    Client(#[from] mcp_session::Error),
     /// Reading from or writing to the server failed.
     #[error("server `{server}`: {context}: {source}")]
     Io {

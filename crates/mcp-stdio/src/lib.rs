@@ -1,5 +1,5 @@
 //! MCP over stdio (spec `basic/transports.mdx#stdio`): start a server as a child process and
-//! talk to it ([`spawn`], which gives an `mcp-client` [`Client`]), or serve MCP on this process's stdin and stdout ([`serve_stdio`]).
+//! talk to it ([`spawn`], which gives an `mcp-session` [`Client`]), or serve MCP on this process's stdin and stdout ([`serve_stdio`]).
 //!
 //! A server starts only from explicit configuration ([`StdioConfig`]: command, arguments,
 //! working directory, environment). It does not inherit the host's environment wholesale: it
@@ -19,7 +19,7 @@
 //! [`termination_signal`], so that no server outlives it.
 //!
 //! The protocol itself, ids, timeouts, cancellation, refusing undeclared server requests, is
-//! done by `mcp-protocol`'s session, run by `mcp-client`'s core; this crate moves bytes and
+//! done by `mcp-protocol`'s session, run by `mcp-session`'s core; this crate moves bytes and
 //! owns the process.
 //!
 //! # Cancel safety
@@ -37,7 +37,6 @@
 
 mod child;
 mod client;
-mod clock;
 pub mod codec;
 pub mod env;
 mod error;
@@ -47,5 +46,6 @@ mod server;
 pub use child::{StdioConfig, kill_all_servers, termination_signal};
 pub use client::{connect, spawn};
 pub use error::{Error, Result, SpawnPhase};
-pub use mcp_client::{Client, Incoming};
-pub use server::{Handler, Peer, RequestContext, serve, serve_stdio};
+pub use mcp_session::{Client, Incoming};
+pub use mcp_session::{Handler, Peer, RequestContext};
+pub use server::{serve, serve_stdio};

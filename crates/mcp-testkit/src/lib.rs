@@ -32,28 +32,32 @@ fn profile_dir() -> PathBuf {
 }
 
 fn binary(name: &str) -> PathBuf {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    let dir = profile_dir();
-    BUILT.get_or_init(|| build(&dir));
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| build(&profile_dir()));
     let path = dir.join(name);
     assert!(path.exists(), "{} was not built", path.display());
     path
 }
 
-/// Builds the testkit binaries into the same target folder and profile as the caller, so that
-/// they are always current (a no-op build takes well under a second).
-fn build(dir: &Path) {
+/// Builds the testkit binaries so that they are always current (a no-op build takes well under
+/// a second), in a target folder of their own beside the caller's: the caller's build unifies
+/// features differently, and sharing one folder would make each build undo the other.
+fn build(caller: &Path) -> PathBuf {
+    let release = caller.file_name().is_some_and(|n| n == "release");
+    let target = caller
+        .parent()
+        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
+        .join("testkit");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--quiet", "--package", "mcp-testkit", "--bins"]);
-    if dir.file_name().is_some_and(|n| n == "release") {
+    if release {
         cmd.arg("--release");
     }
-    if let Some(target) = dir.parent() {
-        cmd.env("CARGO_TARGET_DIR", target);
-    }
+    cmd.env("CARGO_TARGET_DIR", &target);
     let status = cmd.status().expect("cargo runs");
     assert!(status.success(), "building the mcp-testkit binaries failed");
+    target.join(if release { "release" } else { "debug" })
 }
 
 /// The processes of a group that are still alive (zombies excluded), from `/proc`.

@@ -4,10 +4,10 @@
 
 #![allow(clippy::print_stderr)]
 
-use mcp_client::Client;
 use mcp_http::HttpConfig;
 use mcp_protocol::schema::{CallToolParams, Implementation};
 use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_session::Client;
 
 fn main() {
     let code = match tokio::runtime::Builder::new_multi_thread()

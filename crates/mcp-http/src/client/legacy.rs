@@ -12,8 +12,8 @@ use bytes::Bytes;
 use http::{Method, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming as Body;
-use mcp_client::{Client, Core, Pending, Transport};
 use mcp_protocol::{ClientConfig, ClientSession, Message};
+use mcp_session::{Client, Core, Pending, Transport};
 use tokio::sync::{mpsc, watch};
 
 use super::{ACCEPT_BOTH, ACCEPT_SSE, Base, HttpConfig, chain, read_body};

@@ -1,5 +1,5 @@
 //! The Streamable HTTP client (spec `basic/transports.mdx#streamable-http`, SPEC.md §4): a
-//! transport for `mcp-client`. Every message is its own POST; a request's answer comes back as
+//! transport for `mcp-session`. Every message is its own POST; a request's answer comes back as
 //! JSON or as an SSE stream, which is resumed with a GET and `Last-Event-ID` if it drops before
 //! the answer; the optional standalone GET stream carries what the server sends unprompted.
 
@@ -21,9 +21,9 @@ use hyper::body::Incoming as Body;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_client::{Client, Core, Pending, Transport};
 use mcp_protocol::schema::{NotificationMethod, RequestMethod, method};
 use mcp_protocol::{ClientConfig, ClientSession, Decoded, Message, RequestId};
+use mcp_session::{Client, Core, Pending, Transport};
 use tokio::sync::{mpsc, watch};
 
 pub use auth::{AuthHook, Challenge, StaticAuth};
@@ -346,7 +346,7 @@ impl Inner {
     }
 }
 
-/// The transport the `mcp-client` core drives.
+/// The transport the `mcp-session` core drives.
 struct HttpTransport(Arc<Inner>);
 
 impl Transport for HttpTransport {

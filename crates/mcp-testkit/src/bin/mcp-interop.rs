@@ -1,5 +1,5 @@
 //! Interop with a real peer: the official TypeScript "everything" server, over stdio or over
-//! Streamable HTTP, through the same `mcp-client` API. Run by `cargo xtask interop`, which
+//! Streamable HTTP, through the same `mcp-session` API. Run by `cargo xtask interop`, which
 //! installs the server (pinned), starts it when it speaks HTTP, and runs:
 //!
 //! `mcp-interop stdio <node> <path to dist/index.js>` or `mcp-interop http <url>`
@@ -10,12 +10,12 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_client::Client;
 use mcp_http::HttpConfig;
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ContentBlock, GetPromptParams, Implementation, method,
 };
 use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_session::Client;
 use mcp_stdio::StdioConfig;
 use serde_json::json;
 
@@ -99,7 +99,7 @@ async fn checks(client: &Client, stdio: bool, started: Instant) -> Check {
         info.protocol_version,
         started.elapsed()
     );
-    let e = |e: mcp_client::Error| e.to_string();
+    let e = |e: mcp_session::Error| e.to_string();
 
     let tools = client.list_all_tools().await.map_err(e)?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

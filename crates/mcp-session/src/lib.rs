@@ -1,0 +1,38 @@
+//! MCP sessions on tokio, over any transport, for both roles.
+//!
+//! - The client side: the cloneable [`Client`] handle with its typed API (tools with
+//!   pagination, calls with timeouts, progress and cancellation, resources, prompts, answers to
+//!   server requests), and the [`Core`] a client transport feeds.
+//! - The server side: a [`Handler`] answers each request in its own task, and a
+//!   [`ServerCore`] runs one client's session for a server transport.
+//!
+//! `mcp-protocol`'s sessions do the protocol; this crate runs them on tokio: it keeps a session
+//! behind a lock, wakes callers when their answers come, fires the session's deadlines, and
+//! hands the host notifications and server requests (or the handler client requests). It
+//! touches no socket or process: a transport ([`Transport`], [`ServerTransport`]) sends what
+//! the session queues and feeds the core what arrives. `mcp-stdio` and `mcp-http` are such
+//! transports, so a host sees one `Client`, and a server one `Handler`, whatever the wire.
+//!
+//! # Cancel safety
+//!
+//! Dropping a request future cancels the request: the server is sent `notifications/cancelled`
+//! and a late answer is dropped.
+//!
+//! # Optional features
+//!
+//! None yet; `full` is accepted for uniformity.
+//!
+//! # Stability
+//!
+//! Pre-1.0: the API may change between minor versions.
+
+mod client;
+mod core;
+mod error;
+mod server;
+
+// The public interface is:
+pub use client::{Client, Pending};
+pub use core::{Core, Incoming, Transport};
+pub use error::{Error, Result};
+pub use server::{Handler, Peer, RequestContext, ServerCore, ServerTransport};

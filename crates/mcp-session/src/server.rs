@@ -1,0 +1,369 @@
+//! The server side on tokio, over any transport: a [`Handler`] answers each client request in
+//! a task of its own (a slow tool never holds the others; a cancelled request's task is
+//! aborted), and a [`ServerTransport`] carries what the session sends. `mcp-stdio` serves one
+//! client on stdin and stdout with it; `mcp-http` one per HTTP session.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use mcp_protocol::schema::{ClientRequest, ProgressParams, ProgressToken, RequestMethod};
+use mcp_protocol::{
+    DecodeError, Decoded, ErrorObject, Message, RawJson, RequestId, RequestOptions, ServerConfig,
+    ServerEvent, ServerSession, decode_result,
+};
+use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::core::now;
+
+/// Answers the requests of one client. Implemented by the gateway and by test servers.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one request. The result is sent as the answer; an `Err` is sent as a JSON-RPC
+    /// error. If the client cancels, the future is dropped.
+    fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send;
+}
+
+/// Carries what a server session sends. Called with the session locked; must not block.
+pub trait ServerTransport: Send + Sync + 'static {
+    /// Sends one message. `related` is the client request it belongs to: the one it answers,
+    /// or the one whose handler sent it (progress, a sampling request); `None` for what the
+    /// server sends unprompted (list changes). Over HTTP this picks the stream.
+    fn send(&self, message: Message, related: Option<&RequestId>);
+}
+
+/// What a handler knows about the request it handles, and its way back to the client.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RequestContext {
+    /// The request's id.
+    pub id: RequestId,
+    /// The client's progress token, if it asked for progress.
+    pub progress_token: Option<ProgressToken>,
+    /// The client, for progress, notifications and requests tied to this request.
+    pub peer: Peer,
+}
+
+impl RequestContext {
+    /// Reports progress, if the client asked for it; otherwise does nothing.
+    pub fn progress(&self, progress: u64, total: Option<u64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let mut params = ProgressParams::new(token.clone(), progress.into());
+        params.total = total.map(Into::into);
+        params.message = message.map(str::to_owned);
+        if let Ok(raw) = RawJson::encode(&params) {
+            let _ = self.peer.notify("notifications/progress", Some(raw));
+        }
+    }
+}
+
+/// What [`Peer`] needs of the core, without the handler's type.
+trait Link: Send + Sync {
+    fn notify(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> mcp_protocol::Result<()>;
+    fn request(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>>;
+}
+
+/// The client as seen from a server: send it notifications and requests.
+#[derive(Clone)]
+pub struct Peer {
+    link: Weak<dyn Link>,
+    related: Option<RequestId>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("related", &self.related)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    fn link(&self) -> mcp_protocol::Result<Arc<dyn Link>> {
+        self.link
+            .upgrade()
+            .ok_or_else(|| mcp_protocol::Error::Closed("the client went away".to_owned()))
+    }
+
+    /// Sends a notification; refused before the handshake ends (except log entries) and for
+    /// capabilities this server did not declare.
+    pub fn notify(&self, method: &str, params: Option<RawJson>) -> mcp_protocol::Result<()> {
+        self.link()?.notify(self.related.as_ref(), method, params)
+    }
+
+    /// Sends a request to the client (sampling, elicitation, roots, ping) and waits for its
+    /// typed answer.
+    pub async fn request<M: RequestMethod>(
+        &self,
+        params: &M::Params,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<M::Result> {
+        let params =
+            RawJson::encode(params).map_err(|e| mcp_protocol::Error::ApiMisuse(e.to_string()))?;
+        let answer =
+            self.link()?
+                .request(self.related.as_ref(), M::METHOD, Some(params), options)?;
+        let raw = answer
+            .await
+            .map_err(|_| mcp_protocol::Error::Closed("the client went away".to_owned()))??;
+        decode_result::<M>(&raw)
+    }
+
+    /// The same client, for messages not tied to any request (they go to the standalone
+    /// stream over HTTP).
+    pub fn unrelated(&self) -> Self {
+        Self {
+            link: self.link.clone(),
+            related: None,
+        }
+    }
+}
+
+struct State {
+    session: ServerSession,
+    tasks: HashMap<RequestId, AbortHandle>,
+    waiters: HashMap<RequestId, oneshot::Sender<Result<RawJson, mcp_protocol::Error>>>,
+    /// The deadline the timer task sleeps until; it is woken only for an earlier one.
+    armed: Option<std::time::Instant>,
+}
+
+/// One client's session on the server side: a transport feeds it what arrives.
+pub struct ServerCore<H: Handler> {
+    state: Mutex<State>,
+    handler: Arc<H>,
+    transport: Box<dyn ServerTransport>,
+    wake_timer: Arc<Notify>,
+    me: Weak<Self>,
+}
+
+impl<H: Handler> std::fmt::Debug for ServerCore<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerCore").finish_non_exhaustive()
+    }
+}
+
+impl<H: Handler> ServerCore<H> {
+    /// A session waiting for `initialize`, answering with `handler`, sending through
+    /// `transport`.
+    pub fn new(
+        config: ServerConfig,
+        handler: Arc<H>,
+        transport: impl ServerTransport,
+    ) -> Arc<Self> {
+        let core = Arc::new_cyclic(|me| Self {
+            state: Mutex::new(State {
+                session: ServerSession::new(config),
+                tasks: HashMap::new(),
+                waiters: HashMap::new(),
+                armed: None,
+            }),
+            handler,
+            transport: Box::new(transport),
+            wake_timer: Arc::new(Notify::new()),
+            me: me.clone(),
+        });
+        tokio::spawn(timer_loop(Arc::downgrade(&core)));
+        core
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A peer not tied to any request: for list changes and log entries.
+    pub fn peer(&self) -> Peer {
+        let link: Weak<dyn Link> = self.me.clone();
+        Peer {
+            link,
+            related: None,
+        }
+    }
+
+    /// Applies `f` to the session, then starts handlers, wakes waiters and sends what was
+    /// queued, tagging each message with the request it belongs to.
+    fn with_session<R>(&self, related: Option<&RequestId>, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut state = self.lock();
+        let r = f(&mut state);
+        self.dispatch(&mut state);
+        while let Some(message) = state.session.poll_transmit() {
+            let answered = match &message {
+                Message::Response(r) => Some(r.id.clone()),
+                Message::Error(e) => e.id.clone(),
+                _ => None,
+            };
+            self.transport.send(message, answered.as_ref().or(related));
+        }
+        let next = state.session.poll_timeout();
+        let earlier = next.is_some() && (state.armed.is_none() || next < state.armed);
+        if earlier || state.session.is_closed() {
+            self.wake_timer.notify_one();
+        }
+        r
+    }
+
+    fn dispatch(&self, state: &mut State) {
+        while let Some(event) = state.session.poll_event() {
+            match event {
+                ServerEvent::Request { id, request } => {
+                    let context = RequestContext {
+                        id: id.clone(),
+                        progress_token: request.progress_token(),
+                        peer: Peer {
+                            link: self.me.clone(),
+                            related: Some(id.clone()),
+                        },
+                    };
+                    let handler = Arc::clone(&self.handler);
+                    let me = self.me.clone();
+                    let task_id = id.clone();
+                    let task = tokio::spawn(async move {
+                        let outcome = handler.handle(request, context).await;
+                        if let Some(core) = me.upgrade() {
+                            core.with_session(Some(&task_id), |state| {
+                                state.tasks.remove(&task_id);
+                                let _ = match outcome {
+                                    Ok(result) => state.session.respond(&task_id, result),
+                                    Err(error) => state.session.respond_error(&task_id, error),
+                                };
+                            });
+                        }
+                    });
+                    state.tasks.insert(id, task.abort_handle());
+                }
+                ServerEvent::Cancelled { id, .. } => {
+                    if let Some(task) = state.tasks.remove(&id) {
+                        task.abort();
+                    }
+                }
+                ServerEvent::Response { id, outcome, .. } => {
+                    if let Some(waiter) = state.waiters.remove(&id) {
+                        let _ = waiter.send(outcome);
+                    }
+                }
+                ServerEvent::Closed(_) => {
+                    state.waiters.clear();
+                    for (_, task) in state.tasks.drain() {
+                        task.abort();
+                    }
+                }
+                // Initialized, progress on our own requests, client notifications and
+                // diagnostics need nothing from the runtime.
+                _ => {}
+            }
+        }
+    }
+
+    /// A frame arrived: decodes it and feeds the session.
+    pub fn receive_frame(&self, bytes: &[u8]) {
+        match mcp_protocol::decode(bytes) {
+            Ok(decoded) => self.receive(decoded),
+            Err(error) => self.receive_invalid(error),
+        }
+    }
+
+    /// A decoded frame arrived.
+    pub fn receive(&self, decoded: Decoded) {
+        self.with_session(None, |state| state.session.handle_decoded(now(), decoded));
+    }
+
+    /// A frame arrived that did not decode.
+    pub fn receive_invalid(&self, error: DecodeError) {
+        self.with_session(None, |state| state.session.handle_invalid(error));
+    }
+
+    /// The client is gone: handlers are aborted, waiting requests fail.
+    pub fn close(&self, reason: &str) {
+        self.with_session(None, |state| state.session.close(reason));
+    }
+
+    /// Whether the client has finished the handshake.
+    pub fn is_operating(&self) -> bool {
+        self.lock().session.is_operating()
+    }
+
+    /// The protocol version the session settled on, once `initialize` has been answered.
+    pub fn protocol_version(&self) -> Option<mcp_protocol::ProtocolVersion> {
+        self.lock()
+            .session
+            .client_info()
+            .map(|c| c.protocol_version.clone())
+    }
+}
+
+impl<H: Handler> Link for ServerCore<H> {
+    fn notify(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> mcp_protocol::Result<()> {
+        self.with_session(related, |state| state.session.notify(method, params))
+    }
+
+    fn request(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>> {
+        let (tx, rx) = oneshot::channel();
+        self.with_session(related, |state| {
+            let id = state.session.send_request(now(), method, params, options)?;
+            state.waiters.insert(id, tx);
+            Ok(rx)
+        })
+    }
+}
+
+/// Fires the deadlines of the server's own requests. Holds the core only weakly, so it ends
+/// with it.
+async fn timer_loop<H: Handler>(core: Weak<ServerCore<H>>) {
+    let Some(notify) = core.upgrade().map(|c| Arc::clone(&c.wake_timer)) else {
+        return;
+    };
+    loop {
+        let woken = notify.notified();
+        let deadline = {
+            let Some(core) = core.upgrade() else { return };
+            let mut state = core.lock();
+            if state.session.is_closed() {
+                return;
+            }
+            let deadline = state.session.poll_timeout();
+            state.armed = deadline;
+            deadline
+        };
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = sleep => {
+                if let Some(core) = core.upgrade() {
+                    core.with_session(None, |state| state.session.handle_timeout(now()));
+                }
+            }
+            () = woken => {}
+        }
+    }
+}
