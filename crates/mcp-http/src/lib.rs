@@ -22,6 +22,7 @@
 
 mod client;
 mod error;
+mod server;
 pub mod sse;
 
 // The public interface is:
@@ -31,3 +32,4 @@ pub use client::{
 };
 pub use error::{Error, Result};
 pub use mcp_session::{Client, Incoming};
+pub use server::{HttpServerConfig, ResponseBody, SseBody, bind, serve_http};

@@ -7,3 +7,5 @@
 mod sse_fixtures;
 // The client against a scripted server on loopback, over HTTP and HTTPS.
 mod client;
+// The server half on loopback: our client against it, and raw requests for every rule.
+mod server;

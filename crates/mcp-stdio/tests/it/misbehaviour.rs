@@ -184,7 +184,9 @@ async fn a_stderr_flood_is_drained_and_bounded() {
             "flooded"
         );
         // stderr is its own pipe: its last bytes may come in just after the answer on stdout.
-        mcp_testkit::wait_until(Duration::from_secs(5), || client.stderr().ends_with("flood done\n"));
+        mcp_testkit::wait_until(Duration::from_secs(5), || {
+            client.stderr().ends_with("flood done\n")
+        });
         let stderr = client.stderr();
         assert!(stderr.len() <= 64 << 10, "kept {} bytes", stderr.len());
         assert!(

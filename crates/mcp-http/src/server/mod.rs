@@ -1,0 +1,659 @@
+//! The Streamable HTTP server half (spec `basic/transports.mdx#streamable-http`, SPEC.md §4.8
+//! and §10, seed 002), for the gateway: one endpoint; POST answers a request with an SSE stream
+//! (or JSON) and anything else with 202; GET opens the standalone stream or answers 405;
+//! sessions with unguessable ids that DELETE or idleness end (404 afterwards, 400 without
+//! one); `Origin` and `Host` checked against DNS rebinding (403); an optional bearer token;
+//! bounded bodies. Each session is an `mcp-session` `ServerCore` answering with the caller's
+//! `Handler`.
+
+mod body;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ALLOW, CONTENT_TYPE, HOST, HeaderValue, ORIGIN, WWW_AUTHENTICATE};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_protocol::{Decoded, Message, ProtocolVersion, RequestId, ServerConfig};
+use mcp_session::{Handler, ServerCore, ServerTransport};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::client::{PROTOCOL_VERSION, SESSION_ID};
+use crate::sse;
+
+pub use body::SseBody;
+
+/// The body of every answer: a whole JSON body, or an SSE stream.
+pub type ResponseBody = http_body_util::Either<Full<Bytes>, SseBody>;
+
+/// How the HTTP server half behaves.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpServerConfig {
+    /// The MCP server: identity, capabilities, versions.
+    pub server: ServerConfig,
+    /// The endpoint's path.
+    pub path: String,
+    /// Host names accepted in `Host` (any port). Anything else is refused with 403: a page on
+    /// another site cannot reach a local server through DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Origins accepted in `Origin` when present, such as `http://localhost:3000`; loopback
+    /// origins are always accepted.
+    pub allowed_origins: Vec<String>,
+    /// When set, every request must carry `Authorization: Bearer <token>`. A secret.
+    pub bearer_token: Option<String>,
+    /// The largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+    /// A session unused for this long ends (404 afterwards).
+    pub session_idle_timeout: Duration,
+    /// Answer requests with one JSON body instead of an SSE stream.
+    pub json_response: bool,
+    /// Offer the standalone GET stream (405 otherwise).
+    pub standalone_stream: bool,
+    /// The `retry` sent in the priming event of each stream, in milliseconds.
+    pub retry_ms: u64,
+}
+
+impl HttpServerConfig {
+    /// Loopback hosts only, no bearer token, 4 MiB bodies, 30-minute idle sessions, SSE
+    /// answers, the standalone stream on, `/mcp`.
+    pub fn new(server: ServerConfig) -> Self {
+        Self {
+            server,
+            path: "/mcp".to_owned(),
+            allowed_hosts: vec![
+                "localhost".to_owned(),
+                "127.0.0.1".to_owned(),
+                "[::1]".to_owned(),
+            ],
+            allowed_origins: Vec::new(),
+            bearer_token: None,
+            max_body_bytes: 4 << 20,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            json_response: false,
+            standalone_stream: true,
+            retry_ms: 1000,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServerConfig")
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "[redacted]"),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves MCP over HTTP on `listener` until the task is dropped. Bind it to `127.0.0.1` for a
+/// local server.
+pub async fn serve_http<H: Handler>(
+    listener: TcpListener,
+    config: HttpServerConfig,
+    handler: H,
+) -> std::io::Result<()> {
+    let server = HttpServer::new(config, handler);
+    let sweeper = tokio::spawn(sweep_idle(Arc::downgrade(&server)));
+    let result = loop {
+        let (tcp, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => break Err(e),
+        };
+        let _ = tcp.set_nodelay(true);
+        let server = Arc::clone(&server);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let server = Arc::clone(&server);
+                async move { Ok::<_, Infallible>(server.handle(req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tcp), service)
+                .await;
+        });
+    };
+    sweeper.abort();
+    result
+}
+
+/// Binds `addr` (use `127.0.0.1:0` for any free loopback port) and returns the listener and
+/// the address it got, for [`serve_http`].
+pub async fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    Ok((listener, local))
+}
+
+/// One session: its core, its routes, when it was last used.
+struct Session<H: Handler> {
+    core: Arc<ServerCore<H>>,
+    routes: Arc<Routes>,
+    last_used: Mutex<Instant>,
+}
+
+/// The server: its sessions, by id.
+struct HttpServer<H: Handler> {
+    config: HttpServerConfig,
+    handler: Arc<H>,
+    sessions: Mutex<HashMap<String, Arc<Session<H>>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<H: Handler> HttpServer<H> {
+    fn new(config: HttpServerConfig, handler: H) -> Arc<Self> {
+        Arc::new(Self {
+            config,
+            handler: Arc::new(handler),
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<ResponseBody> {
+        if req.uri().path() != self.config.path {
+            return plain(StatusCode::NOT_FOUND, "not found");
+        }
+        if let Some(refusal) = self.check_security(&req) {
+            return refusal;
+        }
+        match *req.method() {
+            Method::POST => self.post(req).await,
+            Method::GET => self.get(&req),
+            Method::DELETE => self.delete(&req),
+            _ => {
+                let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
+                r.headers_mut()
+                    .insert(ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                r
+            }
+        }
+    }
+
+    /// Host, Origin and bearer token.
+    fn check_security(&self, req: &Request<Incoming>) -> Option<Response<ResponseBody>> {
+        let host = req
+            .headers()
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !host_allowed(host, &self.config.allowed_hosts) {
+            return Some(rpc_error(
+                StatusCode::FORBIDDEN,
+                -32600,
+                "Forbidden: Host not allowed",
+            ));
+        }
+        if let Some(origin) = req.headers().get(ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            if !origin_allowed(origin, &self.config.allowed_origins) {
+                return Some(rpc_error(
+                    StatusCode::FORBIDDEN,
+                    -32600,
+                    "Forbidden: Origin not allowed",
+                ));
+            }
+        }
+        if let Some(token) = &self.config.bearer_token {
+            let given = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .map(HeaderValue::as_bytes)
+                .unwrap_or_default();
+            let expected = format!("Bearer {token}");
+            if !constant_time_eq(given, expected.as_bytes()) {
+                let mut r = rpc_error(StatusCode::UNAUTHORIZED, -32600, "Unauthorized");
+                r.headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// The session a request names.
+    fn session_of(&self, req: &Request<Incoming>) -> Result<(String, Arc<Session<H>>), NoSession> {
+        let id = req
+            .headers()
+            .get(&SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .ok_or(NoSession::Missing)?;
+        let sessions = lock(&self.sessions);
+        let session = sessions.get(id).ok_or(NoSession::Unknown)?;
+        *lock(&session.last_used) = Instant::now();
+        Ok((id.to_owned(), Arc::clone(session)))
+    }
+
+    async fn post(self: Arc<Self>, req: Request<Incoming>) -> Response<ResponseBody> {
+        let ctype = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !ctype.trim_start().starts_with("application/json") {
+            return rpc_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                -32600,
+                "Content-Type must be application/json",
+            );
+        }
+        let accept = req
+            .headers()
+            .get(ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !(accept.contains("application/json") && accept.contains("text/event-stream")) {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                -32600,
+                "Accept must list both application/json and text/event-stream",
+            );
+        }
+        let existing = req
+            .headers()
+            .contains_key(&SESSION_ID)
+            .then(|| self.session_of(&req));
+        let version = req
+            .headers()
+            .get(&PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .map(ProtocolVersion::parse);
+        let bytes = match Limited::new(req.into_body(), self.config.max_body_bytes)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                return rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    -32600,
+                    "the request body is too large",
+                );
+            }
+        };
+        let decoded = match mcp_protocol::decode(&bytes) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                let mut r = rpc_error(StatusCode::BAD_REQUEST, e.code(), "Parse error");
+                if let Some(Message::Error(err)) = e.to_response() {
+                    r = json_response(StatusCode::BAD_REQUEST, &Message::Error(err));
+                }
+                return r;
+            }
+        };
+        let messages: Vec<&Message> = match &decoded {
+            Decoded::Single(m) => vec![m],
+            Decoded::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
+        };
+        let is_initialize =
+            matches!(&decoded, Decoded::Single(Message::Request(r)) if r.method == "initialize");
+        let (session_id, session) = match existing {
+            Some(Ok(found)) => found,
+            Some(Err(refusal)) => return refusal.response(),
+            None if is_initialize => self.new_session(),
+            None => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Bad Request: no MCP-Session-Id header",
+                );
+            }
+        };
+        if let Some(version) = version
+            && !(version.is_known() && self.config.server.supported_versions.contains(&version))
+        {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {version}"),
+            );
+        }
+        let requests: Vec<RequestId> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Request(r) => Some(r.id.clone()),
+                _ => None,
+            })
+            .collect();
+        if requests.is_empty() {
+            session.core.receive(decoded);
+            return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
+        }
+        // One stream answers every request of this POST; it ends with the last answer.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stream = Arc::new(StreamTx {
+            tx,
+            json: self.config.json_response,
+        });
+        {
+            let mut routes = lock(&session.routes.state);
+            if !self.config.json_response {
+                let id = routes.next_event_id();
+                let mut priming = Vec::new();
+                sse::encode_priming(&mut priming, &id, Some(self.config.retry_ms));
+                let _ = stream.tx.send(Bytes::from(priming));
+            }
+            for id in &requests {
+                routes.streams.insert(id.clone(), Arc::clone(&stream));
+            }
+        }
+        drop(stream);
+        session.core.receive(decoded);
+        let response = if self.config.json_response {
+            body::json_from(rx).await
+        } else {
+            let mut r = Response::new(http_body_util::Either::Right(SseBody::new(rx)));
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            r.headers_mut().insert(
+                http::header::CACHE_CONTROL,
+                HeaderValue::from_static("no-cache"),
+            );
+            r
+        };
+        with_session_id(response, &session_id)
+    }
+
+    fn new_session(&self) -> (String, Arc<Session<H>>) {
+        let id = session_id();
+        let routes = Arc::new(Routes::default());
+        let core = ServerCore::new(
+            self.config.server.clone(),
+            Arc::clone(&self.handler),
+            RoutedTransport(Arc::clone(&routes)),
+        );
+        let session = Arc::new(Session {
+            core,
+            routes,
+            last_used: Mutex::new(Instant::now()),
+        });
+        lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
+        (id, session)
+    }
+
+    fn get(&self, req: &Request<Incoming>) -> Response<ResponseBody> {
+        let accept = req
+            .headers()
+            .get(ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !accept.contains("text/event-stream") {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                -32600,
+                "Accept must list text/event-stream",
+            );
+        }
+        if !self.config.standalone_stream {
+            let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "no standalone stream");
+            r.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST, DELETE"));
+            return r;
+        }
+        let (id, session) = match self.session_of(req) {
+            Ok(found) => found,
+            Err(refusal) => return refusal.response(),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        {
+            let mut routes = lock(&session.routes.state);
+            if routes
+                .standalone
+                .as_ref()
+                .is_some_and(|s| !s.tx.is_closed())
+            {
+                return rpc_error(
+                    StatusCode::CONFLICT,
+                    -32600,
+                    "a standalone stream is already open",
+                );
+            }
+            let event = routes.next_event_id();
+            let mut priming = Vec::new();
+            sse::encode_priming(&mut priming, &event, Some(self.config.retry_ms));
+            let _ = tx.send(Bytes::from(priming));
+            routes.standalone = Some(Arc::new(StreamTx { tx, json: false }));
+        }
+        let mut r = Response::new(http_body_util::Either::Right(SseBody::new(rx)));
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        with_session_id(r, &id)
+    }
+
+    fn delete(&self, req: &Request<Incoming>) -> Response<ResponseBody> {
+        let (id, session) = match self.session_of(req) {
+            Ok(found) => found,
+            Err(refusal) => return refusal.response(),
+        };
+        lock(&self.sessions).remove(&id);
+        session.core.close("the client ended the session");
+        lock(&session.routes.state).close_all();
+        empty(StatusCode::OK)
+    }
+}
+
+/// Why a request has no session to go to.
+#[derive(Debug, Clone, Copy)]
+enum NoSession {
+    /// It named none (400).
+    Missing,
+    /// It named one that ended or never was (404): the client must start a new one.
+    Unknown,
+}
+
+impl NoSession {
+    fn response(self) -> Response<ResponseBody> {
+        match self {
+            Self::Missing => rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Bad Request: no MCP-Session-Id header",
+            ),
+            Self::Unknown => rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found"),
+        }
+    }
+}
+
+/// Ends sessions nobody used for the configured time.
+async fn sweep_idle<H: Handler>(server: std::sync::Weak<HttpServer<H>>) {
+    loop {
+        let Some(s) = server.upgrade() else { return };
+        let timeout = s.config.session_idle_timeout;
+        let expired: Vec<Arc<Session<H>>> = {
+            let mut sessions = lock(&s.sessions);
+            let ids: Vec<String> = sessions
+                .iter()
+                .filter(|(_, session)| lock(&session.last_used).elapsed() >= timeout)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        for session in expired {
+            session.core.close("the session expired");
+            lock(&session.routes.state).close_all();
+        }
+        drop(s);
+        tokio::time::sleep((timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(60)))
+            .await;
+    }
+}
+
+/// Where a session's messages go: the stream of the request they belong to, or the
+/// standalone stream.
+#[derive(Default)]
+struct Routes {
+    state: Mutex<RouteState>,
+}
+
+#[derive(Default)]
+struct RouteState {
+    streams: HashMap<RequestId, Arc<StreamTx>>,
+    standalone: Option<Arc<StreamTx>>,
+    events: u64,
+}
+
+impl RouteState {
+    /// Event ids are unique in the session and say which stream they are on.
+    fn next_event_id(&mut self) -> String {
+        self.events += 1;
+        self.events.to_string()
+    }
+
+    fn close_all(&mut self) {
+        self.streams.clear();
+        self.standalone = None;
+    }
+}
+
+/// One open response stream.
+struct StreamTx {
+    tx: mpsc::UnboundedSender<Bytes>,
+    /// The stream is a JSON body: only answers go in it, as they are.
+    json: bool,
+}
+
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// An unguessable session id: 128 bits from the OS, as visible ASCII.
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if random.is_err() {
+        // No OS randomness: never happens on the systems we run on, and a session id that is
+        // merely unique is still better than refusing to serve.
+        let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes = (t ^ u128::from(n)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct RoutedTransport(Arc<Routes>);
+
+impl ServerTransport for RoutedTransport {
+    fn send(&self, message: Message, related: Option<&RequestId>) {
+        let mut routes = lock(&self.0.state);
+        let answers = match &message {
+            Message::Response(r) => Some(r.id.clone()),
+            Message::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        let stream = related
+            .and_then(|id| routes.streams.get(id).cloned())
+            .or_else(|| routes.standalone.clone());
+        if let Some(stream) = stream {
+            let mut frame = Vec::new();
+            if stream.json {
+                if answers.is_some() {
+                    message.encode_into(&mut frame);
+                }
+            } else {
+                let id = routes.next_event_id();
+                let mut data = Vec::new();
+                message.encode_into(&mut data);
+                sse::encode_event(
+                    &mut frame,
+                    Some("message"),
+                    Some(&id),
+                    &String::from_utf8_lossy(&data),
+                );
+            }
+            if !frame.is_empty() {
+                // A client that went away does not cancel: its answer is simply not delivered.
+                let _ = stream.tx.send(Bytes::from(frame));
+            }
+        }
+        if let Some(id) = answers {
+            routes.streams.remove(&id);
+        }
+    }
+}
+
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = if host.starts_with('[') {
+        host.split_inclusive(']').next().unwrap_or(host)
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
+}
+
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin) {
+        return true;
+    }
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .unwrap_or("");
+    host_allowed(
+        rest,
+        &[
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "[::1]".to_owned(),
+        ],
+    )
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn with_session_id(mut r: Response<ResponseBody>, id: &str) -> Response<ResponseBody> {
+    if let Ok(v) = HeaderValue::from_str(id) {
+        r.headers_mut().insert(SESSION_ID, v);
+    }
+    r
+}
+
+fn empty(status: StatusCode) -> Response<ResponseBody> {
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::new())));
+    *r.status_mut() = status;
+    r
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::from_static(
+        text.as_bytes(),
+    ))));
+    *r.status_mut() = status;
+    r
+}
+
+fn json_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(
+        message.encode(),
+    ))));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// An HTTP error with a JSON-RPC error body without id, as the spec allows.
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<ResponseBody> {
+    let error = mcp_protocol::ErrorObject::new(code, message.to_owned());
+    json_response(
+        status,
+        &Message::Error(mcp_protocol::ErrorResponse { id: None, error }),
+    )
+}

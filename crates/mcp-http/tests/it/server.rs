@@ -1,0 +1,318 @@
+//! The server half on loopback: our client against it for the whole flow, and raw HTTP
+//! requests for every rule a client could break (Host, Origin, bearer, sessions, versions,
+//! content types, sizes).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client as Raw;
+use hyper_util::rt::TokioExecutor;
+use mcp_http::{HttpConfig, HttpServerConfig, Incoming};
+use mcp_protocol::schema::{
+    CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
+    ListToolsResult, ServerNotification, Tool, method,
+};
+use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig};
+use mcp_session::{Handler, RequestContext};
+use serde_json::{Value, json};
+
+struct Tools;
+
+impl Handler for Tools {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        match request {
+            ClientRequest::ListTools(_) => {
+                Ok(RawJson::encode(&ListToolsResult::new(vec![Tool::new("work".into())])).unwrap())
+            }
+            ClientRequest::CallTool(p) if p.name == "announce" => {
+                // Unprompted: goes to the standalone stream.
+                context
+                    .peer
+                    .unrelated()
+                    .notify("notifications/tools/list_changed", None)
+                    .unwrap();
+                Ok(
+                    RawJson::encode(&CallToolResult::new(vec![ContentBlock::text("announced")]))
+                        .unwrap(),
+                )
+            }
+            ClientRequest::CallTool(_) => {
+                for step in 1..=3 {
+                    context.progress(step, Some(3), None);
+                }
+                Ok(
+                    RawJson::encode(&CallToolResult::new(vec![ContentBlock::text("worked")]))
+                        .unwrap(),
+                )
+            }
+            _ => Err(ErrorObject::new(-32601, "no".into())),
+        }
+    }
+}
+
+fn server_config() -> HttpServerConfig {
+    let mut server = ServerConfig::new(Implementation::new("half".into(), "1".into()));
+    let mut tools = ListChangedCapability::new();
+    tools.list_changed = Some(true);
+    server.capabilities.tools = Some(tools);
+    HttpServerConfig::new(server)
+}
+
+async fn start(config: HttpServerConfig) -> String {
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    tokio::spawn(mcp_http::serve_http(listener, config, Tools));
+    format!("http://127.0.0.1:{}/mcp", addr.port())
+}
+
+fn session() -> ClientConfig {
+    ClientConfig::new(Implementation::new("it".into(), "0".into()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_against_our_server_over_sse_and_json() {
+    for json in [false, true] {
+        let mut config = server_config();
+        config.json_response = json;
+        let url = start(config).await;
+        let client = mcp_http::connect(HttpConfig::new("half", url), session())
+            .await
+            .unwrap();
+        let mut inbox = client.take_incoming().unwrap();
+        assert_eq!(client.server_info().implementation.name, "half");
+        assert_eq!(client.list_all_tools().await.unwrap()[0].name, "work");
+
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let params = mcp_protocol::schema::CallToolParams::new("work".into());
+        let result = client
+            .request_with_progress::<method::CallTool>(&params, RequestOptions::DEFAULT, Some(tx))
+            .await
+            .unwrap();
+        assert_eq!(result.content, vec![ContentBlock::text("worked")]);
+        if !json {
+            // Progress travels on the request's own SSE stream, before the answer.
+            let mut steps = Vec::new();
+            while let Ok(p) = rx.try_recv() {
+                steps.push(p.progress.as_u64().unwrap());
+            }
+            assert_eq!(steps, [1, 2, 3]);
+        }
+
+        // An unprompted notification arrives on the standalone GET stream.
+        let announce = mcp_protocol::schema::CallToolParams::new("announce".into());
+        client
+            .call_tool(announce, RequestOptions::DEFAULT)
+            .await
+            .unwrap();
+        let note = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                if let Some(Incoming::Notification(n)) = inbox.recv().await {
+                    return n;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(matches!(note, ServerNotification::ToolListChanged(_)));
+        assert!(client.close().await.contains("HTTP 200"));
+    }
+}
+
+/// A raw HTTP exchange, for the rules our own client never breaks.
+async fn raw(
+    url: &str,
+    method: Method,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, http::HeaderMap, Value) {
+    let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut req = Request::new(Full::new(Bytes::from(body.to_owned())));
+    *req.method_mut() = method;
+    *req.uri_mut() = url.parse().unwrap();
+    for (k, v) in headers {
+        let name = http::HeaderName::from_bytes(k.as_bytes()).unwrap();
+        req.headers_mut().insert(name, v.parse().unwrap());
+    }
+    let resp = client.request(req).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        headers,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn init() -> String {
+    json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rule_a_client_can_break() {
+    let mut config = server_config();
+    config.json_response = true;
+    config.max_body_bytes = 1000;
+    let url = start(config).await;
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}).to_string();
+
+    // DNS rebinding: a foreign Host or Origin is refused before anything else.
+    let (s, _, _) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, ("host", "evil.example")],
+        &init(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, _, body) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, ("origin", "http://evil.example")],
+        &init(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Origin")
+    );
+    let (s, _, _) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, ("origin", "http://localhost:5173")],
+        &init(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "a loopback origin is fine");
+
+    // Media types, sizes, parse errors.
+    let (s, _, _) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, ("content-type", "text/plain")],
+        &init(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let (s, _, _) = raw(
+        &url,
+        Method::POST,
+        &[("accept", "application/json"), JSON],
+        &init(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_ACCEPTABLE);
+    let (s, _, _) = raw(&url, Method::POST, &[ACCEPT, JSON], &"x".repeat(2000)).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
+    let (s, _, body) = raw(&url, Method::POST, &[ACCEPT, JSON], "{not json").await;
+    assert_eq!(
+        (s, body["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32700))
+    );
+
+    // Sessions: none outside initialize, unknown ones are 404, the id is unguessable.
+    let (s, _, _) = raw(&url, Method::POST, &[ACCEPT, JSON], &list).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (s, _, _) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, ("mcp-session-id", "nope")],
+        &list,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, headers, body) = raw(&url, Method::POST, &[ACCEPT, JSON], &init()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(body["result"]["protocolVersion"], "2025-11-25");
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(sid.len(), 32, "128 bits as hex: {sid}");
+    let with_session = [ACCEPT, JSON, ("mcp-session-id", sid.as_str())];
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string();
+    let (s, _, _) = raw(&url, Method::POST, &with_session, &note).await;
+    assert_eq!(
+        s,
+        StatusCode::ACCEPTED,
+        "a notification is accepted with 202"
+    );
+    let (s, _, body) = raw(&url, Method::POST, &with_session, &list).await;
+    assert_eq!(
+        (s, body["result"]["tools"][0]["name"].clone()),
+        (StatusCode::OK, json!("work"))
+    );
+
+    // A bad MCP-Protocol-Version is refused.
+    let bad_version = [
+        ACCEPT,
+        JSON,
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "1999-01-01"),
+    ];
+    let (s, _, _) = raw(&url, Method::POST, &bad_version, &list).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+
+    // GET: a session and text/event-stream are needed; one standalone stream at a time is
+    // checked in the client test. Other methods are 405.
+    let (s, _, _) = raw(&url, Method::GET, &[("accept", "text/event-stream")], "").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (s, headers, _) = raw(&url, Method::PUT, &with_session, "").await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(headers.contains_key("allow"));
+
+    // DELETE ends the session; it is 404 from then on.
+    let (s, _, _) = raw(&url, Method::DELETE, &with_session, "").await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, _, _) = raw(&url, Method::POST, &with_session, &list).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_is_required_when_configured() {
+    let mut config = server_config();
+    config.bearer_token = Some("s3cret-token".into());
+    let url = start(config).await;
+    let (s, headers, _) = raw(&url, Method::POST, &[ACCEPT, JSON], &init()).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers["www-authenticate"], "Bearer");
+    let (s, _, _) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, ("authorization", "Bearer wrong")],
+        &init(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let mut client = HttpConfig::new("half", url);
+    client.auth = Some(Arc::new(
+        mcp_http::StaticAuth::bearer("s3cret-token").unwrap(),
+    ));
+    let client = mcp_http::connect(client, session()).await.unwrap();
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_expire_and_the_client_is_told() {
+    let mut config = server_config();
+    config.session_idle_timeout = Duration::from_millis(200);
+    let url = start(config).await;
+    let client = mcp_http::connect(HttpConfig::new("half", url), session())
+        .await
+        .unwrap();
+    // Wait until the sweeper has ended the idle session.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let err = client.list_all_tools().await.unwrap_err();
+    assert!(err.to_string().contains("HTTP 404"), "{err}");
+}
