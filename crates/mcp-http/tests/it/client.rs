@@ -38,6 +38,11 @@ struct Script {
     token: Mutex<Option<String>>,
     /// `tools/call` answers 500 with a plain body.
     broken_calls: AtomicBool,
+    /// `tools/call` sends only a priming event (retry 100 ms) and closes; the answer waits
+    /// for the GET that resumes the stream.
+    cut_calls: AtomicBool,
+    /// The id of the call whose stream was cut.
+    cut_call: Mutex<Option<Value>>,
 }
 
 impl Script {
@@ -76,6 +81,15 @@ impl Script {
             return reply(StatusCode::NOT_FOUND, "", String::new());
         }
         match method {
+            Method::GET if headers.contains_key("last-event-id") => {
+                let id = self.cut_call.lock().unwrap().take();
+                let result = json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":"resumed"}]}});
+                return reply(
+                    StatusCode::OK,
+                    "text/event-stream",
+                    format!("id: r1\ndata: {result}\n\n"),
+                );
+            }
             Method::GET => return reply(StatusCode::METHOD_NOT_ALLOWED, "", String::new()),
             Method::DELETE => return reply(StatusCode::OK, "", String::new()),
             _ => {}
@@ -92,6 +106,10 @@ impl Script {
                 "application/json",
                 json!({"jsonrpc":"2.0","id":id,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}).to_string(),
             ),
+            Some("tools/call") if self.cut_calls.load(Ordering::SeqCst) => {
+                *self.cut_call.lock().unwrap() = id;
+                reply(StatusCode::OK, "text/event-stream", "id: cut-1\nretry: 100\ndata:\n\n".to_owned())
+            }
             Some("tools/call") if self.broken_calls.load(Ordering::SeqCst) => {
                 reply(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "boom".to_owned())
             }
@@ -409,4 +427,33 @@ async fn bad_configuration_is_refused_before_any_connection() {
         .unwrap_err();
     assert!(err.to_string().starts_with("server `down`: "), "{err}");
     assert!(err.to_string().contains("Connection refused"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_before_the_answer_is_resumed_with_last_event_id() {
+    let script = Arc::new(Script::default());
+    script.cut_calls.store(true, Ordering::SeqCst);
+    let port = serve(Arc::clone(&script), None).await;
+    let client = mcp_http::connect(
+        HttpConfig::new("scripted", format!("http://127.0.0.1:{port}/mcp")),
+        session(),
+    )
+    .await
+    .unwrap();
+    let result = client
+        .call_tool(echo(), RequestOptions::DEFAULT)
+        .await
+        .unwrap();
+    assert_eq!(
+        format!("{:?}", result.content[0]),
+        r#"Text(TextContent { text: "resumed", annotations: None, meta: None, extra: {} })"#
+    );
+    let resume = script
+        .seen()
+        .into_iter()
+        .find(|s| s.method == Method::GET && s.headers.contains_key("last-event-id"))
+        .expect("a GET resumed the stream");
+    assert_eq!(resume.headers["last-event-id"], "cut-1");
+    assert_eq!(resume.headers["mcp-session-id"], "sess-1");
+    assert_eq!(resume.headers["accept"], "text/event-stream");
 }
