@@ -1,9 +1,12 @@
 //! Test support for the workspace: the fake MCP server binary `mcp-fake-server`, which
-//! misbehaves on demand (see its `--help`), the fake host `mcp-fake-host`, and helpers to
-//! find those binaries and to watch process groups. Never a dependency of a product crate.
+//! misbehaves on demand over stdio (see its doc), the in-process fake HTTP server
+//! [`fake_http`], which misbehaves at the HTTP layer, the fake host `mcp-fake-host`, and helpers
+//! to find those binaries and to watch process groups. Never a dependency of a product crate.
 
 // Test support reports on the terminal and fails loudly.
 #![allow(clippy::print_stderr, clippy::unwrap_used)]
+
+pub mod fake_http;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -9,3 +9,5 @@ mod sse_fixtures;
 mod client;
 // The server half on loopback: our client against it, and raw requests for every rule.
 mod server;
+// The client against the testkit's fake HTTP server, one HTTP-layer fault at a time.
+mod faults;

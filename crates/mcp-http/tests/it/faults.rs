@@ -1,0 +1,86 @@
+//! The client against the testkit's fake HTTP server, one HTTP-layer fault at a time. After
+//! each, the call has ended (a result or a clear error) and another connection to the same
+//! server is unaffected.
+
+use mcp_http::HttpConfig;
+use mcp_protocol::schema::{CallToolParams, ContentBlock, Implementation};
+use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_session::Client;
+use mcp_testkit::fake_http::{FakeHttp, Fault};
+
+async fn client(fake: &FakeHttp) -> Client {
+    let session = ClientConfig::new(Implementation::new("faults".into(), "0".into()));
+    mcp_http::connect(HttpConfig::new("fake", fake.url.clone()), session)
+        .await
+        .unwrap()
+}
+
+async fn call(client: &Client) -> Result<String, mcp_session::Error> {
+    let result = client
+        .call_tool(CallToolParams::new("echo".into()), RequestOptions::DEFAULT)
+        .await?;
+    match &result.content[0] {
+        ContentBlock::Text(t) => Ok(t.text.clone()),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// Runs `fault` against one connection, then checks a second, untouched one still works.
+async fn check(fault: Fault) -> Result<String, mcp_session::Error> {
+    let fake = FakeHttp::start().await;
+    let witness = client(&fake).await;
+    let victim = client(&fake).await;
+    fake.set_fault(fault);
+    let outcome = call(&victim).await;
+    fake.set_fault(Fault::None);
+    assert_eq!(call(&witness).await.unwrap(), "called", "after {fault:?}");
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_5xx_fails_the_call_with_the_status_and_body() {
+    let err = check(Fault::ServerError).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("HTTP 503 Service Unavailable: overloaded, try later"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_closed_after_priming_is_resumed() {
+    assert_eq!(check(Fault::CloseAfterPriming).await.unwrap(), "resumed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_reset_mid_stream_is_resumed_from_the_last_whole_event() {
+    let fake = FakeHttp::start().await;
+    let victim = client(&fake).await;
+    fake.set_fault(Fault::ResetMidStream);
+    assert_eq!(call(&victim).await.unwrap(), "resumed");
+    // The half-sent event 2 was never committed: the resume starts after the priming event.
+    let resume = fake
+        .seen()
+        .into_iter()
+        .find(|s| s.headers.contains_key("last-event-id"))
+        .unwrap();
+    assert_eq!(resume.headers["last-event-id"], "1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_trickle_still_delivers_the_answer() {
+    assert_eq!(check(Fault::Trickle).await.unwrap(), "called");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_404_for_a_known_session_ends_it() {
+    let fake = FakeHttp::start().await;
+    let victim = client(&fake).await;
+    fake.set_fault(Fault::ExpireSession);
+    let err = call(&victim).await.unwrap_err();
+    assert!(
+        err.is_closed() && err.to_string().contains("HTTP 404"),
+        "{err}"
+    );
+    assert!(victim.is_closed());
+}
