@@ -39,6 +39,10 @@ pub enum Fault {
     CloseAfterPriming,
     /// `tools/call`'s answer comes one byte every 2 ms.
     Trickle,
+    /// `tools/call`'s stream sends its priming event and then nothing, ever.
+    Hang,
+    /// `tools/call`'s stream carries an event whose data is not JSON, then the answer.
+    Garbage,
 }
 
 /// One request the server saw.
@@ -319,6 +323,23 @@ fn call(state: &State, fault: Fault, id: Option<Value>) -> Response<Scripted> {
                 vec![priming, half],
                 Duration::from_millis(5),
                 true,
+            )
+        }
+        Fault::Hang => respond(
+            StatusCode::OK,
+            "text/event-stream",
+            vec![priming, Bytes::from_static(b": still here\n")],
+            Duration::from_secs(24 * 3600),
+            false,
+        ),
+        Fault::Garbage => {
+            let garbage = Bytes::from_static(b"event: message\ndata: this is not JSON-RPC\n\n");
+            respond(
+                StatusCode::OK,
+                "text/event-stream",
+                vec![priming, garbage, Bytes::from(event)],
+                Duration::ZERO,
+                false,
             )
         }
         Fault::Trickle => {

@@ -84,3 +84,45 @@ async fn a_404_for_a_known_session_ends_it() {
     );
     assert!(victim.is_closed());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_stream_times_out_and_the_server_is_told() {
+    let fake = FakeHttp::start().await;
+    let victim = client(&fake).await;
+    fake.set_fault(Fault::Hang);
+    let options = RequestOptions::DEFAULT.timeout(std::time::Duration::from_millis(300));
+    let err = victim
+        .call_tool(CallToolParams::new("echo".into()), options)
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    fake.set_fault(Fault::None);
+    // The cancellation went out as its own POST.
+    let cancelled = mcp_testkit::wait_until(std::time::Duration::from_secs(5), || {
+        fake.seen()
+            .iter()
+            .any(|s| s.body["method"] == "notifications/cancelled")
+    });
+    assert!(cancelled, "notifications/cancelled was sent");
+    assert_eq!(
+        call(&victim).await.unwrap(),
+        "called",
+        "the connection lives on"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_a_stream_is_a_diagnostic_and_the_answer_still_comes() {
+    let fake = FakeHttp::start().await;
+    let victim = client(&fake).await;
+    fake.set_fault(Fault::Garbage);
+    assert_eq!(call(&victim).await.unwrap(), "called");
+    assert!(
+        victim
+            .diagnostics()
+            .iter()
+            .any(|d| d.contains("not valid JSON")),
+        "{:?}",
+        victim.diagnostics()
+    );
+}
