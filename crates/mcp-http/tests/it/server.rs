@@ -264,8 +264,8 @@ async fn every_rule_a_client_can_break() {
     let (s, _, _) = raw(&url, Method::POST, &bad_version, &list).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
 
-    // GET: a session and text/event-stream are needed; one standalone stream at a time is
-    // checked in the client test. Other methods are 405.
+    // GET needs a session (one standalone stream at a time is checked below). Other methods
+    // are 405.
     let (s, _, _) = raw(&url, Method::GET, &[("accept", "text/event-stream")], "").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (s, headers, _) = raw(&url, Method::PUT, &with_session, "").await;
@@ -315,4 +315,52 @@ async fn idle_sessions_expire_and_the_client_is_told() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     let err = client.list_all_tools().await.unwrap_err();
     assert!(err.to_string().contains("HTTP 404"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_standalone_stream_at_a_time_and_batches_from_2025_03_26() {
+    let mut config = server_config();
+    config.json_response = true;
+    let url = start(config).await;
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"march","version":"1"}}}).to_string();
+    let (s, headers, body) = raw(&url, Method::POST, &[ACCEPT, JSON], &init).await;
+    assert_eq!(
+        (s, body["result"]["protocolVersion"].clone()),
+        (StatusCode::OK, json!("2025-03-26"))
+    );
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let with_session = [ACCEPT, JSON, ("mcp-session-id", sid.as_str())];
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string();
+    raw(&url, Method::POST, &with_session, &note).await;
+
+    // A 2025-03-26 client may batch: every answer comes back, in one JSON array.
+    let batch = json!([{"jsonrpc":"2.0","id":5,"method":"tools/list"},{"jsonrpc":"2.0","id":6,"method":"ping"}]).to_string();
+    let (s, _, body) = raw(&url, Method::POST, &with_session, &batch).await;
+    assert_eq!(s, StatusCode::OK);
+    let mut ids: Vec<i64> = body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [5, 6]);
+
+    // The standalone stream: the first GET holds it, a second one is refused with 409.
+    let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let get = || {
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.uri_mut() = url.parse().unwrap();
+        req.headers_mut()
+            .insert("accept", "text/event-stream".parse().unwrap());
+        req.headers_mut()
+            .insert("mcp-session-id", sid.parse().unwrap());
+        req
+    };
+    let first = client.request(get()).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.headers()["content-type"], "text/event-stream");
+    let second = client.request(get()).await.unwrap();
+    assert_eq!(second.status(), StatusCode::CONFLICT);
+    drop(first);
 }
