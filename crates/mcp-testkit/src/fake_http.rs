@@ -367,3 +367,25 @@ fn call(state: &State, fault: Fault, id: Option<Value>) -> Response<Scripted> {
         }
     }
 }
+
+/// A CA and a `localhost` certificate it signed, for an HTTPS server the client must verify.
+pub fn test_pki() -> (String, tokio_rustls::TlsAcceptor) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".into()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .unwrap();
+    (ca.pem(), tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}

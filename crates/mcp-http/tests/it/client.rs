@@ -13,7 +13,6 @@ use mcp_http::{AuthHook, Challenge, HttpConfig};
 use mcp_protocol::schema::{CallToolParams, Implementation};
 use mcp_protocol::{ClientConfig, RequestOptions};
 use mcp_testkit::fake_http::{FakeHttp, Fault};
-use tokio_rustls::TlsAcceptor;
 
 fn session() -> ClientConfig {
     ClientConfig::new(Implementation::new("it".into(), "0".into()))
@@ -197,31 +196,9 @@ async fn a_401_goes_to_the_auth_hook_and_the_request_is_sent_again() {
     assert!(err.to_string().contains("HTTP 401"), "{err}");
 }
 
-/// A CA and a `localhost` certificate it signed, for an HTTPS server the client must verify.
-fn test_pki() -> (String, TlsAcceptor) {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".into()])
-        .unwrap()
-        .signed_by(&leaf_key, &ca)
-        .unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone()], key)
-        .unwrap();
-    (ca.pem(), TlsAcceptor::from(Arc::new(config)))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_a_private_ca_and_certificate_checks() {
-    let (ca_pem, acceptor) = test_pki();
+    let (ca_pem, acceptor) = mcp_testkit::fake_http::test_pki();
     let fake = FakeHttp::start_with(Some(acceptor)).await;
     let url = fake.url.clone();
 

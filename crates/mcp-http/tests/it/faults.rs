@@ -1,6 +1,6 @@
-//! The client against the testkit's fake HTTP server, one HTTP-layer fault at a time. After
-//! each, the call has ended (a result or a clear error) and another connection to the same
-//! server is unaffected.
+//! The client against the testkit's fake HTTP server, one HTTP-layer fault at a time, over
+//! plain HTTP and over HTTPS. After each, the call has ended (a result or a clear error) and
+//! another connection to the same server is unaffected.
 
 use mcp_http::HttpConfig;
 use mcp_protocol::schema::{CallToolParams, ContentBlock, Implementation};
@@ -8,11 +8,24 @@ use mcp_protocol::{ClientConfig, RequestOptions};
 use mcp_session::Client;
 use mcp_testkit::fake_http::{FakeHttp, Fault};
 
-async fn client(fake: &FakeHttp) -> Client {
+/// A fake over HTTP and one over HTTPS (with the CA the client must trust).
+async fn fakes() -> Vec<(FakeHttp, Option<String>)> {
+    let (ca, acceptor) = mcp_testkit::fake_http::test_pki();
+    vec![
+        (FakeHttp::start().await, None),
+        (FakeHttp::start_with(Some(acceptor)).await, Some(ca)),
+    ]
+}
+
+async fn client_with(fake: &FakeHttp, ca: Option<&String>) -> Client {
     let session = ClientConfig::new(Implementation::new("faults".into(), "0".into()));
-    mcp_http::connect(HttpConfig::new("fake", fake.url.clone()), session)
-        .await
-        .unwrap()
+    let mut config = HttpConfig::new("fake", fake.url.clone());
+    config.extra_roots_pem = ca.map(|c| vec![c.clone().into_bytes()]).unwrap_or_default();
+    mcp_http::connect(config, session).await.unwrap()
+}
+
+async fn client(fake: &FakeHttp) -> Client {
+    client_with(fake, None).await
 }
 
 async fn call(client: &Client) -> Result<String, mcp_session::Error> {
@@ -25,16 +38,32 @@ async fn call(client: &Client) -> Result<String, mcp_session::Error> {
     }
 }
 
-/// Runs `fault` against one connection, then checks a second, untouched one still works.
+/// Runs `fault` against one connection, then checks a second, untouched one still works;
+/// over HTTP and HTTPS, which must agree.
 async fn check(fault: Fault) -> Result<String, mcp_session::Error> {
-    let fake = FakeHttp::start().await;
-    let witness = client(&fake).await;
-    let victim = client(&fake).await;
-    fake.set_fault(fault);
-    let outcome = call(&victim).await;
-    fake.set_fault(Fault::None);
-    assert_eq!(call(&witness).await.unwrap(), "called", "after {fault:?}");
-    outcome
+    let mut outcomes = Vec::new();
+    for (fake, ca) in fakes().await {
+        let witness = client_with(&fake, ca.as_ref()).await;
+        let victim = client_with(&fake, ca.as_ref()).await;
+        fake.set_fault(fault);
+        let outcome = call(&victim).await;
+        fake.set_fault(Fault::None);
+        assert_eq!(
+            call(&witness).await.unwrap(),
+            "called",
+            "after {fault:?} on {}",
+            fake.url
+        );
+        outcomes.push(outcome);
+    }
+    let https = outcomes.pop().unwrap();
+    let http = outcomes.pop().unwrap();
+    assert_eq!(
+        http.is_ok(),
+        https.is_ok(),
+        "HTTP and HTTPS agree on {fault:?}"
+    );
+    http
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
