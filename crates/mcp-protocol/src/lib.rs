@@ -70,6 +70,7 @@ pub use error::{Error, Result};
 pub use jsonrpc::{
     DecodeError, DecodeErrorKind, Decoded, ErrorObject, ErrorResponse, Message, Notification,
     RAW_EXCERPT_LIMIT, RawJson, Request, RequestId, Response, code, decode, decode_message,
+    sniff_id,
 };
 pub use session::{
     ClientConfig, ClientEvent, ClientInfo, ClientSession, Reply, RequestHandler, RequestOptions,

@@ -14,7 +14,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::{Notify, watch};
 
 use crate::child::{self, StderrLog, StdioConfig};
-use crate::codec::{Line, LineDecoder, encode_line, sniff_id};
+use crate::codec::{Line, LineDecoder, encode_line};
 use crate::error::{Error, Result};
 
 /// Starts the server described by `config` and initializes a session with it.
@@ -247,7 +247,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                             core.diagnostic(format!(
                                 "discarded a stdout line of {len} bytes, over the limit of {max_line} bytes"
                             ));
-                            if let Some(id) = sniff_id(&head) {
+                            if let Some(id) = mcp_protocol::sniff_id(&head) {
                                 core.fail_request(
                                     &id,
                                     &format!("the response was {len} bytes, over the limit of {max_line} bytes"),

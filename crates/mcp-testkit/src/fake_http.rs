@@ -43,6 +43,8 @@ pub enum Fault {
     Hang,
     /// `tools/call`'s stream carries an event whose data is not JSON, then the answer.
     Garbage,
+    /// `tools/call`'s answer is 64 KiB of text, with its id first.
+    Huge,
 }
 
 /// One request the server saw.
@@ -332,6 +334,19 @@ fn call(state: &State, fault: Fault, id: Option<Value>) -> Response<Scripted> {
             Duration::from_secs(24 * 3600),
             false,
         ),
+        Fault::Huge => {
+            let text = "x".repeat(64 << 10);
+            let result =
+                json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":text}]}});
+            let event = format!("event: message\nid: 2\ndata: {result}\n\n");
+            respond(
+                StatusCode::OK,
+                "text/event-stream",
+                vec![priming, Bytes::from(event)],
+                Duration::ZERO,
+                false,
+            )
+        }
         Fault::Garbage => {
             let garbage = Bytes::from_static(b"event: message\ndata: this is not JSON-RPC\n\n");
             respond(

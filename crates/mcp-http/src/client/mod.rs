@@ -705,6 +705,16 @@ async fn read_events(
             let event = match event {
                 Ok(event) => event,
                 Err(e) => {
+                    // An answer too large to deliver fails its request now rather than at
+                    // its timeout, when its id is within reach.
+                    if let sse::Error::TooLarge { head, .. } = &e
+                        && let Some(id) = mcp_protocol::sniff_id(head)
+                    {
+                        core.fail_request(&id, &e.to_string());
+                        if Some(&id) == request {
+                            answered = true;
+                        }
+                    }
                     core.diagnostic(e.to_string());
                     continue;
                 }

@@ -13,6 +13,9 @@ mod tests;
 
 use std::fmt;
 
+/// How many bytes of an oversized event's data are kept to report it.
+const HEAD: usize = 256;
+
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -32,6 +35,8 @@ pub enum Error {
     TooLarge {
         /// The limit in bytes.
         limit: usize,
+        /// The first bytes of its data, to tell which request it answered.
+        head: Vec<u8>,
     },
     /// The `data` of an event was not UTF-8; the event was skipped.
     InvalidUtf8,
@@ -40,7 +45,7 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::TooLarge { limit } => write!(
+            Self::TooLarge { limit, .. } => write!(
                 f,
                 "an SSE event was larger than {limit} bytes and was skipped"
             ),
@@ -70,6 +75,8 @@ pub struct Decoder {
     event: Option<String>,
     /// Set when the current event went over the limit: it is dropped at dispatch.
     oversized: bool,
+    /// The first bytes of the oversized event's data.
+    oversize_head: Vec<u8>,
     /// The id the stream has committed: set at each dispatch from `id_buffer`.
     last_id: Option<String>,
     /// The WHATWG "last event ID buffer": set by `id` fields, committed at the blank line, so
@@ -92,6 +99,7 @@ impl Decoder {
             has_data: false,
             event: None,
             oversized: false,
+            oversize_head: Vec::new(),
             last_id: None,
             id_buffer: None,
             retry: None,
@@ -150,6 +158,12 @@ impl Decoder {
                 _ if self.skipping_line => {}
                 _ if self.line.len() >= self.max + 16 => {
                     // A field name and separator take a few bytes beyond the data itself.
+                    if !self.oversized {
+                        let value = self.line.strip_prefix(b"data:").unwrap_or(&self.line);
+                        let value = value.strip_prefix(b" ").unwrap_or(value);
+                        self.oversize_head = [&self.data[..], value].concat();
+                        self.oversize_head.truncate(HEAD);
+                    }
                     self.skipping_line = true;
                     self.oversized = true;
                     self.line.clear();
@@ -193,6 +207,10 @@ impl Decoder {
         match name {
             b"data" => {
                 if self.data.len() + value.len() + 1 > self.max {
+                    if !self.oversized {
+                        self.oversize_head = [&self.data[..], value].concat();
+                        self.oversize_head.truncate(HEAD);
+                    }
                     self.oversized = true;
                     self.data.clear();
                 } else if !self.oversized {
@@ -220,8 +238,11 @@ impl Decoder {
         let has_data = std::mem::take(&mut self.has_data);
         let mut data = std::mem::take(&mut self.data);
         if std::mem::take(&mut self.oversized) {
-            self.ready
-                .push_back(Err(Error::TooLarge { limit: self.max }));
+            let head = std::mem::take(&mut self.oversize_head);
+            self.ready.push_back(Err(Error::TooLarge {
+                limit: self.max,
+                head,
+            }));
             return;
         }
         if !has_data {

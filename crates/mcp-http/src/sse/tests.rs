@@ -95,8 +95,14 @@ fn oversized_events_are_skipped_and_the_stream_goes_on() {
     assert_eq!(
         events(&mut d),
         [
-            Err(Error::TooLarge { limit: 16 }),
-            Err(Error::TooLarge { limit: 16 }),
+            Err(Error::TooLarge {
+                limit: 16,
+                head: b"0123456789\n0123456789".to_vec()
+            }),
+            Err(Error::TooLarge {
+                limit: 16,
+                head: vec![b'x'; 26]
+            }),
             ev("message", "ok", None)
         ]
     );

@@ -155,3 +155,21 @@ async fn garbage_on_a_stream_is_a_diagnostic_and_the_answer_still_comes() {
         victim.diagnostics()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_size_limit_fails_its_call_at_once() {
+    let fake = FakeHttp::start().await;
+    let session = ClientConfig::new(Implementation::new("faults".into(), "0".into()));
+    let mut config = HttpConfig::new("fake", fake.url.clone());
+    config.max_message_bytes = 4096;
+    let victim = mcp_http::connect(config, session).await.unwrap();
+    fake.set_fault(Fault::Huge);
+    let err = call(&victim).await.unwrap_err();
+    assert!(err.to_string().contains("larger than 4096 bytes"), "{err}");
+    fake.set_fault(Fault::None);
+    assert_eq!(
+        call(&victim).await.unwrap(),
+        "called",
+        "the connection lives on"
+    );
+}

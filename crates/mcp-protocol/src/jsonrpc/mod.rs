@@ -349,6 +349,58 @@ impl DecodeError {
     }
 }
 
+/// Finds the top-level `"id"` of a JSON-RPC message from the first bytes of a frame too large
+/// to decode, so that the request it answers can be failed rather than left to time out.
+///
+/// Only a key of the outermost object counts: an `"id"` inside `params` or `result` is never
+/// taken for the message's. `None` when the id is not within `head` (servers that write it
+/// last) or is not a string or an integer.
+pub fn sniff_id(head: &[u8]) -> Option<RequestId> {
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                if j >= bytes.len() {
+                    return None;
+                }
+                let after = text[j + 1..].trim_start();
+                if depth == 1 && &text[start..j] == "id" && after.starts_with(':') {
+                    let value = after[1..].trim_start();
+                    if let Some(s) = value.strip_prefix('"') {
+                        return s
+                            .find('"')
+                            .map(|end| RequestId::String(s[..end].to_owned()));
+                    }
+                    let digits: String = value
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit() || *c == '-')
+                        .collect();
+                    let complete = value.len() > digits.len();
+                    return complete
+                        .then(|| digits.parse().ok().map(RequestId::Number))
+                        .flatten();
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Decodes one frame (a stdio line, an HTTP body, an SSE `data` field).
 pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());

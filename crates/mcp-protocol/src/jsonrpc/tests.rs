@@ -113,6 +113,26 @@ fn duplicate_envelope_members_are_invalid() {
     assert_eq!(err.kind, DecodeErrorKind::InvalidRequest);
 }
 
+#[test]
+fn sniffing_finds_only_the_outer_id() {
+    assert_eq!(
+        sniff_id(br#"{"jsonrpc":"2.0","id":7,"result":{"#),
+        Some(RequestId::Number(7))
+    );
+    assert_eq!(
+        sniff_id(br#"{"jsonrpc":"2.0", "id" : "abc","#),
+        Some(RequestId::from("abc"))
+    );
+    // An id inside the result is not the message's; the real one comes last, out of reach.
+    assert_eq!(
+        sniff_id(br#"{"result":{"content":[{"id":3,"text":"x\"id\":4"}]},"jsonrpc":"2.0","#),
+        None
+    );
+    assert_eq!(sniff_id(br#"{"jsonrpc":"2.0","method":"x"#), None);
+    // A number cut by the end of the head is not trusted.
+    assert_eq!(sniff_id(br#"{"id":12"#), None);
+}
+
 mod proptests {
     use proptest::prelude::*;
 

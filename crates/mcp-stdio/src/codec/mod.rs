@@ -169,21 +169,3 @@ pub fn encode_line(message: &mcp_protocol::Message, out: &mut Vec<u8>) {
     message.encode_into(out);
     out.push(b'\n');
 }
-
-/// Finds the `"id"` of a JSON-RPC message in the first bytes of a line, for an oversized
-/// response whose request must be failed rather than left to time out.
-pub fn sniff_id(head: &[u8]) -> Option<mcp_protocol::RequestId> {
-    let text = std::str::from_utf8(head)
-        .unwrap_or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default());
-    let at = text.find("\"id\"")? + 4;
-    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
-    if let Some(s) = rest.strip_prefix('"') {
-        let end = s.find('"')?;
-        return Some(mcp_protocol::RequestId::String(s[..end].to_owned()));
-    }
-    let digits: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    digits.parse().ok().map(mcp_protocol::RequestId::Number)
-}
