@@ -30,6 +30,9 @@ pub enum Error {
         /// The issuer it states.
         found: String,
     },
+    /// The redirect back from the authorization server is not to be trusted or carries no code.
+    #[error("{0}")]
+    Redirect(String),
     /// The authorization server does not support PKCE with S256; authorization must not start.
     #[error(
         "authorization server {issuer} does not support PKCE with S256 ({detail}); refusing to authorize"

@@ -5,8 +5,10 @@
 //! authorization server metadata and what to accept from them ([`discovery`]: RFC 9728 and RFC
 //! 8414 / OpenID Connect in the spec's orders, resource and issuer checks, the canonical
 //! `resource` of RFC 8707), PKCE S256 ([`Pkce`], from random bytes the caller supplies), and
-//! secret types that never print ([`AccessToken`] and friends). The authorization-code flow,
-//! client registration, tokens and their store build on these.
+//! secret types that never print ([`AccessToken`] and friends), and the authorization-code grant
+//! as requests to build and answers to check ([`flow`]: the authorization URL, the redirect's
+//! state and RFC 9207 `iss`, token requests with client authentication, token answers with
+//! `invalid_grant` told apart). Client registration and the token store build on these.
 //!
 //! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness.
 //!
@@ -21,6 +23,7 @@
 pub mod challenge;
 pub mod discovery;
 mod error;
+pub mod flow;
 mod pkce;
 mod secret;
 

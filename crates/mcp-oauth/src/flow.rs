@@ -1,0 +1,512 @@
+//! The authorization-code grant with PKCE, as requests to build and answers to check: the
+//! authorization URL (RFC 8707 `resource`, `state`, S256), the redirect (state, RFC 9207
+//! `iss`, errors), the token requests for a code and for a refresh, client authentication
+//! (`client_secret_basic`, `client_secret_post`, `none`), and token answers (with
+//! `invalid_grant` told apart from a passing failure).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::Deserialize;
+use url::Url;
+use url::form_urlencoded;
+
+use crate::discovery::AuthorizationServerMetadata;
+use crate::error::Error;
+use crate::pkce::Pkce;
+use crate::secret::{AccessToken, AuthorizationCode, ClientSecret, PkceVerifier, RefreshToken};
+
+/// The authorization URL the user's browser is sent to.
+pub fn authorization_url(
+    meta: &AuthorizationServerMetadata,
+    client_id: &str,
+    redirect_uri: &str,
+    resource: &str,
+    scope: Option<&str>,
+    pkce: &Pkce,
+    state: &str,
+) -> Result<Url, Error> {
+    meta.require_pkce_s256()?;
+    let mut url = Url::parse(&meta.authorization_endpoint).map_err(|e| Error::InvalidMetadata {
+        what: "authorization server metadata",
+        detail: format!("authorization_endpoint: {e}"),
+    })?;
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("response_type", "code")
+            .append_pair("client_id", client_id)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("code_challenge", &pkce.challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", state)
+            .append_pair("resource", resource);
+        if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+            q.append_pair("scope", scope);
+        }
+    }
+    Ok(url)
+}
+
+/// Checks the redirect back from the authorization server and takes its code.
+///
+/// The `state` must be the one sent. RFC 9207: when the server advertises
+/// `authorization_response_iss_parameter_supported`, `iss` must be present; whenever it is
+/// present it must equal the issuer exactly. Only then is an `error` in the redirect trusted
+/// enough to be shown.
+pub fn code_from_redirect(
+    redirect: &Url,
+    expected_state: &str,
+    meta: &AuthorizationServerMetadata,
+) -> Result<AuthorizationCode, Error> {
+    let get = |name: &str| {
+        redirect
+            .query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    match get("iss") {
+        Some(iss) if iss != meta.issuer => {
+            return Err(Error::Redirect(format!(
+                "the redirect's iss {iss:?} is not the issuer {:?}; refused",
+                meta.issuer
+            )));
+        }
+        None if meta.authorization_response_iss_parameter_supported == Some(true) => {
+            return Err(Error::Redirect(
+                "the redirect has no iss, which this authorization server promises; refused"
+                    .to_owned(),
+            ));
+        }
+        _ => {}
+    }
+    if get("state").as_deref() != Some(expected_state) {
+        return Err(Error::Redirect(
+            "the redirect's state is not the one sent; refused".to_owned(),
+        ));
+    }
+    if let Some(error) = get("error") {
+        let description = get("error_description").unwrap_or_default();
+        return Err(Error::Redirect(
+            format!("authorization was refused: {error} {description}")
+                .trim_end()
+                .to_owned(),
+        ));
+    }
+    get("code")
+        .filter(|c| !c.is_empty())
+        .map(AuthorizationCode::new)
+        .ok_or_else(|| Error::Redirect("the redirect carries no code".to_owned()))
+}
+
+/// How the client proves itself at the token endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientAuth {
+    /// A public client: `client_id` in the body only.
+    None,
+    /// HTTP Basic with the client id and secret (RFC 6749 §2.3.1).
+    Basic(ClientSecret),
+    /// The secret in the body.
+    Post(ClientSecret),
+}
+
+impl ClientAuth {
+    /// The method for a client with `secret`: the one its registration named if the server
+    /// supports it, else basic when supported (RFC 8414's default when the server lists none),
+    /// else post; `none` without a secret.
+    pub fn choose(
+        meta: &AuthorizationServerMetadata,
+        registered: Option<&str>,
+        secret: Option<&ClientSecret>,
+    ) -> Self {
+        let Some(secret) = secret else {
+            return Self::None;
+        };
+        let supported = meta
+            .token_endpoint_auth_methods_supported
+            .clone()
+            .unwrap_or_else(|| vec!["client_secret_basic".to_owned()]);
+        let has = |m: &str| supported.iter().any(|s| s == m);
+        match registered {
+            Some("client_secret_post") if has("client_secret_post") => Self::Post(secret.clone()),
+            Some("client_secret_basic") if has("client_secret_basic") => {
+                Self::Basic(secret.clone())
+            }
+            Some("none") => Self::None,
+            _ if has("client_secret_basic") => Self::Basic(secret.clone()),
+            _ if has("client_secret_post") => Self::Post(secret.clone()),
+            _ => Self::None,
+        }
+    }
+}
+
+/// A token request: a POST of a form to the token endpoint.
+pub fn token_request(
+    meta: &AuthorizationServerMetadata,
+    client_id: &str,
+    auth: &ClientAuth,
+    grant: Grant<'_>,
+    resource: &str,
+) -> Result<http::Request<Vec<u8>>, Error> {
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    match grant {
+        Grant::Code {
+            code,
+            verifier,
+            redirect_uri,
+        } => {
+            form.append_pair("grant_type", "authorization_code")
+                .append_pair("code", code.secret())
+                .append_pair("code_verifier", verifier.secret())
+                .append_pair("redirect_uri", redirect_uri);
+        }
+        Grant::Refresh { token, scope } => {
+            form.append_pair("grant_type", "refresh_token")
+                .append_pair("refresh_token", token.secret());
+            if let Some(scope) = scope {
+                form.append_pair("scope", scope);
+            }
+        }
+    }
+    form.append_pair("resource", resource);
+    let mut builder = http::Request::post(&meta.token_endpoint)
+        .header(
+            http::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .header(http::header::ACCEPT, "application/json");
+    match auth {
+        ClientAuth::Basic(secret) => {
+            let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let pair = format!("{}:{}", enc(client_id), enc(secret.secret()));
+            let mut value =
+                http::HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair))).map_err(
+                    |_| Error::Redirect("the client id cannot be sent in a header".to_owned()),
+                )?;
+            value.set_sensitive(true);
+            builder = builder.header(http::header::AUTHORIZATION, value);
+        }
+        ClientAuth::Post(secret) => {
+            form.append_pair("client_id", client_id)
+                .append_pair("client_secret", secret.secret());
+        }
+        ClientAuth::None => {
+            form.append_pair("client_id", client_id);
+        }
+    }
+    builder
+        .body(form.finish().into_bytes())
+        .map_err(|e| Error::InvalidMetadata {
+            what: "authorization server metadata",
+            detail: format!("token_endpoint: {e}"),
+        })
+}
+
+/// What is exchanged for tokens.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Grant<'a> {
+    /// The code from the redirect, with the verifier of its challenge.
+    Code {
+        /// The code.
+        code: &'a AuthorizationCode,
+        /// The PKCE verifier.
+        verifier: &'a PkceVerifier,
+        /// The same redirect URI as in the authorization request.
+        redirect_uri: &'a str,
+    },
+    /// A refresh token, optionally for a narrower scope.
+    Refresh {
+        /// The refresh token.
+        token: &'a RefreshToken,
+        /// The scope, if narrower than the original.
+        scope: Option<&'a str>,
+    },
+}
+
+/// Tokens from the token endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Tokens {
+    /// The access token.
+    pub access_token: AccessToken,
+    /// Seconds until it expires, if the server says.
+    pub expires_in: Option<u64>,
+    /// A new refresh token: always kept, replacing the old one (rotation).
+    pub refresh_token: Option<RefreshToken>,
+    /// The scope granted, if it differs from the one asked.
+    pub scope: Option<String>,
+}
+
+/// Why the token endpoint refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The grant is dead (`invalid_grant`): the user must authorize again. Never retried.
+    #[error("the authorization is no longer valid ({0}); sign in again")]
+    InvalidGrant(String),
+    /// Another OAuth error (`invalid_client`, `invalid_scope`, ...).
+    #[error("the token endpoint refused: {0}")]
+    Refused(String),
+    /// A failure that may pass (5xx, a body that is not an answer): try again later.
+    #[error("the token endpoint failed for now (HTTP {status}); try again later")]
+    Transient {
+        /// The HTTP status.
+        status: u16,
+    },
+}
+
+#[derive(Deserialize)]
+struct RawTokens {
+    access_token: String,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    expires_in: Option<u64>,
+    #[serde(default)]
+    refresh_token: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawError {
+    error: String,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// Reads the token endpoint's answer.
+pub fn tokens_from_response(status: u16, body: &[u8]) -> Result<Tokens, TokenError> {
+    if (200..300).contains(&status) {
+        let raw: RawTokens =
+            serde_json::from_slice(body).map_err(|_| TokenError::Transient { status })?;
+        if raw
+            .token_type
+            .as_deref()
+            .is_some_and(|t| !t.eq_ignore_ascii_case("bearer"))
+        {
+            return Err(TokenError::Refused(
+                "the token is not a Bearer token".to_owned(),
+            ));
+        }
+        return Ok(Tokens {
+            access_token: AccessToken::new(raw.access_token),
+            expires_in: raw.expires_in,
+            refresh_token: raw.refresh_token.map(RefreshToken::new),
+            scope: raw.scope,
+        });
+    }
+    match serde_json::from_slice::<RawError>(body) {
+        Ok(e) if (400..500).contains(&status) => {
+            // The description is the server's text: shown, but cut short.
+            let description: String = e
+                .error_description
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            let text = format!("{} {}", e.error, description).trim_end().to_owned();
+            if e.error == "invalid_grant" {
+                Err(TokenError::InvalidGrant(text))
+            } else {
+                Err(TokenError::Refused(text))
+            }
+        }
+        _ => Err(TokenError::Transient { status }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(extra: &str) -> AuthorizationServerMetadata {
+        let body = format!(
+            r#"{{"issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","code_challenge_methods_supported":["S256"]{extra}}}"#
+        );
+        AuthorizationServerMetadata::parse(body.as_bytes(), "https://auth.example.com").unwrap()
+    }
+
+    #[test]
+    fn the_authorization_url_carries_pkce_state_and_resource() {
+        let pkce = Pkce::from_verifier(PkceVerifier::new(
+            "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+        ));
+        let url = authorization_url(
+            &meta(""),
+            "client-1",
+            "http://127.0.0.1:5000/callback",
+            "https://mcp.example.com/mcp",
+            Some("a b"),
+            &pkce,
+            "st-1",
+        )
+        .unwrap();
+        let q: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("response_type"), Some("code"));
+        assert_eq!(
+            get("code_challenge"),
+            Some("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+        );
+        assert_eq!(get("code_challenge_method"), Some("S256"));
+        assert_eq!(get("resource"), Some("https://mcp.example.com/mcp"));
+        assert_eq!(get("scope"), Some("a b"));
+        assert_eq!(get("state"), Some("st-1"));
+        assert!(
+            !url.as_str().contains("dBjftJeZ"),
+            "the verifier never leaves before the exchange"
+        );
+        let no_pkce = AuthorizationServerMetadata::parse(
+            br#"{"issuer":"https://a","authorization_endpoint":"https://a/x","token_endpoint":"https://a/t"}"#,
+            "https://a",
+        )
+        .unwrap();
+        assert!(matches!(
+            authorization_url(&no_pkce, "c", "r", "s", None, &pkce, "x"),
+            Err(Error::PkceNotSupported { .. })
+        ));
+    }
+
+    #[test]
+    fn the_redirect_is_checked_for_state_and_iss() {
+        let m = meta("");
+        let ok = Url::parse(
+            "http://127.0.0.1:5000/callback?code=abc&state=st-1&iss=https%3A%2F%2Fauth.example.com",
+        )
+        .unwrap();
+        assert_eq!(code_from_redirect(&ok, "st-1", &m).unwrap().secret(), "abc");
+        let bad_state = Url::parse("http://x/cb?code=abc&state=other").unwrap();
+        assert!(code_from_redirect(&bad_state, "st-1", &m).is_err());
+        let bad_iss =
+            Url::parse("http://x/cb?code=abc&state=st-1&iss=https://evil.example&error=x").unwrap();
+        let err = code_from_redirect(&bad_iss, "st-1", &m)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("is not the issuer") && !err.contains("error=x"),
+            "{err}"
+        );
+        let promised = meta(r#","authorization_response_iss_parameter_supported":true"#);
+        let missing = Url::parse("http://x/cb?code=abc&state=st-1").unwrap();
+        assert!(code_from_redirect(&missing, "st-1", &promised).is_err());
+        let denied =
+            Url::parse("http://x/cb?state=st-1&error=access_denied&error_description=no").unwrap();
+        assert!(
+            code_from_redirect(&denied, "st-1", &m)
+                .unwrap_err()
+                .to_string()
+                .contains("access_denied no")
+        );
+    }
+
+    #[test]
+    fn client_authentication_is_chosen_from_metadata_and_registration() {
+        let secret = ClientSecret::new("s3cr3t");
+        assert_eq!(ClientAuth::choose(&meta(""), None, None), ClientAuth::None);
+        assert_eq!(
+            ClientAuth::choose(&meta(""), None, Some(&secret)),
+            ClientAuth::Basic(secret.clone()),
+            "RFC 8414 default"
+        );
+        let post_only = meta(r#","token_endpoint_auth_methods_supported":["client_secret_post"]"#);
+        assert_eq!(
+            ClientAuth::choose(&post_only, None, Some(&secret)),
+            ClientAuth::Post(secret.clone())
+        );
+        let both = meta(
+            r#","token_endpoint_auth_methods_supported":["client_secret_basic","client_secret_post"]"#,
+        );
+        assert_eq!(
+            ClientAuth::choose(&both, Some("client_secret_post"), Some(&secret)),
+            ClientAuth::Post(secret)
+        );
+    }
+
+    #[test]
+    fn token_requests_carry_resource_verifier_and_client_auth() {
+        let m = meta("");
+        let code = AuthorizationCode::new("the-code");
+        let verifier = PkceVerifier::new("the-verifier");
+        let grant = Grant::Code {
+            code: &code,
+            verifier: &verifier,
+            redirect_uri: "http://127.0.0.1:5000/callback",
+        };
+        let req = token_request(
+            &m,
+            "client 1",
+            &ClientAuth::Basic(ClientSecret::new("s:3")),
+            grant,
+            "https://mcp.example.com/mcp",
+        )
+        .unwrap();
+        let body = String::from_utf8(req.body().clone()).unwrap();
+        assert!(
+            body.contains("grant_type=authorization_code")
+                && body.contains("code_verifier=the-verifier")
+        );
+        assert!(body.contains("resource=https%3A%2F%2Fmcp.example.com%2Fmcp"));
+        assert!(
+            !body.contains("client_secret"),
+            "basic puts the secret in the header only"
+        );
+        let auth = req.headers()[http::header::AUTHORIZATION].clone();
+        assert!(auth.is_sensitive());
+        assert_eq!(
+            auth.to_str().unwrap(),
+            format!("Basic {}", STANDARD.encode("client+1:s%3A3"))
+        );
+
+        let refresh = RefreshToken::new("r-1");
+        let req = token_request(
+            &m,
+            "c",
+            &ClientAuth::None,
+            Grant::Refresh {
+                token: &refresh,
+                scope: None,
+            },
+            "https://mcp.example.com/mcp",
+        )
+        .unwrap();
+        let body = String::from_utf8(req.body().clone()).unwrap();
+        assert_eq!(
+            body,
+            "grant_type=refresh_token&refresh_token=r-1&resource=https%3A%2F%2Fmcp.example.com%2Fmcp&client_id=c"
+        );
+    }
+
+    #[test]
+    fn token_answers_and_failures() {
+        let t = tokens_from_response(200, br#"{"access_token":"at","token_type":"Bearer","expires_in":3600,"refresh_token":"rt2"}"#).unwrap();
+        assert_eq!(
+            (
+                t.access_token.secret(),
+                t.expires_in,
+                t.refresh_token.unwrap().secret().to_owned()
+            ),
+            ("at", Some(3600), "rt2".to_owned())
+        );
+        assert!(
+            matches!(tokens_from_response(400, br#"{"error":"invalid_grant","error_description":"expired"}"#), Err(TokenError::InvalidGrant(d)) if d == "invalid_grant expired")
+        );
+        assert!(matches!(
+            tokens_from_response(401, br#"{"error":"invalid_client"}"#),
+            Err(TokenError::Refused(_))
+        ));
+        assert_eq!(
+            tokens_from_response(503, b"<html>"),
+            Err(TokenError::Transient { status: 503 })
+        );
+        assert_eq!(
+            tokens_from_response(200, b"not json"),
+            Err(TokenError::Transient { status: 200 })
+        );
+        let shown = format!(
+            "{:?}",
+            tokens_from_response(200, br#"{"access_token":"very-secret"}"#)
+        );
+        assert!(!shown.contains("very-secret"), "{shown}");
+    }
+}
