@@ -30,6 +30,9 @@ pub enum Error {
         /// The issuer it states.
         found: String,
     },
+    /// Dynamic client registration failed.
+    #[error("client registration failed: {0}")]
+    Registration(String),
     /// The redirect back from the authorization server is not to be trusted or carries no code.
     #[error("{0}")]
     Redirect(String),

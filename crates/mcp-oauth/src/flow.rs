@@ -15,6 +15,34 @@ use crate::error::Error;
 use crate::pkce::Pkce;
 use crate::secret::{AccessToken, AuthorizationCode, ClientSecret, PkceVerifier, RefreshToken};
 
+/// The scope to ask for: the one the 401 challenge named, else what the protected resource
+/// says it supports, else none (SPEC.md §5.7).
+pub fn select_scope(
+    challenge_scope: Option<&str>,
+    resource_scopes: Option<&[String]>,
+) -> Option<String> {
+    challenge_scope
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| {
+            resource_scopes
+                .filter(|s| !s.is_empty())
+                .map(|s| s.join(" "))
+        })
+}
+
+/// The scope for a step-up after 403 `insufficient_scope`: what was asked before, plus what the
+/// challenge names, each once.
+pub fn step_up_scope(previous: Option<&str>, challenged: &str) -> String {
+    let mut scopes: Vec<&str> = previous.unwrap_or_default().split_whitespace().collect();
+    for s in challenged.split_whitespace() {
+        if !scopes.contains(&s) {
+            scopes.push(s);
+        }
+    }
+    scopes.join(" ")
+}
+
 /// The authorization URL the user's browser is sent to.
 pub fn authorization_url(
     meta: &AuthorizationServerMetadata,
@@ -325,6 +353,25 @@ mod tests {
             r#"{{"issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","code_challenge_methods_supported":["S256"]{extra}}}"#
         );
         AuthorizationServerMetadata::parse(body.as_bytes(), "https://auth.example.com").unwrap()
+    }
+
+    #[test]
+    fn scope_selection_and_step_up() {
+        let supported = vec!["read".to_owned(), "write".to_owned()];
+        assert_eq!(
+            select_scope(Some("files:read"), Some(&supported)).as_deref(),
+            Some("files:read")
+        );
+        assert_eq!(
+            select_scope(None, Some(&supported)).as_deref(),
+            Some("read write")
+        );
+        assert_eq!(select_scope(Some(" "), None), None);
+        assert_eq!(
+            step_up_scope(Some("read write"), "write admin"),
+            "read write admin"
+        );
+        assert_eq!(step_up_scope(None, "admin"), "admin");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod discovery;
 mod error;
 pub mod flow;
 mod pkce;
+pub mod registration;
 mod secret;
 
 // The public interface is:
