@@ -460,9 +460,14 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
     loop {
         let req = inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None);
         let sent = inner.base.pool().request(req);
-        // A request's answer may take as long as the session allows; the session times it out.
+        // A request's answer may take as long as the session allows; the session times it out,
+        // and closing the connection stops the wait.
         let resp = if id.is_some() {
-            sent.await.map_err(|e| chain(&e))
+            let mut closed = inner.closed.clone();
+            tokio::select! {
+                r = sent => r.map_err(|e| chain(&e)),
+                _ = closed.wait_for(|c| *c) => return,
+            }
         } else {
             match tokio::time::timeout(inner.config.post_timeout, sent).await {
                 Ok(r) => r.map_err(|e| chain(&e)),
