@@ -30,6 +30,9 @@ pub enum Error {
         /// The issuer it states.
         found: String,
     },
+    /// The token store's contents could not be read.
+    #[error("{0}")]
+    Store(String),
     /// Dynamic client registration failed.
     #[error("client registration failed: {0}")]
     Registration(String),

@@ -8,7 +8,8 @@
 //! secret types that never print ([`AccessToken`] and friends), and the authorization-code grant
 //! as requests to build and answers to check ([`flow`]: the authorization URL, the redirect's
 //! state and RFC 9207 `iss`, token requests with client authentication, token answers with
-//! `invalid_grant` told apart). Client registration and the token store build on these.
+//! `invalid_grant` told apart), client identity and registration ([`registration`]), and the
+//! token store's contents ([`store`]; the host reads and writes the file).
 //!
 //! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness.
 //!
@@ -27,6 +28,7 @@ pub mod flow;
 mod pkce;
 pub mod registration;
 mod secret;
+pub mod store;
 
 // The public interface is:
 pub use challenge::BearerChallenge;

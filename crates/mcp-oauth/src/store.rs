@@ -1,0 +1,254 @@
+//! The token store's contents: seed 000's `mcp-auth.json` (`{"version":1,"servers":{...}}`,
+//! `expires_at` in milliseconds), as types whose secrets never print, and the rules for
+//! updating them. Reading and writing the file (atomically, mode 0600, under a lock) is the
+//! host's: this crate does no I/O.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::flow::Tokens;
+use crate::secret::{AccessToken, ClientSecret, RefreshToken};
+
+/// What is kept for one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerTokens {
+    /// The access token.
+    pub access_token: AccessToken,
+    /// The refresh token, if the server gave one.
+    pub refresh_token: Option<RefreshToken>,
+    /// When the access token expires, in milliseconds since the Unix epoch.
+    pub expires_at_ms: Option<u64>,
+    /// Always `Bearer` in practice.
+    pub token_type: String,
+    /// The scope granted.
+    pub scope: Option<String>,
+    /// The client the tokens were issued to.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<ClientSecret>,
+    /// The authorization server that issued them: credentials are never reused with another.
+    pub issuer: Option<String>,
+}
+
+impl ServerTokens {
+    /// The record after a token answer at `now_ms`. A new refresh token replaces the old one;
+    /// when the answer has none, the old one is kept (servers need not rotate).
+    pub fn updated(tokens: Tokens, now_ms: u64, previous: Option<&Self>) -> Self {
+        Self {
+            access_token: tokens.access_token,
+            refresh_token: tokens
+                .refresh_token
+                .or_else(|| previous.and_then(|p| p.refresh_token.clone())),
+            expires_at_ms: tokens
+                .expires_in
+                .map(|s| now_ms.saturating_add(s.saturating_mul(1000))),
+            token_type: "Bearer".to_owned(),
+            scope: tokens
+                .scope
+                .or_else(|| previous.and_then(|p| p.scope.clone())),
+            client_id: previous.and_then(|p| p.client_id.clone()),
+            client_secret: previous.and_then(|p| p.client_secret.clone()),
+            issuer: previous.and_then(|p| p.issuer.clone()),
+        }
+    }
+
+    /// Whether to refresh now: the token expires within `margin_ms` (refresh ahead of expiry,
+    /// not after a failed call). A token without an expiry is used until a 401 says otherwise.
+    pub fn needs_refresh(&self, now_ms: u64, margin_ms: u64) -> bool {
+        self.expires_at_ms
+            .is_some_and(|at| now_ms.saturating_add(margin_ms) >= at)
+    }
+}
+
+/// The whole `mcp-auth.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct AuthFile {
+    /// Tokens by server id.
+    pub servers: BTreeMap<String, ServerTokens>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RawFile {
+    version: u32,
+    #[serde(default)]
+    servers: BTreeMap<String, RawTokens>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RawTokens {
+    access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
+    #[serde(default = "bearer")]
+    token_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issuer: Option<String>,
+}
+
+fn bearer() -> String {
+    "Bearer".to_owned()
+}
+
+impl AuthFile {
+    /// Reads the file's contents. An unknown `version` is refused rather than misread.
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        // serde_json's own message may quote a value (a token in the wrong place): say only
+        // where the problem is.
+        let raw: RawFile = serde_json::from_slice(bytes).map_err(|e| {
+            Error::Store(format!(
+                "mcp-auth.json is not valid ({:?} error at line {}, column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if raw.version != 1 {
+            return Err(Error::Store(format!(
+                "mcp-auth.json has version {}, only 1 is known",
+                raw.version
+            )));
+        }
+        let servers = raw
+            .servers
+            .into_iter()
+            .map(|(id, t)| {
+                let tokens = ServerTokens {
+                    access_token: AccessToken::new(t.access_token),
+                    refresh_token: t.refresh_token.map(RefreshToken::new),
+                    expires_at_ms: t.expires_at,
+                    token_type: t.token_type,
+                    scope: t.scope,
+                    client_id: t.client_id,
+                    client_secret: t.client_secret.map(ClientSecret::new),
+                    issuer: t.issuer,
+                };
+                (id, tokens)
+            })
+            .collect();
+        Ok(Self { servers })
+    }
+
+    /// The file's contents, pretty-printed. This is the one place secrets are written out: to
+    /// the store file, which the host writes with mode 0600.
+    pub fn encode(&self) -> Vec<u8> {
+        let servers = self
+            .servers
+            .iter()
+            .map(|(id, t)| {
+                let raw = RawTokens {
+                    access_token: t.access_token.secret().to_owned(),
+                    refresh_token: t.refresh_token.as_ref().map(|r| r.secret().to_owned()),
+                    expires_at: t.expires_at_ms,
+                    token_type: t.token_type.clone(),
+                    scope: t.scope.clone(),
+                    client_id: t.client_id.clone(),
+                    client_secret: t.client_secret.as_ref().map(|s| s.secret().to_owned()),
+                    issuer: t.issuer.clone(),
+                };
+                (id.clone(), raw)
+            })
+            .collect();
+        let raw = RawFile {
+            version: 1,
+            servers,
+        };
+        let mut out = serde_json::to_vec_pretty(&raw).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"{
+  "version": 1,
+  "servers": {
+    "example-http-server": {
+      "access_token": "at-secret",
+      "refresh_token": "rt-secret",
+      "expires_at": 1760000000000,
+      "token_type": "Bearer",
+      "scope": "files:read",
+      "client_id": "cid",
+      "client_secret": "cs-secret"
+    }
+  }
+}
+"#;
+
+    #[test]
+    fn the_seed_format_round_trips_and_never_prints_secrets() {
+        let file = AuthFile::parse(FILE.as_bytes()).unwrap();
+        let t = &file.servers["example-http-server"];
+        assert_eq!(t.expires_at_ms, Some(1_760_000_000_000));
+        let shown = format!("{file:?}");
+        for secret in ["at-secret", "rt-secret", "cs-secret"] {
+            assert!(!shown.contains(secret), "{secret} printed: {shown}");
+        }
+        assert_eq!(AuthFile::parse(&file.encode()).unwrap(), file);
+        assert!(
+            String::from_utf8(file.encode())
+                .unwrap()
+                .contains("\"expires_at\": 1760000000000")
+        );
+    }
+
+    #[test]
+    fn bad_files_are_refused_without_quoting_them() {
+        let err = AuthFile::parse(br#"{"version":2,"servers":{}}"#).unwrap_err();
+        assert!(err.to_string().contains("version 2"));
+        let err = AuthFile::parse(
+            br#"{"version":1,"servers":{"x":{"access_token":"at","expires_at":"rt-secret"}}}"#,
+        )
+        .unwrap_err();
+        assert!(!err.to_string().contains("rt-secret"), "{err}");
+        assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn refresh_ahead_of_expiry_and_rotation() {
+        let file = AuthFile::parse(FILE.as_bytes()).unwrap();
+        let old = &file.servers["example-http-server"];
+        assert!(!old.needs_refresh(1_759_999_000_000, 60_000));
+        assert!(
+            old.needs_refresh(1_759_999_950_000, 60_000),
+            "within the margin"
+        );
+        let fresh =
+            crate::flow::tokens_from_response(200, br#"{"access_token":"at2","expires_in":60}"#)
+                .unwrap();
+        let updated = ServerTokens::updated(fresh, 1_000, Some(old));
+        assert_eq!(
+            updated.refresh_token.as_ref().unwrap().secret(),
+            "rt-secret",
+            "kept when none is new"
+        );
+        assert_eq!(updated.expires_at_ms, Some(61_000));
+        assert_eq!(updated.client_id.as_deref(), Some("cid"));
+        let rotated = crate::flow::tokens_from_response(
+            200,
+            br#"{"access_token":"at3","refresh_token":"rt3"}"#,
+        )
+        .unwrap();
+        let updated = ServerTokens::updated(rotated, 2_000, Some(&updated));
+        assert_eq!(
+            updated.refresh_token.unwrap().secret(),
+            "rt3",
+            "a new refresh token always replaces the old"
+        );
+    }
+}
