@@ -115,8 +115,15 @@ pub fn registration_from_response(status: u16, body: &[u8]) -> Result<Registrati
         let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         return Err(Error::Registration(format!("HTTP {status}: {text}")));
     }
-    let raw: RawRegistration =
-        serde_json::from_slice(body).map_err(|e| Error::Registration(e.to_string()))?;
+    // Not serde's message: it may quote a value, and the answer holds a client secret.
+    let raw: RawRegistration = serde_json::from_slice(body).map_err(|e| {
+        Error::Registration(format!(
+            "the answer is not a registration ({:?} error at line {}, column {})",
+            e.classify(),
+            e.line(),
+            e.column()
+        ))
+    })?;
     Ok(Registration {
         client_id: raw.client_id,
         client_secret: raw.client_secret.map(ClientSecret::new),
