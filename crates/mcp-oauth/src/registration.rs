@@ -202,4 +202,15 @@ mod tests {
                 .contains("invalid_redirect_uri")
         );
     }
+
+    #[test]
+    fn a_malformed_answer_is_reported_without_its_values() {
+        let err = registration_from_response(201, br#"{"client_id":7,"client_secret":"s3cr3t"}"#)
+            .unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
+        assert!(
+            !err.to_string().contains("s3cr3t") && !err.to_string().contains('7'),
+            "{err}"
+        );
+    }
 }
