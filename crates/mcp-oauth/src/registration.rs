@@ -209,7 +209,7 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
         assert!(
-            !err.to_string().contains("s3cr3t") && !err.to_string().contains('7'),
+            !err.to_string().contains("s3cr3t") && !err.to_string().contains("`7`"),
             "{err}"
         );
     }
