@@ -141,36 +141,52 @@ impl Decoder {
         }
     }
 
-    fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+    /// Splits the bytes at line ends, a run of ordinary bytes at a time.
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some(&first) = bytes.first() {
             if self.after_cr {
                 self.after_cr = false;
-                if b == b'\n' {
+                if first == b'\n' {
+                    bytes = &bytes[1..];
                     continue;
                 }
             }
-            match b {
-                b'\n' => self.end_line(),
-                b'\r' => {
-                    self.after_cr = true;
+            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+                None => {
+                    self.append(bytes);
+                    return;
+                }
+                Some(i) => {
+                    self.append(&bytes[..i]);
+                    self.after_cr = bytes[i] == b'\r';
+                    bytes = &bytes[i + 1..];
                     self.end_line();
                 }
-                _ if self.skipping_line => {}
-                _ if self.line.len() >= self.max + 16 => {
-                    // A field name and separator take a few bytes beyond the data itself.
-                    if !self.oversized {
-                        let value = self.line.strip_prefix(b"data:").unwrap_or(&self.line);
-                        let value = value.strip_prefix(b" ").unwrap_or(value);
-                        self.oversize_head = [&self.data[..], value].concat();
-                        self.oversize_head.truncate(HEAD);
-                    }
-                    self.skipping_line = true;
-                    self.oversized = true;
-                    self.line.clear();
-                }
-                _ => self.line.push(b),
             }
         }
+    }
+
+    /// Adds bytes to the current line, up to the limit; past it the line is skipped.
+    fn append(&mut self, segment: &[u8]) {
+        if self.skipping_line || segment.is_empty() {
+            return;
+        }
+        // A field name and separator take a few bytes beyond the data itself.
+        let room = (self.max + 16).saturating_sub(self.line.len());
+        if segment.len() <= room {
+            self.line.extend_from_slice(segment);
+            return;
+        }
+        self.line.extend_from_slice(&segment[..room]);
+        if !self.oversized {
+            let value = self.line.strip_prefix(b"data:").unwrap_or(&self.line);
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            self.oversize_head = [&self.data[..], value].concat();
+            self.oversize_head.truncate(HEAD);
+        }
+        self.skipping_line = true;
+        self.oversized = true;
+        self.line.clear();
     }
 
     /// The next complete event, or an event that had to be skipped.
