@@ -11,6 +11,10 @@
 //!   `TCP_NODELAY`; bodies are always read to the end so connections are reused.
 //! - [`AuthHook`]: supplies `Authorization` and hears about 401 and 403 with their
 //!   `WWW-Authenticate` challenge. This crate knows nothing of OAuth.
+//! - [`serve_http`] (with [`bind`] and [`HttpServerConfig`]): the server half, for the gateway
+//!   and for tests. One endpoint; each session is an `mcp-session` `ServerCore` answering with
+//!   the caller's `Handler`; `Origin` and `Host` are checked against DNS rebinding, an optional
+//!   bearer token is required, and bodies are bounded.
 //!
 //! # Optional features
 //!

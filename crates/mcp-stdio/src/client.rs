@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcp_protocol::{ClientConfig, ClientSession};
 use mcp_session::{Client, Core, Pending, Transport};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 use tokio::net::unix::pipe;
 use tokio::sync::{Notify, watch};
 
@@ -310,27 +310,15 @@ async fn pipe_write_loop(inner: Arc<Inner>) {
 
 /// Sends whatever is queued, all of it in one write, until the host closes.
 async fn stream_write_loop(
-    mut writer: Box<dyn AsyncWrite + Unpin + Send>,
+    writer: Box<dyn AsyncWrite + Unpin + Send>,
     inner: Arc<Inner>,
     exited: watch::Sender<Option<String>>,
 ) {
-    loop {
-        let (buf, closing) = {
-            let mut out = inner.out();
-            (std::mem::take(&mut out.pending), out.closing)
-        };
-        if !buf.is_empty() {
-            if writer.write_all(&buf).await.is_err() || writer.flush().await.is_err() {
-                break;
-            }
-            continue;
-        }
-        if closing {
-            break;
-        }
-        inner.wake_writer.notified().await;
-    }
-    let _ = writer.shutdown().await;
+    crate::writer::write_batches(writer, &inner.wake_writer, || {
+        let mut out = inner.out();
+        (std::mem::take(&mut out.pending), out.closing)
+    })
+    .await;
     let _ = exited.send(Some("closed".to_owned()));
 }
 

@@ -41,6 +41,7 @@ pub mod codec;
 pub mod env;
 mod error;
 mod server;
+mod writer;
 
 // The public interface is:
 pub use child::{StdioConfig, kill_all_servers, termination_signal};

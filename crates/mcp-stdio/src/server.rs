@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::{Message, RequestId, ServerConfig};
 use mcp_session::{Handler, ServerCore, ServerTransport};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 use tokio::sync::Notify;
 
 use crate::codec::{Line, LineDecoder, encode_line};
@@ -96,22 +96,10 @@ impl ServerTransport for LineTransport {
 }
 
 /// Writes whatever is queued, all of it in one write, until the reader ends.
-async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, out: Arc<Outgoing>) {
-    loop {
-        let (buf, closing) = {
-            let mut b = out.lock();
-            (std::mem::take(&mut b.bytes), b.closing)
-        };
-        if !buf.is_empty() {
-            if writer.write_all(&buf).await.is_err() || writer.flush().await.is_err() {
-                break;
-            }
-            continue;
-        }
-        if closing {
-            break;
-        }
-        out.wake.notified().await;
-    }
-    let _ = writer.shutdown().await;
+async fn write_loop<W: AsyncWrite + Unpin>(writer: W, out: Arc<Outgoing>) {
+    crate::writer::write_batches(writer, &out.wake, || {
+        let mut b = out.lock();
+        (std::mem::take(&mut b.bytes), b.closing)
+    })
+    .await;
 }

@@ -74,6 +74,23 @@ pub fn live_group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Live processes (zombies excluded) whose environment holds `key=value`: how a test finds
+/// what a server it never got to talk to left behind.
+pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
+    let wanted = format!("{key}={value}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| is_alive(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+        })
+        .collect()
+}
+
 /// Whether a process exists at all, zombie or not: a child that was never reaped still does.
 pub fn exists(pid: i32) -> bool {
     proc_stat(pid).is_some()

@@ -166,6 +166,12 @@ mod proptests {
 
     type JsonObjectAlias = crate::JsonObject;
 
+    /// An object whose member names no MCP type uses.
+    fn unknown_object() -> impl Strategy<Value = JsonObjectAlias> {
+        prop::collection::btree_map("x-[a-z]{1,6}", json_value(), 0..4)
+            .prop_map(|m| m.into_iter().collect())
+    }
+
     fn request_id() -> impl Strategy<Value = RequestId> {
         prop_oneof![
             any::<i64>().prop_map(RequestId::Number),
@@ -213,24 +219,24 @@ mod proptests {
         }
 
         #[test]
-        fn unknown_members_survive_a_typed_round_trip(extra in object(), inner in object()) {
-            // Unknown members at the top and inside nested known objects.
+        fn unknown_members_survive_a_typed_round_trip(extra in unknown_object(), inner in unknown_object()) {
+            // Unknown members at the top and inside nested known objects. Their names cannot
+            // be known ones (`x-` prefix), so every document must decode: a decode failure
+            // fails the property instead of skipping the case.
             let mut tool = json!({
                 "name": "t",
                 "inputSchema": {"type": "object"},
                 "annotations": {"readOnlyHint": true},
             });
-            for (k, v) in &extra { tool.as_object_mut().unwrap().entry(k.clone()).or_insert(v.clone()); }
-            for (k, v) in &inner { tool["annotations"].as_object_mut().unwrap().entry(k.clone()).or_insert(v.clone()); }
-            // Known members with a wrong type are a decode error, not data loss; skip those.
-            if let Ok(typed) = serde_json::from_value::<Tool>(tool.clone()) {
-                prop_assert_eq!(serde_json::to_value(&typed).unwrap(), tool);
-            }
+            for (k, v) in &extra { tool.as_object_mut().unwrap().insert(k.clone(), v.clone()); }
+            for (k, v) in &inner { tool["annotations"].as_object_mut().unwrap().insert(k.clone(), v.clone()); }
+            let typed = serde_json::from_value::<Tool>(tool.clone()).unwrap();
+            prop_assert_eq!(typed.extra.len(), extra.len());
+            prop_assert_eq!(serde_json::to_value(&typed).unwrap(), tool);
             let mut result = json!({"content": [{"type": "text", "text": "x"}, {"type": "future_kind", "blob": 1}]});
-            for (k, v) in &extra { result["content"][0].as_object_mut().unwrap().entry(k.clone()).or_insert(v.clone()); }
-            if let Ok(typed) = serde_json::from_value::<CallToolResult>(result.clone()) {
-                prop_assert_eq!(serde_json::to_value(&typed).unwrap(), result);
-            }
+            for (k, v) in &extra { result["content"][0].as_object_mut().unwrap().insert(k.clone(), v.clone()); }
+            let typed = serde_json::from_value::<CallToolResult>(result.clone()).unwrap();
+            prop_assert_eq!(serde_json::to_value(&typed).unwrap(), result);
         }
     }
 }

@@ -77,57 +77,40 @@ fn typed_result(method: &str, raw: &RawJson) -> Result<(String, Value), String> 
     )
 }
 
+/// Routes `method` with the first routing enum that knows it (client-sent, then server-sent)
+/// and returns the debug form and the re-encoded params; `None` when that enum does not.
+macro_rules! route {
+    ($enum:ident, $method:expr, $params:expr) => {
+        match $enum::decode($method, $params).map_err(|e| e.to_string())? {
+            $enum::Other { .. } => None,
+            routed => {
+                let params = routed.encode_params().unwrap();
+                let value = params.map_or(Value::Object(Default::default()), |p| {
+                    serde_json::from_str(p.get()).unwrap()
+                });
+                Some((format!("{routed:#?}"), value))
+            }
+        }
+    };
+}
+
 /// Routes a request or notification as a host or gateway would: the client-sent methods
 /// first, then the server-sent ones. Returns the debug form and the re-encoded params.
 fn typed_call(message: &Message) -> Result<(String, Value), String> {
-    fn finish<T: std::fmt::Debug>(routed: T, params: Option<RawJson>) -> (String, Value) {
-        let value = params.map_or(Value::Object(Default::default()), |p| {
-            serde_json::from_str(p.get()).unwrap()
-        });
-        (format!("{routed:#?}"), value)
-    }
-    let err = |e: serde_json::Error| e.to_string();
-    match message {
-        Message::Request(r) => {
-            match ClientRequest::decode(&r.method, r.params.as_ref()).map_err(err)? {
-                ClientRequest::Other { .. } => {
-                    match ServerRequest::decode(&r.method, r.params.as_ref()).map_err(err)? {
-                        ServerRequest::Other { method, .. } => {
-                            Err(format!("{method} is routed nowhere"))
-                        }
-                        routed => {
-                            let p = routed.encode_params().unwrap();
-                            Ok(finish(routed, p))
-                        }
-                    }
-                }
-                routed => {
-                    let p = routed.encode_params().unwrap();
-                    Ok(finish(routed, p))
-                }
-            }
-        }
+    let routed = match message {
+        Message::Request(r) => match route!(ClientRequest, &r.method, r.params.as_ref()) {
+            Some(found) => Some(found),
+            None => route!(ServerRequest, &r.method, r.params.as_ref()),
+        },
         Message::Notification(n) => {
-            match ClientNotification::decode(&n.method, n.params.as_ref()).map_err(err)? {
-                ClientNotification::Other { .. } => {
-                    match ServerNotification::decode(&n.method, n.params.as_ref()).map_err(err)? {
-                        ServerNotification::Other { method, .. } => {
-                            Err(format!("{method} is routed nowhere"))
-                        }
-                        routed => {
-                            let p = routed.encode_params().unwrap();
-                            Ok(finish(routed, p))
-                        }
-                    }
-                }
-                routed => {
-                    let p = routed.encode_params().unwrap();
-                    Ok(finish(routed, p))
-                }
+            match route!(ClientNotification, &n.method, n.params.as_ref()) {
+                Some(found) => Some(found),
+                None => route!(ServerNotification, &n.method, n.params.as_ref()),
             }
         }
         _ => unreachable!("only requests and notifications are routed"),
-    }
+    };
+    routed.ok_or_else(|| format!("{} is routed nowhere", message.method().unwrap_or_default()))
 }
 
 /// The payload as sent, `{}` when absent.

@@ -140,12 +140,15 @@ async fn spawn_failures_name_the_command_and_the_phase() {
         !err.to_string().contains("hunter2"),
         "env values never appear: {err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_dies_at_start_is_reported_with_its_stderr_and_no_secret() {
     let mut config = fake(&["--exit-on-start", "4"]);
     config.env = vec![("FAKE_API_KEY".into(), "sk-live-1234567890".into())];
+    let marker = format!("dies-{}", std::process::id());
+    config.env.push(("MCP_TEST_MARKER".into(), marker.clone()));
     let err = mcp_stdio::spawn(config, session()).await.unwrap_err();
     let message = err.to_string();
     assert!(err.is_closed(), "{message}");
@@ -156,6 +159,7 @@ async fn a_server_that_dies_at_start_is_reported_with_its_stderr_and_no_secret()
         "stderr is shown: {message}"
     );
     assert!(message.contains("[redacted]"), "{message}");
+    assert!(mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker).is_empty());
     assert!(
         !message.contains("sk-live-1234567890"),
         "the configured secret is redacted: {message}"
@@ -195,9 +199,19 @@ async fn the_environment_is_an_allow_list_plus_the_configuration() {
 async fn a_hung_initialize_fails_within_the_timeout_and_leaves_nothing() {
     let mut s = session();
     s.request_timeout = Duration::from_millis(300);
-    let err = mcp_stdio::spawn(fake(&["--hang-initialize"]), s)
-        .await
-        .unwrap_err();
+    // The server and its grandchild carry a marker, to find them without ever talking to them.
+    let marker = format!("hung-{}", std::process::id());
+    let mut config = fake(&["--hang-initialize", "--grandchild"]);
+    config.env = vec![("MCP_TEST_MARKER".into(), marker.clone())];
+    let err = mcp_stdio::spawn(config, s).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     assert!(err.to_string().contains("initialize timed out"), "{err}");
+    let gone = mcp_testkit::wait_until(Duration::from_secs(5), || {
+        mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker).is_empty()
+    });
+    assert!(
+        gone,
+        "left behind: {:?}",
+        mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker)
+    );
 }
