@@ -1,0 +1,1 @@
+//! The token store file, `mcp-auth.json`: read, updated under a lock, written atomically.
