@@ -139,6 +139,14 @@ impl Client {
         self.core.is_closed()
     }
 
+    /// Resolves when the connection ends, for whatever reason (the server exited, the stream
+    /// dropped for good, the session expired, [`close`](Self::close) was called), to the
+    /// reason with what the transport knows. A host waits on it to mark the server down and
+    /// reconnect.
+    pub async fn closed(&self) -> String {
+        self.core.closed().await
+    }
+
     /// Sends a request and decodes its result by the method's type.
     pub async fn request<M: RequestMethod>(
         &self,

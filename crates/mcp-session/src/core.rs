@@ -13,7 +13,7 @@ use mcp_protocol::{
     ClientConfig, ClientEvent, ClientSession, DecodeError, Decoded, ErrorObject, RawJson,
     RequestId, ServerInfo,
 };
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 /// How many undelivered notifications and server requests wait for the host before new ones
 /// are dropped (notifications, counted) or refused (requests).
@@ -79,6 +79,8 @@ pub(crate) struct State {
     incoming: mpsc::Sender<Incoming>,
     pub(crate) diagnostics: VecDeque<String>,
     pub(crate) dropped_notifications: u64,
+    /// Set once, with the reason, when the session ends.
+    closed: watch::Sender<Option<String>>,
     /// The deadline the timer task sleeps until; it is woken only for an earlier one.
     armed: Option<Instant>,
 }
@@ -139,6 +141,11 @@ impl State {
                 }
                 ClientEvent::Diagnostic(d) => self.diagnostic(d),
                 ClientEvent::Closed(error) => {
+                    let reason = match &error {
+                        mcp_protocol::Error::Closed(reason) => reason.clone(),
+                        other => other.to_string(),
+                    };
+                    self.closed.send_replace(Some(reason));
                     if let Some(ready) = self.ready.take() {
                         let _ = ready.send(Err(error));
                     }
@@ -157,6 +164,7 @@ pub struct Core {
     state: Mutex<State>,
     transport: Box<dyn Transport>,
     wake_timer: Notify,
+    closed: watch::Receiver<Option<String>>,
 }
 
 impl std::fmt::Debug for Core {
@@ -181,6 +189,7 @@ impl Core {
         transport: Box<dyn Transport>,
     ) -> (Arc<Self>, mpsc::Receiver<Incoming>) {
         let (incoming, inbox) = mpsc::channel(INCOMING_CAPACITY);
+        let (closed_tx, closed) = watch::channel(None);
         let core = Arc::new(Self {
             name: name.to_owned(),
             state: Mutex::new(State {
@@ -191,10 +200,12 @@ impl Core {
                 incoming,
                 diagnostics: VecDeque::new(),
                 dropped_notifications: 0,
+                closed: closed_tx,
                 armed: None,
             }),
             transport,
             wake_timer: Notify::new(),
+            closed,
         });
         tokio::spawn(timer_loop(Arc::downgrade(&core)));
         (core, inbox)
@@ -275,6 +286,17 @@ impl Core {
     /// Whether the session has ended.
     pub fn is_closed(&self) -> bool {
         self.lock().session.is_closed()
+    }
+
+    /// Resolves when the session ends, to why it ended: what a host waits on to reconnect.
+    pub async fn closed(&self) -> String {
+        let mut rx = self.closed.clone();
+        let reason = match rx.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone(),
+            // The sender lives as long as the core, so this cannot happen while `self` does.
+            Err(_) => None,
+        };
+        reason.unwrap_or_else(|| "the connection ended".to_owned())
     }
 
     /// The negotiated protocol version, once the handshake is done.

@@ -99,6 +99,12 @@ async fn a_crash_mid_call_fails_the_call_with_the_reason() {
         message.contains("crashing in the middle of a call"),
         "stderr is in the reason: {message}"
     );
+    // A host waiting for the end hears it, with the same reason.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(5), client.closed())
+        .await
+        .expect("closed() resolves once the server is gone");
+    assert!(ended.contains("exit status: 3"), "{ended}");
+    assert!(!witness.is_closed());
     // Every other call in flight ends too, and nothing new can start.
     assert!(slow.await.unwrap().unwrap_err().is_closed());
     assert!(
