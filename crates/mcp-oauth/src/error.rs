@@ -50,3 +50,99 @@ pub enum Error {
         detail: &'static str,
     },
 }
+
+/// Why driving the flow ([`Authorizer`](crate::Authorizer)) failed: what the host shows the
+/// user, and the few cases it must tell apart ([`AuthError::is_transient`]). No variant holds a
+/// token, a secret, a verifier or a code; server-supplied text is cut short.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// A document or redirect was refused (resource or issuer mismatch, no PKCE, bad state,
+    /// wrong `iss`, a failed registration).
+    #[error(transparent)]
+    Protocol(#[from] Error),
+    /// A request got no HTTP answer at all.
+    #[error("{what} request to {url} failed: {source}")]
+    Transport {
+        /// What was being fetched or sent.
+        what: &'static str,
+        /// Where (a metadata or endpoint URL; never an authorization URL).
+        url: String,
+        /// The client's description.
+        #[source]
+        source: crate::http::TransportError,
+    },
+    /// The token endpoint refused or failed ([`TokenError::Transient`] keeps the tokens).
+    #[error(transparent)]
+    Token(#[from] crate::flow::TokenError),
+    /// Nothing says how to authorize: no protected resource metadata, no authorization server
+    /// metadata, no configured endpoints, and no `Bearer` challenge to fall back on.
+    #[error(
+        "{server} asked for authorization but publishes no OAuth metadata (RFC 9728 or RFC 8414); configure its endpoints (authorization_url, token_url), or if it uses a static token, configure an `Authorization` header for it"
+    )]
+    NoMetadata {
+        /// The MCP server.
+        server: String,
+    },
+    /// The protected resource metadata names authorization servers whose metadata could not be
+    /// found.
+    #[error(
+        "no authorization server metadata found for {issuers} (tried RFC 8414 and OpenID Connect locations)"
+    )]
+    NoAuthorizationServerMetadata {
+        /// The issuers tried, comma-separated.
+        issuers: String,
+    },
+    /// No way to identify the client to this authorization server.
+    #[error(
+        "authorization server {issuer} offers neither dynamic registration nor client ID metadata documents usable here; configure a client_id (and client_secret) for this server"
+    )]
+    NoClientIdentity {
+        /// The authorization server.
+        issuer: String,
+    },
+    /// The user agent brought no redirect back.
+    #[error("authorization in the browser did not complete: {0}")]
+    UserAgent(String),
+    /// The server kept refusing after the allowed number of authorization attempts.
+    #[error(
+        "gave up after {attempts} authorization attempts; the server still refuses (last asked scope: {scope})"
+    )]
+    TooManyAttempts {
+        /// How many were made.
+        attempts: u32,
+        /// The scope the last attempt asked for, or `none`.
+        scope: String,
+    },
+    /// A 403 that is not about scope: more authorization will not help.
+    #[error("the server refused access (HTTP 403{detail})")]
+    Forbidden {
+        /// The challenge's `error` and description, if any, prefixed with `: `.
+        detail: String,
+    },
+    /// The status handed to `handle_challenge` is not 401 or 403.
+    #[error("HTTP {status} is not an authorization challenge")]
+    NotAChallenge {
+        /// The status.
+        status: u16,
+    },
+    /// The `client_credentials` grant has neither a secret nor an assertion signer configured.
+    #[error(
+        "the client_credentials grant needs a client_id with a client_secret or an assertion signer"
+    )]
+    NoClientCredentials,
+    /// The assertion signer failed.
+    #[error("signing the client assertion failed: {0}")]
+    Assertion(String),
+}
+
+impl AuthError {
+    /// Whether the failure may pass by itself (a token endpoint answering 5xx, a transport
+    /// error): the stored tokens were kept, and trying again later may work without the user.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport { .. } | Self::Token(crate::flow::TokenError::Transient { .. })
+        )
+    }
+}

@@ -13,7 +13,9 @@ use url::form_urlencoded;
 use crate::discovery::AuthorizationServerMetadata;
 use crate::error::Error;
 use crate::pkce::Pkce;
-use crate::secret::{AccessToken, AuthorizationCode, ClientSecret, PkceVerifier, RefreshToken};
+use crate::secret::{
+    AccessToken, AuthorizationCode, ClientSecret, JwtAssertion, PkceVerifier, RefreshToken,
+};
 
 /// The scope to ask for: the one the 401 challenge named, else what the protected resource
 /// says it supports, else none (SPEC.md §5.7).
@@ -135,6 +137,8 @@ pub enum ClientAuth {
     Basic(ClientSecret),
     /// The secret in the body.
     Post(ClientSecret),
+    /// RFC 7523 `private_key_jwt`: a signed assertion in the body, with `client_id`.
+    JwtAssertion(JwtAssertion),
 }
 
 impl ClientAuth {
@@ -194,6 +198,12 @@ pub fn token_request(
                 form.append_pair("scope", scope);
             }
         }
+        Grant::ClientCredentials { scope } => {
+            form.append_pair("grant_type", "client_credentials");
+            if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+                form.append_pair("scope", scope);
+            }
+        }
     }
     form.append_pair("resource", resource);
     let mut builder = http::Request::post(&meta.token_endpoint)
@@ -216,6 +226,14 @@ pub fn token_request(
         ClientAuth::Post(secret) => {
             form.append_pair("client_id", client_id)
                 .append_pair("client_secret", secret.secret());
+        }
+        ClientAuth::JwtAssertion(jwt) => {
+            form.append_pair("client_id", client_id)
+                .append_pair(
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                )
+                .append_pair("client_assertion", jwt.secret());
         }
         ClientAuth::None => {
             form.append_pair("client_id", client_id);
@@ -247,6 +265,12 @@ pub enum Grant<'a> {
         /// The refresh token.
         token: &'a RefreshToken,
         /// The scope, if narrower than the original.
+        scope: Option<&'a str>,
+    },
+    /// The client's own credentials (OAuth 2.1 §4.2; the MCP `client_credentials`
+    /// extension): no user, no redirect.
+    ClientCredentials {
+        /// The scope to ask for, if any.
         scope: Option<&'a str>,
     },
 }

@@ -11,7 +11,19 @@
 //! `invalid_grant` told apart), client identity and registration ([`registration`]), and the
 //! token store's contents ([`store`]; the host reads and writes the file).
 //!
-//! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness.
+//! On top of those parts, [`Authorizer`] drives the whole flow for one protected server over
+//! seams the caller implements ([`HttpClient`], [`UserAgent`], [`Randomness`], [`Clock`], and
+//! optionally [`ClientAssertionSigner`]): discovery, client identity, the browser round trip,
+//! tokens, refresh ahead of expiry, 401/403 challenges with step-up and a retry limit, and the
+//! `client_credentials` extension. Its errors are [`AuthError`].
+//!
+//! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness: it does
+//! no I/O itself, and its futures run on whatever executor the caller's seams need.
+//!
+//! # Cancel safety
+//!
+//! Dropping an [`Authorizer`] future leaves it usable; tokens change only once a token answer
+//! has been read whole.
 //!
 //! # Optional features
 //!
@@ -21,18 +33,27 @@
 //!
 //! Pre-1.0: the API may change between minor versions.
 
+mod authorizer;
 pub mod challenge;
 pub mod discovery;
 mod error;
 pub mod flow;
+mod http;
 mod pkce;
 pub mod registration;
 mod secret;
 pub mod store;
 
 // The public interface is:
+pub use authorizer::{Authorizer, GrantType, MetadataSource, Services, Settings};
 pub use challenge::BearerChallenge;
-pub use error::Error;
+pub use error::{AuthError, Error};
+pub use http::{
+    BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
+    TransportError, UserAgent,
+};
 pub use pkce::{Pkce, state_from_random};
-pub use secret::{AccessToken, AuthorizationCode, ClientSecret, PkceVerifier, RefreshToken};
+pub use secret::{
+    AccessToken, AuthorizationCode, ClientSecret, JwtAssertion, PkceVerifier, RefreshToken,
+};
 pub use url::Url;

@@ -56,6 +56,10 @@ secret! {
     /// An authorization code from the redirect.
     AuthorizationCode
 }
+secret! {
+    /// A signed RFC 7523 client assertion (a compact JWT): a credential while it is valid.
+    JwtAssertion
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,997 @@
+//! The driver: one [`Authorizer`] per protected MCP server walks the whole OAuth flow over the
+//! caller's [`HttpClient`], [`UserAgent`], [`Randomness`] and [`Clock`]: discovery in the spec's
+//! order, client identity, PKCE, the browser round trip, tokens, refresh ahead of expiry, 401
+//! and 403 challenges with step-up and a retry limit, and the `client_credentials` extension.
+//!
+//! The host keeps the tokens on disk: it loads them with [`Authorizer::set_tokens`], and after
+//! every call checks [`Authorizer::take_changed`] and writes [`Authorizer::tokens`] back.
+//!
+//! ```text
+//!   request ──► authorization_header() ──► 2xx ──► request_succeeded()
+//!                    ▲                  └─► 401/403 ──► handle_challenge(status, values)
+//!                    │                                   ├─ Ok(())  retry the request
+//!                    └───────────────────────────────────┘  Err(e)  give up, show e
+//! ```
+//!
+//! Where the metadata comes from, in order (SPEC.md §5.2, §5.3, SPEC-2026.md scenarios 20, 21):
+//!
+//! 1. protected resource metadata (the challenge's `resource_metadata`, then the path-inserted
+//!    and the root well-known URL); its `resource` must stand for the server, or everything
+//!    stops before any authorization request; then the metadata of its authorization servers in
+//!    RFC 8414 / OpenID Connect order, with the `issuer` checked;
+//! 2. without protected resource metadata (2025-03-26 servers): authorization server metadata
+//!    at the MCP server's origin;
+//! 3. with neither: the configured `authorization_url` and `token_url`, if both are set;
+//! 4. with nothing configured either, and only when the server's 401 carried a `Bearer`
+//!    challenge (it says it speaks OAuth): the 2025-03-26 default endpoints `/authorize`,
+//!    `/token` and `/register` on the server's origin, with PKCE S256 sent although nothing
+//!    advertises it. If registration there fails, or there was no `Bearer` challenge, the
+//!    error ([`AuthError::NoMetadata`]) suggests a static `Authorization` header instead.
+//!
+//! Configured endpoints replace discovered ones field by field.
+
+use std::fmt;
+use std::sync::Arc;
+
+use url::Url;
+
+use crate::challenge::BearerChallenge;
+use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
+use crate::error::{AuthError, Error};
+use crate::flow::{self, ClientAuth, Grant, TokenError};
+use crate::http::{
+    ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
+    TransportError, UserAgent,
+};
+use crate::pkce::{Pkce, state_from_random};
+use crate::registration::{self, Identity};
+use crate::secret::{ClientSecret, JwtAssertion};
+use crate::store::ServerTokens;
+
+/// Which grant obtains tokens for a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum GrantType {
+    /// The authorization-code grant with PKCE: a user in a browser.
+    #[default]
+    AuthorizationCode,
+    /// The `client_credentials` grant (MCP extension `oauth-client-credentials`): a machine
+    /// client with a secret (HTTP Basic) or a key (`private_key_jwt` through the signer).
+    ClientCredentials,
+}
+
+/// What the host's configuration says about one protected server. Start from
+/// [`Settings::new`] and set the public fields that the configuration names.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Settings {
+    /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
+    pub server_url: Url,
+    /// Replaces the discovered `authorization_endpoint`.
+    pub authorization_url: Option<String>,
+    /// Replaces the discovered `token_endpoint`.
+    pub token_url: Option<String>,
+    /// Replaces the discovered `registration_endpoint`.
+    pub registration_url: Option<String>,
+    /// A pre-registered client id: used before any other identity.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<ClientSecret>,
+    /// The host's Client ID Metadata Document URL (`https` with a path), used as `client_id`
+    /// where the authorization server says `client_id_metadata_document_supported`.
+    pub client_metadata_url: Option<String>,
+    /// The scope to ask for when a challenge names none (before the resource's
+    /// `scopes_supported`).
+    pub scope: Option<String>,
+    /// `client_name` for dynamic registration.
+    pub client_name: String,
+    /// Authorization attempts allowed between two successful requests (step-up loops end
+    /// here; conformance `auth/scope-retry-limit`). Default 3.
+    pub max_authorization_attempts: u32,
+    /// Refresh when the access token expires within this many milliseconds. Default 60 s.
+    pub refresh_margin_ms: u64,
+    /// Which grant to use.
+    pub grant: GrantType,
+    /// Whether the 2025-03-26 default endpoints may be tried (see the module doc). Default on.
+    pub legacy_default_endpoints: bool,
+}
+
+impl Settings {
+    /// Settings for `server_url` with nothing configured: discovery, CIMD or DCR, at most 3
+    /// attempts, refresh 60 s ahead, the authorization-code grant.
+    pub fn new(server_url: Url) -> Self {
+        Self {
+            server_url,
+            authorization_url: None,
+            token_url: None,
+            registration_url: None,
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            scope: None,
+            client_name: "mcp-host".to_owned(),
+            max_authorization_attempts: 3,
+            refresh_margin_ms: 60_000,
+            grant: GrantType::AuthorizationCode,
+            legacy_default_endpoints: true,
+        }
+    }
+}
+
+/// The caller's implementations of the seams, shared by all the servers' authorizers.
+#[derive(Clone)]
+pub struct Services {
+    http: Arc<dyn HttpClient>,
+    random: Arc<dyn Randomness>,
+    clock: Arc<dyn Clock>,
+    user_agent: Option<Arc<dyn UserAgent>>,
+    signer: Option<Arc<dyn ClientAssertionSigner>>,
+}
+
+impl Services {
+    /// The seams every flow needs. Without a user agent, only refresh and `client_credentials`
+    /// work; an authorization-code login fails with [`AuthError::UserAgent`].
+    pub fn new(
+        http: Arc<dyn HttpClient>,
+        random: Arc<dyn Randomness>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            http,
+            random,
+            clock,
+            user_agent: None,
+            signer: None,
+        }
+    }
+
+    /// Adds the browser, for authorization-code logins.
+    #[must_use]
+    pub fn with_user_agent(mut self, user_agent: Arc<dyn UserAgent>) -> Self {
+        self.user_agent = Some(user_agent);
+        self
+    }
+
+    /// Adds a signer for `private_key_jwt` client assertions (`client_credentials` without a
+    /// secret).
+    #[must_use]
+    pub fn with_signer(mut self, signer: Arc<dyn ClientAssertionSigner>) -> Self {
+        self.signer = Some(signer);
+        self
+    }
+}
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Services")
+            .field("user_agent", &self.user_agent.is_some())
+            .field("signer", &self.signer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the metadata in use came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MetadataSource {
+    /// Protected resource metadata, then its authorization server's metadata.
+    ProtectedResource,
+    /// 2025-03-26: authorization server metadata at the MCP server's origin.
+    ServerOrigin,
+    /// The configured `authorization_url` and `token_url`.
+    Configured,
+    /// 2025-03-26: the default `/authorize`, `/token`, `/register` on the server's origin.
+    DefaultEndpoints,
+}
+
+#[derive(Debug, Clone)]
+struct Discovered {
+    meta: AuthorizationServerMetadata,
+    /// RFC 8707 `resource`: the protected resource metadata's `resource`, byte for byte, or
+    /// the server's canonical URI.
+    resource: String,
+    resource_scopes: Option<Vec<String>>,
+    source: MetadataSource,
+}
+
+#[derive(Debug, Clone)]
+struct Client {
+    client_id: String,
+    secret: Option<ClientSecret>,
+    /// The token endpoint authentication method registration settled on.
+    method: Option<String>,
+    issuer: String,
+    /// Dynamically registered: its secret goes to the store with the tokens.
+    registered: bool,
+}
+
+/// Drives OAuth for one protected MCP server: see the module doc for the flow.
+///
+/// Methods take `&mut self`; a host sharing one server between tasks wraps it in an async
+/// mutex, so that one challenge leads to one login.
+///
+/// # Cancel safety
+///
+/// Dropping a future in the middle leaves the authorizer usable: tokens are replaced only
+/// once a token answer has been read whole.
+pub struct Authorizer {
+    settings: Settings,
+    services: Services,
+    discovered: Option<Discovered>,
+    client: Option<Client>,
+    tokens: Option<ServerTokens>,
+    changed: bool,
+    attempts: u32,
+    refreshed_in_chain: bool,
+    requested_scope: Option<String>,
+}
+
+impl fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authorizer")
+            .field("server", &self.settings.server_url.as_str())
+            .field("source", &self.discovered.as_ref().map(|d| d.source))
+            .field("tokens", &self.tokens)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authorizer {
+    /// An authorizer with no tokens yet.
+    pub fn new(settings: Settings, services: Services) -> Self {
+        Self {
+            settings,
+            services,
+            discovered: None,
+            client: None,
+            tokens: None,
+            changed: false,
+            attempts: 0,
+            refreshed_in_chain: false,
+            requested_scope: None,
+        }
+    }
+
+    /// The settings it was made with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Loads tokens from the store (or clears them with `None`). Does not count as a change.
+    pub fn set_tokens(&mut self, tokens: Option<ServerTokens>) {
+        self.requested_scope = tokens.as_ref().and_then(|t| t.scope.clone());
+        self.tokens = tokens;
+    }
+
+    /// The tokens to persist: `None` means the store entry for this server must be removed.
+    pub fn tokens(&self) -> Option<&ServerTokens> {
+        self.tokens.as_ref()
+    }
+
+    /// Whether the tokens changed since the last call (a login, a refresh, tokens forgotten):
+    /// the host writes [`Authorizer::tokens`] to its store when this says `true`.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// The `Authorization: Bearer …` value for the next request, marked sensitive, if there is
+    /// an access token. Send it on every request, even within one session.
+    pub fn authorization_header(&self) -> Option<http::HeaderValue> {
+        let token = self.tokens.as_ref()?;
+        let mut value =
+            http::HeaderValue::from_str(&format!("Bearer {}", token.access_token.secret())).ok()?;
+        value.set_sensitive(true);
+        Some(value)
+    }
+
+    /// The authorization server metadata in use, once discovered.
+    pub fn metadata(&self) -> Option<&AuthorizationServerMetadata> {
+        self.discovered.as_ref().map(|d| &d.meta)
+    }
+
+    /// Where that metadata came from.
+    pub fn metadata_source(&self) -> Option<MetadataSource> {
+        self.discovered.as_ref().map(|d| d.source)
+    }
+
+    /// The RFC 8707 `resource` sent in authorization and token requests, once discovered.
+    pub fn resource(&self) -> Option<&str> {
+        self.discovered.as_ref().map(|d| d.resource.as_str())
+    }
+
+    /// The client id in use with the current authorization server, once known.
+    pub fn client_id(&self) -> Option<&str> {
+        self.client.as_ref().map(|c| c.client_id.as_str())
+    }
+
+    /// Whether the access token expires within the refresh margin (by the caller's clock).
+    pub fn needs_refresh(&self) -> bool {
+        let now = self.services.clock.now_ms();
+        self.tokens
+            .as_ref()
+            .is_some_and(|t| t.needs_refresh(now, self.settings.refresh_margin_ms))
+    }
+
+    /// Tells the authorizer that a request with its token succeeded: the challenge chain is
+    /// over, so the attempt count starts again from zero.
+    pub fn request_succeeded(&mut self) {
+        self.attempts = 0;
+        self.refreshed_in_chain = false;
+    }
+
+    /// Drops the tokens (a logout); the host persists the removal.
+    pub fn forget_tokens(&mut self) {
+        if self.tokens.take().is_some() {
+            self.changed = true;
+        }
+    }
+
+    /// Before a request: refreshes the access token if it expires within the margin (with the
+    /// refresh token, or a new `client_credentials` grant). Returns whether tokens changed.
+    ///
+    /// An error is not fatal to the request: send it anyway, and a 401 goes through
+    /// [`Authorizer::handle_challenge`]. After `invalid_grant` the tokens are already gone;
+    /// after a transient failure ([`AuthError::is_transient`]) they are kept.
+    pub async fn refresh_if_needed(&mut self) -> Result<bool, AuthError> {
+        if !self.needs_refresh() {
+            return Ok(false);
+        }
+        if self.settings.grant == GrantType::ClientCredentials {
+            self.ensure_discovered(None).await?;
+            let scope = self
+                .requested_scope
+                .clone()
+                .or_else(|| self.default_scope(None));
+            // A renewal ahead of expiry is not an attempt of a challenge chain.
+            let attempts = std::mem::take(&mut self.attempts);
+            let result = self.client_credentials_grant(scope).await;
+            self.attempts = attempts;
+            result?;
+            return Ok(true);
+        }
+        if !self.has_refresh_token() {
+            return Ok(false);
+        }
+        match self.refresh_inner(None).await {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                if is_dead_grant(&e) {
+                    self.forget_tokens();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Logs in now, without waiting for a challenge (`mcp-host auth login`): discovery, then
+    /// the configured grant. Resets the attempt count first.
+    pub async fn login(&mut self) -> Result<(), AuthError> {
+        self.request_succeeded();
+        self.discover(None).await?;
+        let scope = self.default_scope(None);
+        match self.settings.grant {
+            GrantType::AuthorizationCode => self.authorize(scope).await,
+            GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
+        }
+    }
+
+    /// Handles a 401 or 403 answer, given its raw `WWW-Authenticate` values. `Ok(())` means new
+    /// credentials are in place: retry the request with [`Authorizer::authorization_header`].
+    /// An `Err` means give up on this request and show the error.
+    ///
+    /// - 401 with a refresh token (once per chain): refresh; `invalid_grant` forgets the tokens
+    ///   and goes on to a full login, a transient failure returns at once and keeps them.
+    /// - 401 otherwise: fresh discovery and a full login (the authorization server may have
+    ///   moved).
+    /// - 403 `insufficient_scope`: a login for the union of the scope asked before and the
+    ///   challenged scope (step-up).
+    /// - Authorization attempts are capped between two [`Authorizer::request_succeeded`] calls
+    ///   ([`Settings::max_authorization_attempts`]).
+    pub async fn handle_challenge(
+        &mut self,
+        status: u16,
+        www_authenticate: &[&str],
+    ) -> Result<(), AuthError> {
+        let challenge = BearerChallenge::find(www_authenticate.iter().copied());
+        match status {
+            401 => self.on_unauthorized(challenge).await,
+            403 => match challenge {
+                Some(c) if c.is_insufficient_scope() => self.step_up(c).await,
+                other => Err(AuthError::Forbidden {
+                    detail: forbidden_detail(other.as_ref()),
+                }),
+            },
+            status => Err(AuthError::NotAChallenge { status }),
+        }
+    }
+
+    async fn on_unauthorized(
+        &mut self,
+        challenge: Option<BearerChallenge>,
+    ) -> Result<(), AuthError> {
+        if !self.refreshed_in_chain && self.has_refresh_token() {
+            self.refreshed_in_chain = true;
+            match self.refresh_inner(challenge.as_ref()).await {
+                Ok(()) => return Ok(()),
+                Err(e) if is_dead_grant(&e) => self.forget_tokens(),
+                Err(e) => return Err(e),
+            }
+        }
+        self.discover(challenge.as_ref()).await?;
+        let scope = self.default_scope(challenge.as_ref().and_then(|c| c.scope.as_deref()));
+        match self.settings.grant {
+            GrantType::AuthorizationCode => self.authorize(scope).await,
+            GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
+        }
+    }
+
+    async fn step_up(&mut self, challenge: BearerChallenge) -> Result<(), AuthError> {
+        let previous = self
+            .requested_scope
+            .clone()
+            .or_else(|| self.tokens.as_ref().and_then(|t| t.scope.clone()));
+        let scope = flow::step_up_scope(
+            previous.as_deref(),
+            challenge.scope.as_deref().unwrap_or_default(),
+        );
+        let scope = (!scope.is_empty()).then_some(scope);
+        self.ensure_discovered(Some(&challenge)).await?;
+        match self.settings.grant {
+            GrantType::AuthorizationCode => self.authorize(scope).await,
+            GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
+        }
+    }
+
+    fn has_refresh_token(&self) -> bool {
+        self.tokens
+            .as_ref()
+            .is_some_and(|t| t.refresh_token.is_some())
+    }
+
+    /// The scope of a first login: the challenge's, else the configured one, else all the
+    /// resource's `scopes_supported`, else none.
+    fn default_scope(&self, challenge_scope: Option<&str>) -> Option<String> {
+        let configured = self
+            .settings
+            .scope
+            .as_deref()
+            .filter(|s| !s.trim().is_empty());
+        let resource_scopes = self
+            .discovered
+            .as_ref()
+            .and_then(|d| d.resource_scopes.as_deref());
+        flow::select_scope(challenge_scope.or(configured), resource_scopes)
+    }
+
+    async fn ensure_discovered(
+        &mut self,
+        challenge: Option<&BearerChallenge>,
+    ) -> Result<(), AuthError> {
+        if self.discovered.is_none() {
+            self.discover(challenge).await?;
+        }
+        Ok(())
+    }
+
+    /// Discovery in the spec's order (module doc). Replaces what was discovered before, and
+    /// forgets a registered client whose authorization server is no longer the one in use.
+    async fn discover(&mut self, challenge: Option<&BearerChallenge>) -> Result<(), AuthError> {
+        let server = self.settings.server_url.clone();
+        let from_challenge = challenge.and_then(|c| c.resource_metadata.as_deref());
+        let mut prm = None;
+        for url in discovery::protected_resource_metadata_urls(&server, from_challenge) {
+            let answer = self.get("protected resource metadata", &url).await?;
+            if !answer.status().is_success() {
+                continue;
+            }
+            match ProtectedResourceMetadata::parse(answer.body(), &server) {
+                Ok(doc) => {
+                    prm = Some(doc);
+                    break;
+                }
+                Err(e @ Error::ResourceMismatch { .. }) => return Err(e.into()),
+                Err(_) => continue,
+            }
+        }
+        let origin = server.origin().ascii_serialization();
+        let (issuers, source) = match &prm {
+            Some(doc) => (
+                doc.authorization_servers.clone(),
+                MetadataSource::ProtectedResource,
+            ),
+            None => (vec![origin.clone()], MetadataSource::ServerOrigin),
+        };
+        let mut found = None;
+        for issuer in &issuers {
+            if let Some(meta) = self.authorization_server_metadata(issuer).await? {
+                found = Some(meta);
+                break;
+            }
+        }
+        let (mut meta, source) = match found {
+            Some(meta) => (meta, source),
+            None => {
+                let configured = self.configured_metadata(issuers.first().map(String::as_str));
+                match configured {
+                    Some(meta) => (meta, MetadataSource::Configured),
+                    None if prm.is_some() => {
+                        return Err(AuthError::NoAuthorizationServerMetadata {
+                            issuers: issuers.join(", "),
+                        });
+                    }
+                    None if challenge.is_some() && self.settings.legacy_default_endpoints => {
+                        (default_endpoints(&origin), MetadataSource::DefaultEndpoints)
+                    }
+                    None => {
+                        return Err(AuthError::NoMetadata {
+                            server: server.to_string(),
+                        });
+                    }
+                }
+            }
+        };
+        if let Some(url) = &self.settings.authorization_url {
+            meta.authorization_endpoint.clone_from(url);
+        }
+        if let Some(url) = &self.settings.token_url {
+            meta.token_endpoint.clone_from(url);
+        }
+        if let Some(url) = &self.settings.registration_url {
+            meta.registration_endpoint = Some(url.clone());
+        }
+        if self
+            .client
+            .as_ref()
+            .is_some_and(|c| c.issuer != meta.issuer)
+        {
+            self.client = None;
+        }
+        self.discovered = Some(Discovered {
+            resource: prm.as_ref().map_or_else(
+                || discovery::canonical_resource(&server),
+                |p| p.resource.clone(),
+            ),
+            resource_scopes: prm.and_then(|p| p.scopes_supported),
+            meta,
+            source,
+        });
+        Ok(())
+    }
+
+    /// The metadata of one issuer, trying its well-known URLs in order. A document that states
+    /// another issuer is refused outright: none of its endpoints is used.
+    async fn authorization_server_metadata(
+        &self,
+        issuer: &str,
+    ) -> Result<Option<AuthorizationServerMetadata>, AuthError> {
+        let Ok(issuer_url) = Url::parse(issuer) else {
+            return Ok(None);
+        };
+        for url in discovery::authorization_server_metadata_urls(&issuer_url) {
+            let answer = self.get("authorization server metadata", &url).await?;
+            if !answer.status().is_success() {
+                continue;
+            }
+            match AuthorizationServerMetadata::parse(answer.body(), issuer) {
+                Ok(meta) => return Ok(Some(meta)),
+                Err(e @ Error::IssuerMismatch { .. }) => return Err(e.into()),
+                Err(_) => continue,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Metadata made of the configured endpoints, when both are set. PKCE is always sent.
+    fn configured_metadata(&self, issuer: Option<&str>) -> Option<AuthorizationServerMetadata> {
+        let authorization = self.settings.authorization_url.clone()?;
+        let token = self.settings.token_url.clone()?;
+        let issuer = issuer.map_or_else(
+            || {
+                Url::parse(&authorization)
+                    .map(|u| u.origin().ascii_serialization())
+                    .unwrap_or_default()
+            },
+            str::to_owned,
+        );
+        Some(AuthorizationServerMetadata {
+            issuer,
+            authorization_endpoint: authorization,
+            token_endpoint: token,
+            registration_endpoint: self.settings.registration_url.clone(),
+            scopes_supported: None,
+            code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
+            token_endpoint_auth_methods_supported: None,
+            client_id_metadata_document_supported: None,
+            authorization_response_iss_parameter_supported: None,
+        })
+    }
+
+    async fn get(&self, what: &'static str, url: &Url) -> Result<HttpResponse, AuthError> {
+        let request = http::Request::get(url.as_str())
+            .header(http::header::ACCEPT, "application/json")
+            .body(Vec::new())
+            .map_err(|_| AuthError::Transport {
+                what,
+                url: url.to_string(),
+                source: TransportError::new("the URL cannot be requested"),
+            })?;
+        self.send(what, request).await
+    }
+
+    async fn send(
+        &self,
+        what: &'static str,
+        request: HttpRequest,
+    ) -> Result<HttpResponse, AuthError> {
+        let url = request.uri().to_string();
+        self.services
+            .http
+            .send(request)
+            .await
+            .map_err(|source| AuthError::Transport { what, url, source })
+    }
+
+    fn count_attempt(&mut self, scope: Option<&str>) -> Result<(), AuthError> {
+        if self.attempts >= self.settings.max_authorization_attempts {
+            return Err(AuthError::TooManyAttempts {
+                attempts: self.attempts,
+                scope: scope.unwrap_or("none").to_owned(),
+            });
+        }
+        self.attempts += 1;
+        Ok(())
+    }
+
+    fn random<const N: usize>(&self) -> [u8; N] {
+        let mut bytes = [0; N];
+        self.services.random.fill(&mut bytes);
+        bytes
+    }
+
+    /// The authorization-code grant: PKCE check, client identity, the browser, the code, the
+    /// tokens.
+    async fn authorize(&mut self, scope: Option<String>) -> Result<(), AuthError> {
+        let Some(d) = self.discovered.clone() else {
+            return Err(AuthError::NoMetadata {
+                server: self.settings.server_url.to_string(),
+            });
+        };
+        // PKCE must be known to work before anything is registered or opened.
+        d.meta.require_pkce_s256()?;
+        if self.attempts >= self.settings.max_authorization_attempts {
+            return Err(AuthError::TooManyAttempts {
+                attempts: self.attempts,
+                scope: scope.as_deref().unwrap_or("none").to_owned(),
+            });
+        }
+        let user_agent = self.services.user_agent.clone().ok_or_else(|| {
+            AuthError::UserAgent(
+                "no browser is available to this process; log in interactively first".to_owned(),
+            )
+        })?;
+        let redirect_uri = user_agent.redirect_uri();
+        let client = self
+            .ensure_client(&d, &redirect_uri, scope.as_deref())
+            .await?;
+        let pkce = Pkce::from_random(self.random());
+        let state = state_from_random(self.random());
+        let url = flow::authorization_url(
+            &d.meta,
+            &client.client_id,
+            &redirect_uri,
+            &d.resource,
+            scope.as_deref(),
+            &pkce,
+            &state,
+        )?;
+        self.count_attempt(scope.as_deref())?;
+        self.requested_scope.clone_from(&scope);
+        let landed = user_agent
+            .authorize(url)
+            .await
+            .map_err(AuthError::UserAgent)?;
+        let code = flow::code_from_redirect(&landed, &state, &d.meta)?;
+        let auth = ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
+        let grant = Grant::Code {
+            code: &code,
+            verifier: &pkce.verifier,
+            redirect_uri: &redirect_uri,
+        };
+        let request = flow::token_request(&d.meta, &client.client_id, &auth, grant, &d.resource)?;
+        let answer = self.send("token", request).await?;
+        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        self.keep(tokens, &client, scope);
+        Ok(())
+    }
+
+    /// The client identity for the authorization server in `d`, in the spec's order:
+    /// configured, the one already in use with this server, the one stored with the tokens,
+    /// a metadata document, dynamic registration.
+    async fn ensure_client(
+        &mut self,
+        d: &Discovered,
+        redirect_uri: &str,
+        scope: Option<&str>,
+    ) -> Result<Client, AuthError> {
+        let issuer = d.meta.issuer.clone();
+        if let Some(client_id) = &self.settings.client_id {
+            return Ok(Client {
+                client_id: client_id.clone(),
+                secret: self.settings.client_secret.clone(),
+                method: None,
+                issuer,
+                registered: false,
+            });
+        }
+        if let Some(client) = self.client.as_ref().filter(|c| c.issuer == issuer) {
+            return Ok(client.clone());
+        }
+        if let Some(t) = &self.tokens
+            && let Some(client_id) = &t.client_id
+            && t.issuer.as_deref() == Some(issuer.as_str())
+        {
+            let client = Client {
+                client_id: client_id.clone(),
+                secret: t.client_secret.clone(),
+                method: None,
+                issuer,
+                registered: true,
+            };
+            self.client = Some(client.clone());
+            return Ok(client);
+        }
+        let identity = registration::choose_identity(
+            &d.meta,
+            None,
+            self.settings.client_metadata_url.as_deref(),
+        );
+        let client = match identity {
+            Some(Identity::MetadataDocument { client_id }) => Client {
+                client_id,
+                secret: None,
+                method: Some("none".to_owned()),
+                issuer,
+                registered: false,
+            },
+            Some(Identity::Register { endpoint }) => {
+                let request = registration::registration_request(
+                    &endpoint,
+                    &self.settings.client_name,
+                    &[redirect_uri.to_owned()],
+                    scope,
+                )?;
+                let answer = self.send("registration", request).await?;
+                let registered = registration::registration_from_response(
+                    answer.status().as_u16(),
+                    answer.body(),
+                );
+                let reg = match registered {
+                    Ok(reg) => reg,
+                    Err(_) if d.source == MetadataSource::DefaultEndpoints => {
+                        return Err(AuthError::NoMetadata {
+                            server: self.settings.server_url.to_string(),
+                        });
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                Client {
+                    client_id: reg.client_id,
+                    secret: reg.client_secret,
+                    method: reg.token_endpoint_auth_method,
+                    issuer,
+                    registered: true,
+                }
+            }
+            Some(Identity::PreRegistered {
+                client_id,
+                client_secret,
+            }) => Client {
+                client_id,
+                secret: client_secret,
+                method: None,
+                issuer,
+                registered: false,
+            },
+            None => return Err(AuthError::NoClientIdentity { issuer }),
+        };
+        self.client = Some(client.clone());
+        Ok(client)
+    }
+
+    /// A refresh-token grant with the client the tokens were issued to. Tokens from another
+    /// authorization server are never presented to this one.
+    async fn refresh_inner(
+        &mut self,
+        challenge: Option<&BearerChallenge>,
+    ) -> Result<(), AuthError> {
+        self.ensure_discovered(challenge).await?;
+        let Some(d) = self.discovered.clone() else {
+            return Ok(());
+        };
+        let Some(tokens) = self.tokens.clone() else {
+            return Ok(());
+        };
+        let Some(refresh) = tokens.refresh_token.clone() else {
+            return Ok(());
+        };
+        if tokens
+            .issuer
+            .as_deref()
+            .is_some_and(|issuer| issuer != d.meta.issuer)
+        {
+            return Err(TokenError::Refused(
+                "the tokens were issued by another authorization server".to_owned(),
+            )
+            .into());
+        }
+        let client = match (&self.settings.client_id, &tokens.client_id, &self.client) {
+            (Some(id), _, _) => Client {
+                client_id: id.clone(),
+                secret: self.settings.client_secret.clone(),
+                method: None,
+                issuer: d.meta.issuer.clone(),
+                registered: false,
+            },
+            (None, Some(id), _) => Client {
+                client_id: id.clone(),
+                secret: tokens.client_secret.clone(),
+                method: None,
+                issuer: d.meta.issuer.clone(),
+                registered: true,
+            },
+            (None, None, Some(c)) => c.clone(),
+            (None, None, None) => {
+                return Err(TokenError::Refused(
+                    "no client id is known for the stored refresh token".to_owned(),
+                )
+                .into());
+            }
+        };
+        let auth = ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
+        let grant = Grant::Refresh {
+            token: &refresh,
+            scope: None,
+        };
+        let request = flow::token_request(&d.meta, &client.client_id, &auth, grant, &d.resource)?;
+        let answer = self.send("token", request).await?;
+        let fresh = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        let scope = tokens.scope.clone();
+        self.keep(fresh, &client, scope);
+        Ok(())
+    }
+
+    /// The `client_credentials` grant: HTTP Basic (or post, per metadata) with the configured
+    /// secret, else a `private_key_jwt` assertion from the signer.
+    async fn client_credentials_grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
+        let Some(d) = self.discovered.clone() else {
+            return Err(AuthError::NoMetadata {
+                server: self.settings.server_url.to_string(),
+            });
+        };
+        let client_id = self
+            .settings
+            .client_id
+            .clone()
+            .ok_or(AuthError::NoClientCredentials)?;
+        let auth = if let Some(secret) = &self.settings.client_secret {
+            match ClientAuth::choose(&d.meta, None, Some(secret)) {
+                ClientAuth::None => ClientAuth::Basic(secret.clone()),
+                auth => auth,
+            }
+        } else if let Some(signer) = self.services.signer.clone() {
+            ClientAuth::JwtAssertion(self.assertion(&*signer, &client_id, &d.meta.issuer)?)
+        } else {
+            return Err(AuthError::NoClientCredentials);
+        };
+        self.count_attempt(scope.as_deref())?;
+        self.requested_scope.clone_from(&scope);
+        let grant = Grant::ClientCredentials {
+            scope: scope.as_deref(),
+        };
+        let request = flow::token_request(&d.meta, &client_id, &auth, grant, &d.resource)?;
+        let answer = self.send("token", request).await?;
+        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        let client = Client {
+            client_id,
+            secret: None,
+            method: None,
+            issuer: d.meta.issuer.clone(),
+            registered: false,
+        };
+        self.keep(tokens, &client, scope);
+        Ok(())
+    }
+
+    /// RFC 7523 claims (`iss` = `sub` = client id, `aud` = the issuer, five minutes of
+    /// validity, a random `jti`), signed by the caller's signer.
+    fn assertion(
+        &self,
+        signer: &dyn ClientAssertionSigner,
+        client_id: &str,
+        issuer: &str,
+    ) -> Result<JwtAssertion, AuthError> {
+        let now = self.services.clock.now_ms() / 1000;
+        let jti: String = self
+            .random::<16>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let claims = serde_json::json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": issuer,
+            "iat": now,
+            "exp": now + 300,
+            "jti": jti,
+        });
+        signer
+            .sign(claims.to_string().as_bytes())
+            .map(JwtAssertion::new)
+            .map_err(AuthError::Assertion)
+    }
+
+    /// Stores a token answer: expiry from the clock, the new refresh token (or the old one
+    /// when none came, from the same authorization server only), the client it belongs to.
+    fn keep(&mut self, tokens: flow::Tokens, client: &Client, scope: Option<String>) {
+        let now = self.services.clock.now_ms();
+        let previous = self
+            .tokens
+            .take()
+            .filter(|t| t.issuer.as_deref().is_none_or(|i| i == client.issuer));
+        let granted = tokens.scope.clone();
+        let mut kept = ServerTokens::updated(tokens, now, previous.as_ref());
+        kept.scope = granted.or(scope).or(kept.scope);
+        kept.client_id = Some(client.client_id.clone());
+        kept.client_secret = if client.registered {
+            client.secret.clone()
+        } else {
+            None
+        };
+        kept.issuer = Some(client.issuer.clone());
+        self.tokens = Some(kept);
+        self.changed = true;
+    }
+}
+
+/// Whether a refresh failure means the refresh token is useless (log in again) rather than
+/// "try later" or "discovery failed".
+fn is_dead_grant(e: &AuthError) -> bool {
+    matches!(
+        e,
+        AuthError::Token(TokenError::InvalidGrant(_) | TokenError::Refused(_))
+    )
+}
+
+fn forbidden_detail(challenge: Option<&BearerChallenge>) -> String {
+    let Some(c) = challenge else {
+        return String::new();
+    };
+    let text = [c.error.as_deref(), c.error_description.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text: String = text.chars().take(200).collect();
+    if text.is_empty() {
+        text
+    } else {
+        format!(": {text}")
+    }
+}
+
+/// The 2025-03-26 default endpoints on the server's origin. That revision makes PKCE
+/// mandatory, so S256 is taken as supported.
+fn default_endpoints(origin: &str) -> AuthorizationServerMetadata {
+    AuthorizationServerMetadata {
+        issuer: origin.to_owned(),
+        authorization_endpoint: format!("{origin}/authorize"),
+        token_endpoint: format!("{origin}/token"),
+        registration_endpoint: Some(format!("{origin}/register")),
+        scopes_supported: None,
+        code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
+        token_endpoint_auth_methods_supported: None,
+        client_id_metadata_document_supported: None,
+        authorization_response_iss_parameter_supported: None,
+    }
+}

@@ -1,0 +1,112 @@
+//! The seams the caller implements so that [`Authorizer`](crate::Authorizer) can drive a whole
+//! OAuth flow without this crate doing I/O: an HTTP client, randomness, a clock, the user's
+//! browser, and optionally a signer for `private_key_jwt` client assertions.
+//!
+//! Every trait is dyn-compatible (futures are boxed) so that a host can keep them as
+//! `Arc<dyn …>` beside its other per-server state.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use url::Url;
+
+/// A boxed future that can move between threads: what every async seam returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An HTTP request as this crate builds it.
+pub type HttpRequest = http::Request<Vec<u8>>;
+
+/// An HTTP response as this crate reads it.
+pub type HttpResponse = http::Response<Vec<u8>>;
+
+/// A request that got no HTTP answer (connection refused, TLS failure, timeout).
+///
+/// The message is written by the caller's client and shown to the user inside
+/// [`AuthError`](crate::AuthError); it must hold no secret (no header values, no body).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TransportError {
+    message: String,
+}
+
+impl TransportError {
+    /// Wraps a description of what failed, such as `connection refused`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The description.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// Sends one request and returns the answer, whatever its status.
+///
+/// Implementations must NOT follow redirects: a 3xx is an answer to hand back. An OAuth client
+/// that follows redirects can be sent to fetch metadata from, or post credentials to, a place
+/// the server never named (SSRF; a token request replayed elsewhere). A non-2xx status is an
+/// `Ok` response; only a request that got no answer at all is a [`TransportError`].
+///
+/// Closures `Fn(HttpRequest) -> impl Future<Output = Result<HttpResponse, TransportError>>`
+/// implement it, which keeps test fakes short.
+pub trait HttpClient: Send + Sync {
+    /// Sends `request` and waits for the whole answer.
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>>;
+}
+
+impl<F, Fut> HttpClient for F
+where
+    F: Fn(HttpRequest) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<HttpResponse, TransportError>> + Send + 'static,
+{
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
+        Box::pin(self(request))
+    }
+}
+
+/// Cryptographically secure random bytes, for `state`, PKCE verifiers and assertion ids.
+///
+/// A trait of its own, not part of the clock: hosts take it from the OS, tests from a counter,
+/// and the two are faked independently (a test moves time forward without changing what
+/// `state` looks like).
+pub trait Randomness: Send + Sync {
+    /// Fills `buf` with random bytes.
+    fn fill(&self, buf: &mut [u8]);
+}
+
+/// Wall-clock time, for token expiry (the store keeps `expires_at` in Unix milliseconds) and
+/// for the `iat`/`exp` of client assertions.
+pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// The interactive part: the user's browser.
+///
+/// The host implements it with a loopback listener, a pasted URL, or (in tests and
+/// conformance runs) by following the authorization server's redirect itself.
+pub trait UserAgent: Send + Sync {
+    /// The `redirect_uri` to register and to send; the authorization server sends the browser
+    /// back there. A loopback `http://127.0.0.1:<port>/callback` or an `https` URL.
+    fn redirect_uri(&self) -> String;
+
+    /// Shows `url` to the user and waits for the redirect back: returns the full URL the
+    /// browser landed on (with `code`, `state`, perhaps `iss` or `error`). The `Err` text says
+    /// why there is none (closed, timed out) and is shown to the user.
+    ///
+    /// The host must check `url`'s scheme (`https`, or `http` for loopback) before opening it
+    /// and must never open it through a shell.
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>>;
+}
+
+/// Signs RFC 7523 client assertions for `private_key_jwt` (the `client_credentials` extension
+/// with a key instead of a secret). This crate builds the claims; the caller owns the key and
+/// the algorithm (ES256 in the conformance suite).
+pub trait ClientAssertionSigner: Send + Sync {
+    /// Signs the JSON claims set and returns the compact JWT (`header.payload.signature`).
+    /// The `Err` text must hold no key material.
+    fn sign(&self, claims_json: &[u8]) -> Result<String, String>;
+}
