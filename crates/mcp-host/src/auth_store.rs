@@ -1,1 +1,233 @@
 //! The token store file, `mcp-auth.json`: read, updated under a lock, written atomically.
+//!
+//! The format is seed 000's (section 10), as `mcp_oauth::store::AuthFile` reads and writes it,
+//! with one more member per server: `url`, the MCP endpoint the tokens were obtained for.
+//! Tokens are keyed by server id and bound to that URL: an entry whose `url` differs from the
+//! server's configured URL (or that has none) is not used, so editing a server's URL never
+//! sends its old tokens to a new host; the next login replaces the entry.
+//!
+//! The file lives next to the global configuration file (`<config dir>/mcp-auth.json`), or at
+//! `$MCP_HOST_AUTH_FILE`. It is always written with mode 0600, and narrowed to 0600 when found
+//! wider. [`AuthStore::update`] takes an exclusive lock on the sidecar `mcp-auth.json.lock`,
+//! re-reads the file, applies the change and writes it atomically, so two processes updating
+//! different servers never lose each other's writes.
+//!
+//! The calls block (file I/O, and waiting for another process's lock, which is held only for
+//! one read-modify-write); async callers run them with `tokio::task::spawn_blocking`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use mcp_oauth::store::{AuthFile, ServerTokens};
+use serde_json::Value;
+use url::Url;
+
+use crate::config::{ConfigPaths, Env};
+use crate::fs::{self, FileLock, PRIVATE_MODE};
+
+/// The token store's file name.
+pub const AUTH_FILE_NAME: &str = "mcp-auth.json";
+
+/// Why the token store could not be read or written. Messages name the file and never quote
+/// its contents.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthStoreError {
+    /// Reading failed for a reason other than the file being absent.
+    #[error("cannot read the token store {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Locking or writing failed.
+    #[error("cannot write the token store {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not a token store this version understands. It is left as it is; logging
+    /// in again after moving it away starts a fresh one.
+    #[error("the token store {} is unreadable ({source}); move it away and log in again", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What `mcp-oauth` found (it names a position, never a value).
+        #[source]
+        source: mcp_oauth::Error,
+    },
+}
+
+/// One server's stored tokens and the endpoint they belong to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredTokens {
+    /// The MCP endpoint the tokens were obtained for; `None` for an entry written by another
+    /// program, which is never used.
+    pub url: Option<String>,
+    /// The tokens (secrets print as `[redacted]`).
+    pub tokens: ServerTokens,
+}
+
+impl StoredTokens {
+    /// Whether these tokens belong to `url`.
+    pub fn is_for(&self, url: &Url) -> bool {
+        self.url.as_deref() == Some(url.as_str())
+    }
+}
+
+/// The token store at one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthStore {
+    path: PathBuf,
+}
+
+impl AuthStore {
+    /// The store at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// Where the store is by default: `$MCP_HOST_AUTH_FILE` (relative to the project
+    /// directory if relative), else `mcp-auth.json` in the global configuration file's
+    /// directory. `None` when neither is known.
+    pub fn default_path(paths: &ConfigPaths, env: &Env) -> Option<PathBuf> {
+        match env.var("MCP_HOST_AUTH_FILE").filter(|v| !v.is_empty()) {
+            Some(p) => Some(paths.project_dir.join(p)),
+            None => paths.global_dir().map(|d| d.join(AUTH_FILE_NAME)),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every entry, by server id. A missing file is an empty store.
+    pub fn load(&self) -> Result<BTreeMap<String, StoredTokens>, AuthStoreError> {
+        self.read()
+    }
+
+    /// The tokens of server `id` if they were obtained for `url`.
+    pub fn tokens(&self, id: &str, url: &Url) -> Result<Option<ServerTokens>, AuthStoreError> {
+        Ok(self
+            .read()?
+            .remove(id)
+            .filter(|s| s.is_for(url))
+            .map(|s| s.tokens))
+    }
+
+    /// Changes the entry of server `id` at `url` under the lock: `change` gets the current
+    /// tokens (`None` if there are none, or they belong to another URL) and returns the new
+    /// ones (`None` removes the entry). Other servers' entries are re-read under the lock and
+    /// kept. Returns what was stored.
+    pub fn update<F>(
+        &self,
+        id: &str,
+        url: &Url,
+        change: F,
+    ) -> Result<Option<ServerTokens>, AuthStoreError>
+    where
+        F: FnOnce(Option<&ServerTokens>) -> Option<ServerTokens>,
+    {
+        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let mut entries = self.read()?;
+        let current = entries.get(id).filter(|s| s.is_for(url)).map(|s| &s.tokens);
+        let new = change(current);
+        let unchanged = new.as_ref() == current;
+        match &new {
+            Some(tokens) => {
+                entries.insert(
+                    id.to_owned(),
+                    StoredTokens {
+                        url: Some(url.as_str().to_owned()),
+                        tokens: tokens.clone(),
+                    },
+                );
+            }
+            None if current.is_none() => {}
+            None => {
+                entries.remove(id);
+            }
+        }
+        if !unchanged {
+            self.write(&entries)?;
+        }
+        Ok(new)
+    }
+
+    /// Removes server `id`'s entry whatever its URL (logout). Returns whether there was one.
+    pub fn remove(&self, id: &str) -> Result<bool, AuthStoreError> {
+        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let mut entries = self.read()?;
+        let found = entries.remove(id).is_some();
+        if found {
+            self.write(&entries)?;
+        }
+        Ok(found)
+    }
+
+    fn write_err(&self, source: io::Error) -> AuthStoreError {
+        AuthStoreError::Write {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn read(&self) -> Result<BTreeMap<String, StoredTokens>, AuthStoreError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(source) => {
+                return Err(AuthStoreError::Read {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        if fs::mode_of(&self.path).is_some_and(|m| m & 0o077 != 0) {
+            // Found readable by others: narrow it now rather than at the next write. Failing
+            // to (a file owned by someone else) is not a reason to refuse reading it.
+            let _ = fs::set_mode(&self.path, PRIVATE_MODE);
+        }
+        let corrupt = |source| AuthStoreError::Corrupt {
+            path: self.path.clone(),
+            source,
+        };
+        let file = AuthFile::parse(&bytes).map_err(corrupt)?;
+        // `AuthFile` has no `url`: read it beside. The parse above succeeded, so this does too.
+        let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok(file
+            .servers
+            .into_iter()
+            .map(|(id, tokens)| {
+                let url = raw["servers"][&id]["url"].as_str().map(str::to_owned);
+                (id, StoredTokens { url, tokens })
+            })
+            .collect())
+    }
+
+    fn write(&self, entries: &BTreeMap<String, StoredTokens>) -> Result<(), AuthStoreError> {
+        let mut file = AuthFile::default();
+        for (id, s) in entries {
+            file.servers.insert(id.clone(), s.tokens.clone());
+        }
+        let mut doc: Value = serde_json::from_slice(&file.encode())
+            .map_err(|e| self.write_err(io::Error::other(e)))?;
+        for (id, s) in entries {
+            if let (Some(url), Some(Value::Object(entry))) = (&s.url, doc["servers"].get_mut(id)) {
+                entry.insert("url".to_owned(), Value::String(url.clone()));
+            }
+        }
+        let mut bytes =
+            serde_json::to_vec_pretty(&doc).map_err(|e| self.write_err(io::Error::other(e)))?;
+        bytes.push(b'\n');
+        fs::write_atomic(&self.path, &bytes, PRIVATE_MODE).map_err(|e| self.write_err(e))
+    }
+}

@@ -1,1 +1,200 @@
 //! Files written so that a crash or a second process never leaves half of one.
+//!
+//! [`write_atomic`] writes a temporary file in the target's directory, flushes it to disk,
+//! sets its mode, renames it over the target and flushes the directory: a reader sees the old
+//! contents or the new ones, never a mix. [`FileLock`] is an exclusive advisory lock on a
+//! sidecar file, for read-modify-write cycles shared between processes. Unix (Linux, macOS)
+//! is what this is written for; elsewhere the mode is not applied.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Mode for files that may hold secrets: tokens, client secrets, header values.
+pub(crate) const PRIVATE_MODE: u32 = 0o600;
+
+/// Makes each temporary name unique within this process; the pid makes it unique between
+/// processes.
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Replaces `path` with `bytes` atomically, with permissions `mode` (applied even when the
+/// file existed with wider rights). Creates the parent directory (mode 0700) when missing.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = parent_dir(path);
+    create_private_dir(&dir)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}.{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = write_then_rename(&tmp, path, bytes, mode);
+    if result.is_err() {
+        // The temporary file is ours and useless now; failing to remove it changes nothing.
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    // The rename is durable only once the directory entry is on disk.
+    File::open(&dir)?.sync_all()
+}
+
+fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let mut file = create_new(tmp, mode)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    set_mode(tmp, mode)?;
+    drop(file);
+    fs::rename(tmp, path)
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(unix)]
+fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn create_new(path: &Path, _mode: u32) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+/// Sets the permission bits exactly (the umask applies at creation, not here).
+#[cfg(unix)]
+pub(crate) fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+/// Permission bits are a Unix notion; elsewhere nothing is changed.
+#[cfg(not(unix))]
+pub(crate) fn set_mode(_path: &Path, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+/// The permission bits of an existing file, if it exists.
+#[cfg(unix)]
+pub(crate) fn mode_of(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+/// Permission bits are a Unix notion; elsewhere there are none.
+#[cfg(not(unix))]
+pub(crate) fn mode_of(_path: &Path) -> Option<u32> {
+    None
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// An exclusive lock on `<path>.lock`, held until dropped. The sidecar is never deleted:
+/// deleting a lock file lets two processes lock two different files.
+#[derive(Debug)]
+pub(crate) struct FileLock {
+    file: File,
+}
+
+impl FileLock {
+    /// Blocks until this process holds the lock for `path`.
+    pub(crate) fn acquire(path: &Path) -> io::Result<Self> {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".lock");
+        let lock_path = PathBuf::from(name);
+        create_private_dir(&parent_dir(&lock_path))?;
+        let file = open_lock_file(&lock_path)?;
+        file.lock()?;
+        Ok(Self { file })
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        // Closing the file releases the lock too; unlocking first only makes it prompt.
+        let _ = self.file.unlock();
+    }
+}
+
+#[cfg(unix)]
+fn open_lock_file(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(PRIVATE_MODE)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "mcp-host-fs-{tag}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn replaces_whole_files_with_the_mode_asked_and_leaves_no_temporary() {
+        let dir = temp_dir("atomic");
+        let path = dir.join("sub").join("f.json");
+        write_atomic(&path, b"one", 0o644).unwrap();
+        fs::write(&path, b"old").unwrap();
+        set_mode(&path, 0o666).unwrap();
+        write_atomic(&path, b"two", PRIVATE_MODE).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        #[cfg(unix)]
+        assert_eq!(mode_of(&path), Some(0o600), "narrowed though it was 0666");
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f.json")]);
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,1 +1,297 @@
-//! Configuration: which servers to run or reach, read from the global and the project file.
+//! Which servers the user configured: the files, their two formats, validation, the merge of
+//! the global and project layers, secret references, and the command line's edits.
+//!
+//! Loading never fails as a whole. A bad server entry is left out with a [`Problem`] naming
+//! the file, the server and the field; a file that is not JSON or has an unknown `version` is
+//! left out with a [`Problem`] naming the file, and the other files still load. Unknown fields
+//! are warnings, so a typo never passes silently.
+//!
+//! # Files and precedence, lowest first
+//!
+//! 1. Global: `$MCP_HOST_CONFIG`, else `$XDG_CONFIG_HOME/mcp-host/config.json`, else
+//!    `$HOME/.config/mcp-host/config.json` (on macOS too). Native format.
+//! 2. Project: `<cwd>/.mcp.json`, in the common `mcpServers` format. Read only.
+//! 3. Project: `<cwd>/.mcp-host/config.json`. Native format.
+//!
+//! Servers merge per id, the later file replacing the whole entry. An entry that is only
+//! `{"enabled": false}` disables the earlier layer's server of that id without repeating it.
+//! An entry with an error hides the earlier layers' entry of that id: a bad entry disables
+//! that server. Host options (`mcp.max_connections`, `mcp.max_result_bytes`) merge per option.
+//!
+//! Everything that depends on the process (the current directory, the environment) is passed
+//! in ([`ConfigPaths::new`], [`Env`]); [`discover`] reads the real ones.
+
+mod detect;
+mod edit;
+mod model;
+mod parse;
+mod secret;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use detect::{DetectError, Detected, detect, split_command_line};
+pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};
+pub use model::{
+    ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT,
+    FileFormat, FileReport, FileStatus, HostOptions, HttpTransport, LoadedConfig, OAuthConfig,
+    PermissionConfig, PermissionMode, Problem, RejectedServer, Scope, ServerConfig, Severity,
+    StdioTransport, Transport,
+};
+pub use parse::is_valid_server_id;
+pub use secret::{Env, Secret, SecretSource};
+
+use parse::{Entry, Resolve};
+
+/// Why a configuration file could not be found, read or edited. Messages name the file and
+/// the server, never a value from the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Reading failed for a reason other than the file being absent.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing (or locking) failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not something an edit can work on (not JSON, another version, another
+    /// format).
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The id breaks `^[a-zA-Z0-9_-]{1,64}$`.
+    #[error("invalid server id `{id}`: use 1 to 64 characters from a-z, A-Z, 0-9, `_` and `-`")]
+    InvalidServerId {
+        /// The id given.
+        id: String,
+    },
+    /// `add` without `replace` for an id the file has.
+    #[error("server `{id}` already exists in {}; replace it explicitly", path.display())]
+    ServerExists {
+        /// The id.
+        id: String,
+        /// The file.
+        path: PathBuf,
+    },
+    /// `remove` or `enable` of an id the file lacks.
+    #[error("server `{id}` is not defined in {}", path.display())]
+    ServerNotFound {
+        /// The id.
+        id: String,
+        /// The file.
+        path: PathBuf,
+    },
+    /// `add` of an entry that would not load.
+    #[error("server `{id}` was not written: {}", join(problems))]
+    InvalidEntry {
+        /// The id.
+        id: String,
+        /// The errors a load would report.
+        problems: Vec<Problem>,
+    },
+    /// No global file: none of `MCP_HOST_CONFIG`, `XDG_CONFIG_HOME` and `HOME` is set.
+    #[error("no global configuration file: set MCP_HOST_CONFIG, XDG_CONFIG_HOME or HOME")]
+    NoGlobalPath,
+    /// The current directory is unknown (for [`discover`]).
+    #[error("cannot determine the current directory: {0}")]
+    CurrentDir(#[source] io::Error),
+}
+
+fn join(problems: &[Problem]) -> String {
+    let parts: Vec<String> = problems
+        .iter()
+        .map(|p| match &p.field {
+            Some(f) => format!("`{f}`: {}", p.message),
+            None => p.message.clone(),
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// Where the configuration files are for one project directory and environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigPaths {
+    /// The global file, if a location is known.
+    pub global: Option<PathBuf>,
+    /// The project directory: where the project files are, and what relative `cwd` values
+    /// are relative to.
+    pub project_dir: PathBuf,
+    /// `<project>/.mcp-host/config.json`: the project file that is edited.
+    pub project: PathBuf,
+    /// `<project>/.mcp.json`: read, never edited.
+    pub project_mcp_json: PathBuf,
+}
+
+impl ConfigPaths {
+    /// The paths for a host started in `cwd` with environment `env` (see the module doc for
+    /// the rules).
+    pub fn new(cwd: &Path, env: &Env) -> Self {
+        let global = if let Some(p) = env.non_empty("MCP_HOST_CONFIG") {
+            Some(cwd.join(p))
+        } else {
+            config_dir(env).map(|d| d.join("mcp-host").join("config.json"))
+        };
+        Self {
+            global,
+            project_dir: cwd.to_path_buf(),
+            project: cwd.join(".mcp-host").join("config.json"),
+            project_mcp_json: cwd.join(".mcp.json"),
+        }
+    }
+
+    /// The paths for this process: its current directory and environment.
+    pub fn from_process() -> Result<(Self, Env), ConfigError> {
+        let cwd = std::env::current_dir().map_err(ConfigError::CurrentDir)?;
+        let env = Env::from_process();
+        Ok((Self::new(&cwd, &env), env))
+    }
+
+    /// Every file, lowest precedence first.
+    pub fn files(&self) -> Vec<ConfigFile> {
+        let mut files = self.scope_files(Scope::Global);
+        files.extend(self.scope_files(Scope::Project));
+        files
+    }
+
+    /// The files of one layer, lowest precedence first.
+    pub fn scope_files(&self, scope: Scope) -> Vec<ConfigFile> {
+        match scope {
+            Scope::Global => self
+                .global
+                .iter()
+                .map(|p| ConfigFile::new(p, Scope::Global, FileFormat::Native))
+                .collect(),
+            Scope::Project => vec![
+                ConfigFile::new(
+                    &self.project_mcp_json,
+                    Scope::Project,
+                    FileFormat::McpServers,
+                ),
+                ConfigFile::new(&self.project, Scope::Project, FileFormat::Native),
+            ],
+        }
+    }
+
+    /// The file `add`, `remove`, `enable` and `disable` edit for `scope`.
+    pub fn editable(&self, scope: Scope) -> Result<&Path, ConfigError> {
+        match scope {
+            Scope::Global => self.global.as_deref().ok_or(ConfigError::NoGlobalPath),
+            Scope::Project => Ok(&self.project),
+        }
+    }
+
+    /// The directory of the global file, where the token store lives by default.
+    pub fn global_dir(&self) -> Option<PathBuf> {
+        self.global.as_deref().map(crate::fs::parent_dir)
+    }
+}
+
+/// `$XDG_CONFIG_HOME` when set and absolute, else `$HOME/.config`.
+fn config_dir(env: &Env) -> Option<PathBuf> {
+    env.non_empty("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| env.non_empty("HOME").map(|h| Path::new(h).join(".config")))
+}
+
+/// The effective configuration: every file of `paths`, merged.
+pub fn load(paths: &ConfigPaths, env: &Env) -> LoadedConfig {
+    load_files(&paths.files(), env, &paths.project_dir)
+}
+
+/// One layer alone, not merged with the other (for `list --scope project|global`).
+pub fn load_scope(paths: &ConfigPaths, env: &Env, scope: Scope) -> LoadedConfig {
+    load_files(&paths.scope_files(scope), env, &paths.project_dir)
+}
+
+/// `files` (lowest precedence first) read and merged; relative `cwd` values resolved against
+/// `project_dir`, `{"env": …}` references against `env`.
+pub fn load_files(files: &[ConfigFile], env: &Env, project_dir: &Path) -> LoadedConfig {
+    let rs = Resolve {
+        env: Some(env),
+        project_dir,
+    };
+    let mut out = LoadedConfig::default();
+    let mut servers: BTreeMap<String, (ServerConfig, Option<usize>)> = BTreeMap::new();
+    let mut rejected: BTreeMap<String, RejectedServer> = BTreeMap::new();
+    for file in files {
+        let outcome = parse::read_file(file, &rs);
+        out.problems.extend(outcome.problems);
+        out.files.push(FileReport {
+            file: file.clone(),
+            status: outcome.status,
+        });
+        if let Some(n) = outcome.host.max_connections {
+            out.host.max_connections = n;
+        }
+        if let Some(n) = outcome.host.max_result_bytes {
+            out.host.max_result_bytes = n;
+        }
+        for entry in outcome.entries {
+            match entry {
+                Entry::Server {
+                    config,
+                    own_max_result,
+                } => {
+                    rejected.remove(&config.id);
+                    servers.insert(config.id.clone(), (*config, own_max_result));
+                }
+                Entry::DisableMarker { id } => match servers.get_mut(&id) {
+                    Some((s, _)) => {
+                        s.enabled = false;
+                        s.source = file.scope;
+                        s.file.clone_from(&file.path);
+                    }
+                    None => out.problems.push(Problem {
+                        severity: Severity::Warning,
+                        file: file.path.clone(),
+                        server: Some(id),
+                        field: Some("enabled".to_owned()),
+                        message: "disables no server: no earlier file defines this id".to_owned(),
+                    }),
+                },
+                Entry::Rejected(r) => {
+                    servers.remove(&r.id);
+                    rejected.insert(r.id.clone(), r);
+                }
+            }
+        }
+    }
+    let host_max = out.host.max_result_bytes;
+    out.servers = servers
+        .into_values()
+        .map(|(mut s, own)| {
+            s.max_result_bytes = own.unwrap_or(host_max);
+            s
+        })
+        .collect();
+    out.rejected = rejected.into_values().collect();
+    out
+}
+
+/// The effective configuration of this process: [`ConfigPaths::from_process`], then [`load`].
+pub fn discover() -> Result<LoadedConfig, ConfigError> {
+    let (paths, env) = ConfigPaths::from_process()?;
+    Ok(load(&paths, &env))
+}

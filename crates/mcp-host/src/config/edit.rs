@@ -1,0 +1,354 @@
+//! The command line's edits of one configuration file (`add`, `remove`, `enable`,
+//! `disable`): read the file as JSON, change one server, keep every other key and server,
+//! write it back atomically under a lock. Keys come back in alphabetical order (the workspace's
+//! `serde_json` has no `preserve_order`); values and unknown keys are kept as written.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::ConfigError;
+use super::detect::{self, DetectError, Detected};
+use super::model::{ConfigFile, FileFormat, Scope};
+use super::parse::{self, Cx, Entry, Resolve};
+use super::secret::SecretSource;
+use crate::fs::{self, FileLock, PRIVATE_MODE};
+
+/// How a server added from the command line is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NewTransport {
+    /// A local program.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its working directory, written as given.
+        cwd: Option<String>,
+        /// Its environment: values or `{"env": "VAR"}` references.
+        env: Vec<(String, SecretSource)>,
+    },
+    /// An HTTP server.
+    Http {
+        /// The endpoint, an `http(s)` URL.
+        url: String,
+        /// Static headers: values or references.
+        headers: Vec<(String, SecretSource)>,
+        /// The deprecated HTTP+SSE transport only (`"transport": "sse"`).
+        legacy_sse: bool,
+    },
+}
+
+/// OAuth options given on the command line; each is written only when set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct NewOAuth {
+    /// `--oauth-authorization-url`.
+    pub authorization_url: Option<String>,
+    /// `--oauth-token-url`.
+    pub token_url: Option<String>,
+    /// `--oauth-registration-url`.
+    pub registration_url: Option<String>,
+    /// `--oauth-client-id`.
+    pub client_id: Option<String>,
+    /// `--oauth-client-secret` (a value or a reference).
+    pub client_secret: Option<SecretSource>,
+    /// `--oauth-scope`.
+    pub scope: Option<String>,
+}
+
+impl NewOAuth {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A server entry to write with [`add_server`]: what `mcp-host add` collects from its flags.
+/// Fields left `None` are not written, so the defaults apply when the file is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NewServer {
+    /// How it is reached.
+    pub transport: NewTransport,
+    /// `--enabled`.
+    pub enabled: Option<bool>,
+    /// `--request-timeout-ms`.
+    pub request_timeout_ms: Option<u64>,
+    /// `--oauth-*` (HTTP only).
+    pub oauth: NewOAuth,
+}
+
+impl NewServer {
+    /// A stdio server started by `command` with `args`.
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self::with(NewTransport::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            cwd: None,
+            env: Vec::new(),
+        })
+    }
+
+    /// A Streamable HTTP server at `url`.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self::with(NewTransport::Http {
+            url: url.into(),
+            headers: Vec::new(),
+            legacy_sse: false,
+        })
+    }
+
+    /// The `add <id> <url-or-command>` shorthand: seed 003's auto-detection (see
+    /// [`detect`](super::detect())).
+    pub fn from_spec(spec: &str) -> Result<Self, DetectError> {
+        Ok(match detect::detect(spec)? {
+            Detected::Http { url } => Self::http(url.as_str()),
+            Detected::LegacySse { url } => Self::with(NewTransport::Http {
+                url: url.to_string(),
+                headers: Vec::new(),
+                legacy_sse: true,
+            }),
+            Detected::Stdio { command, args } => Self::stdio(command, args),
+        })
+    }
+
+    fn with(transport: NewTransport) -> Self {
+        Self {
+            transport,
+            enabled: None,
+            request_timeout_ms: None,
+            oauth: NewOAuth::default(),
+        }
+    }
+
+    /// The entry as written to a file. Secret values given inline are written inline: that is
+    /// what the user asked for, and the file is written with mode 0600.
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        let secrets = |pairs: &[(String, SecretSource)]| -> Value {
+            Value::Object(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            )
+        };
+        match &self.transport {
+            NewTransport::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+            } => {
+                m.insert("transport".into(), json!("stdio"));
+                m.insert("command".into(), json!(command));
+                if !args.is_empty() {
+                    m.insert("args".into(), json!(args));
+                }
+                if let Some(cwd) = cwd {
+                    m.insert("cwd".into(), json!(cwd));
+                }
+                if !env.is_empty() {
+                    m.insert("env".into(), secrets(env));
+                }
+            }
+            NewTransport::Http {
+                url,
+                headers,
+                legacy_sse,
+            } => {
+                let kind = if *legacy_sse { "sse" } else { "http" };
+                m.insert("transport".into(), json!(kind));
+                m.insert("url".into(), json!(url));
+                if !headers.is_empty() {
+                    m.insert("headers".into(), secrets(headers));
+                }
+            }
+        }
+        if let Some(enabled) = self.enabled {
+            m.insert("enabled".into(), json!(enabled));
+        }
+        if let Some(ms) = self.request_timeout_ms {
+            m.insert("request_timeout_ms".into(), json!(ms));
+        }
+        if !self.oauth.is_empty() {
+            let o = &self.oauth;
+            let mut om = Map::new();
+            let strings = [
+                ("authorization_url", &o.authorization_url),
+                ("token_url", &o.token_url),
+                ("registration_url", &o.registration_url),
+                ("client_id", &o.client_id),
+                ("scope", &o.scope),
+            ];
+            for (k, v) in strings {
+                if let Some(v) = v {
+                    om.insert(k.into(), json!(v));
+                }
+            }
+            if let Some(s) = &o.client_secret {
+                om.insert("client_secret".into(), s.to_json());
+            }
+            m.insert("oauth".into(), Value::Object(om));
+        }
+        Value::Object(m)
+    }
+}
+
+/// Adds server `id` to the native-format file at `path`, creating the file (mode 0600) and its
+/// directory when missing. Fails with [`ConfigError::ServerExists`] when the file already has
+/// `id`, unless `replace`. The entry is validated as a load would (secret references are not
+/// resolved) and refused with [`ConfigError::InvalidEntry`] if it has an error.
+pub fn add_server(
+    path: &Path,
+    id: &str,
+    server: &NewServer,
+    replace: bool,
+) -> Result<(), ConfigError> {
+    check_id(id)?;
+    let entry = server.to_json();
+    let file = ConfigFile::new(path, Scope::Project, FileFormat::Native);
+    let mut cx = Cx::new(&file);
+    let here = Path::new(".");
+    let rs = Resolve {
+        env: None,
+        project_dir: here,
+    };
+    if let Entry::Rejected(_) = parse::parse_entry(&mut cx, id, &entry, &rs) {
+        return Err(ConfigError::InvalidEntry {
+            id: id.to_owned(),
+            problems: cx.problems.into_iter().filter(|p| p.is_error()).collect(),
+        });
+    }
+    edit(path, |servers| {
+        if servers.contains_key(id) && !replace {
+            return Err(ConfigError::ServerExists {
+                id: id.to_owned(),
+                path: path.to_path_buf(),
+            });
+        }
+        servers.insert(id.to_owned(), entry);
+        Ok(())
+    })
+}
+
+/// Removes server `id` from the file at `path` (only that file: another layer's definition of
+/// the same id stays effective). [`ConfigError::ServerNotFound`] when the file lacks it.
+pub fn remove_server(path: &Path, id: &str) -> Result<(), ConfigError> {
+    edit(path, |servers| match servers.remove(id) {
+        Some(_) => Ok(()),
+        None => Err(not_found(path, id)),
+    })
+}
+
+/// Sets `enabled` on server `id` in the file at `path`.
+///
+/// Disabling an id the file does not have writes `{"enabled": false}` alone: a marker that
+/// disables the lower layer's server of that id (how a project turns off a global server).
+/// Enabling an id whose entry is only such a marker removes the marker. Enabling an id the
+/// file does not have is [`ConfigError::ServerNotFound`].
+pub fn set_enabled(path: &Path, id: &str, enabled: bool) -> Result<(), ConfigError> {
+    check_id(id)?;
+    edit(path, |servers| {
+        match servers.get_mut(id) {
+            Some(Value::Object(entry)) => {
+                if enabled && entry.keys().all(|k| k == "enabled") {
+                    servers.remove(id);
+                } else {
+                    entry.insert("enabled".into(), json!(enabled));
+                }
+            }
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!("the entry of server `{id}` is not an object"),
+                });
+            }
+            None if enabled => return Err(not_found(path, id)),
+            None => {
+                servers.insert(id.to_owned(), json!({ "enabled": false }));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn check_id(id: &str) -> Result<(), ConfigError> {
+    if parse::is_valid_server_id(id) {
+        Ok(())
+    } else {
+        Err(ConfigError::InvalidServerId { id: id.to_owned() })
+    }
+}
+
+fn not_found(path: &Path, id: &str) -> ConfigError {
+    ConfigError::ServerNotFound {
+        id: id.to_owned(),
+        path: path.to_path_buf(),
+    }
+}
+
+/// Read-modify-write of `mcp.servers` in the file at `path`, under `<path>.lock`.
+fn edit(
+    path: &Path,
+    change: impl FnOnce(&mut Map<String, Value>) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    let write_err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let _lock = FileLock::acquire(path).map_err(write_err)?;
+    let invalid = |message: &str| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message: message.to_owned(),
+    };
+    let mut doc = match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: format!(
+                "the file is {}; fix it by hand first",
+                parse::json_error_text(&e)
+            ),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let Value::Object(top) = &mut doc else {
+        return Err(invalid("the file is not a JSON object"));
+    };
+    if top.contains_key("mcpServers") && !top.contains_key("mcp") {
+        return Err(invalid(
+            "the file is in the `mcpServers` format, which is read but not edited",
+        ));
+    }
+    match top.get("version") {
+        None => {
+            top.insert("version".into(), json!(1));
+        }
+        Some(v) if v.as_u64() == Some(1) => {}
+        Some(_) => return Err(invalid("unsupported `version`; only version 1 is known")),
+    }
+    let mcp = top.entry("mcp").or_insert_with(|| json!({}));
+    let Value::Object(mcp) = mcp else {
+        return Err(invalid("`mcp` is not an object"));
+    };
+    let servers = mcp.entry("servers").or_insert_with(|| json!({}));
+    let Value::Object(servers) = servers else {
+        return Err(invalid("`mcp.servers` is not an object"));
+    };
+    change(servers)?;
+    let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| write_err(e.into()))?;
+    bytes.push(b'\n');
+    // An existing file keeps its rights; a new one may hold secrets, so it is private.
+    let mode = fs::mode_of(path).unwrap_or(PRIVATE_MODE);
+    fs::write_atomic(path, &bytes, mode).map_err(write_err)
+}

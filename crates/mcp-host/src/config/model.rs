@@ -1,0 +1,548 @@
+//! The validated configuration the rest of the host uses: servers with their transport, limits,
+//! tool filters and permission rules, host-wide options, and the problems found on the way.
+//! Nothing here is `Serialize`: files have their own shapes (see `parse` and `edit`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_protocol::ProtocolVersion;
+use url::Url;
+
+use super::secret::Secret;
+
+/// The default for `request_timeout_ms` (seed 000): 30 seconds.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default for `mcp.max_connections` (seed 003's limit).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10;
+/// The default for `mcp.max_result_bytes`: 1 MiB of tool result handed to a model per call.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// Which layer a server's definition comes from; the project layer wins over the global one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Scope {
+    /// The user's file (`MCP_HOST_CONFIG`, or `mcp-host/config.json` in the config directory).
+    Global,
+    /// The project's files: `<cwd>/.mcp.json`, then `<cwd>/.mcp-host/config.json`.
+    Project,
+}
+
+impl Scope {
+    /// `global` or `project`, as the `list` and `/mcp` views show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Global => "global",
+            Self::Project => "project",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The two file shapes that are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileFormat {
+    /// Seed 000's `{"version":1,"mcp":{"servers":{…}}}`: `config.json`, read and written.
+    Native,
+    /// The common `{"mcpServers":{…}}` shape (`.mcp.json`, Claude Desktop): read only.
+    McpServers,
+}
+
+/// One configuration file and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Which layer it belongs to.
+    pub scope: Scope,
+    /// Its shape.
+    pub format: FileFormat,
+}
+
+impl ConfigFile {
+    /// A file of `scope` in `format` at `path`.
+    pub fn new(path: impl Into<PathBuf>, scope: Scope, format: FileFormat) -> Self {
+        Self {
+            path: path.into(),
+            scope,
+            format,
+        }
+    }
+}
+
+/// What happened when a file was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileStatus {
+    /// Read; its servers are in the result (those without problems).
+    Loaded,
+    /// Not there, which is fine.
+    Missing,
+    /// Unreadable, not JSON or of an unknown version: none of its servers were taken, and a
+    /// [`Problem`] says why. The other files still count.
+    Failed,
+}
+
+/// A file that was looked at, for `list` and diagnostics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileReport {
+    /// The file.
+    pub file: ConfigFile,
+    /// What came of it.
+    pub status: FileStatus,
+}
+
+/// How serious a [`Problem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Severity {
+    /// Something was ignored or assumed (an unknown field, a missing `version`); everything
+    /// else still applies.
+    Warning,
+    /// A server (or a whole file, when `server` is `None`) was not taken.
+    Error,
+}
+
+/// Something wrong in a file, named precisely enough to fix: the file, the server id and the
+/// field. The message never quotes a value from the file (a value may be a secret); it may
+/// name an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Problem {
+    /// Warning or error.
+    pub severity: Severity,
+    /// The file.
+    pub file: PathBuf,
+    /// The server id, when the problem is in one server's entry.
+    pub server: Option<String>,
+    /// The field, as a dotted path inside the server's entry (`headers.Authorization`,
+    /// `oauth.token_url`) or inside the file (`version`, `mcp.max_connections`).
+    pub field: Option<String>,
+    /// What is wrong, lower case.
+    pub message: String,
+}
+
+impl Problem {
+    /// Whether this problem disabled a server or a file.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, "{level}: {}", self.file.display())?;
+        if let Some(server) = &self.server {
+            write!(f, ": server `{server}`")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What the host may do with a tool before calling it, as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PermissionMode {
+    /// Call without asking.
+    Allow,
+    /// Ask the user, showing server, tool and arguments (the default for MCP tools).
+    #[default]
+    Ask,
+    /// Never call; the model gets a tool error and the server never sees the call.
+    Deny,
+}
+
+impl PermissionMode {
+    /// `allow`, `ask` or `deny`, as written in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        match s {
+            "allow" => Some(Self::Allow),
+            "ask" => Some(Self::Ask),
+            "deny" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// A server's permission rules: one mode per tool name (the server's own tool name, not the
+/// exposed one), and a default for the rest. The permission hook applies them; a file from the
+/// project layer can set `allow`, so a host may choose to trust `allow` only from
+/// [`Scope::Global`] (see [`ServerConfig::source`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PermissionConfig {
+    /// For tools not named in `tools`; [`PermissionMode::Ask`] unless configured.
+    pub default: PermissionMode,
+    /// Per tool name.
+    pub tools: BTreeMap<String, PermissionMode>,
+}
+
+impl PermissionConfig {
+    /// The configured mode for `tool`.
+    pub fn mode_for(&self, tool: &str) -> PermissionMode {
+        self.tools.get(tool).copied().unwrap_or(self.default)
+    }
+}
+
+/// How to start a stdio server. The host builds an `mcp_stdio::StdioConfig` from it
+/// ([`ServerConfig::stdio_config`]).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StdioTransport {
+    /// The program: a path, or a name looked up on `PATH`.
+    pub command: String,
+    /// Its arguments. They are shown in diagnostics: put secrets in `env`, not here.
+    pub args: Vec<String>,
+    /// Its working directory (relative paths in files are resolved against the project
+    /// directory); the host's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables set for it, secrets resolved.
+    pub env: Vec<(String, Secret)>,
+    /// Pass the host's whole environment instead of `mcp-stdio`'s allow-list.
+    pub inherit_env: bool,
+}
+
+/// Where an HTTP server is. The host builds an `mcp_http::HttpConfig` from it
+/// ([`ServerConfig::http_config`]).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpTransport {
+    /// The MCP endpoint (an `http` or `https` URL).
+    pub url: Url,
+    /// Headers sent on every request, secrets resolved. Names are valid header names.
+    pub headers: Vec<(String, Secret)>,
+    /// `true` for the deprecated HTTP+SSE transport only (`"transport": "sse"`, `sse://`);
+    /// `false` for Streamable HTTP with the spec's fallback to HTTP+SSE.
+    pub legacy_sse: bool,
+}
+
+/// How to reach a server.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A local program speaking MCP on stdin/stdout.
+    Stdio(StdioTransport),
+    /// A remote (or local) server over HTTP.
+    Http(HttpTransport),
+}
+
+impl Transport {
+    /// `stdio`, `http` or `sse`, as files and the `/mcp` view spell it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Stdio(_) => "stdio",
+            Self::Http(h) if h.legacy_sse => "sse",
+            Self::Http(_) => "http",
+        }
+    }
+}
+
+/// OAuth settings for an HTTP server. Every endpoint given here overrides discovery; what is
+/// missing is discovered (RFC 9728, then RFC 8414 / OpenID Connect).
+#[derive(Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct OAuthConfig {
+    /// The authorization endpoint.
+    pub authorization_url: Option<Url>,
+    /// The token endpoint.
+    pub token_url: Option<Url>,
+    /// The dynamic client registration endpoint (RFC 7591).
+    pub registration_url: Option<Url>,
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<Secret>,
+    /// The scope to ask for (space-separated); otherwise chosen as the spec says.
+    pub scope: Option<String>,
+}
+
+/// One server, validated: everything the connection manager, the catalogue and the permission
+/// hook need, with defaults applied and secrets resolved.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The id: `^[a-zA-Z0-9_-]{1,64}$`.
+    pub id: String,
+    /// The layer that defined it.
+    pub source: Scope,
+    /// The file that defined it.
+    pub file: PathBuf,
+    /// Whether to connect at start. A disabled server is still listed.
+    pub enabled: bool,
+    /// How to reach it.
+    pub transport: Transport,
+    /// How long one request may take (`request_timeout_ms`, default 30 s).
+    pub request_timeout: Duration,
+    /// OAuth settings (HTTP only).
+    pub oauth: Option<OAuthConfig>,
+    /// When set, only these tools (by the server's names) are exposed.
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never exposed, even if in `enabled_tools`.
+    pub disabled_tools: Vec<String>,
+    /// Permission rules for its tools.
+    pub permission: PermissionConfig,
+    /// The most bytes of one result handed on: the server's `max_result_bytes`, else the
+    /// host's.
+    pub max_result_bytes: usize,
+    /// A protocol revision to use instead of negotiating the newest; always a known one.
+    pub protocol_version: Option<ProtocolVersion>,
+}
+
+impl ServerConfig {
+    /// Whether the tool filters let `tool` (the server's own name) through.
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        self.enabled_tools
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|t| t == tool))
+            && !self.disabled_tools.iter().any(|t| t == tool)
+    }
+
+    /// An `mcp_stdio::StdioConfig` for a stdio server, with `mcp-stdio`'s default limits:
+    /// named by the server id, secrets passed as the environment. `None` for an HTTP server.
+    pub fn stdio_config(&self) -> Option<mcp_stdio::StdioConfig> {
+        let Transport::Stdio(t) = &self.transport else {
+            return None;
+        };
+        let mut c = mcp_stdio::StdioConfig::new(&self.id, &t.command, &t.args);
+        c.cwd.clone_from(&t.cwd);
+        c.env = t
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.secret().to_owned()))
+            .collect();
+        c.inherit_env = t.inherit_env;
+        Some(c)
+    }
+
+    /// An `mcp_http::HttpConfig` for an HTTP server, with `mcp-http`'s default limits: named by
+    /// the server id, configured headers set, the transport forced to legacy SSE when asked.
+    /// No authorization hook: the host adds its OAuth hook. `None` for a stdio server.
+    pub fn http_config(&self) -> Option<mcp_http::HttpConfig> {
+        let Transport::Http(t) = &self.transport else {
+            return None;
+        };
+        let mut c = mcp_http::HttpConfig::new(&self.id, t.url.as_str());
+        c.headers = t
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.secret().to_owned()))
+            .collect();
+        if t.legacy_sse {
+            c.protocol = mcp_http::HttpProtocol::LegacySse;
+        }
+        Some(c)
+    }
+
+    /// The URL the token store binds this server's tokens to: the endpoint for HTTP, `None`
+    /// for stdio (which takes credentials from its environment, not OAuth).
+    pub fn auth_url(&self) -> Option<&Url> {
+        match &self.transport {
+            Transport::Http(t) => Some(&t.url),
+            Transport::Stdio(_) => None,
+        }
+    }
+}
+
+/// A URL as shown in diagnostics: no user info, and the query (which may carry a key) hidden.
+pub(crate) struct ShownUrl<'a>(pub(crate) &'a Url);
+
+impl fmt::Debug for ShownUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let u = self.0;
+        write!(f, "\"{}://", u.scheme())?;
+        if let Some(host) = u.host_str() {
+            f.write_str(host)?;
+        }
+        if let Some(port) = u.port() {
+            write!(f, ":{port}")?;
+        }
+        f.write_str(u.path())?;
+        if u.query().is_some() {
+            f.write_str("?[redacted]")?;
+        }
+        f.write_str("\"")
+    }
+}
+
+struct Names<'a>(&'a [(String, Secret)]);
+
+impl fmt::Debug for Names<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, _)| (k, "[redacted]")))
+            .finish()
+    }
+}
+
+impl fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &Names(&self.env))
+            .field("inherit_env", &self.inherit_env)
+            .finish()
+    }
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("url", &ShownUrl(&self.url))
+            .field("headers", &Names(&self.headers))
+            .field("legacy_sse", &self.legacy_sse)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio(t) => t.fmt(f),
+            Self::Http(t) => t.fmt(f),
+        }
+    }
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field(
+                "authorization_url",
+                &self.authorization_url.as_ref().map(ShownUrl),
+            )
+            .field("token_url", &self.token_url.as_ref().map(ShownUrl))
+            .field(
+                "registration_url",
+                &self.registration_url.as_ref().map(ShownUrl),
+            )
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("id", &self.id)
+            .field("source", &self.source)
+            .field("file", &self.file)
+            .field("enabled", &self.enabled)
+            .field("transport", &self.transport)
+            .field("request_timeout", &self.request_timeout)
+            .field("oauth", &self.oauth)
+            .field("enabled_tools", &self.enabled_tools)
+            .field("disabled_tools", &self.disabled_tools)
+            .field("permission", &self.permission)
+            .field("max_result_bytes", &self.max_result_bytes)
+            .field("protocol_version", &self.protocol_version)
+            .finish()
+    }
+}
+
+/// Host-wide options from `mcp` (project over global, per option).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostOptions {
+    /// How many servers may be connected at once (`mcp.max_connections`, default 10).
+    pub max_connections: usize,
+    /// The result size limit for servers that set none (`mcp.max_result_bytes`, default
+    /// 1 MiB).
+    pub max_result_bytes: usize,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
+}
+
+/// A server entry that was not taken, so that status views can list it with its problems.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RejectedServer {
+    /// The id as written (it may be the invalid part).
+    pub id: String,
+    /// The layer of the file.
+    pub source: Scope,
+    /// The file.
+    pub file: PathBuf,
+}
+
+/// The result of loading: the effective servers, the entries that were refused, every problem
+/// found, the host options, and which files were read. Loading never fails as a whole: a bad
+/// file or entry becomes a [`Problem`] and the rest still loads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct LoadedConfig {
+    /// The effective servers, enabled or not, sorted by id.
+    pub servers: Vec<ServerConfig>,
+    /// Entries refused because of an error: each has at least one [`Problem`] with its id.
+    /// An id refused in one layer may still be served by another layer's valid entry.
+    pub rejected: Vec<RejectedServer>,
+    /// Errors and warnings, in file order.
+    pub problems: Vec<Problem>,
+    /// Host-wide options.
+    pub host: HostOptions,
+    /// The files looked at, lowest precedence first.
+    pub files: Vec<FileReport>,
+}
+
+impl LoadedConfig {
+    /// The effective server with this id.
+    pub fn server(&self, id: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|s| s.id == id)
+    }
+
+    /// The servers to connect at start.
+    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.iter().filter(|s| s.enabled)
+    }
+
+    /// Whether any problem is an error (a server or a file was not taken).
+    pub fn has_errors(&self) -> bool {
+        self.problems.iter().any(Problem::is_error)
+    }
+
+    /// The problems about server `id`.
+    pub fn problems_for<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Problem> {
+        self.problems
+            .iter()
+            .filter(move |p| p.server.as_deref() == Some(id))
+    }
+
+    /// The problems about `path`.
+    pub fn problems_in<'a>(&'a self, path: &'a Path) -> impl Iterator<Item = &'a Problem> {
+        self.problems.iter().filter(move |p| p.file == path)
+    }
+}

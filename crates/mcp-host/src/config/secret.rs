@@ -1,0 +1,133 @@
+//! Secrets in the configuration: a value type that never prints, the ways a file may give one
+//! (inline, or a reference to an environment variable), and the environment the references are
+//! resolved against, passed in so that loading is hermetic.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+
+/// A configured value that must never be shown: an environment value for a server, a header
+/// value, an OAuth client secret. `Debug` and `Display` print `[redacted]`; the type is not
+/// `Serialize`, so it cannot be written back out by accident. The value comes out only through
+/// [`Secret::secret`], which marks each place a secret leaves its type.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value: hand it only to where it belongs (a child's environment, a request header,
+    /// a token request), never to a log, an error or a status line.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// How a file (or the command line) gives a secret: the value itself, or the name of an
+/// environment variable read when the configuration is loaded. `${VAR}` strings are not
+/// expanded (seed 000): they are plain values.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SecretSource {
+    /// The value, written in the file: `"KEY": "value"`.
+    Plain(Secret),
+    /// `{"env": "VAR"}`: the value of the variable `VAR` at load time. Loading fails for the
+    /// server (naming `VAR`) when it is unset.
+    Env(String),
+}
+
+impl fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Plain(_) => f.write_str("Plain([redacted])"),
+            Self::Env(var) => f.debug_tuple("Env").field(var).finish(),
+        }
+    }
+}
+
+impl SecretSource {
+    /// The JSON written to a file for this source: a string, or `{"env": "VAR"}`. This is the
+    /// one place a configured secret is serialized, and only into the configuration file the
+    /// user asked to edit (written with mode 0600).
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Plain(s) => serde_json::Value::String(s.secret().to_owned()),
+            Self::Env(var) => serde_json::json!({ "env": var }),
+        }
+    }
+}
+
+/// The environment a configuration is loaded against: where the files are
+/// (`MCP_HOST_CONFIG`, `XDG_CONFIG_HOME`, `HOME`) and what `{"env": "VAR"}` references resolve
+/// to. Passed in rather than read inside, so that tests are hermetic. `Debug` shows the names
+/// only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// An empty environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This process's environment. Variables whose name or value is not UTF-8 are left out
+    /// (a reference to one reads as unset).
+    pub fn from_process() -> Self {
+        std::env::vars_os()
+            .filter_map(|(k, v): (OsString, OsString)| {
+                Some((k.into_string().ok()?, v.into_string().ok()?))
+            })
+            .collect()
+    }
+
+    /// The same environment with `name` set to `value`.
+    #[must_use]
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.vars.insert(name.into(), value.into());
+        self
+    }
+
+    /// The value of `name`, if set.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// The value of `name` if set and not empty: how path variables are read.
+    pub(crate) fn non_empty(&self, name: &str) -> Option<&str> {
+        self.var(name).filter(|v| !v.is_empty())
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Env {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Self {
+            vars: iter
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.vars.keys()).finish()
+    }
+}

@@ -1,0 +1,1 @@
+//! Tests of loading, merging, validation, detection, secrets and edits.
