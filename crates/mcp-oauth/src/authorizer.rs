@@ -353,7 +353,12 @@ impl Authorizer {
         if !self.has_refresh_token() {
             return Ok(false);
         }
-        match self.refresh_inner(None).await {
+        if self.discovered.is_none() && self.discover(None).await.is_err() {
+            // Without a challenge the metadata may be out of reach (a protected resource
+            // metadata URL only a 401 names): leave the refresh to the 401.
+            return Ok(false);
+        }
+        match self.refresh_inner().await {
             Ok(()) => Ok(true),
             Err(e) => {
                 if is_dead_grant(&e) {
@@ -410,15 +415,17 @@ impl Authorizer {
         &mut self,
         challenge: Option<BearerChallenge>,
     ) -> Result<(), AuthError> {
+        // Discovery first, every time: a 401 may mean the resource moved to another
+        // authorization server, whose tokens and client must not be mixed with the old one's.
+        self.discover(challenge.as_ref()).await?;
         if !self.refreshed_in_chain && self.has_refresh_token() {
             self.refreshed_in_chain = true;
-            match self.refresh_inner(challenge.as_ref()).await {
+            match self.refresh_inner().await {
                 Ok(()) => return Ok(()),
                 Err(e) if is_dead_grant(&e) => self.forget_tokens(),
                 Err(e) => return Err(e),
             }
         }
-        self.discover(challenge.as_ref()).await?;
         let scope = self.default_scope(challenge.as_ref().and_then(|c| c.scope.as_deref()));
         match self.settings.grant {
             GrantType::AuthorizationCode => self.authorize(scope).await,
@@ -799,13 +806,10 @@ impl Authorizer {
         Ok(client)
     }
 
-    /// A refresh-token grant with the client the tokens were issued to. Tokens from another
-    /// authorization server are never presented to this one.
-    async fn refresh_inner(
-        &mut self,
-        challenge: Option<&BearerChallenge>,
-    ) -> Result<(), AuthError> {
-        self.ensure_discovered(challenge).await?;
+    /// A refresh-token grant with the client the tokens were issued to, at the authorization
+    /// server discovered last. Tokens from another authorization server are never presented to
+    /// this one.
+    async fn refresh_inner(&mut self) -> Result<(), AuthError> {
         let Some(d) = self.discovered.clone() else {
             return Ok(());
         };

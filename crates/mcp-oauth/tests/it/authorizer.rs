@@ -1,0 +1,835 @@
+//! The driver against the in-memory fake: each discovery variant, client identities, PKCE,
+//! resource and issuer checks, `iss`, step-up and its limit, refresh, token endpoint
+//! authentication, `client_credentials`, and that no secret is ever printed.
+
+use base64::Engine as _;
+use mcp_oauth::flow::TokenError;
+use mcp_oauth::store::AuthFile;
+use mcp_oauth::{AuthError, Authorizer, ClientSecret, Error, GrantType, MetadataSource};
+
+use crate::fake::{AS, CIMD, Config, MCP, ORIGIN, Prm, World, block_on, challenge, settings};
+
+fn unauthorized(world: &World, auth: &mut Authorizer) -> Result<(), AuthError> {
+    let header = challenge(world);
+    block_on(auth.handle_challenge(401, &[header.as_str()]))
+}
+
+fn query(url: &url::Url, name: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+#[test]
+fn prm_from_the_challenge_then_dcr_pkce_and_tokens() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    assert!(auth.authorization_header().is_none());
+    unauthorized(&world, &mut auth).unwrap();
+
+    assert_eq!(
+        world.urls(),
+        [
+            format!("GET {ORIGIN}/custom/prm"),
+            format!("GET {AS}/.well-known/oauth-authorization-server"),
+            format!("POST {AS}/register"),
+            format!("POST {AS}/token"),
+        ],
+        "the root PRM is never fetched once the challenge's is found"
+    );
+    let authorize = &world.authorize_urls()[0];
+    assert!(authorize.as_str().starts_with(&format!("{AS}/authorize?")));
+    assert_eq!(query(authorize, "resource").as_deref(), Some(MCP));
+    assert_eq!(
+        query(authorize, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert_eq!(query(authorize, "client_id").as_deref(), Some("client-1"));
+    assert!(query(authorize, "state").is_some());
+    assert_eq!(
+        query(authorize, "scope"),
+        None,
+        "no scope anywhere: omitted"
+    );
+    let token = &world.token_requests()[0];
+    assert_eq!(
+        token.form("grant_type").as_deref(),
+        Some("authorization_code")
+    );
+    assert_eq!(token.form("resource").as_deref(), Some(MCP));
+    assert!(token.form("code_verifier").is_some());
+
+    assert!(auth.take_changed());
+    assert!(!auth.take_changed(), "the signal is taken once");
+    let header = auth.authorization_header().unwrap();
+    assert!(header.is_sensitive());
+    assert!(header.to_str().unwrap().starts_with("Bearer at-secret-"));
+    let t = auth.tokens().unwrap();
+    assert_eq!(t.issuer.as_deref(), Some(AS));
+    assert_eq!(t.client_id.as_deref(), Some("client-1"));
+    assert_eq!(t.expires_at_ms, Some(1_000_000 + 3_600_000));
+    assert_eq!(
+        auth.metadata_source(),
+        Some(MetadataSource::ProtectedResource)
+    );
+
+    let registration: serde_json::Value =
+        serde_json::from_str(&world.registrations()[0].body).unwrap();
+    assert_eq!(
+        registration["redirect_uris"],
+        serde_json::json!([crate::fake::REDIRECT])
+    );
+}
+
+#[test]
+fn path_inserted_then_root_prm_and_the_resource_is_sent_byte_for_byte() {
+    let world = World::new(Config {
+        prm: Prm::Root,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    let urls = world.urls();
+    assert_eq!(
+        &urls[..2],
+        [
+            format!("GET {ORIGIN}/.well-known/oauth-protected-resource/mcp"),
+            format!("GET {ORIGIN}/.well-known/oauth-protected-resource"),
+        ]
+    );
+    assert_eq!(auth.resource(), Some(ORIGIN));
+    assert_eq!(
+        query(&world.authorize_urls()[0], "resource").as_deref(),
+        Some(ORIGIN)
+    );
+    assert_eq!(
+        world.token_requests()[0].form("resource").as_deref(),
+        Some(ORIGIN)
+    );
+
+    let world = World::new(Config {
+        prm: Prm::PathInserted,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(
+        world.urls()[0],
+        format!("GET {ORIGIN}/.well-known/oauth-protected-resource/mcp")
+    );
+    assert!(!world.urls().contains(&format!(
+        "GET {ORIGIN}/.well-known/oauth-protected-resource"
+    )));
+}
+
+#[test]
+fn authorization_server_metadata_in_rfc_8414_then_oidc_order_with_a_path() {
+    let tenant = format!("{AS}/tenant1");
+    let world = World::new(Config {
+        issuer: tenant.clone(),
+        meta_url: Some(format!("{tenant}/.well-known/openid-configuration")),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(
+        &world.urls()[1..4],
+        [
+            format!("GET {AS}/.well-known/oauth-authorization-server/tenant1"),
+            format!("GET {AS}/.well-known/openid-configuration/tenant1"),
+            format!("GET {tenant}/.well-known/openid-configuration"),
+        ]
+    );
+    assert_eq!(auth.metadata().unwrap().issuer, tenant);
+
+    let world = World::new(Config {
+        meta_url: Some(format!("{AS}/.well-known/openid-configuration")),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(
+        &world.urls()[1..3],
+        [
+            format!("GET {AS}/.well-known/oauth-authorization-server"),
+            format!("GET {AS}/.well-known/openid-configuration"),
+        ]
+    );
+}
+
+#[test]
+fn no_prm_means_metadata_at_the_server_origin_2025_03_26() {
+    let world = World::new(Config {
+        prm: Prm::None,
+        meta_url: Some(format!("{ORIGIN}/.well-known/oauth-authorization-server")),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(auth.metadata_source(), Some(MetadataSource::ServerOrigin));
+    assert!(world.urls().contains(&format!("POST {ORIGIN}/register")));
+    assert!(world.urls().contains(&format!("POST {ORIGIN}/token")));
+    assert_eq!(auth.resource(), Some(MCP), "the canonical server URI");
+}
+
+#[test]
+fn no_metadata_at_all_falls_back_to_default_endpoints_with_pkce() {
+    let world = World::new(Config {
+        prm: Prm::None,
+        meta_url: None,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(
+        auth.metadata_source(),
+        Some(MetadataSource::DefaultEndpoints)
+    );
+    let authorize = &world.authorize_urls()[0];
+    assert!(
+        authorize
+            .as_str()
+            .starts_with(&format!("{ORIGIN}/authorize?"))
+    );
+    assert_eq!(
+        query(authorize, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert!(world.urls().contains(&format!("POST {ORIGIN}/register")));
+    assert!(world.token_requests()[0].form("code_verifier").is_some());
+}
+
+#[test]
+fn no_metadata_and_no_oauth_suggests_a_static_header() {
+    // No Bearer challenge at all.
+    let world = World::new(Config {
+        prm: Prm::None,
+        meta_url: None,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let err = block_on(auth.handle_challenge(401, &[])).unwrap_err();
+    assert!(matches!(err, AuthError::NoMetadata { .. }));
+    assert!(err.to_string().contains("`Authorization` header"), "{err}");
+    assert!(world.authorize_urls().is_empty());
+
+    // A Bearer challenge, but nothing answers at the default registration endpoint.
+    world.set(|c| c.origin_register_404 = true);
+    let err = block_on(auth.handle_challenge(401, &["Bearer"])).unwrap_err();
+    assert!(matches!(err, AuthError::NoMetadata { .. }), "{err}");
+    assert!(world.authorize_urls().is_empty());
+
+    // And the fallback can be turned off.
+    let mut s = settings();
+    s.legacy_default_endpoints = false;
+    let mut auth = world.authorizer(s);
+    let err = block_on(auth.handle_challenge(401, &["Bearer"])).unwrap_err();
+    assert!(matches!(err, AuthError::NoMetadata { .. }), "{err}");
+}
+
+#[test]
+fn configured_endpoints_win_and_stand_alone() {
+    let world = World::new(Config::default());
+    let mut s = settings();
+    s.token_url = Some(format!("{AS}/other/token"));
+    let mut auth = world.authorizer(s);
+    let _ = unauthorized(&world, &mut auth);
+    assert!(world.urls().contains(&format!("POST {AS}/other/token")));
+
+    let world = World::new(Config {
+        prm: Prm::None,
+        meta_url: None,
+        ..Config::default()
+    });
+    let mut s = settings();
+    s.authorization_url = Some(format!("{AS}/authorize"));
+    s.token_url = Some(format!("{AS}/token"));
+    s.client_id = Some("configured".to_owned());
+    let mut auth = world.authorizer(s);
+    block_on(auth.handle_challenge(401, &[])).unwrap();
+    assert_eq!(auth.metadata_source(), Some(MetadataSource::Configured));
+    assert!(
+        world.authorize_urls()[0]
+            .as_str()
+            .starts_with(&format!("{AS}/authorize?"))
+    );
+}
+
+#[test]
+fn pre_registered_clients_use_basic_and_never_register() {
+    let world = World::new(Config {
+        dcr: false,
+        auth_methods: Some(vec!["client_secret_basic".into()]),
+        ..Config::default()
+    });
+    let mut s = settings();
+    s.client_id = Some("pre-registered-client".into());
+    s.client_secret = Some(ClientSecret::new("pre-registered-secret"));
+    let mut auth = world.authorizer(s);
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.registrations().is_empty());
+    let token = &world.token_requests()[0];
+    let basic = base64::engine::general_purpose::STANDARD
+        .encode("pre-registered-client:pre-registered-secret");
+    assert_eq!(token.authorization, Some(format!("Basic {basic}")));
+    assert_eq!(token.form("client_secret"), None);
+    assert_eq!(
+        auth.tokens().unwrap().client_secret,
+        None,
+        "a configured secret is not copied into the store"
+    );
+}
+
+#[test]
+fn cimd_is_used_when_supported_and_dcr_is_not() {
+    let world = World::new(Config {
+        cimd: true,
+        ..Config::default()
+    });
+    let mut s = settings();
+    s.client_metadata_url = Some(CIMD.to_owned());
+    let mut auth = world.authorizer(s);
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.registrations().is_empty());
+    assert_eq!(
+        query(&world.authorize_urls()[0], "client_id").as_deref(),
+        Some(CIMD)
+    );
+    let token = &world.token_requests()[0];
+    assert_eq!(token.form("client_id").as_deref(), Some(CIMD));
+    assert_eq!(token.authorization, None);
+}
+
+#[test]
+fn no_identity_is_a_clear_error() {
+    let world = World::new(Config {
+        dcr: false,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    assert!(matches!(err, AuthError::NoClientIdentity { .. }));
+    assert!(err.to_string().contains("client_id"), "{err}");
+}
+
+#[test]
+fn no_pkce_no_authorization_and_no_registration() {
+    let world = World::new(Config {
+        pkce: false,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    assert!(
+        matches!(err, AuthError::Protocol(Error::PkceNotSupported { .. })),
+        "{err}"
+    );
+    assert!(world.authorize_urls().is_empty());
+    assert!(world.registrations().is_empty());
+}
+
+#[test]
+fn a_resource_mismatch_stops_before_authorization_server_discovery() {
+    let world = World::new(Config {
+        prm_resource: Some("https://evil.example.com/mcp".into()),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    assert!(
+        matches!(err, AuthError::Protocol(Error::ResourceMismatch { .. })),
+        "{err}"
+    );
+    assert_eq!(world.urls(), [format!("GET {ORIGIN}/custom/prm")]);
+    assert!(world.authorize_urls().is_empty());
+}
+
+#[test]
+fn a_wrong_issuer_in_metadata_is_refused_and_its_endpoints_unused() {
+    let world = World::new(Config {
+        meta_issuer: Some("https://attacker.example.com".into()),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    assert!(
+        matches!(err, AuthError::Protocol(Error::IssuerMismatch { .. })),
+        "{err}"
+    );
+    assert_eq!(world.urls().len(), 2);
+    assert!(world.authorize_urls().is_empty());
+}
+
+#[test]
+fn iss_in_the_redirect() {
+    let cases: [(bool, Option<String>, bool); 6] = [
+        (true, Some(AS.to_owned()), true),
+        (false, None, true),
+        (false, Some(AS.to_owned()), true),
+        (true, None, false),
+        (true, Some("https://evil.example.com".to_owned()), false),
+        (false, Some("https://evil.example.com".to_owned()), false),
+    ];
+    for (supported, iss, ok) in cases {
+        let world = World::new(Config {
+            iss_supported: supported,
+            iss_in_redirect: iss.clone(),
+            ..Config::default()
+        });
+        let mut auth = world.authorizer(settings());
+        let result = unauthorized(&world, &mut auth);
+        assert_eq!(result.is_ok(), ok, "{supported} {iss:?}: {result:?}");
+        assert_eq!(world.authorize_urls().len(), 1);
+        assert_eq!(
+            world.token_requests().len(),
+            usize::from(ok),
+            "{supported} {iss:?}"
+        );
+    }
+    // A trailing slash is another issuer (exact string compare).
+    let world = World::new(Config {
+        iss_supported: true,
+        iss_in_redirect: Some(format!("{AS}/")),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    assert!(unauthorized(&world, &mut auth).is_err());
+    assert!(world.token_requests().is_empty());
+}
+
+#[test]
+fn scope_from_the_challenge_then_resource_scopes() {
+    let world = World::new(Config {
+        prm_scopes: Some(vec!["mcp:basic".into(), "mcp:read".into()]),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let header = format!(r#"Bearer resource_metadata="{ORIGIN}/custom/prm", scope="mcp:only""#);
+    block_on(auth.handle_challenge(401, &[header.as_str()])).unwrap();
+    assert_eq!(
+        query(&world.authorize_urls()[0], "scope").as_deref(),
+        Some("mcp:only")
+    );
+
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(
+        query(&world.authorize_urls()[1], "scope").as_deref(),
+        Some("mcp:basic mcp:read")
+    );
+}
+
+#[test]
+fn step_up_asks_for_the_union_and_gives_up_after_three_attempts() {
+    let world = World::new(Config {
+        prm_scopes: Some(vec!["mcp:profile".into()]),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    let header = format!(r#"Bearer resource_metadata="{ORIGIN}/custom/prm", scope="mcp:basic""#);
+    block_on(auth.handle_challenge(401, &[header.as_str()])).unwrap();
+    let forbidden = r#"Bearer error="insufficient_scope", scope="mcp:write""#;
+    block_on(auth.handle_challenge(403, &[forbidden])).unwrap();
+    assert_eq!(
+        query(&world.authorize_urls()[1], "scope").as_deref(),
+        Some("mcp:basic mcp:write"),
+        "union with what was asked, not with the decoy scopes_supported"
+    );
+    assert_eq!(
+        auth.tokens().unwrap().scope.as_deref(),
+        Some("mcp:basic mcp:write")
+    );
+
+    block_on(auth.handle_challenge(403, &[forbidden])).unwrap();
+    let err = block_on(auth.handle_challenge(403, &[forbidden])).unwrap_err();
+    assert!(
+        matches!(err, AuthError::TooManyAttempts { attempts: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        world.authorize_urls().len(),
+        3,
+        "at most 3 authorization attempts"
+    );
+
+    auth.request_succeeded();
+    block_on(auth.handle_challenge(403, &[forbidden])).unwrap();
+    assert_eq!(
+        world.authorize_urls().len(),
+        4,
+        "a success starts a new chain"
+    );
+
+    let err =
+        block_on(auth.handle_challenge(403, &[r#"Bearer error="access_denied""#])).unwrap_err();
+    assert!(matches!(err, AuthError::Forbidden { .. }));
+    assert!(matches!(
+        block_on(auth.handle_challenge(500, &[])),
+        Err(AuthError::NotAChallenge { status: 500 })
+    ));
+}
+
+#[test]
+fn refresh_ahead_of_expiry_keeps_the_rotated_refresh_token() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    auth.take_changed();
+    let first_refresh = auth.tokens().unwrap().refresh_token.clone().unwrap();
+    assert!(!auth.needs_refresh());
+    assert!(!block_on(auth.refresh_if_needed()).unwrap());
+
+    world.advance(3_600_000 - 30_000);
+    assert!(auth.needs_refresh(), "within the 60 s margin");
+    world.clear_log();
+    assert!(block_on(auth.refresh_if_needed()).unwrap());
+    assert!(auth.take_changed());
+    let token = &world.token_requests()[0];
+    assert_eq!(token.form("grant_type").as_deref(), Some("refresh_token"));
+    assert_eq!(token.form("resource").as_deref(), Some(MCP));
+    let second_refresh = auth.tokens().unwrap().refresh_token.clone().unwrap();
+    assert_ne!(
+        first_refresh, second_refresh,
+        "the new refresh token is kept"
+    );
+    assert!(world.authorize_urls().is_empty());
+
+    // Without rotation the old refresh token stays.
+    world.set(|c| c.rotate = false);
+    world.advance(3_600_000);
+    assert!(block_on(auth.refresh_if_needed()).unwrap());
+    assert_eq!(
+        auth.tokens().unwrap().refresh_token.as_ref(),
+        Some(&second_refresh)
+    );
+}
+
+#[test]
+fn a_401_refreshes_first_then_logs_in_if_the_refresh_token_is_dead() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    world.clear_log();
+
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.authorize_urls().is_empty(), "a refresh was enough");
+    assert_eq!(
+        world.token_requests()[0].form("grant_type").as_deref(),
+        Some("refresh_token")
+    );
+
+    // A stale copy of the store: its refresh token was rotated away.
+    let stale = auth.tokens().cloned();
+    auth.request_succeeded();
+    unauthorized(&world, &mut auth).unwrap();
+    auth.set_tokens(stale);
+    auth.request_succeeded();
+    world.clear_log();
+    unauthorized(&world, &mut auth).unwrap();
+    let grants: Vec<_> = world
+        .token_requests()
+        .iter()
+        .map(|t| t.form("grant_type").unwrap())
+        .collect();
+    assert_eq!(grants, ["refresh_token", "authorization_code"]);
+    assert_eq!(
+        world.authorize_urls().len(),
+        1,
+        "invalid_grant: a full login"
+    );
+    assert!(
+        world.registrations().is_empty(),
+        "the stored client is reused"
+    );
+}
+
+#[test]
+fn a_failing_token_endpoint_keeps_the_tokens() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    auth.take_changed();
+    let before = auth.tokens().cloned();
+    world.set(|c| c.token_down = Some(503));
+    world.clear_log();
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert_eq!(err, AuthError::Token(TokenError::Transient { status: 503 }));
+    assert!(world.authorize_urls().is_empty());
+    assert_eq!(auth.tokens().cloned(), before);
+    assert!(!auth.take_changed());
+
+    world.advance(3_600_000);
+    assert!(
+        block_on(auth.refresh_if_needed())
+            .unwrap_err()
+            .is_transient()
+    );
+    assert_eq!(auth.tokens().cloned(), before);
+}
+
+#[test]
+fn a_dead_refresh_token_ahead_of_expiry_is_forgotten() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    let stale = auth.tokens().cloned();
+    world.advance(3_600_000);
+    block_on(auth.refresh_if_needed()).unwrap();
+    auth.set_tokens(stale);
+    let err = block_on(auth.refresh_if_needed()).unwrap_err();
+    assert!(
+        matches!(err, AuthError::Token(TokenError::InvalidGrant(_))),
+        "{err}"
+    );
+    assert!(auth.tokens().is_none());
+    assert!(auth.take_changed(), "the removal is to be persisted");
+}
+
+#[test]
+fn token_endpoint_authentication_follows_registration() {
+    let cases = [
+        ("client_secret_basic", true, false),
+        ("client_secret_post", false, true),
+        ("none", false, false),
+    ];
+    for (method, basic, post) in cases {
+        let world = World::new(Config {
+            auth_methods: Some(vec![method.to_owned()]),
+            reg_secret: (method != "none").then(|| "reg-secret".to_owned()),
+            reg_method: Some(method.to_owned()),
+            ..Config::default()
+        });
+        let mut auth = world.authorizer(settings());
+        unauthorized(&world, &mut auth).unwrap();
+        let token = &world.token_requests()[0];
+        assert_eq!(token.authorization.is_some(), basic, "{method}");
+        assert_eq!(token.form("client_secret").is_some(), post, "{method}");
+        assert_eq!(token.form("client_id").is_some(), !basic, "{method}");
+    }
+}
+
+#[test]
+fn client_credentials_with_basic_or_a_signed_assertion() {
+    let world = World::new(Config::default());
+    let mut s = settings();
+    s.grant = GrantType::ClientCredentials;
+    s.client_id = Some("machine".into());
+    s.client_secret = Some(ClientSecret::new("machine-secret"));
+    let mut auth = world.authorizer(s.clone());
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.authorize_urls().is_empty());
+    let token = &world.token_requests()[0];
+    assert_eq!(
+        token.form("grant_type").as_deref(),
+        Some("client_credentials")
+    );
+    assert!(
+        token
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic "))
+    );
+    assert_eq!(token.form("resource").as_deref(), Some(MCP));
+
+    let world = World::new(Config::default());
+    s.client_secret = None;
+    let mut auth = world.authorizer(s);
+    unauthorized(&world, &mut auth).unwrap();
+    let token = &world.token_requests()[0];
+    assert_eq!(
+        token.form("client_assertion_type").as_deref(),
+        Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    );
+    assert!(
+        token
+            .form("client_assertion")
+            .unwrap()
+            .ends_with(".sig-secret")
+    );
+    let claims = world.claims.lock().unwrap()[0].clone();
+    assert_eq!(claims["iss"], "machine");
+    assert_eq!(claims["sub"], "machine");
+    assert_eq!(claims["aud"], AS);
+    assert_eq!(
+        claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
+        300
+    );
+
+    // Ahead of expiry the grant is simply made again.
+    world.advance(3_600_000);
+    assert!(block_on(auth.refresh_if_needed()).unwrap());
+}
+
+#[test]
+fn a_moved_authorization_server_gets_its_own_registration() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    auth.request_succeeded();
+    let second = "https://auth2.example.com";
+    world.set(|c| {
+        c.issuer = second.to_owned();
+        c.meta_url = Some(format!("{second}/.well-known/oauth-authorization-server"));
+    });
+    world.clear_log();
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(
+        world.urls().contains(&format!("POST {second}/register")),
+        "{:?}",
+        world.urls()
+    );
+    for request in world.log() {
+        assert!(
+            request.url.starts_with(ORIGIN) || request.url.starts_with(second),
+            "{}",
+            request.url
+        );
+        assert!(
+            !request.body.contains("client-1"),
+            "AS1's client id went to AS2: {request:?}"
+        );
+    }
+    assert_eq!(auth.tokens().unwrap().issuer.as_deref(), Some(second));
+}
+
+#[test]
+fn stored_tokens_are_used_and_refreshed_with_their_client() {
+    let world = World::new(Config {
+        prm: Prm::PathInserted,
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    let mut file = AuthFile::default();
+    file.servers
+        .insert("s".into(), auth.tokens().cloned().unwrap());
+    let bytes = file.encode();
+
+    // A new process: the store is read back.
+    let mut auth = world.authorizer(settings());
+    auth.set_tokens(AuthFile::parse(&bytes).unwrap().servers.remove("s"));
+    assert!(!auth.take_changed());
+    assert!(auth.authorization_header().is_some());
+    world.clear_log();
+    world.advance(3_600_000);
+    assert!(block_on(auth.refresh_if_needed()).unwrap());
+    assert_eq!(
+        world.token_requests()[0].form("client_id").as_deref(),
+        Some("client-1")
+    );
+    assert!(world.registrations().is_empty());
+}
+
+#[test]
+fn transport_failures_name_what_failed() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    let err = block_on(auth.handle_challenge(
+        401,
+        &[r#"Bearer resource_metadata="https://down.example.com/prm""#],
+    ))
+    .unwrap_err();
+    assert!(err.is_transient());
+    assert!(
+        err.to_string().contains("protected resource metadata"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("connection refused"), "{err}");
+}
+
+#[test]
+fn no_secret_in_any_error_or_debug_string() {
+    let secrets = [
+        "at-secret",
+        "rt-secret",
+        "reg-secret",
+        "pre-registered-secret",
+        "code-secret",
+        "sig-secret",
+    ];
+    let mut shown = Vec::new();
+    let configs = [
+        Config {
+            reg_secret: Some("reg-secret".into()),
+            token_down: Some(503),
+            ..Config::default()
+        },
+        Config {
+            reg_secret: Some("reg-secret".into()),
+            iss_supported: true,
+            ..Config::default()
+        },
+        Config {
+            reg_secret: Some("reg-secret".into()),
+            ..Config::default()
+        },
+    ];
+    for config in configs {
+        let world = World::new(config);
+        let mut s = settings();
+        s.client_secret = Some(ClientSecret::new("pre-registered-secret"));
+        let mut auth = world.authorizer(settings());
+        let result = unauthorized(&world, &mut auth);
+        shown.push(format!("{result:?}"));
+        if let Err(e) = &result {
+            shown.push(e.to_string());
+        }
+        shown.push(format!("{auth:?} {:?} {s:?}", auth.tokens()));
+        // A dead refresh token, then a dead code.
+        world.set(|c| c.token_down = None);
+        let stale = auth.tokens().cloned();
+        let _ = unauthorized(&world, &mut auth);
+        auth.set_tokens(stale);
+        auth.request_succeeded();
+        world.set(|c| c.token_down = Some(400));
+        let result = unauthorized(&world, &mut auth);
+        shown.push(format!("{result:?}"));
+        if let Err(e) = &result {
+            shown.push(e.to_string());
+        }
+        shown.push(format!("{auth:?} {:?}", world.services()));
+    }
+    let all = shown.join("\n");
+    for secret in secrets {
+        assert!(!all.contains(secret), "{secret} printed in:\n{all}");
+    }
+    // The verifier: whatever the fake's randomness made it, it never shows.
+    assert!(!all.contains("code_verifier"), "{all}");
+}
+
+#[test]
+fn futures_are_send() {
+    fn send<T: Send>(_: &T) {}
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    send(&auth.handle_challenge(401, &[]));
+    send(&auth.refresh_if_needed());
+    send(&auth.login());
+}
+
+#[test]
+fn stored_tokens_behind_a_challenge_only_prm_are_refreshed_on_the_401() {
+    let world = World::new(Config::default());
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    let stored = auth.tokens().cloned();
+
+    let mut auth = world.authorizer(settings());
+    auth.set_tokens(stored);
+    world.advance(3_600_000);
+    world.clear_log();
+    assert!(
+        !block_on(auth.refresh_if_needed()).unwrap(),
+        "the metadata is out of reach without a challenge"
+    );
+    assert!(world.token_requests().is_empty());
+    unauthorized(&world, &mut auth).unwrap();
+    let grants: Vec<_> = world
+        .token_requests()
+        .iter()
+        .map(|t| t.form("grant_type").unwrap())
+        .collect();
+    assert_eq!(grants, ["refresh_token"]);
+    assert!(world.authorize_urls().is_empty() && world.registrations().is_empty());
+}

@@ -1,0 +1,456 @@
+//! A fake MCP server and authorization server as an in-memory [`HttpClient`] and
+//! [`UserAgent`] (oauth2-rs style: no network), with a fake clock and counter randomness.
+//! Every knob is a field of [`Config`]; every request is logged for the tests to assert on.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use base64::Engine as _;
+use mcp_oauth::{
+    Authorizer, BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse,
+    Pkce, PkceVerifier, Randomness, Services, Settings, TransportError, Url, UserAgent,
+};
+use serde_json::{Value, json};
+
+pub(crate) const MCP: &str = "https://mcp.example.com/mcp";
+pub(crate) const ORIGIN: &str = "https://mcp.example.com";
+pub(crate) const AS: &str = "https://auth.example.com";
+pub(crate) const REDIRECT: &str = "http://127.0.0.1:33418/callback";
+pub(crate) const CIMD: &str = "https://app.example.com/client.json";
+
+/// Runs a future whose fakes are always ready: no runtime needed, none wanted in this crate.
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+/// Where the protected resource metadata is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prm {
+    /// At `/custom/prm`, named in the challenge.
+    Custom,
+    /// At the path-inserted well-known URL.
+    PathInserted,
+    /// At the root well-known URL (its `resource` is then the origin).
+    Root,
+    /// Nowhere.
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) prm: Prm,
+    pub(crate) prm_resource: Option<String>,
+    pub(crate) prm_scopes: Option<Vec<String>>,
+    /// The issuer the PRM names.
+    pub(crate) issuer: String,
+    /// The one URL the AS metadata is served at (`None`: nowhere).
+    pub(crate) meta_url: Option<String>,
+    /// The `issuer` the metadata states (default: `issuer`).
+    pub(crate) meta_issuer: Option<String>,
+    pub(crate) pkce: bool,
+    pub(crate) dcr: bool,
+    pub(crate) cimd: bool,
+    pub(crate) auth_methods: Option<Vec<String>>,
+    /// What registration answers: secret and method.
+    pub(crate) reg_secret: Option<String>,
+    pub(crate) reg_method: Option<String>,
+    pub(crate) iss_supported: bool,
+    /// The `iss` in the redirect: `None` none, `Some` that value.
+    pub(crate) iss_in_redirect: Option<String>,
+    pub(crate) expires_in: Option<u64>,
+    /// Every refresh gives a new refresh token and kills the old one.
+    pub(crate) rotate: bool,
+    /// The token endpoint answers this status with a plain body.
+    pub(crate) token_down: Option<u16>,
+    /// `/register` on the MCP origin answers 404 (the default-endpoint path).
+    pub origin_register_404: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            prm: Prm::Custom,
+            prm_resource: None,
+            prm_scopes: None,
+            issuer: AS.to_owned(),
+            meta_url: Some(format!("{AS}/.well-known/oauth-authorization-server")),
+            meta_issuer: None,
+            pkce: true,
+            dcr: true,
+            cimd: false,
+            auth_methods: None,
+            reg_secret: None,
+            reg_method: None,
+            iss_supported: false,
+            iss_in_redirect: None,
+            expires_in: Some(3600),
+            rotate: true,
+            token_down: None,
+            origin_register_404: false,
+        }
+    }
+}
+
+/// One request the fake saw.
+#[derive(Debug, Clone)]
+pub(crate) struct Logged {
+    pub(crate) method: String,
+    pub(crate) url: String,
+    pub(crate) authorization: Option<String>,
+    pub(crate) body: String,
+}
+
+impl Logged {
+    /// A form field of the body.
+    pub(crate) fn form(&self, name: &str) -> Option<String> {
+        url::form_urlencoded::parse(self.body.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    }
+}
+
+#[derive(Default)]
+struct Issued {
+    /// code -> (challenge, client_id, resource, scope)
+    codes: HashMap<String, (String, String, String, Option<String>)>,
+    live_refresh: HashSet<String>,
+    counter: u64,
+}
+
+/// The fake world: both servers, the browser, the clock and the randomness.
+pub(crate) struct World {
+    pub(crate) config: Mutex<Config>,
+    log: Mutex<Vec<Logged>>,
+    authorize_urls: Mutex<Vec<Url>>,
+    issued: Mutex<Issued>,
+    pub(crate) now_ms: AtomicU64,
+    rng: AtomicU8,
+    pub(crate) claims: Mutex<Vec<Value>>,
+}
+
+impl World {
+    pub(crate) fn new(config: Config) -> Arc<Self> {
+        Arc::new(Self {
+            config: Mutex::new(config),
+            log: Mutex::default(),
+            authorize_urls: Mutex::default(),
+            issued: Mutex::default(),
+            now_ms: AtomicU64::new(1_000_000),
+            rng: AtomicU8::new(1),
+            claims: Mutex::default(),
+        })
+    }
+
+    pub(crate) fn set(&self, f: impl FnOnce(&mut Config)) {
+        f(&mut self.config.lock().unwrap());
+    }
+
+    pub(crate) fn log(&self) -> Vec<Logged> {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub(crate) fn urls(&self) -> Vec<String> {
+        self.log()
+            .iter()
+            .map(|l| format!("{} {}", l.method, l.url))
+            .collect()
+    }
+
+    pub(crate) fn token_requests(&self) -> Vec<Logged> {
+        self.log()
+            .into_iter()
+            .filter(|l| l.url.ends_with("/token"))
+            .collect()
+    }
+
+    pub(crate) fn registrations(&self) -> Vec<Logged> {
+        self.log()
+            .into_iter()
+            .filter(|l| l.url.ends_with("/register"))
+            .collect()
+    }
+
+    pub(crate) fn authorize_urls(&self) -> Vec<Url> {
+        self.authorize_urls.lock().unwrap().clone()
+    }
+
+    pub(crate) fn advance(&self, ms: u64) {
+        self.now_ms.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    pub(crate) fn clear_log(&self) {
+        self.log.lock().unwrap().clear();
+        self.authorize_urls.lock().unwrap().clear();
+    }
+
+    /// An authorizer wired to this world.
+    pub(crate) fn authorizer(self: &Arc<Self>, settings: Settings) -> Authorizer {
+        Authorizer::new(settings, self.services())
+    }
+
+    pub(crate) fn services(self: &Arc<Self>) -> Services {
+        let http: Arc<dyn HttpClient> = Arc::new(Http(Arc::clone(self)));
+        let random: Arc<dyn Randomness> = self.clone();
+        let clock: Arc<dyn Clock> = self.clone();
+        let browser: Arc<dyn UserAgent> = self.clone();
+        let signer: Arc<dyn ClientAssertionSigner> = self.clone();
+        Services::new(http, random, clock)
+            .with_user_agent(browser)
+            .with_signer(signer)
+    }
+
+    fn next(&self, prefix: &str) -> String {
+        let mut issued = self.issued.lock().unwrap();
+        issued.counter += 1;
+        format!("{prefix}-{}", issued.counter)
+    }
+
+    fn answer(&self, req: &HttpRequest) -> (u16, Value) {
+        let c = self.config.lock().unwrap().clone();
+        let url = req.uri().to_string();
+        let origin_meta = c.meta_url.clone();
+        let endpoint_base = if c.meta_url.as_deref().is_some_and(|u| u.starts_with(ORIGIN)) {
+            ORIGIN.to_owned()
+        } else {
+            c.issuer.clone()
+        };
+        let prm_url = match c.prm {
+            Prm::Custom => Some(format!("{ORIGIN}/custom/prm")),
+            Prm::PathInserted => Some(format!("{ORIGIN}/.well-known/oauth-protected-resource/mcp")),
+            Prm::Root => Some(format!("{ORIGIN}/.well-known/oauth-protected-resource")),
+            Prm::None => None,
+        };
+        if req.method() == http::Method::GET {
+            if prm_url.as_deref() == Some(url.as_str()) {
+                let resource = c.prm_resource.clone().unwrap_or_else(|| {
+                    if c.prm == Prm::Root {
+                        ORIGIN.to_owned()
+                    } else {
+                        MCP.to_owned()
+                    }
+                });
+                let mut doc = json!({"resource": resource, "authorization_servers": [c.issuer]});
+                if let Some(scopes) = &c.prm_scopes {
+                    doc["scopes_supported"] = json!(scopes);
+                }
+                return (200, doc);
+            }
+            if origin_meta.as_deref() == Some(url.as_str()) {
+                let issuer = c.meta_issuer.clone().unwrap_or_else(|| {
+                    if endpoint_base == ORIGIN {
+                        ORIGIN.to_owned()
+                    } else {
+                        c.issuer.clone()
+                    }
+                });
+                let mut doc = json!({
+                    "issuer": issuer,
+                    "authorization_endpoint": format!("{endpoint_base}/authorize"),
+                    "token_endpoint": format!("{endpoint_base}/token"),
+                });
+                if c.pkce {
+                    doc["code_challenge_methods_supported"] = json!(["S256"]);
+                }
+                if c.dcr {
+                    doc["registration_endpoint"] = json!(format!("{endpoint_base}/register"));
+                }
+                if c.cimd {
+                    doc["client_id_metadata_document_supported"] = json!(true);
+                }
+                if let Some(m) = &c.auth_methods {
+                    doc["token_endpoint_auth_methods_supported"] = json!(m);
+                }
+                if c.iss_supported {
+                    doc["authorization_response_iss_parameter_supported"] = json!(true);
+                }
+                return (200, doc);
+            }
+            return (404, json!({}));
+        }
+        if url.ends_with("/register") {
+            if url.starts_with(ORIGIN) && c.origin_register_404 {
+                return (404, json!({}));
+            }
+            let mut reg = json!({"client_id": self.next("client")});
+            if let Some(s) = &c.reg_secret {
+                reg["client_secret"] = json!(s);
+            }
+            if let Some(m) = &c.reg_method {
+                reg["token_endpoint_auth_method"] = json!(m);
+            }
+            return (201, reg);
+        }
+        if url.ends_with("/token") {
+            if let Some(status) = c.token_down {
+                return (status, json!("down"));
+            }
+            let body = String::from_utf8_lossy(req.body()).into_owned();
+            let form: HashMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
+                .into_owned()
+                .collect();
+            let mut issued = self.issued.lock().unwrap();
+            let mut scope = None;
+            match form.get("grant_type").map(String::as_str) {
+                Some("authorization_code") => {
+                    let Some((challenge, _client, resource, s)) =
+                        form.get("code").and_then(|code| issued.codes.remove(code))
+                    else {
+                        return (400, json!({"error": "invalid_grant"}));
+                    };
+                    let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+                    let computed = Pkce::from_verifier(PkceVerifier::new(verifier)).challenge;
+                    if computed != challenge || form.get("resource") != Some(&resource) {
+                        return (
+                            400,
+                            json!({"error": "invalid_grant", "error_description": "pkce or resource"}),
+                        );
+                    }
+                    scope = s;
+                }
+                Some("refresh_token") => {
+                    let rt = form.get("refresh_token").cloned().unwrap_or_default();
+                    if !issued.live_refresh.contains(&rt) {
+                        return (
+                            400,
+                            json!({"error": "invalid_grant", "error_description": "refresh token is dead"}),
+                        );
+                    }
+                    if c.rotate {
+                        issued.live_refresh.remove(&rt);
+                    }
+                }
+                Some("client_credentials") => scope = form.get("scope").cloned(),
+                _ => return (400, json!({"error": "unsupported_grant_type"})),
+            }
+            issued.counter += 1;
+            let n = issued.counter;
+            let access = format!("at-secret-{n}");
+            let refresh = format!("rt-secret-{n}");
+            let mut answer = json!({"access_token": access, "token_type": "Bearer"});
+            if let Some(e) = c.expires_in {
+                answer["expires_in"] = json!(e);
+            }
+            if let Some(s) = scope {
+                answer["scope"] = json!(s);
+            }
+            let grant = form.get("grant_type").map(String::as_str);
+            if grant == Some("authorization_code") || (grant == Some("refresh_token") && c.rotate) {
+                issued.live_refresh.insert(refresh.clone());
+                answer["refresh_token"] = json!(refresh);
+            }
+            return (200, answer);
+        }
+        (404, json!({}))
+    }
+}
+
+struct Http(Arc<World>);
+
+impl HttpClient for Http {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
+        let world = Arc::clone(&self.0);
+        Box::pin(async move {
+            world.log.lock().unwrap().push(Logged {
+                method: request.method().to_string(),
+                url: request.uri().to_string(),
+                authorization: request
+                    .headers()
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                body: String::from_utf8_lossy(request.body()).into_owned(),
+            });
+            if request.uri().host() == Some("down.example.com") {
+                return Err(TransportError::new("connection refused"));
+            }
+            let (status, body) = world.answer(&request);
+            let bytes = match body {
+                Value::String(s) => s.into_bytes(),
+                other => other.to_string().into_bytes(),
+            };
+            Ok(http::Response::builder()
+                .status(status)
+                .body(bytes)
+                .unwrap())
+        })
+    }
+}
+
+impl Randomness for World {
+    fn fill(&self, buf: &mut [u8]) {
+        let n = self.rng.fetch_add(1, Ordering::SeqCst);
+        buf.fill(n);
+    }
+}
+
+impl Clock for World {
+    fn now_ms(&self) -> u64 {
+        self.now_ms.load(Ordering::SeqCst)
+    }
+}
+
+impl UserAgent for World {
+    fn redirect_uri(&self) -> String {
+        REDIRECT.to_owned()
+    }
+
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+        self.authorize_urls.lock().unwrap().push(url.clone());
+        let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        let code = self.next("code-secret");
+        self.issued.lock().unwrap().codes.insert(
+            code.clone(),
+            (
+                q.get("code_challenge").cloned().unwrap_or_default(),
+                q.get("client_id").cloned().unwrap_or_default(),
+                q.get("resource").cloned().unwrap_or_default(),
+                q.get("scope").cloned(),
+            ),
+        );
+        let mut back = Url::parse(q.get("redirect_uri").map_or(REDIRECT, String::as_str)).unwrap();
+        back.query_pairs_mut().append_pair("code", &code);
+        if let Some(state) = q.get("state") {
+            back.query_pairs_mut().append_pair("state", state);
+        }
+        if let Some(iss) = self.config.lock().unwrap().iss_in_redirect.clone() {
+            back.query_pairs_mut().append_pair("iss", &iss);
+        }
+        Box::pin(async move { Ok(back) })
+    }
+}
+
+impl ClientAssertionSigner for World {
+    fn sign(&self, claims_json: &[u8]) -> Result<String, String> {
+        let claims: Value = serde_json::from_slice(claims_json).map_err(|e| e.to_string())?;
+        self.claims.lock().unwrap().push(claims);
+        let enc = |s: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        Ok(format!(
+            "{}.{}.sig-secret",
+            enc(br#"{"alg":"ES256"}"#),
+            enc(claims_json)
+        ))
+    }
+}
+
+/// Settings for the fake MCP server.
+pub(crate) fn settings() -> Settings {
+    Settings::new(Url::parse(MCP).unwrap())
+}
+
+/// A 401 challenge as the fake MCP server sends it.
+pub(crate) fn challenge(world: &World) -> String {
+    match world.config.lock().unwrap().prm {
+        Prm::Custom => format!(r#"Bearer resource_metadata="{ORIGIN}/custom/prm""#),
+        _ => r#"Bearer error="invalid_token""#.to_owned(),
+    }
+}
