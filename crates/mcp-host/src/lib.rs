@@ -12,5 +12,20 @@
 //! Pre-1.0: the API may change between minor versions.
 
 pub mod auth_store;
+mod bound;
+pub mod catalog;
 pub mod config;
+mod error;
 mod fs;
+mod host;
+pub mod permission;
+
+// The public interface is:
+pub use bound::bound_result;
+pub use catalog::{Catalog, ExposedTool};
+pub use error::CallError;
+pub use host::{
+    CallOptions, Connect, DEFAULT_MAX_RESULT_BYTES, Host, HostEvent, HostOptions, RequestHandler,
+    ServerEntry, ServerState, ServerStatus, Subscription, ToolOutput, error_result,
+};
+pub use permission::{Decision, Policy, Prompter};

@@ -21,7 +21,7 @@ async fn connect_list_call_read_get_close() {
 
     // Pagination is followed to the end: 17 built-in tools and 10 generated ones, 4 a page.
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 17 + 10);
+    assert_eq!(tools.len(), 18 + 10);
     assert_eq!(tools.last().unwrap().name, "tool_00009");
     let first_page = client.list_tools(None).await.unwrap();
     assert_eq!(first_page.tools.len(), 4);

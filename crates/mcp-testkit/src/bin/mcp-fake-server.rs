@@ -18,7 +18,7 @@
 //!
 //! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
 //! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
-//! spawn_grandchild, pid, stats, env.
+//! grow (one more generated tool, then list_changed), spawn_grandchild, pid, stats, env.
 
 #![allow(clippy::print_stderr, clippy::print_stdout, clippy::unwrap_used)]
 
@@ -87,6 +87,8 @@ fn parse_flags() -> Flags {
 
 /// How many `notifications/cancelled` the server has received, for the `stats` tool.
 static CANCELLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Tools added at run time by the `grow` tool.
+static GROWN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// What a tool task sends back to the main loop.
 enum Action {
@@ -385,6 +387,11 @@ fn all_tools(extra: usize) -> Vec<Tool> {
         ),
         tool("stats", "Returns how many cancellations arrived", json!({})),
         tool(
+            "grow",
+            "Adds one generated tool, then sends tools/list_changed",
+            json!({}),
+        ),
+        tool(
             "env",
             "Returns the names of the server's environment variables",
             json!({}),
@@ -449,7 +456,8 @@ async fn handle(
 ) -> Result<RawJson, ErrorObject> {
     match request {
         ClientRequest::ListTools(p) => {
-            let (tools, next) = paginate(&all_tools(extra_tools), &p, page);
+            let grown = GROWN.load(std::sync::atomic::Ordering::Relaxed);
+            let (tools, next) = paginate(&all_tools(extra_tools + grown), &p, page);
             let mut r = ListToolsResult::new(tools);
             r.next_cursor = next;
             Ok(RawJson::encode(&r).unwrap())
@@ -606,6 +614,14 @@ async fn call(
                 None,
             ));
             text("notified")
+        }
+        "grow" => {
+            GROWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = tx.send(Action::Notify(
+                "notifications/tools/list_changed".into(),
+                None,
+            ));
+            text("one more tool")
         }
         "spawn_grandchild" => text(spawn_grandchild(false).to_string()),
         "stats" => text(format!(

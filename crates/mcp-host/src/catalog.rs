@@ -1,0 +1,453 @@
+//! The tool adapter (seed 000 §7): every server's tools under names a model provider accepts,
+//! stable across runs and free of collisions, with a table back to the server and the tool.
+//!
+//! A tool's metadata is untrusted: its name may hold any character, its description may be
+//! long or carry terminal escapes, its schema may be huge or not a schema at all. What leaves
+//! this module is bounded and well formed, and everything it left out is said in a diagnostic.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use mcp_protocol::schema::Tool;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The longest exposed name: the tightest limit among model providers.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Limits that keep one server's metadata from swamping the catalogue.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CatalogLimits {
+    /// The largest `inputSchema`, serialized; a larger one is replaced by the fallback.
+    pub max_schema_bytes: usize,
+    /// The longest description kept, in bytes; a longer one is cut with a marker.
+    pub max_description_bytes: usize,
+}
+
+impl Default for CatalogLimits {
+    fn default() -> Self {
+        Self {
+            max_schema_bytes: 64 << 10,
+            max_description_bytes: 4 << 10,
+        }
+    }
+}
+
+/// One tool as the host offers it to a model: an exposed name, a description that says where
+/// it comes from, and parameters that are always a JSON Schema object.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ExposedTool {
+    /// `mcp_<serverId>_<toolSlug>_<hash8>`: what the model calls.
+    pub name: String,
+    /// The server's id, as configured.
+    pub server: String,
+    /// The tool's name as the server lists it: what `tools/call` sends.
+    pub tool: String,
+    /// The server's description, cleaned and bounded, prefixed with its origin.
+    pub description: String,
+    /// The tool's `inputSchema`, or the permissive fallback.
+    pub parameters: Arc<Value>,
+    /// The tool as the server listed it, for consumers that need more (annotations, title).
+    pub source: Arc<Tool>,
+}
+
+/// The schema used when a server gives none, or one that cannot be used.
+pub fn fallback_schema() -> Value {
+    serde_json::json!({"type": "object", "additionalProperties": true})
+}
+
+/// The exposed name of `tool` on `server`, ignoring collisions (see [`Catalog`] for those).
+///
+/// The hash covers the full server id and tool name, so two tools whose slugs are cut to the
+/// same text still get different names, and the same tool gets the same name on every run.
+pub fn exposed_name(server: &str, tool: &str) -> String {
+    name_with_salt(server, tool, 0)
+}
+
+fn name_with_salt(server: &str, tool: &str, salt: u32) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(server.as_bytes());
+    hasher.update([0]);
+    hasher.update(tool.as_bytes());
+    if salt > 0 {
+        hasher.update([0]);
+        hasher.update(salt.to_be_bytes());
+    }
+    let digest = hasher.finalize();
+    let hash8: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+
+    // "mcp_" + server + "_" + slug + "_" + hash8: 14 characters are fixed.
+    let budget = MAX_NAME_LEN - 14;
+    let server = slug(server);
+    let tool = slug(tool);
+    let tool = if tool.is_empty() {
+        "tool".to_owned()
+    } else {
+        tool
+    };
+    let (server_len, tool_len) = split_budget(server.len(), tool.len(), budget);
+    format!(
+        "mcp_{}_{}_{hash8}",
+        &server[..server_len],
+        &tool[..tool_len]
+    )
+}
+
+/// Shares `budget` characters between the server part and the tool part: each keeps what it
+/// needs when both fit; otherwise neither gets less than half, unless the other needs less.
+fn split_budget(server: usize, tool: usize, budget: usize) -> (usize, usize) {
+    if server + tool <= budget {
+        return (server, tool);
+    }
+    let half = budget / 2;
+    if server <= half {
+        (server, budget - server)
+    } else if tool <= budget - half {
+        (budget - tool, tool)
+    } else {
+        (half, budget - half)
+    }
+}
+
+/// `name` with every character outside `[a-zA-Z0-9_-]` replaced by `_`; ASCII only, so byte
+/// offsets are character offsets.
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Text from a server made safe to show: control characters (terminal escapes among them)
+/// dropped, except newlines and tabs, and cut at `max` bytes with a marker.
+pub fn clean_text(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An escape sequence: drop ESC and, for CSI, everything up to its final byte.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        if c.is_control() && c != '\n' && c != '\t' {
+            continue;
+        }
+        if out.len() + c.len_utf8() > max {
+            out.push_str(" [… cut]");
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Something the catalogue left out or changed, for the user to see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Diagnostic {
+    /// The server's id.
+    pub server: String,
+    /// The tool's name as the server lists it.
+    pub tool: String,
+    /// What happened and why.
+    pub message: String,
+}
+
+/// Which of a server's tools the user wants (configuration's `enabled_tools` and
+/// `disabled_tools`). An empty allow list means every tool.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ToolFilter {
+    /// Only these, when set.
+    pub enabled: Option<Vec<String>>,
+    /// Never these.
+    pub disabled: Vec<String>,
+}
+
+impl ToolFilter {
+    /// A filter from the two lists of the configuration.
+    pub fn new(enabled: Option<Vec<String>>, disabled: Vec<String>) -> Self {
+        Self { enabled, disabled }
+    }
+
+    /// Whether `tool` passes.
+    pub fn allows(&self, tool: &str) -> bool {
+        let listed = self
+            .enabled
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == tool));
+        listed && !self.disabled.iter().any(|n| n == tool)
+    }
+}
+
+/// Adapts one server's tool list: filters, bounds and describes each tool. Names are given
+/// by [`Catalog::build`], which sees every server at once.
+pub fn adapt_server_tools(
+    server: &str,
+    tools: Vec<Tool>,
+    filter: &ToolFilter,
+    limits: &CatalogLimits,
+) -> (Vec<ExposedTool>, Vec<Diagnostic>) {
+    let mut out = Vec::with_capacity(tools.len());
+    let mut diagnostics = Vec::new();
+    let mut seen = HashMap::with_capacity(tools.len());
+    for tool in tools {
+        let diag = |message: String| Diagnostic {
+            server: server.to_owned(),
+            tool: tool.name.clone(),
+            message,
+        };
+        if !filter.allows(&tool.name) {
+            continue;
+        }
+        if seen.insert(tool.name.clone(), ()).is_some() {
+            diagnostics.push(diag(
+                "listed twice by the server; the first listing is kept".into(),
+            ));
+            continue;
+        }
+        if let Some(support) = tool
+            .execution
+            .as_ref()
+            .and_then(|e| e.task_support.as_deref())
+            && support == "required"
+        {
+            diagnostics.push(diag(
+                "not exposed: it can only run as a task (execution.taskSupport is \"required\"), and this host does not run tasks".into(),
+            ));
+            continue;
+        }
+        let parameters = match &tool.input_schema {
+            None => {
+                diagnostics.push(diag(
+                    "no inputSchema; any object is accepted as arguments".into(),
+                ));
+                fallback_schema()
+            }
+            Some(schema) if !is_object_schema(schema) => {
+                diagnostics.push(diag(
+                    "inputSchema is not an object schema; any object is accepted as arguments"
+                        .into(),
+                ));
+                fallback_schema()
+            }
+            Some(schema) => {
+                let size = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+                if size > limits.max_schema_bytes {
+                    diagnostics.push(diag(format!(
+                        "inputSchema is {size} bytes, over the limit of {}; any object is accepted as arguments",
+                        limits.max_schema_bytes
+                    )));
+                    fallback_schema()
+                } else {
+                    schema.clone()
+                }
+            }
+        };
+        let origin = format!("[MCP {server}/{}] ", clean_text(&tool.name, 128));
+        let description = match tool.description.as_deref() {
+            Some(text) => origin + &clean_text(text, limits.max_description_bytes),
+            None => origin + tool.display_name(),
+        };
+        out.push(ExposedTool {
+            name: String::new(),
+            server: server.to_owned(),
+            tool: tool.name.clone(),
+            description,
+            parameters: Arc::new(parameters),
+            source: Arc::new(tool),
+        });
+    }
+    (out, diagnostics)
+}
+
+fn is_object_schema(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.get("type").is_none_or(|t| t == "object"),
+        _ => false,
+    }
+}
+
+/// Every exposed tool of every ready server, and the table back. Immutable: a change builds a
+/// new one and swaps it in whole, so a caller never sees half of an update.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    tools: Vec<ExposedTool>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// Names the tools and indexes them. Tools are named in (server, tool) order, and a name
+    /// already taken gets a salted hash, so the result depends only on the set of tools.
+    pub fn build(servers: BTreeMap<String, Vec<ExposedTool>>) -> Self {
+        let mut all: Vec<ExposedTool> = servers.into_values().flatten().collect();
+        all.sort_by(|a, b| (&a.server, &a.tool).cmp(&(&b.server, &b.tool)));
+        let mut by_name = HashMap::with_capacity(all.len());
+        for (index, tool) in all.iter_mut().enumerate() {
+            let mut salt = 0;
+            let mut name = exposed_name(&tool.server, &tool.tool);
+            while by_name.contains_key(&name) {
+                salt += 1;
+                name = name_with_salt(&tool.server, &tool.tool, salt);
+            }
+            by_name.insert(name.clone(), index);
+            tool.name = name;
+        }
+        Self {
+            tools: all,
+            by_name,
+        }
+    }
+
+    /// Every tool, ordered by server then tool name.
+    pub fn tools(&self) -> &[ExposedTool] {
+        &self.tools
+    }
+
+    /// The tools of one server.
+    pub fn server_tools<'a>(&'a self, server: &'a str) -> impl Iterator<Item = &'a ExposedTool> {
+        self.tools.iter().filter(move |t| t.server == server)
+    }
+
+    /// The tool behind an exposed name.
+    pub fn resolve(&self, exposed: &str) -> Option<&ExposedTool> {
+        self.by_name.get(exposed).map(|&i| &self.tools[i])
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str) -> Tool {
+        serde_json::from_value(serde_json::json!({"name": name, "inputSchema": {"type": "object"}}))
+            .expect("tool")
+    }
+
+    #[test]
+    fn names_are_shaped_as_the_seed_says() {
+        let name = exposed_name("fs", "read_file");
+        assert!(name.starts_with("mcp_fs_read_file_"), "{name}");
+        assert_eq!(name.len(), "mcp_fs_read_file_".len() + 8);
+        assert_eq!(name, exposed_name("fs", "read_file"), "stable");
+        assert_ne!(name, exposed_name("fs", "read-file"));
+    }
+
+    #[test]
+    fn long_names_are_cut_but_stay_distinct() {
+        let server = "s".repeat(64);
+        let a = exposed_name(&server, &"t".repeat(200));
+        let b = exposed_name(&server, &format!("{}x", "t".repeat(200)));
+        assert!(a.len() <= MAX_NAME_LEN && b.len() <= MAX_NAME_LEN);
+        assert_ne!(a, b);
+        assert_eq!(split_budget(60, 3, 50), (47, 3));
+        assert_eq!(split_budget(3, 60, 50), (3, 47));
+        assert_eq!(split_budget(40, 40, 50), (25, 25));
+    }
+
+    #[test]
+    fn odd_characters_become_underscores() {
+        let name = exposed_name("srv", "ツール/read file.v2");
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn clean_text_drops_escapes_and_cuts() {
+        assert_eq!(clean_text("a\u{1b}[31mred\u{1b}[0m\u{7}b", 100), "aredb");
+        assert_eq!(clean_text("line\nnext\ttab", 100), "line\nnext\ttab");
+        assert_eq!(clean_text("abcdef", 3), "abc [… cut]");
+    }
+
+    #[test]
+    fn adapter_filters_and_falls_back() {
+        let mut no_schema = tool("bare");
+        no_schema.input_schema = None;
+        let mut bad = tool("bad");
+        bad.input_schema = Some(serde_json::json!("string"));
+        let mut task = tool("task");
+        task.execution = Some(
+            serde_json::from_value(serde_json::json!({"taskSupport": "required"}))
+                .expect("execution"),
+        );
+        let mut big = tool("big");
+        big.input_schema =
+            Some(serde_json::json!({"type": "object", "description": "x".repeat(100)}));
+        let tools = vec![
+            tool("ok"),
+            no_schema,
+            bad,
+            task,
+            big,
+            tool("hidden"),
+            tool("ok"),
+        ];
+        let filter = ToolFilter::new(None, vec!["hidden".into()]);
+        let limits = CatalogLimits {
+            max_schema_bytes: 64,
+            ..CatalogLimits::default()
+        };
+        let (exposed, diags) = adapt_server_tools("s", tools, &filter, &limits);
+        let names: Vec<_> = exposed.iter().map(|t| t.tool.as_str()).collect();
+        assert_eq!(names, ["ok", "bare", "bad", "big"]);
+        for t in &exposed[1..] {
+            assert_eq!(*t.parameters, fallback_schema(), "{}", t.tool);
+        }
+        let about: Vec<_> = diags.iter().map(|d| d.tool.as_str()).collect();
+        assert_eq!(about, ["bare", "bad", "task", "big", "ok"]);
+        assert!(diags[2].message.contains("taskSupport"));
+        assert!(exposed[0].description.starts_with("[MCP s/ok] "));
+    }
+
+    #[test]
+    fn allow_list_keeps_only_named_tools() {
+        let filter = ToolFilter::new(Some(vec!["a".into()]), vec![]);
+        assert!(filter.allows("a"));
+        assert!(!filter.allows("b"));
+    }
+
+    #[test]
+    fn catalog_resolves_every_name_back() {
+        let mut servers = BTreeMap::new();
+        for s in ["one", "two"] {
+            let tools = (0..50).map(|i| tool(&format!("t{i}"))).collect();
+            let (exposed, _) =
+                adapt_server_tools(s, tools, &ToolFilter::default(), &CatalogLimits::default());
+            servers.insert(s.to_owned(), exposed);
+        }
+        let catalog = Catalog::build(servers);
+        assert_eq!(catalog.len(), 100);
+        for t in catalog.tools() {
+            let back = catalog.resolve(&t.name).expect("resolves");
+            assert_eq!((&back.server, &back.tool), (&t.server, &t.tool));
+        }
+        assert_eq!(catalog.server_tools("two").count(), 50);
+    }
+}

@@ -1,0 +1,114 @@
+//! Why a call or an operation did not produce a result. The variants keep apart what a
+//! consumer must treat differently: the call was never sent (unknown, not ready, denied), the
+//! server answered with a JSON-RPC error, time ran out, or the connection failed. A tool that
+//! ran and failed (`isError: true`) is none of these: it is a [`ToolOutput`](crate::ToolOutput).
+
+use crate::host::ServerState;
+
+/// A call or an operation failed. Messages name the server and the tool or method, and never
+/// quote arguments, headers or tokens.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool has this exposed name (the catalogue may have changed since it was read).
+    #[error("no tool is exposed as `{name}`")]
+    UnknownTool {
+        /// The exposed name asked for.
+        name: String,
+    },
+    /// No server has this id.
+    #[error("no server `{server}` is configured")]
+    UnknownServer {
+        /// The id asked for.
+        server: String,
+    },
+    /// The server is not connected.
+    #[error("server `{server}` is not ready (state {state}){}", last_error.as_deref().map(|e| format!(": {e}")).unwrap_or_default())]
+    NotReady {
+        /// The server id.
+        server: String,
+        /// Its state.
+        state: ServerState,
+        /// Why, if it failed.
+        last_error: Option<String>,
+    },
+    /// The permission policy refused the call; the server never saw it.
+    #[error("call to `{tool}` on server `{server}` was denied: {reason}")]
+    Denied {
+        /// The server id.
+        server: String,
+        /// The tool's name.
+        tool: String,
+        /// Who refused.
+        reason: String,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("server `{server}`: `{what}` failed with error {code}: {message}")]
+    Rpc {
+        /// The server id.
+        server: String,
+        /// The tool or method.
+        what: String,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message (untrusted text).
+        message: String,
+    },
+    /// No answer in time; the server was sent `notifications/cancelled`.
+    #[error("server `{server}`: `{what}` timed out after {waited_ms} ms")]
+    Timeout {
+        /// The server id.
+        server: String,
+        /// The tool or method.
+        what: String,
+        /// How long it waited.
+        waited_ms: u128,
+    },
+    /// The connection failed or ended, or the server broke the protocol.
+    #[error("server `{server}`: `{what}`: {message}")]
+    Failed {
+        /// The server id.
+        server: String,
+        /// The tool or method.
+        what: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl CallError {
+    /// Sorts a session error into the outcomes a consumer tells apart.
+    pub(crate) fn from_session(server: &str, what: &str, error: mcp_session::Error) -> Self {
+        let server = server.to_owned();
+        let what = what.to_owned();
+        match *error.source {
+            mcp_protocol::Error::Rpc { error, .. } => Self::Rpc {
+                server,
+                what,
+                code: error.code,
+                message: error.message,
+            },
+            mcp_protocol::Error::Timeout { waited_ms, .. } => Self::Timeout {
+                server,
+                what,
+                waited_ms,
+            },
+            other => Self::Failed {
+                server,
+                what,
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// Whether the call was never sent to the server.
+    pub fn never_sent(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownTool { .. }
+                | Self::UnknownServer { .. }
+                | Self::NotReady { .. }
+                | Self::Denied { .. }
+        )
+    }
+}

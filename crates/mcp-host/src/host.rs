@@ -1,0 +1,1118 @@
+//! The connection manager (seed 000 §6, seed 003): every enabled server connects at once and
+//! is then watched by its own task, which keeps its state, its tools and its connection, and
+//! reconnects with a capped backoff when the connection is lost. One server's trouble never
+//! reaches another: each has its own task, timeouts and state, and the catalogue is rebuilt
+//! from whatever is ready.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use mcp_http::{AuthHook, Challenge, HttpConfig};
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ClientCapabilities, ContentBlock, GetPromptParams,
+    GetPromptResult, Implementation, ListRootsResult, ProgressParams, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, Root, RootsCapability, ServerNotification, ServerRequest,
+};
+use mcp_protocol::{ClientConfig, ErrorObject, JsonObject, RawJson, RequestOptions, ServerInfo};
+use mcp_session::{Client, Incoming};
+use mcp_stdio::StdioConfig;
+use tokio::sync::{Semaphore, broadcast, mpsc};
+
+use crate::bound::bound_result;
+use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ToolFilter};
+use crate::error::CallError;
+use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
+
+/// How to reach one server: the transport's own configuration, secrets already resolved.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Connect {
+    /// A local program over stdio.
+    Stdio(StdioConfig),
+    /// A remote server over Streamable HTTP (or the legacy HTTP+SSE transport, as the config
+    /// says).
+    Http(HttpConfig),
+}
+
+/// Everything the host needs to run one server, whatever file it came from.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerEntry {
+    /// The server id: `^[a-zA-Z0-9_-]{1,64}$`.
+    pub id: String,
+    /// Where it was configured (`project`, `global`), for the status view.
+    pub source: String,
+    /// `stdio`, `http` or `sse`, for the status view.
+    pub transport: String,
+    /// A disabled server is listed with state `disabled` and never started.
+    pub enabled: bool,
+    /// How to connect; `Err` holds why the configuration cannot be used (a missing secret),
+    /// and the server is listed in state `error` with that message.
+    pub connect: Result<Connect, String>,
+    /// The idle timeout of a request (progress restarts it), `initialize` included.
+    pub request_timeout: Duration,
+    /// Which tools to offer.
+    pub filter: ToolFilter,
+    /// The permission rules of this server's tools.
+    pub rules: ServerRules,
+    /// The largest result passed on, in bytes.
+    pub max_result_bytes: usize,
+}
+
+impl ServerEntry {
+    /// An enabled server with the defaults: 30 s timeout, every tool, ask before each call,
+    /// 1 MiB results.
+    pub fn new(id: impl Into<String>, connect: Connect) -> Self {
+        let transport = match &connect {
+            Connect::Stdio(_) => "stdio",
+            Connect::Http(c) if c.protocol == mcp_http::HttpProtocol::LegacySse => "sse",
+            Connect::Http(_) => "http",
+        };
+        Self {
+            id: id.into(),
+            source: "api".to_owned(),
+            transport: transport.to_owned(),
+            enabled: true,
+            connect: Ok(connect),
+            request_timeout: Duration::from_secs(30),
+            filter: ToolFilter::default(),
+            rules: ServerRules::default(),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
+}
+
+/// The default bound on a tool result: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// Where a server stands (seed 000 §5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServerState {
+    /// Configured off; never started.
+    Disabled,
+    /// Starting, initializing, or listing its tools (also between reconnection attempts).
+    Connecting,
+    /// The server wants OAuth authorization that has not been given yet.
+    AuthRequired,
+    /// Connected, with its tools in the catalogue.
+    Ready,
+    /// Failed; `last_error` says why.
+    Error,
+}
+
+impl ServerState {
+    /// The name used in status output and `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::Connecting => "connecting",
+            Self::AuthRequired => "auth_required",
+            Self::Ready => "ready",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One server as the `/mcp` view shows it. Holds no secret: errors are built without values.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server id.
+    pub id: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    /// `project`, `global`, or wherever the entry came from.
+    pub source: String,
+    /// Whether the configuration enables it.
+    pub enabled: bool,
+    /// Its state.
+    pub state: ServerState,
+    /// How many of its tools are in the catalogue.
+    pub tools: usize,
+    /// The latest failure, if any (kept after a recovery until the next one).
+    pub last_error: Option<String>,
+    /// When the last successful connection was made.
+    pub last_connected_at: Option<SystemTime>,
+    /// The negotiated protocol version, while connected.
+    pub protocol_version: Option<String>,
+    /// The server's name and version as it reported them (untrusted), while connected.
+    pub server_info: Option<Implementation>,
+    /// What the catalogue left out or changed, and other things the user should know.
+    pub diagnostics: Vec<String>,
+    /// Reconnection attempts since the connection was lost.
+    pub reconnect_attempts: u32,
+}
+
+/// Answers the server requests a consumer chose to support (sampling, elicitation). Declared
+/// to servers only when registered; without one, the session refuses these requests itself.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// The capabilities to declare (`sampling`, `elicitation`); `roots` is the host's.
+    fn capabilities(&self) -> ClientCapabilities;
+
+    /// Answers `request` from `server`: the raw result, or a JSON-RPC error.
+    fn handle<'a>(
+        &'a self,
+        server: &'a str,
+        request: ServerRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>>;
+}
+
+/// How the host behaves: limits, backoff, who decides about calls.
+#[non_exhaustive]
+pub struct HostOptions {
+    /// Sent as `clientInfo`.
+    pub client_info: Implementation,
+    /// At most this many servers connected at once (seed 003: 10); the rest are in `error`.
+    pub max_connections: usize,
+    /// Bounds on tool metadata.
+    pub catalog_limits: CatalogLimits,
+    /// The first wait before reconnecting; it doubles up to `reconnect_max`.
+    pub reconnect_initial: Duration,
+    /// The longest wait between reconnection attempts.
+    pub reconnect_max: Duration,
+    /// How many reconnection attempts in a row before the server stays in `error`.
+    pub reconnect_attempts: u32,
+    /// The hard cap of a call, whatever progress says.
+    pub max_call_duration: Duration,
+    /// Decides about every call.
+    pub policy: Arc<dyn Policy>,
+    /// Asks a person when the policy says so; without one, such calls are denied.
+    pub prompter: Option<Arc<dyn Prompter>>,
+    /// The roots offered to servers; `None` declares no `roots` capability.
+    pub roots: Option<Vec<Root>>,
+    /// Sampling and elicitation, when the consumer supports them.
+    pub requests: Option<Arc<dyn RequestHandler>>,
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("client_info", &self.client_info.name)
+            .field("max_connections", &self.max_connections)
+            .field("prompter", &self.prompter.is_some())
+            .field("roots", &self.roots.as_ref().map(Vec::len))
+            .field("requests", &self.requests.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostOptions {
+    /// Options with the defaults: 10 connections, reconnect after 0.5 s doubling to 30 s for
+    /// 10 attempts, 10-minute call cap, every call asked about (and denied, with no
+    /// prompter), no roots, no sampling or elicitation.
+    pub fn new(client_info: Implementation, policy: Arc<dyn Policy>) -> Self {
+        Self {
+            client_info,
+            max_connections: 10,
+            catalog_limits: CatalogLimits::default(),
+            reconnect_initial: Duration::from_millis(500),
+            reconnect_max: Duration::from_secs(30),
+            reconnect_attempts: 10,
+            max_call_duration: Duration::from_secs(600),
+            policy,
+            prompter: None,
+            roots: None,
+            requests: None,
+        }
+    }
+}
+
+/// Something that happened on a server, for subscribers ([`Host::subscribe`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// The server moved to `state`.
+    State {
+        /// The server id.
+        server: String,
+        /// Its new state.
+        state: ServerState,
+    },
+    /// The server's tools in the catalogue changed (connected, lost, refreshed).
+    Catalog {
+        /// The server id.
+        server: String,
+    },
+    /// A notification from the server (log message, list change, progress, resource update).
+    Notification {
+        /// The server id.
+        server: String,
+        /// The notification.
+        notification: ServerNotification,
+    },
+    /// Something the server did wrong that did not end the connection.
+    Diagnostic {
+        /// The server id.
+        server: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl HostEvent {
+    /// The server it is about.
+    pub fn server(&self) -> &str {
+        match self {
+            Self::State { server, .. }
+            | Self::Catalog { server }
+            | Self::Notification { server, .. }
+            | Self::Diagnostic { server, .. } => server,
+        }
+    }
+
+    /// Its kind, for filtering: `state`, `catalog`, `diagnostic`, or the notification's
+    /// method without its `notifications/` prefix (`tools/list_changed`, `message`, …).
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::State { .. } => "state",
+            Self::Catalog { .. } => "catalog",
+            Self::Diagnostic { .. } => "diagnostic",
+            Self::Notification { notification, .. } => {
+                let method = notification.method();
+                method.strip_prefix("notifications/").unwrap_or(method)
+            }
+        }
+    }
+}
+
+/// A subscriber's stream of events, filtered by server and kind (seed 003's notification
+/// dispatcher).
+#[derive(Debug)]
+pub struct Subscription {
+    rx: broadcast::Receiver<HostEvent>,
+    servers: Option<BTreeSet<String>>,
+    kinds: Option<BTreeSet<String>>,
+    missed: u64,
+}
+
+impl Subscription {
+    /// The next matching event; `None` once the host is gone. A subscriber that falls behind
+    /// skips what it missed and can tell from [`missed`](Self::missed).
+    pub async fn recv(&mut self) -> Option<HostEvent> {
+        loop {
+            match self.rx.recv().await {
+                Ok(event) => {
+                    let server_ok = self
+                        .servers
+                        .as_ref()
+                        .is_none_or(|s| s.contains(event.server()));
+                    let kind_ok = self.kinds.as_ref().is_none_or(|k| k.contains(event.kind()));
+                    if server_ok && kind_ok {
+                        return Some(event);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => self.missed += n,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// How many events were skipped because this subscriber was too slow.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+}
+
+/// The result of a call that reached the server and came back: a tool result, possibly a
+/// tool error (`isError`), bounded.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ToolOutput {
+    /// The result, bounded; cuts are marked inside it.
+    pub result: CallToolResult,
+    /// Whether the host cut anything.
+    pub truncated: bool,
+}
+
+impl ToolOutput {
+    /// Whether the tool reported a failure (`isError: true`): an answer for the model, not a
+    /// failure of the host.
+    pub fn is_tool_error(&self) -> bool {
+        self.result.is_tool_error()
+    }
+}
+
+/// Options of one call.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Receives the server's progress notifications (and asks the server for them).
+    pub progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    /// The idle timeout instead of the server's `request_timeout`.
+    pub timeout: Option<Duration>,
+}
+
+impl CallOptions {
+    /// Waits at most `timeout` without an answer or progress, instead of the server's
+    /// `request_timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Delivers the server's progress notifications to `progress`.
+    pub fn progress(mut self, progress: mpsc::UnboundedSender<ProgressParams>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+/// The host: the servers, their connections, the catalogue, the policy. Cheap to clone; every
+/// clone is the same host.
+#[derive(Clone, Debug)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: HostOptions,
+    session: ClientConfig,
+    slots: Mutex<BTreeMap<String, Arc<Slot>>>,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Serializes catalogue rebuilds so that a slow one never overwrites a newer one.
+    rebuild: Mutex<()>,
+    permits: Arc<Semaphore>,
+    events: broadcast::Sender<HostEvent>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One configured server and its supervisor.
+struct Slot {
+    entry: ServerEntry,
+    state: Mutex<SlotState>,
+    stop: AtomicBool,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    state: Option<ServerState>,
+    last_error: Option<String>,
+    last_connected_at: Option<SystemTime>,
+    client: Option<Client>,
+    info: Option<ServerInfo>,
+    tools: Vec<ExposedTool>,
+    diagnostics: Vec<String>,
+    reconnect_attempts: u32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How many events wait for a slow subscriber before it starts missing them.
+const EVENT_BUFFER: usize = 1024;
+/// How many diagnostics a server keeps for its status.
+const DIAGNOSTICS_KEPT: usize = 32;
+
+impl Host {
+    /// A host with no servers yet.
+    pub fn new(options: HostOptions) -> Self {
+        let mut session = ClientConfig::new(options.client_info.clone());
+        let mut capabilities = options
+            .requests
+            .as_ref()
+            .map(|r| r.capabilities())
+            .unwrap_or_default();
+        capabilities.roots = options.roots.as_ref().map(|_| {
+            let mut roots = RootsCapability::new();
+            roots.list_changed = Some(false);
+            roots
+        });
+        session.capabilities = capabilities;
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        Self {
+            inner: Arc::new(Inner {
+                permits: Arc::new(Semaphore::new(options.max_connections)),
+                options,
+                session,
+                slots: Mutex::new(BTreeMap::new()),
+                catalog: RwLock::new(Arc::new(Catalog::default())),
+                rebuild: Mutex::new(()),
+                events,
+            }),
+        }
+    }
+
+    /// Starts every enabled server in `entries` at once and returns when each has settled
+    /// (ready, failed, or waiting for authorization). Servers already running under the same
+    /// id are stopped first. A server that hangs fails after its `request_timeout`.
+    pub async fn start(&self, entries: Vec<ServerEntry>) {
+        let mut settled = Vec::new();
+        for entry in entries {
+            let old = lock(&self.inner.slots).remove(&entry.id);
+            if let Some(old) = old {
+                stop_slot(&old).await;
+            }
+            let slot = Arc::new(Slot {
+                entry,
+                state: Mutex::new(SlotState::default()),
+                stop: AtomicBool::new(false),
+                task: Mutex::new(None),
+            });
+            lock(&self.inner.slots).insert(slot.entry.id.clone(), slot.clone());
+            if !slot.entry.enabled {
+                self.inner.set_state(&slot, ServerState::Disabled, None);
+                continue;
+            }
+            self.inner.set_state(&slot, ServerState::Connecting, None);
+            let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(supervise(self.inner.clone(), slot.clone(), ready_tx));
+            *lock(&slot.task) = Some(task);
+            settled.push(ready_rx);
+        }
+        for ready in settled {
+            let _ = ready.await;
+        }
+    }
+
+    /// Stops every server and ends their connections (stdio servers are ended politely, then
+    /// killed).
+    pub async fn shutdown(&self) {
+        let slots: Vec<_> = std::mem::take(&mut *lock(&self.inner.slots))
+            .into_values()
+            .collect();
+        let stops = slots.iter().map(|s| stop_slot(s));
+        for stop in stops {
+            stop.await;
+        }
+        self.inner.rebuild_catalog();
+    }
+
+    /// Stops one server and removes it; `false` if there was none with that id.
+    pub async fn remove(&self, id: &str) -> bool {
+        let slot = lock(&self.inner.slots).remove(id);
+        match slot {
+            Some(slot) => {
+                stop_slot(&slot).await;
+                self.inner.rebuild_catalog();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every server's status, ordered by id; never waits for a server (it answers while calls
+    /// run).
+    pub fn status(&self) -> Vec<ServerStatus> {
+        let slots: Vec<_> = lock(&self.inner.slots).values().cloned().collect();
+        slots.iter().map(|s| s.status()).collect()
+    }
+
+    /// One server's status.
+    pub fn server_status(&self, id: &str) -> Option<ServerStatus> {
+        let slot = lock(&self.inner.slots).get(id).cloned();
+        slot.map(|s| s.status())
+    }
+
+    /// The catalogue as it is now. It is replaced whole when a server's tools change, so a
+    /// caller holding it sees one consistent set; the next call to `catalog` sees the update.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.inner
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Events from the servers named in `servers` (all when `None`) of the kinds in `kinds`
+    /// (all when `None`; see [`HostEvent::kind`]).
+    pub fn subscribe(&self, servers: Option<&[&str]>, kinds: Option<&[&str]>) -> Subscription {
+        let set = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect();
+        Subscription {
+            rx: self.inner.events.subscribe(),
+            servers: servers.map(set),
+            kinds: kinds.map(set),
+            missed: 0,
+        }
+    }
+
+    /// The connected client of a ready server, for operations this API does not cover.
+    pub fn client(&self, server: &str) -> Result<Client, CallError> {
+        self.inner.ready_client(server)
+    }
+
+    /// Calls the tool behind an exposed name (see [`Catalog`]).
+    pub async fn call(
+        &self,
+        exposed: &str,
+        arguments: JsonObject,
+        options: CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let (server, tool) = {
+            let catalog = self.catalog();
+            let found = catalog
+                .resolve(exposed)
+                .ok_or_else(|| CallError::UnknownTool {
+                    name: exposed.to_owned(),
+                })?;
+            (found.server.clone(), found.tool.clone())
+        };
+        self.call_tool(&server, &tool, arguments, options).await
+    }
+
+    /// Calls `tool` on `server` after the permission check. A denied call never reaches the
+    /// server. Dropping the future cancels the call: the server is sent
+    /// `notifications/cancelled` and its late answer is dropped.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: JsonObject,
+        options: CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let slot = self.inner.slot(server)?;
+        let request = CallRequest {
+            server,
+            tool,
+            arguments: &arguments,
+        };
+        let decision = combine(
+            slot.entry.rules.decide(tool),
+            self.inner.options.policy.decide(&request),
+        );
+        let allowed = match decision {
+            Decision::Allow => true,
+            Decision::Deny => false,
+            Decision::Ask => match &self.inner.options.prompter {
+                Some(prompter) => prompter.confirm(&request).await,
+                None => {
+                    return Err(CallError::Denied {
+                        server: server.to_owned(),
+                        tool: tool.to_owned(),
+                        reason: "the policy asks for confirmation and no one can be asked"
+                            .to_owned(),
+                    });
+                }
+            },
+        };
+        if !allowed {
+            return Err(CallError::Denied {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                reason: "refused by the permission policy".to_owned(),
+            });
+        }
+        let client = self.inner.ready_client(server)?;
+        let mut params = CallToolParams::new(tool.to_owned());
+        params.arguments = Some(arguments);
+        let idle = options.timeout.unwrap_or(slot.entry.request_timeout);
+        let request_options = RequestOptions::DEFAULT
+            .timeout(self.inner.options.max_call_duration.max(idle))
+            .idle_timeout(idle);
+        let outcome = match options.progress {
+            Some(progress) => {
+                client
+                    .request_with_progress::<mcp_protocol::schema::method::CallTool>(
+                        &params,
+                        request_options,
+                        Some(progress),
+                    )
+                    .await
+            }
+            None => client.call_tool(params, request_options).await,
+        };
+        let mut result = outcome.map_err(|e| CallError::from_session(server, tool, e))?;
+        let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
+        Ok(ToolOutput { result, truncated })
+    }
+
+    /// The resources of a ready server, every page.
+    pub async fn list_resources(&self, server: &str) -> Result<Vec<Resource>, CallError> {
+        let client = self.inner.ready_client(server)?;
+        client
+            .list_all_resources()
+            .await
+            .map_err(|e| CallError::from_session(server, "resources/list", e))
+    }
+
+    /// The resource templates of a ready server, every page.
+    pub async fn list_resource_templates(
+        &self,
+        server: &str,
+    ) -> Result<Vec<ResourceTemplate>, CallError> {
+        let client = self.inner.ready_client(server)?;
+        client
+            .list_all_resource_templates()
+            .await
+            .map_err(|e| CallError::from_session(server, "resources/templates/list", e))
+    }
+
+    /// Reads one resource.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<ReadResourceResult, CallError> {
+        let client = self.inner.ready_client(server)?;
+        client
+            .read_resource(uri)
+            .await
+            .map_err(|e| CallError::from_session(server, "resources/read", e))
+    }
+
+    /// The prompts of a ready server, every page.
+    pub async fn list_prompts(&self, server: &str) -> Result<Vec<Prompt>, CallError> {
+        let client = self.inner.ready_client(server)?;
+        client
+            .list_all_prompts()
+            .await
+            .map_err(|e| CallError::from_session(server, "prompts/list", e))
+    }
+
+    /// Gets one prompt with its arguments filled in.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, CallError> {
+        let client = self.inner.ready_client(server)?;
+        let mut params = GetPromptParams::new(name.to_owned());
+        if !arguments.is_empty() {
+            params.arguments = Some(arguments.into_iter().collect());
+        }
+        client
+            .get_prompt(params)
+            .await
+            .map_err(|e| CallError::from_session(server, "prompts/get", e))
+    }
+}
+
+/// Stops a slot's supervisor and closes its connection.
+async fn stop_slot(slot: &Slot) {
+    slot.stop.store(true, Ordering::SeqCst);
+    let task = lock(&slot.task).take();
+    if let Some(task) = task {
+        task.abort();
+        let _ = task.await;
+    }
+    let client = lock(&slot.state).client.take();
+    if let Some(client) = client {
+        client.close().await;
+    }
+}
+
+impl Slot {
+    fn status(&self) -> ServerStatus {
+        let s = lock(&self.state);
+        ServerStatus {
+            id: self.entry.id.clone(),
+            transport: self.entry.transport.clone(),
+            source: self.entry.source.clone(),
+            enabled: self.entry.enabled,
+            state: s.state.unwrap_or(ServerState::Connecting),
+            tools: s.tools.len(),
+            last_error: s.last_error.clone(),
+            last_connected_at: s.last_connected_at,
+            protocol_version: s
+                .info
+                .as_ref()
+                .map(|i| i.protocol_version.as_str().to_owned()),
+            server_info: s.info.as_ref().map(|i| i.implementation.clone()),
+            diagnostics: s.diagnostics.clone(),
+            reconnect_attempts: s.reconnect_attempts,
+        }
+    }
+
+    fn diagnostic(&self, text: String) {
+        let mut s = lock(&self.state);
+        if s.diagnostics.len() == DIAGNOSTICS_KEPT {
+            s.diagnostics.remove(0);
+        }
+        s.diagnostics.push(text);
+    }
+}
+
+impl Inner {
+    fn slot(&self, server: &str) -> Result<Arc<Slot>, CallError> {
+        lock(&self.slots)
+            .get(server)
+            .cloned()
+            .ok_or_else(|| CallError::UnknownServer {
+                server: server.to_owned(),
+            })
+    }
+
+    fn ready_client(&self, server: &str) -> Result<Client, CallError> {
+        let slot = self.slot(server)?;
+        let s = lock(&slot.state);
+        match (&s.client, s.state) {
+            (Some(client), Some(ServerState::Ready)) => Ok(client.clone()),
+            (_, state) => Err(CallError::NotReady {
+                server: server.to_owned(),
+                state: state.unwrap_or(ServerState::Connecting),
+                last_error: s.last_error.clone(),
+            }),
+        }
+    }
+
+    fn set_state(&self, slot: &Slot, state: ServerState, error: Option<String>) {
+        {
+            let mut s = lock(&slot.state);
+            s.state = Some(state);
+            if let Some(error) = &error {
+                s.last_error = Some(error.clone());
+            }
+        }
+        match &error {
+            Some(error) => {
+                tracing::warn!(server = %slot.entry.id, state = state.as_str(), %error, "server state")
+            }
+            None => tracing::info!(server = %slot.entry.id, state = state.as_str(), "server state"),
+        }
+        let _ = self.events.send(HostEvent::State {
+            server: slot.entry.id.clone(),
+            state,
+        });
+    }
+
+    /// Builds the catalogue from every ready server's tools and swaps it in.
+    fn rebuild_catalog(&self) {
+        let _serial = lock(&self.rebuild);
+        let slots: Vec<_> = lock(&self.slots).values().cloned().collect();
+        let mut servers = BTreeMap::new();
+        for slot in slots {
+            let s = lock(&slot.state);
+            if s.state == Some(ServerState::Ready) {
+                servers.insert(slot.entry.id.clone(), s.tools.clone());
+            }
+        }
+        let catalog = Arc::new(Catalog::build(servers));
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = catalog;
+    }
+
+    fn emit(&self, event: HostEvent) {
+        let _ = self.events.send(event);
+    }
+}
+
+/// Records whether the server asked for authorization, around the OAuth hook if there is one,
+/// so that a failed connection can be told apart as `auth_required`.
+struct ChallengeWatch {
+    inner: Option<Arc<dyn AuthHook>>,
+    unauthorized: AtomicBool,
+}
+
+impl AuthHook for ChallengeWatch {
+    fn authorization(&self) -> Option<http::HeaderValue> {
+        self.inner.as_ref().and_then(|h| h.authorization())
+    }
+
+    fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        if challenge.status == http::StatusCode::UNAUTHORIZED {
+            self.unauthorized.store(true, Ordering::SeqCst);
+        }
+        Box::pin(async move {
+            match &self.inner {
+                Some(hook) => hook.challenged(challenge).await,
+                None => false,
+            }
+        })
+    }
+}
+
+/// Why one connection attempt failed.
+struct Failure {
+    message: String,
+    auth_required: bool,
+}
+
+/// Connects once: transport, handshake, tool list. The handshake's own timeout is the
+/// server's request timeout, so a hung server fails promptly.
+async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<ExposedTool>), Failure> {
+    let entry = &slot.entry;
+    let mut session = inner.session.clone();
+    session.request_timeout = entry.request_timeout;
+    let connect = entry.connect.clone().map_err(|message| Failure {
+        message,
+        auth_required: false,
+    })?;
+    let fail = |message: String| Failure {
+        message,
+        auth_required: false,
+    };
+    let client = match connect {
+        Connect::Stdio(mut config) => {
+            config.name = entry.id.clone();
+            mcp_stdio::spawn(config, session)
+                .await
+                .map_err(|e| fail(format!("connect: {e}")))?
+        }
+        Connect::Http(mut config) => {
+            config.name = entry.id.clone();
+            let watch = Arc::new(ChallengeWatch {
+                inner: config.auth.take(),
+                unauthorized: AtomicBool::new(false),
+            });
+            config.auth = Some(watch.clone());
+            mcp_http::connect(config, session)
+                .await
+                .map_err(|e| Failure {
+                    auth_required: watch.unauthorized.load(Ordering::SeqCst),
+                    message: format!("connect: {e}"),
+                })?
+        }
+    };
+    let has_tools = client.server_info().capabilities.tools.is_some();
+    let tools = if has_tools {
+        match client.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                client.close().await;
+                return Err(fail(format!("tools/list: {e}")));
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let exposed = adapt(inner, slot, tools);
+    Ok((client, exposed))
+}
+
+fn adapt(inner: &Inner, slot: &Slot, tools: Vec<mcp_protocol::schema::Tool>) -> Vec<ExposedTool> {
+    let (exposed, diagnostics) = crate::catalog::adapt_server_tools(
+        &slot.entry.id,
+        tools,
+        &slot.entry.filter,
+        &inner.options.catalog_limits,
+    );
+    for Diagnostic { tool, message, .. } in diagnostics {
+        let text = format!("tool `{tool}`: {message}");
+        tracing::warn!(server = %slot.entry.id, "{text}");
+        slot.diagnostic(text.clone());
+        inner.emit(HostEvent::Diagnostic {
+            server: slot.entry.id.clone(),
+            message: text,
+        });
+    }
+    exposed
+}
+
+/// Runs one server for as long as it is configured: connect, serve, and after a lost
+/// connection reconnect with a doubling wait, up to the configured number of attempts.
+async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::oneshot::Sender<()>) {
+    let mut ready = Some(ready);
+    let Ok(_permit) = inner.permits.clone().try_acquire_owned() else {
+        let max = inner.options.max_connections;
+        inner.set_state(
+            &slot,
+            ServerState::Error,
+            Some(format!(
+                "maximum connections ({max}) reached: raise mcp.max_connections or disable a server"
+            )),
+        );
+        return;
+    };
+    let mut delay = inner.options.reconnect_initial;
+    let mut was_connected = false;
+    loop {
+        if slot.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        inner.set_state(&slot, ServerState::Connecting, None);
+        match connect_once(&inner, &slot).await {
+            Ok((client, tools)) => {
+                {
+                    let mut s = lock(&slot.state);
+                    s.info = Some(client.server_info().clone());
+                    s.client = Some(client.clone());
+                    s.tools = tools;
+                    s.last_connected_at = Some(SystemTime::now());
+                    s.reconnect_attempts = 0;
+                }
+                was_connected = true;
+                delay = inner.options.reconnect_initial;
+                inner.set_state(&slot, ServerState::Ready, None);
+                inner.rebuild_catalog();
+                inner.emit(HostEvent::Catalog {
+                    server: slot.entry.id.clone(),
+                });
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(());
+                }
+                let reason = serve(&inner, &slot, &client).await;
+                {
+                    let mut s = lock(&slot.state);
+                    s.client = None;
+                    s.info = None;
+                    s.tools.clear();
+                }
+                if slot.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                inner.set_state(
+                    &slot,
+                    ServerState::Error,
+                    Some(format!("connection lost: {reason}")),
+                );
+                inner.rebuild_catalog();
+                inner.emit(HostEvent::Catalog {
+                    server: slot.entry.id.clone(),
+                });
+            }
+            Err(failure) => {
+                let state = if failure.auth_required {
+                    ServerState::AuthRequired
+                } else {
+                    ServerState::Error
+                };
+                inner.set_state(&slot, state, Some(failure.message));
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(());
+                }
+                // A server that never connected is not retried on its own: its configuration
+                // or its program is wrong, and retrying would only repeat the error.
+                if !was_connected || failure.auth_required {
+                    return;
+                }
+            }
+        }
+        let attempts = {
+            let mut s = lock(&slot.state);
+            s.reconnect_attempts += 1;
+            s.reconnect_attempts
+        };
+        if attempts > inner.options.reconnect_attempts {
+            let error = lock(&slot.state).last_error.clone().unwrap_or_default();
+            inner.set_state(
+                &slot,
+                ServerState::Error,
+                Some(format!(
+                    "gave up after {} reconnection attempts: {error}",
+                    inner.options.reconnect_attempts
+                )),
+            );
+            return;
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(inner.options.reconnect_max);
+    }
+}
+
+/// Serves one connection until it ends: notifications to subscribers (and list changes to the
+/// catalogue), server requests to the consumer's handler or the roots list. Returns why it
+/// ended.
+async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String {
+    let Some(mut incoming) = client.take_incoming() else {
+        return client.closed().await;
+    };
+    let server = slot.entry.id.clone();
+    loop {
+        let item = tokio::select! {
+            item = incoming.recv() => item,
+            reason = client.closed() => return reason,
+        };
+        let Some(item) = item else {
+            return client.closed().await;
+        };
+        match item {
+            Incoming::Notification(notification) => {
+                if matches!(notification, ServerNotification::ToolListChanged(_)) {
+                    refresh_tools(inner, slot, client).await;
+                }
+                inner.emit(HostEvent::Notification {
+                    server: server.clone(),
+                    notification,
+                });
+            }
+            Incoming::Request { id, request } => {
+                let inner = inner.clone();
+                let client = client.clone();
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let outcome = answer(&inner, &server, request).await;
+                    let _ = client.respond(&id, outcome);
+                });
+            }
+            Incoming::Cancelled { .. } => {}
+            Incoming::Diagnostic(message) => {
+                slot.diagnostic(message.clone());
+                inner.emit(HostEvent::Diagnostic {
+                    server: server.clone(),
+                    message,
+                });
+            }
+            // Kinds added to the session later are not lost silently.
+            other => {
+                let message = format!("unhandled message from the session: {other:?}");
+                slot.diagnostic(message);
+            }
+        }
+    }
+}
+
+/// Re-lists a server's tools after `tools/list_changed` and swaps the catalogue. A failure
+/// keeps the old list and says so: the change is never ignored silently.
+async fn refresh_tools(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) {
+    match client.list_all_tools().await {
+        Ok(tools) => {
+            let exposed = adapt(inner, slot, tools);
+            lock(&slot.state).tools = exposed;
+            inner.rebuild_catalog();
+            inner.emit(HostEvent::Catalog {
+                server: slot.entry.id.clone(),
+            });
+        }
+        Err(e) => {
+            let message =
+                format!("tools/list after tools/list_changed failed, keeping the old list: {e}");
+            tracing::warn!(server = %slot.entry.id, "{message}");
+            slot.diagnostic(message.clone());
+            inner.emit(HostEvent::Diagnostic {
+                server: slot.entry.id.clone(),
+                message,
+            });
+        }
+    }
+}
+
+/// Answers a server request: roots from the configured list, the rest from the consumer's
+/// handler. The session refuses what was not declared before it gets here.
+async fn answer(
+    inner: &Inner,
+    server: &str,
+    request: ServerRequest,
+) -> Result<RawJson, ErrorObject> {
+    let internal =
+        |e: serde_json::Error| ErrorObject::new(mcp_protocol::code::INTERNAL_ERROR, e.to_string());
+    match request {
+        ServerRequest::ListRoots(_) => {
+            let roots = inner.options.roots.clone().unwrap_or_default();
+            RawJson::encode(&ListRootsResult::new(roots)).map_err(internal)
+        }
+        ServerRequest::Ping(_) => RawJson::encode(&JsonObject::new()).map_err(internal),
+        other => match &inner.options.requests {
+            Some(handler) => handler.handle(server, other).await,
+            None => Err(ErrorObject::new(
+                mcp_protocol::code::METHOD_NOT_FOUND,
+                format!("{} is not supported by this host", other.method()),
+            )),
+        },
+    }
+}
+
+/// A tool error result for the model, from any failure: what a consumer sends back when a
+/// call was denied or failed, so that the model reads one kind of answer.
+pub fn error_result(error: &CallError) -> CallToolResult {
+    let mut result = CallToolResult::new(vec![ContentBlock::text(error.to_string())]);
+    result.is_error = Some(true);
+    result
+}

@@ -1,0 +1,488 @@
+//! The connection manager against real child processes (the testkit's fake server): many
+//! servers at once with broken ones among them, permissions, timeouts, cancellation, bounded
+//! results, list changes, reconnection, server requests.
+
+// Test code: an unwrap that fails is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_host::permission::{AllowAll, CallRequest, ServerRules};
+use mcp_host::{
+    CallError, CallOptions, Connect, Decision, Host, HostEvent, HostOptions, Policy, Prompter,
+    ServerEntry, ServerState,
+};
+use mcp_protocol::JsonObject;
+use mcp_protocol::schema::{ContentBlock, Implementation, Root};
+use mcp_stdio::StdioConfig;
+use serde_json::json;
+
+fn fake(id: &str, flags: &[&str]) -> ServerEntry {
+    let mut config = StdioConfig::new(
+        id,
+        mcp_testkit::fake_server().display().to_string(),
+        flags.iter().copied(),
+    );
+    config.close_timeout = Duration::from_millis(300);
+    config.term_timeout = Duration::from_millis(300);
+    let mut entry = ServerEntry::new(id, Connect::Stdio(config));
+    entry.request_timeout = Duration::from_secs(10);
+    entry
+}
+
+fn options(policy: impl Policy) -> HostOptions {
+    let mut o = HostOptions::new(
+        Implementation::new("host-test".into(), "0".into()),
+        Arc::new(policy),
+    );
+    o.max_connections = 64;
+    o.reconnect_initial = Duration::from_millis(50);
+    o
+}
+
+fn args(value: serde_json::Value) -> JsonObject {
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+fn text(result: &mcp_protocol::schema::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn wait_for(host: &Host, id: &str, state: ServerState) {
+    for _ in 0..200 {
+        if host.server_status(id).unwrap().state == state {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{id} never reached {state}: {:?}", host.server_status(id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_servers_at_once_five_broken() {
+    let host = Host::new(options(AllowAll));
+    let mut entries: Vec<ServerEntry> = (0..15)
+        .map(|i| fake(&format!("good{i:02}"), &["--tools", "3"]))
+        .collect();
+    let mut hung = fake("hung", &["--hang-initialize"]);
+    hung.request_timeout = Duration::from_millis(500);
+    entries.push(hung);
+    entries.push(fake("exits", &["--exit-on-start", "7"]));
+    entries.push(fake(
+        "garbage",
+        &["--garbage-on-start", "--exit-on-start", "1"],
+    ));
+    let mut missing = fake("missing", &[]);
+    missing.connect = Ok(Connect::Stdio(StdioConfig::new(
+        "missing",
+        "/nonexistent/mcp-server",
+        ["x"],
+    )));
+    entries.push(missing);
+    let mut unresolved = fake("unresolved", &[]);
+    unresolved.connect = Err("env `API_TOKEN`: the variable `API_TOKEN` is not set".to_owned());
+    entries.push(unresolved);
+    let mut disabled = fake("off", &[]);
+    disabled.enabled = false;
+    entries.push(disabled);
+
+    tokio::time::timeout(Duration::from_secs(60), host.start(entries))
+        .await
+        .expect("a hung server does not hold the others");
+
+    let status = host.status();
+    assert_eq!(status.len(), 21);
+    let ready: Vec<_> = status
+        .iter()
+        .filter(|s| s.state == ServerState::Ready)
+        .collect();
+    assert_eq!(ready.len(), 15, "{status:#?}");
+    for s in &ready {
+        assert_eq!(s.tools, 18 + 3, "{}", s.id);
+        assert!(s.last_connected_at.is_some());
+        assert_eq!(s.protocol_version.as_deref(), Some("2025-11-25"));
+    }
+    let error = |id: &str| {
+        let s = host.server_status(id).unwrap();
+        assert_eq!(s.state, ServerState::Error, "{s:?}");
+        s.last_error.unwrap()
+    };
+    assert!(error("hung").contains("timed out"), "{}", error("hung"));
+    assert!(
+        error("exits").contains("exit status: 7"),
+        "{}",
+        error("exits")
+    );
+    assert!(
+        error("garbage").contains("exit status: 1"),
+        "{}",
+        error("garbage")
+    );
+    assert!(
+        error("missing").contains("/nonexistent/mcp-server"),
+        "{}",
+        error("missing")
+    );
+    assert!(error("unresolved").contains("API_TOKEN"));
+    assert_eq!(
+        host.server_status("off").unwrap().state,
+        ServerState::Disabled
+    );
+    assert_eq!(host.catalog().len(), 15 * 21);
+    host.shutdown().await;
+    assert!(host.status().is_empty());
+    assert!(host.catalog().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_limit_leaves_the_rest_in_error() {
+    let mut o = options(AllowAll);
+    o.max_connections = 2;
+    let host = Host::new(o);
+    host.start(vec![fake("a", &[]), fake("b", &[]), fake("c", &[])])
+        .await;
+    let states: Vec<_> = host.status().iter().map(|s| s.state).collect();
+    assert_eq!(
+        states.iter().filter(|s| **s == ServerState::Ready).count(),
+        2
+    );
+    let limited: Vec<_> = host
+        .status()
+        .into_iter()
+        .filter(|s| s.state == ServerState::Error)
+        .collect();
+    assert_eq!(limited.len(), 1);
+    assert!(
+        limited[0]
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("maximum connections (2)")
+    );
+    host.shutdown().await;
+}
+
+/// Counts how often it is asked, and answers as told.
+struct Asker {
+    asked: AtomicUsize,
+    answer: bool,
+}
+
+impl Prompter for Asker {
+    fn confirm<'a>(
+        &'a self,
+        call: &'a CallRequest<'a>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        assert_eq!(call.server, "s");
+        assert!(call.arguments.contains_key("message"));
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move { self.answer })
+    }
+}
+
+struct AskEverything;
+impl Policy for AskEverything {
+    fn decide(&self, _: &CallRequest<'_>) -> Decision {
+        Decision::Ask
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_never_reaches_the_server() {
+    // Denied by the person asked: `crash` would end the server if it ran.
+    let asker = Arc::new(Asker {
+        asked: AtomicUsize::new(0),
+        answer: false,
+    });
+    let mut o = options(AskEverything);
+    o.prompter = Some(asker.clone());
+    let host = Host::new(o);
+    host.start(vec![fake("s", &[])]).await;
+    let err = host
+        .call_tool(
+            "s",
+            "crash",
+            args(json!({"message": "x"})),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Denied { .. }), "{err}");
+    assert!(err.never_sent());
+    assert_eq!(asker.asked.load(Ordering::SeqCst), 1);
+    // As a tool error for the model, through the normal result path.
+    let for_model = mcp_host::error_result(&err);
+    assert!(for_model.is_tool_error());
+    assert!(text(&for_model).contains("denied"));
+    // The server is alive: it never saw the call.
+    let status = host.server_status("s").unwrap();
+    assert_eq!(status.state, ServerState::Ready);
+    host.shutdown().await;
+
+    // Denied by configuration, whatever the consumer's policy says.
+    let host = Host::new(options(AllowAll));
+    let mut entry = fake("s", &[]);
+    entry.rules = ServerRules::new(
+        Decision::Allow,
+        [("crash".to_owned(), Decision::Deny)].into_iter().collect(),
+    );
+    host.start(vec![entry]).await;
+    let err = host
+        .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Denied { .. }), "{err}");
+    let ok = host
+        .call_tool(
+            "s",
+            "echo",
+            args(json!({"message": "still here"})),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(&ok.result), "still here");
+    host.shutdown().await;
+
+    // With no one to ask, an `ask` is a denial.
+    let host = Host::new(options(AskEverything));
+    host.start(vec![fake("s", &[])]).await;
+    let err = host
+        .call_tool("s", "echo", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no one can be asked"), "{err}");
+    host.shutdown().await;
+}
+
+async fn cancellations(host: &Host) -> String {
+    let out = host
+        .call_tool("s", "stats", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap();
+    text(&out.result)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_and_cancellation_tell_the_server() {
+    let host = Host::new(options(AllowAll));
+    host.start(vec![fake("s", &[])]).await;
+    let options = CallOptions::default().timeout(Duration::from_millis(300));
+    let err = host
+        .call_tool("s", "hang", JsonObject::new(), options)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+    assert!(!err.never_sent());
+    assert!(err.to_string().contains("server `s`"), "{err}");
+    let mut seen = String::new();
+    for _ in 0..50 {
+        seen = cancellations(&host).await;
+        if seen == "cancelled=1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, "cancelled=1");
+
+    // Dropping the call's future cancels it.
+    let call = host.call_tool("s", "hang", JsonObject::new(), CallOptions::default());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), call)
+            .await
+            .is_err()
+    );
+    for _ in 0..50 {
+        seen = cancellations(&host).await;
+        if seen == "cancelled=2" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, "cancelled=2");
+    assert_eq!(host.server_status("s").unwrap().state, ServerState::Ready);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_outcomes_and_a_bounded_result() {
+    let host = Host::new(options(AllowAll));
+    let mut entry = fake("s", &[]);
+    entry.max_result_bytes = 1000;
+    host.start(vec![entry]).await;
+
+    // The tool failed: a result, flagged.
+    let out = host
+        .call_tool(
+            "s",
+            "no_such_tool",
+            JsonObject::new(),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(out.is_tool_error());
+    // The server answered with a JSON-RPC error.
+    let err = host.read_resource("s", "other://x").await.unwrap_err();
+    assert!(matches!(err, CallError::Rpc { code: -32002, .. }), "{err}");
+
+    // Oversized: cut with a marker.
+    let out = host
+        .call_tool(
+            "s",
+            "huge",
+            args(json!({"bytes": 100_000})),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(out.truncated);
+    let t = text(&out.result);
+    assert!(t.len() < 1200, "{}", t.len());
+    assert!(t.contains("bytes cut by the host"), "{t}");
+
+    // A transport failure, then the host reconnects by itself.
+    let err = host
+        .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Failed { .. }), "{err}");
+    assert!(err.to_string().contains("exit status: 3"), "{err}");
+    wait_for(&host, "s", ServerState::Ready).await;
+    let status = host.server_status("s").unwrap();
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("connection lost"),
+        "{status:?}"
+    );
+    let out = host
+        .call_tool(
+            "s",
+            "echo",
+            args(json!({"message": "back"})),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(&out.result), "back");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_refreshes_the_catalogue() {
+    let host = Host::new(options(AllowAll));
+    host.start(vec![fake("s", &[]), fake("other", &[])]).await;
+    let before = host.catalog();
+    assert_eq!(before.server_tools("s").count(), 18);
+    let mut events = host.subscribe(Some(&["s"]), Some(&["catalog", "tools/list_changed"]));
+    let exposed = before
+        .server_tools("s")
+        .find(|t| t.tool == "grow")
+        .unwrap()
+        .name
+        .clone();
+    host.call(&exposed, JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap();
+    let mut kinds = Vec::new();
+    while kinds.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(event.server(), "s");
+        kinds.push(event.kind().to_owned());
+        if let HostEvent::Catalog { .. } = event {
+            break;
+        }
+    }
+    assert!(kinds.contains(&"catalog".to_owned()), "{kinds:?}");
+    let after = host.catalog();
+    assert_eq!(after.server_tools("s").count(), 19);
+    assert!(after.server_tools("s").any(|t| t.tool == "tool_00000"));
+    // The snapshot taken before is unchanged; names of other tools did not move.
+    assert_eq!(before.server_tools("s").count(), 18);
+    assert_eq!(after.resolve(&exposed).unwrap().tool, "grow");
+    assert_eq!(after.server_tools("other").count(), 18);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_requests_fail_closed_unless_offered() {
+    let host = Host::new(options(AllowAll));
+    host.start(vec![fake("s", &[])]).await;
+    for tool in ["sample", "elicit", "roots"] {
+        let out = host
+            .call_tool("s", tool, JsonObject::new(), CallOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            text(&out.result).contains("Err"),
+            "{tool}: {}",
+            text(&out.result)
+        );
+    }
+    host.shutdown().await;
+
+    let mut o = options(AllowAll);
+    o.roots = Some(vec![Root::new("file:///work/project".into())]);
+    let host = Host::new(o);
+    host.start(vec![fake("s", &[])]).await;
+    let out = host
+        .call_tool("s", "roots", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        text(&out.result).contains("file:///work/project"),
+        "{}",
+        text(&out.result)
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_and_prompts() {
+    let host = Host::new(options(AllowAll));
+    host.start(vec![fake("s", &[])]).await;
+    let resources = host.list_resources("s").await.unwrap();
+    assert_eq!(resources[0].uri, "fake://hello");
+    let templates = host.list_resource_templates("s").await.unwrap();
+    assert_eq!(templates[0].uri_template, "fake://{name}");
+    let read = host.read_resource("s", "fake://hello").await.unwrap();
+    assert_eq!(
+        read.contents[0].text.as_deref(),
+        Some("contents of fake://hello")
+    );
+    let prompts = host.list_prompts("s").await.unwrap();
+    assert_eq!(prompts[0].name, "greet");
+    let got = host
+        .get_prompt(
+            "s",
+            "greet",
+            [("name".to_owned(), "Ada".to_owned())]
+                .into_iter()
+                .collect(),
+        )
+        .await
+        .unwrap();
+    assert!(format!("{:?}", got.messages[0]).contains("Hello, Ada!"));
+    let err = host.list_prompts("nope").await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownServer { .. }));
+    host.shutdown().await;
+}
