@@ -38,7 +38,7 @@ pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};
 pub use model::{
     ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT,
-    FileFormat, FileReport, FileStatus, HostOptions, HttpTransport, LoadedConfig, OAuthConfig,
+    FileFormat, FileReport, FileStatus, HostConfig, HttpTransport, LoadedConfig, OAuthConfig,
     PermissionConfig, PermissionMode, Problem, RejectedServer, Scope, ServerConfig, Severity,
     StdioTransport, Transport,
 };

@@ -470,7 +470,7 @@ impl fmt::Debug for ServerConfig {
 /// Host-wide options from `mcp` (project over global, per option).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct HostOptions {
+pub struct HostConfig {
     /// How many servers may be connected at once (`mcp.max_connections`, default 10).
     pub max_connections: usize,
     /// The result size limit for servers that set none (`mcp.max_result_bytes`, default
@@ -478,7 +478,7 @@ pub struct HostOptions {
     pub max_result_bytes: usize,
 }
 
-impl Default for HostOptions {
+impl Default for HostConfig {
     fn default() -> Self {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -513,7 +513,7 @@ pub struct LoadedConfig {
     /// Errors and warnings, in file order.
     pub problems: Vec<Problem>,
     /// Host-wide options.
-    pub host: HostOptions,
+    pub host: HostConfig,
     /// The files looked at, lowest precedence first.
     pub files: Vec<FileReport>,
 }
