@@ -416,7 +416,16 @@ impl EntryCx<'_, '_> {
     /// A secret: a string, or `{"env": "VAR"}` resolved against the environment.
     fn secret(&mut self, value: &Value, path: &str, rs: &Resolve<'_>) -> Option<Secret> {
         let source = match value {
-            Value::String(s) => SecretSource::Plain(Secret::new(s.clone())),
+            Value::String(s) => {
+                if s.contains("${") {
+                    self.warn(
+                        path,
+                        "`${...}` is not expanded: the text is used as written; \
+                         to read a variable write {\"env\": \"NAME\"}",
+                    );
+                }
+                SecretSource::Plain(Secret::new(s.clone()))
+            }
             Value::Object(o) if o.len() == 1 && o.contains_key("env") => match &o["env"] {
                 Value::String(var) if is_env_name(var) => SecretSource::Env(var.clone()),
                 _ => {
