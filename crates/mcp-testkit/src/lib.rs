@@ -6,6 +6,7 @@
 // Test support reports on the terminal and fails loudly.
 #![allow(clippy::print_stderr, clippy::unwrap_used)]
 
+pub mod fake_auth;
 pub mod fake_http;
 
 use std::path::{Path, PathBuf};
