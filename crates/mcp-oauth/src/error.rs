@@ -72,7 +72,7 @@ pub enum AuthError {
         #[source]
         source: crate::http::TransportError,
     },
-    /// The token endpoint refused or failed ([`TokenError::Transient`] keeps the tokens).
+    /// The token endpoint refused or failed ([`TokenError::Transient`](crate::flow::TokenError::Transient) keeps the tokens).
     #[error(transparent)]
     Token(#[from] crate::flow::TokenError),
     /// Nothing says how to authorize: no protected resource metadata, no authorization server
