@@ -47,9 +47,11 @@ pub struct ExposedTool {
     pub tool: String,
     /// The server's description, cleaned and bounded, prefixed with its origin.
     pub description: String,
-    /// The tool's `inputSchema`, or the permissive fallback.
+    /// The tool's `inputSchema`, or the permissive fallback (one shared value).
     pub parameters: Arc<Value>,
-    /// The tool as the server listed it, for consumers that need more (annotations, title).
+    /// The tool as the server listed it, for consumers that need more (annotations, title),
+    /// without its `inputSchema`, which moved to `parameters` (a schema is often most of a
+    /// tool's size; a rejected one is not kept at all).
     pub source: Arc<Tool>,
 }
 
@@ -57,6 +59,9 @@ pub struct ExposedTool {
 pub fn fallback_schema() -> Value {
     serde_json::json!({"type": "object", "additionalProperties": true})
 }
+
+static FALLBACK: std::sync::LazyLock<Arc<Value>> =
+    std::sync::LazyLock::new(|| Arc::new(fallback_schema()));
 
 /// The exposed name of `tool` on `server`, ignoring collisions (see [`Catalog`] for those).
 ///
@@ -205,7 +210,8 @@ pub fn adapt_server_tools(
     let mut out = Vec::with_capacity(tools.len());
     let mut diagnostics = Vec::new();
     let mut seen = HashMap::with_capacity(tools.len());
-    for tool in tools {
+    for mut tool in tools {
+        let schema = tool.input_schema.take();
         let diag = |message: String| Diagnostic {
             server: server.to_owned(),
             tool: tool.name.clone(),
@@ -231,30 +237,30 @@ pub fn adapt_server_tools(
             ));
             continue;
         }
-        let parameters = match &tool.input_schema {
+        let parameters = match schema {
             None => {
                 diagnostics.push(diag(
                     "no inputSchema; any object is accepted as arguments".into(),
                 ));
-                fallback_schema()
+                FALLBACK.clone()
             }
-            Some(schema) if !is_object_schema(schema) => {
+            Some(schema) if !is_object_schema(&schema) => {
                 diagnostics.push(diag(
                     "inputSchema is not an object schema; any object is accepted as arguments"
                         .into(),
                 ));
-                fallback_schema()
+                FALLBACK.clone()
             }
             Some(schema) => {
-                let size = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+                let size = json_size(&schema);
                 if size > limits.max_schema_bytes {
                     diagnostics.push(diag(format!(
                         "inputSchema is {size} bytes, over the limit of {}; any object is accepted as arguments",
                         limits.max_schema_bytes
                     )));
-                    fallback_schema()
+                    FALLBACK.clone()
                 } else {
-                    schema.clone()
+                    Arc::new(schema)
                 }
             }
         };
@@ -268,11 +274,30 @@ pub fn adapt_server_tools(
             server: server.to_owned(),
             tool: tool.name.clone(),
             description,
-            parameters: Arc::new(parameters),
+            parameters,
             source: Arc::new(tool),
         });
     }
     (out, diagnostics)
+}
+
+/// The size of `value` as compact JSON, counted without building the text.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
 }
 
 fn is_object_schema(schema: &Value) -> bool {

@@ -61,14 +61,15 @@ fn text(result: &mcp_protocol::schema::CallToolResult) -> String {
         .join("\n")
 }
 
-async fn wait_for(host: &Host, id: &str, state: ServerState) {
-    for _ in 0..200 {
-        if host.server_status(id).unwrap().state == state {
+/// Waits until the status of `id` satisfies `done`.
+async fn wait_until(host: &Host, id: &str, done: impl Fn(&mcp_host::ServerStatus) -> bool) {
+    for _ in 0..400 {
+        if done(&host.server_status(id).unwrap()) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("{id} never reached {state}: {:?}", host.server_status(id));
+    panic!("{id} never got there: {:?}", host.server_status(id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -355,13 +356,18 @@ async fn three_outcomes_and_a_bounded_result() {
     assert!(t.contains("bytes cut by the host"), "{t}");
 
     // A transport failure, then the host reconnects by itself.
+    let connected_before = host.server_status("s").unwrap().last_connected_at;
     let err = host
         .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::Failed { .. }), "{err}");
     assert!(err.to_string().contains("exit status: 3"), "{err}");
-    wait_for(&host, "s", ServerState::Ready).await;
+    // Down, then back by itself: a new connection, the loss kept as the last error.
+    wait_until(&host, "s", |s| {
+        s.state == ServerState::Ready && s.last_connected_at > connected_before
+    })
+    .await;
     let status = host.server_status("s").unwrap();
     assert!(
         status
