@@ -61,6 +61,9 @@ pub struct ServerEntry {
     pub rules: ServerRules,
     /// The largest result passed on, in bytes.
     pub max_result_bytes: usize,
+    /// What the user should know about this entry from the start (a setting that was not
+    /// taken as written); shown with the server's diagnostics.
+    pub notes: Vec<String>,
 }
 
 impl ServerEntry {
@@ -82,6 +85,7 @@ impl ServerEntry {
             filter: ToolFilter::default(),
             rules: ServerRules::default(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            notes: Vec::new(),
         }
     }
 }
@@ -461,9 +465,13 @@ impl Host {
             if let Some(old) = old {
                 stop_slot(&old).await;
             }
+            let state = SlotState {
+                diagnostics: entry.notes.clone(),
+                ..SlotState::default()
+            };
             let slot = Arc::new(Slot {
                 entry,
-                state: Mutex::new(SlotState::default()),
+                state: Mutex::new(state),
                 stop: AtomicBool::new(false),
                 task: Mutex::new(None),
             });

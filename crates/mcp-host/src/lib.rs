@@ -19,10 +19,12 @@ mod error;
 mod fs;
 mod host;
 pub mod permission;
+pub mod setup;
 
 // The public interface is:
 pub use bound::bound_result;
 pub use catalog::{Catalog, ExposedTool};
+pub use config::{LoadedConfig, ServerConfig};
 pub use error::CallError;
 pub use host::{
     CallOptions, Connect, DEFAULT_MAX_RESULT_BYTES, Host, HostEvent, HostOptions, RequestHandler,

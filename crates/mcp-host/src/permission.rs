@@ -10,13 +10,15 @@ use std::pin::Pin;
 use mcp_protocol::JsonObject;
 
 /// What a policy says about one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Decision {
     /// Send it.
     Allow,
     /// Refuse it.
     Deny,
-    /// Ask a person (the host's [`Prompter`]); refuse if there is no one to ask.
+    /// Ask a person (the host's [`Prompter`]); refuse if there is no one to ask. The default
+    /// for MCP tools.
+    #[default]
     Ask,
 }
 
@@ -71,7 +73,7 @@ pub trait Prompter: Send + Sync + 'static {
 }
 
 /// One server's rules.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerRules {
     /// For tools not named in `tools`.

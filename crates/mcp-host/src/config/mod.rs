@@ -39,8 +39,7 @@ pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set
 pub use model::{
     ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT,
     FileFormat, FileReport, FileStatus, HostConfig, HttpTransport, LoadedConfig, OAuthConfig,
-    PermissionConfig, PermissionMode, Problem, RejectedServer, Scope, ServerConfig, Severity,
-    StdioTransport, Transport,
+    Problem, RejectedServer, Scope, ServerConfig, Severity, StdioTransport, Transport,
 };
 pub use parse::is_valid_server_id;
 pub use secret::{Env, Secret, SecretSource};

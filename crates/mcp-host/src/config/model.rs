@@ -2,7 +2,6 @@
 //! tool filters and permission rules, host-wide options, and the problems found on the way.
 //! Nothing here is `Serialize`: files have their own shapes (see `parse` and `edit`).
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,6 +10,7 @@ use mcp_protocol::ProtocolVersion;
 use url::Url;
 
 use super::secret::Secret;
+use crate::permission::ServerRules;
 
 /// The default for `request_timeout_ms` (seed 000): 30 seconds.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -155,59 +155,6 @@ impl fmt::Display for Problem {
     }
 }
 
-/// What the host may do with a tool before calling it, as configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum PermissionMode {
-    /// Call without asking.
-    Allow,
-    /// Ask the user, showing server, tool and arguments (the default for MCP tools).
-    #[default]
-    Ask,
-    /// Never call; the model gets a tool error and the server never sees the call.
-    Deny,
-}
-
-impl PermissionMode {
-    /// `allow`, `ask` or `deny`, as written in files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Ask => "ask",
-            Self::Deny => "deny",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<Self> {
-        match s {
-            "allow" => Some(Self::Allow),
-            "ask" => Some(Self::Ask),
-            "deny" => Some(Self::Deny),
-            _ => None,
-        }
-    }
-}
-
-/// A server's permission rules: one mode per tool name (the server's own tool name, not the
-/// exposed one), and a default for the rest. The permission hook applies them; a file from the
-/// project layer can set `allow`, so a host may choose to trust `allow` only from
-/// [`Scope::Global`] (see [`ServerConfig::source`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct PermissionConfig {
-    /// For tools not named in `tools`; [`PermissionMode::Ask`] unless configured.
-    pub default: PermissionMode,
-    /// Per tool name.
-    pub tools: BTreeMap<String, PermissionMode>,
-}
-
-impl PermissionConfig {
-    /// The configured mode for `tool`.
-    pub fn mode_for(&self, tool: &str) -> PermissionMode {
-        self.tools.get(tool).copied().unwrap_or(self.default)
-    }
-}
-
 /// How to start a stdio server. The host builds an `mcp_stdio::StdioConfig` from it
 /// ([`ServerConfig::stdio_config`]).
 #[derive(Clone, PartialEq, Eq)]
@@ -303,8 +250,9 @@ pub struct ServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never exposed, even if in `enabled_tools`.
     pub disabled_tools: Vec<String>,
-    /// Permission rules for its tools.
-    pub permission: PermissionConfig,
+    /// Permission rules for its tools. A file from the project layer may say `allow`; see
+    /// `docs/security.md` for how the host treats that.
+    pub permission: ServerRules,
     /// The most bytes of one result handed on: the server's `max_result_bytes`, else the
     /// host's.
     pub max_result_bytes: usize,

@@ -19,10 +19,10 @@ use url::Url;
 use super::detect::{self, Detected};
 use super::model::{
     ConfigFile, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileStatus, HttpTransport, OAuthConfig,
-    PermissionConfig, PermissionMode, Problem, RejectedServer, ServerConfig, Severity,
-    StdioTransport, Transport,
+    Problem, RejectedServer, ServerConfig, Severity, StdioTransport, Transport,
 };
 use super::secret::{Env, Secret, SecretSource};
+use crate::permission::{Decision, ServerRules};
 
 /// The longest `request_timeout_ms` accepted: one hour.
 pub(crate) const MAX_TIMEOUT_MS: u64 = 3_600_000;
@@ -834,8 +834,8 @@ fn read_oauth(
     })
 }
 
-fn read_permission(e: &mut EntryCx<'_, '_>, map: &Map<String, Value>) -> PermissionConfig {
-    let mut out = PermissionConfig::default();
+fn read_permission(e: &mut EntryCx<'_, '_>, map: &Map<String, Value>) -> ServerRules {
+    let mut out = ServerRules::default();
     let Some(value) = map.get("permission") else {
         return out;
     };
@@ -844,7 +844,7 @@ fn read_permission(e: &mut EntryCx<'_, '_>, map: &Map<String, Value>) -> Permiss
         return out;
     };
     let mode = |e: &mut EntryCx<'_, '_>, v: &Value, path: &str| {
-        let m = v.as_str().and_then(PermissionMode::parse);
+        let m = v.as_str().and_then(Decision::parse);
         if m.is_none() {
             e.error(path, "must be \"allow\", \"ask\" or \"deny\"");
         }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::*;
+use crate::permission::Decision;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -157,8 +158,8 @@ fn every_added_field_is_read() {
     assert!(a.allows_tool("x"));
     assert!(!a.allows_tool("y"), "disabled wins over enabled");
     assert!(!a.allows_tool("z"), "not in the allow-list");
-    assert_eq!(a.permission.mode_for("x"), PermissionMode::Allow);
-    assert_eq!(a.permission.mode_for("z"), PermissionMode::Deny);
+    assert_eq!(a.permission.decide("x"), Decision::Allow);
+    assert_eq!(a.permission.decide("z"), Decision::Deny);
     assert_eq!(a.max_result_bytes, 2048);
     assert_eq!(
         a.protocol_version,
@@ -166,11 +167,7 @@ fn every_added_field_is_read() {
     );
     let b = c.server("b").unwrap();
     assert!(b.allows_tool("anything"));
-    assert_eq!(
-        b.permission.mode_for("t"),
-        PermissionMode::Ask,
-        "ask by default"
-    );
+    assert_eq!(b.permission.decide("t"), Decision::Ask, "ask by default");
     let t = stdio_of(b);
     assert!(t.inherit_env);
     assert!(

@@ -1,0 +1,150 @@
+//! From configuration to servers the host runs: each configured server becomes a
+//! [`ServerEntry`], a refused one an entry in state `error` that says why, and the host-wide
+//! options go into [`HostOptions`]. The one place where trust in a file's layer is decided.
+
+use std::sync::Arc;
+
+use mcp_protocol::schema::Implementation;
+
+use crate::catalog::ToolFilter;
+use crate::config::{LoadedConfig, Scope, ServerConfig, Transport};
+use crate::host::{Connect, HostOptions, ServerEntry};
+use crate::permission::{Decision, Policy, ServerRules};
+
+/// The entries for every server in `loaded`: the effective ones (enabled or not) and the
+/// refused ones, ordered by id. A refused entry is listed in state `error` with its problems,
+/// so that a typo in a file shows up in the `/mcp` view instead of a server silently missing.
+pub fn entries(loaded: &LoadedConfig) -> Vec<ServerEntry> {
+    let mut out: Vec<ServerEntry> = loaded.servers.iter().map(entry).collect();
+    for rejected in &loaded.rejected {
+        if out.iter().any(|e| e.id == rejected.id) {
+            continue;
+        }
+        let problems: Vec<String> = loaded
+            .problems_for(&rejected.id)
+            .filter(|p| p.is_error())
+            .map(ToString::to_string)
+            .collect();
+        let why = if problems.is_empty() {
+            format!("the entry in {} is not valid", rejected.file.display())
+        } else {
+            problems.join("; ")
+        };
+        let mut e = ServerEntry::new(
+            rejected.id.clone(),
+            Connect::Stdio(mcp_stdio::StdioConfig::new(
+                rejected.id.clone(),
+                String::new(),
+                Vec::<String>::new(),
+            )),
+        );
+        e.source = rejected.source.as_str().to_owned();
+        e.transport = "unknown".to_owned();
+        e.connect = Err(format!("configuration: {why}"));
+        out.push(e);
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}
+
+/// One configured server as an entry. A project file may not allow calls without asking:
+/// a repository someone cloned must not be able to switch off the user's confirmation, so an
+/// `allow` from the project layer is read as `ask`, and the entry says so.
+pub fn entry(server: &ServerConfig) -> ServerEntry {
+    let connect = match &server.transport {
+        Transport::Stdio(_) => server.stdio_config().map(Connect::Stdio),
+        Transport::Http(_) => server.http_config().map(Connect::Http),
+    };
+    let connect = connect.ok_or_else(|| {
+        format!(
+            "configuration: transport `{}` has no settings",
+            server.transport.kind()
+        )
+    });
+    let mut notes = Vec::new();
+    let rules = if server.source == Scope::Project {
+        distrust_allow(&server.permission, &mut notes)
+    } else {
+        server.permission.clone()
+    };
+    let mut e = match connect {
+        Ok(connect) => ServerEntry::new(server.id.clone(), connect),
+        Err(why) => {
+            let mut e = ServerEntry::new(
+                server.id.clone(),
+                Connect::Stdio(mcp_stdio::StdioConfig::new(
+                    server.id.clone(),
+                    String::new(),
+                    Vec::<String>::new(),
+                )),
+            );
+            e.connect = Err(why);
+            e
+        }
+    };
+    e.source = server.source.as_str().to_owned();
+    e.transport = server.transport.kind().to_owned();
+    e.enabled = server.enabled;
+    e.request_timeout = server.request_timeout;
+    e.filter = ToolFilter::new(server.enabled_tools.clone(), server.disabled_tools.clone());
+    e.rules = rules;
+    e.max_result_bytes = server.max_result_bytes;
+    e.notes = notes;
+    e
+}
+
+fn distrust_allow(rules: &ServerRules, notes: &mut Vec<String>) -> ServerRules {
+    let mut out = rules.clone();
+    if out.default == Decision::Allow {
+        out.default = Decision::Ask;
+        notes.push(
+            "permission: `default: allow` from the project file is read as `ask`; allow it in the global file instead"
+                .to_owned(),
+        );
+    }
+    for (tool, decision) in out.tools.iter_mut() {
+        if *decision == Decision::Allow {
+            *decision = Decision::Ask;
+            notes.push(format!(
+                "permission: `allow` for tool `{tool}` from the project file is read as `ask`; allow it in the global file instead"
+            ));
+        }
+    }
+    out
+}
+
+/// Host options from the configuration's host-wide settings, with `policy` deciding where
+/// the configuration asks.
+pub fn host_options(
+    loaded: &LoadedConfig,
+    client_info: Implementation,
+    policy: Arc<dyn Policy>,
+) -> HostOptions {
+    let mut options = HostOptions::new(client_info, policy);
+    options.max_connections = loaded.host.max_connections;
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn project_allow_becomes_ask_with_a_note() {
+        let rules = ServerRules::new(
+            Decision::Allow,
+            BTreeMap::from([
+                ("rm".to_owned(), Decision::Deny),
+                ("ls".to_owned(), Decision::Allow),
+            ]),
+        );
+        let mut notes = Vec::new();
+        let out = distrust_allow(&rules, &mut notes);
+        assert_eq!(out.decide("other"), Decision::Ask);
+        assert_eq!(out.decide("ls"), Decision::Ask);
+        assert_eq!(out.decide("rm"), Decision::Deny);
+        assert_eq!(notes.len(), 2);
+    }
+}
