@@ -1,6 +1,7 @@
-//! The one error type of mcp-http.
+//! The one error type of mcp-http (with [`FetchError`](crate::FetchError), the fetcher's
+//! narrower one, which converts into it).
 
-/// Why an HTTP connection could not be made.
+/// Why an HTTP connection could not be made or a plain request failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -16,6 +17,11 @@ pub enum Error {
     /// with an HTTP error.
     #[error(transparent)]
     Client(#[from] mcp_session::Error),
+    /// A plain request of [`Fetcher`](crate::Fetcher) failed; callers of
+    /// [`Fetcher::send`](crate::Fetcher::send) get the narrower [`FetchError`](crate::FetchError)
+    /// to branch on, and `?` turns it into this.
+    #[error(transparent)]
+    Fetch(#[from] crate::FetchError),
 }
 
 impl Error {
@@ -23,7 +29,7 @@ impl Error {
     pub fn protocol(&self) -> Option<&mcp_protocol::Error> {
         match self {
             Self::Client(e) => Some(e.protocol()),
-            Self::Config { .. } => None,
+            Self::Config { .. } | Self::Fetch(_) => None,
         }
     }
 }

@@ -11,6 +11,10 @@
 //!   `TCP_NODELAY`; bodies are always read to the end so connections are reused.
 //! - [`AuthHook`]: supplies `Authorization` and hears about 401 and 403 with their
 //!   `WWW-Authenticate` challenge. This crate knows nothing of OAuth.
+//! - [`Fetcher`]: plain HTTP requests (`http::Request<Vec<u8>>` in, `http::Response<Vec<u8>>`
+//!   out) beside the MCP transport, for an OAuth layer's metadata, registration and token
+//!   requests: same TLS and connector, no redirects followed, a bounded body, one deadline, and
+//!   errors ([`FetchError`]) that never quote a header value, a body or a query string.
 //! - [`serve_http`] (with [`bind`] and [`HttpServerConfig`]): the server half, for the gateway
 //!   and for tests. One endpoint; each session is an `mcp-session` `ServerCore` answering with
 //!   the caller's `Handler`; `Origin` and `Host` are checked against DNS rebinding, an optional
@@ -31,8 +35,8 @@ pub mod sse;
 
 // The public interface is:
 pub use client::{
-    AuthHook, Challenge, HttpConfig, HttpProtocol, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
-    StaticAuth, connect,
+    AuthHook, Challenge, FetchError, FetchOptions, Fetcher, HttpConfig, HttpProtocol,
+    LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID, StaticAuth, connect,
 };
 pub use error::{Error, Result};
 pub use mcp_session::{Client, Incoming};

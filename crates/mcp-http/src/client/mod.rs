@@ -4,6 +4,7 @@
 //! the answer; the optional standalone GET stream carries what the server sends unprompted.
 
 mod auth;
+mod fetch;
 mod legacy;
 mod tls;
 
@@ -27,6 +28,7 @@ use mcp_session::{Client, Core, Pending, Transport};
 use tokio::sync::{mpsc, watch};
 
 pub use auth::{AuthHook, Challenge, StaticAuth};
+pub use fetch::{FetchError, FetchOptions, Fetcher};
 
 use crate::error::{Error, Result};
 use crate::sse;
@@ -151,6 +153,24 @@ pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client
     }
 }
 
+/// The connection pool every HTTP client of this crate uses (the MCP transports and
+/// [`Fetcher`]), so they share one TLS configuration and one connector: plain TCP or rustls
+/// with Mozilla's roots plus `extra_roots_pem`, `TCP_NODELAY`, TCP keepalive, idle connections
+/// kept 90 s. Fails on a CA PEM that cannot be used.
+pub(crate) fn pool(
+    connect_timeout: Duration,
+    extra_roots_pem: &[Vec<u8>],
+) -> Result<Pool<tls::Connector, Full<Bytes>>, String> {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_connect_timeout(Some(connect_timeout));
+    connector.set_keepalive(Some(Duration::from_secs(60)));
+    let tls = tls::client_config(extra_roots_pem)?;
+    Ok(Pool::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(tls::Connector::new(connector, tls)))
+}
+
 /// What every HTTP request of a connection shares: the endpoint, the static headers, the
 /// authorization hook, and the connection pool.
 #[derive(Clone)]
@@ -187,14 +207,7 @@ impl Base {
             value.set_sensitive(true);
             headers.append(name, value);
         }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(config.connect_timeout));
-        connector.set_keepalive(Some(Duration::from_secs(60)));
-        let tls = tls::client_config(&config.extra_roots_pem).map_err(invalid)?;
-        let pool = Pool::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(tls::Connector::new(connector, tls));
+        let pool = pool(config.connect_timeout, &config.extra_roots_pem).map_err(invalid)?;
         Ok(Self {
             url,
             headers,

@@ -11,3 +11,5 @@ mod client;
 mod server;
 // The client against the testkit's fake HTTP server, one HTTP-layer fault at a time.
 mod faults;
+// The plain-request `Fetcher` (for OAuth) against a tiny server on loopback, HTTP and HTTPS.
+mod fetch;
