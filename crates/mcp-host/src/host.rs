@@ -25,6 +25,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc};
 use crate::bound::bound_result;
 use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ToolFilter};
 use crate::error::CallError;
+use crate::oauth::OAuthHook;
 use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
 
 /// How to reach one server: the transport's own configuration, secrets already resolved.
@@ -64,6 +65,8 @@ pub struct ServerEntry {
     /// What the user should know about this entry from the start (a setting that was not
     /// taken as written); shown with the server's diagnostics.
     pub notes: Vec<String>,
+    /// OAuth for an HTTP server: supplies `Authorization`, logs in on a 401, refreshes.
+    pub oauth: Option<Arc<OAuthHook>>,
 }
 
 impl ServerEntry {
@@ -86,6 +89,7 @@ impl ServerEntry {
             rules: ServerRules::default(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             notes: Vec::new(),
+            oauth: None,
         }
     }
 }
@@ -155,6 +159,8 @@ pub struct ServerStatus {
     pub diagnostics: Vec<String>,
     /// Reconnection attempts since the connection was lost.
     pub reconnect_attempts: u32,
+    /// When the OAuth access token expires, if the server uses OAuth and the time is known.
+    pub token_expires_at: Option<SystemTime>,
 }
 
 /// Answers the server requests a consumer chose to support (sampling, elicitation). Declared
@@ -517,6 +523,49 @@ impl Host {
         }
     }
 
+    /// Logs in to an OAuth-protected server now (through the OAuth context's user agent) and
+    /// reconnects it.
+    pub async fn login(&self, id: &str) -> Result<(), String> {
+        let slot = self.inner.slot(id).map_err(|e| e.to_string())?;
+        let Some(oauth) = slot.entry.oauth.clone() else {
+            return Err(format!(
+                "server `{id}` does not use OAuth (a stdio server, or a configured Authorization header)"
+            ));
+        };
+        oauth
+            .login()
+            .await
+            .map_err(|e| format!("server `{id}`: {e}"))?;
+        self.restart(id).await
+    }
+
+    /// Forgets an OAuth server's tokens, here and in the token store, and disconnects it.
+    pub async fn logout(&self, id: &str) -> Result<(), String> {
+        let slot = self.inner.slot(id).map_err(|e| e.to_string())?;
+        let Some(oauth) = slot.entry.oauth.clone() else {
+            return Err(format!("server `{id}` does not use OAuth"));
+        };
+        oauth
+            .logout()
+            .await
+            .map_err(|e| format!("server `{id}`: {e}"))?;
+        stop_slot(&slot).await;
+        self.inner.set_state(
+            &slot,
+            ServerState::AuthRequired,
+            Some("logged out".to_owned()),
+        );
+        self.inner.rebuild_catalog();
+        Ok(())
+    }
+
+    /// Stops and starts one server again with the same entry, and waits until it settles.
+    pub async fn restart(&self, id: &str) -> Result<(), String> {
+        let slot = self.inner.slot(id).map_err(|e| e.to_string())?;
+        self.start(vec![slot.entry.clone()]).await;
+        Ok(())
+    }
+
     /// Every server's status, ordered by id; never waits for a server (it answers while calls
     /// run).
     pub fn status(&self) -> Vec<ServerStatus> {
@@ -737,6 +786,12 @@ impl Slot {
             server_info: s.info.as_ref().map(|i| i.implementation.clone()),
             diagnostics: s.diagnostics.clone(),
             reconnect_attempts: s.reconnect_attempts,
+            token_expires_at: self
+                .entry
+                .oauth
+                .as_ref()
+                .and_then(|h| h.expires_at_ms())
+                .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
         }
     }
 
@@ -866,17 +921,25 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
         }
         Connect::Http(mut config) => {
             config.name = entry.id.clone();
+            if let Some(oauth) = &entry.oauth {
+                oauth.prepare().await;
+                config.auth = Some(oauth.clone());
+            }
             let watch = Arc::new(ChallengeWatch {
                 inner: config.auth.take(),
                 unauthorized: AtomicBool::new(false),
             });
             config.auth = Some(watch.clone());
-            mcp_http::connect(config, session)
-                .await
-                .map_err(|e| Failure {
+            mcp_http::connect(config, session).await.map_err(|e| {
+                let auth = entry.oauth.as_ref().and_then(|h| h.last_error());
+                Failure {
                     auth_required: watch.unauthorized.load(Ordering::SeqCst),
-                    message: format!("connect: {e}"),
-                })?
+                    message: match auth {
+                        Some(auth) => format!("connect: {e}; {auth}"),
+                        None => format!("connect: {e}"),
+                    },
+                }
+            })?
         }
     };
     let has_tools = client.server_info().capabilities.tools.is_some();

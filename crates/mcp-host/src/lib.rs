@@ -18,6 +18,7 @@ pub mod config;
 mod error;
 mod fs;
 mod host;
+pub mod oauth;
 pub mod permission;
 pub mod setup;
 

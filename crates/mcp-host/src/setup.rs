@@ -9,13 +9,25 @@ use mcp_protocol::schema::Implementation;
 use crate::catalog::ToolFilter;
 use crate::config::{LoadedConfig, Scope, ServerConfig, Transport};
 use crate::host::{Connect, HostOptions, ServerEntry};
+use crate::oauth::OAuthContext;
 use crate::permission::{Decision, Policy, ServerRules};
 
 /// The entries for every server in `loaded`: the effective ones (enabled or not) and the
 /// refused ones, ordered by id. A refused entry is listed in state `error` with its problems,
 /// so that a typo in a file shows up in the `/mcp` view instead of a server silently missing.
-pub fn entries(loaded: &LoadedConfig) -> Vec<ServerEntry> {
-    let mut out: Vec<ServerEntry> = loaded.servers.iter().map(entry).collect();
+///
+/// With an OAuth context, every HTTP server without a configured `Authorization` header gets
+/// an OAuth hook: its stored tokens are used, and a 401 starts discovery and login.
+pub fn entries(loaded: &LoadedConfig, oauth: Option<&OAuthContext>) -> Vec<ServerEntry> {
+    let mut out: Vec<ServerEntry> = loaded
+        .servers
+        .iter()
+        .map(|server| {
+            let mut e = entry(server);
+            e.oauth = oauth.and_then(|ctx| ctx.hook(server));
+            e
+        })
+        .collect();
     for rejected in &loaded.rejected {
         if out.iter().any(|e| e.id == rejected.id) {
             continue;

@@ -87,7 +87,7 @@ fn configured_servers_start_and_secrets_stay_hidden() {
         &env,
         &dir,
     );
-    let entries = setup::entries(&loaded);
+    let entries = setup::entries(&loaded, None);
     let ids: Vec<_> = entries.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["broken", "good", "leaky", "off", "remote"]);
     // Project files cannot allow without asking; a deny stands.

@@ -1,0 +1,474 @@
+//! Where OAuth meets HTTP: `mcp-oauth` decides, this module does its I/O. It gives the
+//! authorizer an HTTP client (`mcp-http`'s [`Fetcher`], which never follows redirects), OS
+//! randomness, the clock, a browser (a loopback redirect listener, or an automatic follow for
+//! tests and headless runs), and the token store file; and it gives `mcp-http` an
+//! [`AuthHook`] over the authorizer, so that a 401 on connect starts discovery and login, a
+//! 401 later refreshes, and a 403 `insufficient_scope` steps up.
+
+use std::future::Future;
+use std::io::Read as _;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
+use mcp_oauth::store::ServerTokens;
+use mcp_oauth::{
+    AuthError, Authorizer, BoxFuture, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
+    Services, Settings, TransportError, Url, UserAgent,
+};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::auth_store::AuthStore;
+use crate::config::{ServerConfig, Transport};
+
+/// What every OAuth-protected server of a host shares: where tokens are kept, how to reach
+/// authorization servers, and how to send a person to log in.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct OAuthContext {
+    /// The token store file; `None` keeps tokens in memory for this run only.
+    pub store: Option<AuthStore>,
+    /// How a person logs in; `None` means no login can happen now, and a server that needs
+    /// one is left in state `auth_required`.
+    pub user_agent: Option<Arc<dyn UserAgent>>,
+    /// The name registered with authorization servers (RFC 7591 `client_name`).
+    pub client_name: String,
+    /// This client's Client ID Metadata Document URL, if it has one.
+    pub client_metadata_url: Option<String>,
+    fetcher: Fetcher,
+}
+
+impl std::fmt::Debug for OAuthContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthContext")
+            .field("store", &self.store.as_ref().map(AuthStore::path))
+            .field("user_agent", &self.user_agent.is_some())
+            .field("client_name", &self.client_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthContext {
+    /// A context with the default HTTP limits (10 s to connect, 30 s per request, 1 MiB
+    /// answers) and no way to log in.
+    pub fn new(store: Option<AuthStore>) -> Result<Self, String> {
+        let fetcher = Fetcher::new(FetchOptions::default()).map_err(|e| e.to_string())?;
+        Ok(Self {
+            store,
+            user_agent: None,
+            client_name: "mcp-host".to_owned(),
+            client_metadata_url: None,
+            fetcher,
+        })
+    }
+
+    /// Logs in through `user_agent` when a server asks.
+    pub fn with_user_agent(mut self, user_agent: Arc<dyn UserAgent>) -> Self {
+        self.user_agent = Some(user_agent);
+        self
+    }
+
+    /// The HTTP client OAuth requests go through, for a user agent that needs one.
+    pub fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
+    }
+
+    /// The hook for `server`, or `None` when OAuth does not apply: a stdio server, or an HTTP
+    /// server with a static `Authorization` header (the user chose that over OAuth).
+    pub fn hook(&self, server: &ServerConfig) -> Option<Arc<OAuthHook>> {
+        let Transport::Http(http) = &server.transport else {
+            return None;
+        };
+        if http
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            return None;
+        }
+        let mut settings = Settings::new(http.url.clone());
+        settings.client_name.clone_from(&self.client_name);
+        settings
+            .client_metadata_url
+            .clone_from(&self.client_metadata_url);
+        if let Some(o) = &server.oauth {
+            settings.authorization_url = o.authorization_url.as_ref().map(|u| u.to_string());
+            settings.token_url = o.token_url.as_ref().map(|u| u.to_string());
+            settings.registration_url = o.registration_url.as_ref().map(|u| u.to_string());
+            settings.client_id.clone_from(&o.client_id);
+            settings.client_secret = o
+                .client_secret
+                .as_ref()
+                .map(|s| mcp_oauth::ClientSecret::new(s.secret().to_owned()));
+            settings.scope.clone_from(&o.scope);
+        }
+        Some(Arc::new(self.hook_for(
+            &server.id,
+            http.url.clone(),
+            settings,
+        )))
+    }
+
+    /// A hook for a server described by OAuth settings alone (for a consumer without a
+    /// configuration file, and for tests).
+    pub fn hook_for(&self, server: &str, url: Url, settings: Settings) -> OAuthHook {
+        let mut services = Services::new(
+            Arc::new(FetchClient(self.fetcher.clone())),
+            Arc::new(OsRandom),
+            Arc::new(SystemClock),
+        );
+        if let Some(ua) = &self.user_agent {
+            services = services.with_user_agent(ua.clone());
+        }
+        let mut authorizer = Authorizer::new(settings, services);
+        let stored = self
+            .store
+            .as_ref()
+            .and_then(|s| s.tokens(server, &url).ok().flatten());
+        authorizer.set_tokens(stored);
+        let header = authorizer.authorization_header();
+        let expires = authorizer.tokens().and_then(|t| t.expires_at_ms);
+        OAuthHook {
+            server: server.to_owned(),
+            url,
+            store: self.store.clone(),
+            authorizer: tokio::sync::Mutex::new(authorizer),
+            header: Mutex::new(header),
+            state: Mutex::new(HookState {
+                expires_at_ms: expires,
+                last_error: None,
+            }),
+        }
+    }
+}
+
+/// The authorization of one server: the authorizer behind an async lock (one refresh or login
+/// at a time), the current header for every request, and the store to persist changes to.
+pub struct OAuthHook {
+    server: String,
+    url: Url,
+    store: Option<AuthStore>,
+    authorizer: tokio::sync::Mutex<Authorizer>,
+    header: Mutex<Option<http::HeaderValue>>,
+    state: Mutex<HookState>,
+}
+
+struct HookState {
+    expires_at_ms: Option<u64>,
+    last_error: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthHook")
+            .field("server", &self.server)
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl OAuthHook {
+    /// Refreshes the access token if it expires soon, before a connection is made. A failure
+    /// is kept for the status view and is not fatal: the server's 401 will say what it wants.
+    pub async fn prepare(&self) {
+        let mut authorizer = self.authorizer.lock().await;
+        if let Err(e) = authorizer.refresh_if_needed().await {
+            self.failed(&e);
+        }
+        self.after(&mut authorizer).await;
+    }
+
+    /// Logs in now, without waiting for the server to ask (the command line's `login`).
+    pub async fn login(&self) -> Result<(), AuthError> {
+        let mut authorizer = self.authorizer.lock().await;
+        let outcome = authorizer.login().await;
+        if let Err(e) = &outcome {
+            self.failed(e);
+        }
+        self.after(&mut authorizer).await;
+        outcome
+    }
+
+    /// Forgets this server's tokens, here and in the store.
+    pub async fn logout(&self) -> Result<(), String> {
+        let mut authorizer = self.authorizer.lock().await;
+        authorizer.forget_tokens();
+        let _ = authorizer.take_changed();
+        *lock(&self.header) = None;
+        lock(&self.state).expires_at_ms = None;
+        if let Some(store) = self.store.clone() {
+            let server = self.server.clone();
+            blocking(move || store.remove(&server).map(|_| ()).map_err(|e| e.to_string())).await?;
+        }
+        Ok(())
+    }
+
+    /// When the access token expires (Unix milliseconds), if known: for the status view.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        lock(&self.state).expires_at_ms
+    }
+
+    /// The last authorization failure, for the status view; its text holds no secret.
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.state).last_error.clone()
+    }
+
+    fn failed(&self, error: &AuthError) {
+        let text = format!("authorization: {error}");
+        tracing::warn!(server = %self.server, "{text}");
+        lock(&self.state).last_error = Some(text);
+    }
+
+    /// After every change: the new header, and the store written if the tokens changed.
+    async fn after(&self, authorizer: &mut Authorizer) {
+        *lock(&self.header) = authorizer.authorization_header();
+        lock(&self.state).expires_at_ms = authorizer.tokens().and_then(|t| t.expires_at_ms);
+        if !authorizer.take_changed() {
+            return;
+        }
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let tokens: Option<ServerTokens> = authorizer.tokens().cloned();
+        let (server, url) = (self.server.clone(), self.url.clone());
+        let written = blocking(move || {
+            store
+                .update(&server, &url, |_| tokens)
+                .map_err(|e| e.to_string())
+        })
+        .await;
+        if let Err(e) = written {
+            let text = format!("authorization: the token store could not be written: {e}");
+            tracing::warn!(server = %self.server, "{text}");
+            lock(&self.state).last_error = Some(text);
+        }
+    }
+}
+
+impl AuthHook for OAuthHook {
+    fn authorization(&self) -> Option<http::HeaderValue> {
+        lock(&self.header).clone()
+    }
+
+    fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(async move {
+            let values: Vec<&str> = challenge
+                .www_authenticate
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            let mut authorizer = self.authorizer.lock().await;
+            let outcome = authorizer
+                .handle_challenge(challenge.status.as_u16(), &values)
+                .await;
+            if let Err(e) = &outcome {
+                self.failed(e);
+            } else {
+                lock(&self.state).last_error = None;
+            }
+            self.after(&mut authorizer).await;
+            outcome.is_ok()
+        })
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(format!("the store task failed: {e}")))
+}
+
+/// `mcp-oauth`'s HTTP client over `mcp-http`'s fetcher.
+struct FetchClient(Fetcher);
+
+impl HttpClient for FetchClient {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
+        Box::pin(async move {
+            self.0
+                .send(request)
+                .await
+                .map_err(|e| TransportError::new(e.to_string()))
+        })
+    }
+}
+
+/// Randomness from the operating system (`/dev/urandom`), for `state` and PKCE verifiers.
+struct OsRandom;
+
+impl Randomness for OsRandom {
+    fn fill(&self, buf: &mut [u8]) {
+        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf));
+        if read.is_err() {
+            // Without OS randomness no secret value can be made safely. Mixing the clock and
+            // the address of the buffer is not enough for secrecy, so the value is marked by
+            // being all zeros and the authorization server will see a predictable state; this
+            // never happens on the Unix systems the host supports.
+            buf.fill(0);
+        }
+    }
+}
+
+/// The wall clock, in Unix milliseconds, for token expiry.
+struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A user agent that follows the authorization server's redirect itself instead of opening a
+/// browser: for tests, conformance runs and authorization servers that grant without asking a
+/// person. It fetches the authorization URL and takes the `Location` of the redirect.
+#[derive(Debug, Clone)]
+pub struct AutoFollow {
+    fetcher: Fetcher,
+    redirect_uri: String,
+}
+
+impl AutoFollow {
+    /// Follows with `fetcher`, naming `http://127.0.0.1/callback` as the redirect URI (nothing
+    /// listens there: the redirect is read, not followed).
+    pub fn new(fetcher: Fetcher) -> Self {
+        Self {
+            fetcher,
+            redirect_uri: "http://127.0.0.1/callback".to_owned(),
+        }
+    }
+}
+
+impl UserAgent for AutoFollow {
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+        Box::pin(async move {
+            let request = http::Request::get(url.as_str())
+                .body(Vec::new())
+                .map_err(|e| format!("the authorization URL cannot be requested: {e}"))?;
+            let response = self
+                .fetcher
+                .send(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = response.status();
+            let location = response
+                .headers()
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .filter(|_| status.is_redirection())
+                .ok_or_else(|| {
+                    format!(
+                        "the authorization server answered HTTP {status} instead of redirecting: a person must log in in a browser"
+                    )
+                })?;
+            url.join(location)
+                .map_err(|e| format!("the authorization server redirected to an invalid URL: {e}"))
+        })
+    }
+}
+
+/// Shows the authorization URL to a person: opens a browser, or prints it.
+type Opener = dyn Fn(&Url) -> Result<(), String> + Send + Sync;
+
+/// A user agent for a person at this machine: it listens on a random loopback port
+/// (RFC 8252 §7.3), has the authorization URL opened (a browser opener, or printing it), and
+/// waits for the browser to come back.
+pub struct Loopback {
+    listener: tokio::sync::Mutex<tokio::net::TcpListener>,
+    port: u16,
+    open: Box<Opener>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Loopback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loopback")
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Loopback {
+    /// Listens on 127.0.0.1 at a port the system picks; `open` shows the authorization URL
+    /// to the person (opens a browser, or prints it). Waits at most `timeout` for the browser.
+    pub async fn bind(
+        open: impl Fn(&Url) -> Result<(), String> + Send + Sync + 'static,
+        timeout: Duration,
+    ) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let port = listener.local_addr()?.port();
+        Ok(Self {
+            listener: tokio::sync::Mutex::new(listener),
+            port,
+            open: Box::new(open),
+            timeout,
+        })
+    }
+
+    async fn wait_for_redirect(&self) -> Result<Url, String> {
+        let listener = self.listener.lock().await;
+        loop {
+            let (mut stream, _) = listener
+                .accept()
+                .await
+                .map_err(|e| format!("the redirect listener failed: {e}"))?;
+            let mut head = Vec::with_capacity(1024);
+            let mut chunk = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 << 10 {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&head);
+            let target = line
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("GET "))
+                .and_then(|l| l.split(' ').next())
+                .unwrap_or("");
+            if !target.starts_with("/callback") {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            }
+            let page = "<!doctype html><title>mcp-host</title><p>Authorization received. You can close this tab and return to mcp-host.</p>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            return Url::parse(&format!("http://127.0.0.1:{}{target}", self.port))
+                .map_err(|e| format!("the browser came back with an invalid URL: {e}"));
+        }
+    }
+}
+
+impl UserAgent for Loopback {
+    fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}/callback", self.port)
+    }
+
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+        Box::pin(async move {
+            (self.open)(&url)?;
+            tokio::time::timeout(self.timeout, self.wait_for_redirect())
+                .await
+                .map_err(|_| format!("no browser came back within {} s", self.timeout.as_secs()))?
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! OAuth end to end: the host against the testkit's fake authorization server and protected
+//! MCP endpoint. A 401 on connect starts discovery, registration and login; tokens land in the
+//! store file (mode 0600) and serve the next run without a login; an expired token is
+//! refreshed on the next 401; with no way to log in the server waits in `auth_required`; a
+//! server with no metadata fails with a message that suggests a static header.
+
+// Test code: an unwrap that fails is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mcp_host::auth_store::AuthStore;
+use mcp_host::oauth::{AutoFollow, OAuthContext};
+use mcp_host::permission::AllowAll;
+use mcp_host::{CallOptions, Connect, Host, HostOptions, ServerEntry, ServerState};
+use mcp_http::HttpConfig;
+use mcp_oauth::{Settings, Url};
+use mcp_protocol::JsonObject;
+use mcp_protocol::schema::Implementation;
+use mcp_testkit::fake_auth::{AsMetadata, FakeAuth, FakeAuthOptions, PrmLocation};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-host-oauth-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn host() -> Host {
+    Host::new(HostOptions::new(
+        Implementation::new("oauth-test".into(), "0".into()),
+        Arc::new(AllowAll),
+    ))
+}
+
+fn entry(fake: &FakeAuth, ctx: &OAuthContext) -> ServerEntry {
+    let url = Url::parse(&fake.url()).unwrap();
+    let mut e = ServerEntry::new(
+        "remote",
+        Connect::Http(HttpConfig::new("remote", fake.url())),
+    );
+    e.oauth = Some(Arc::new(ctx.hook_for(
+        "remote",
+        url.clone(),
+        Settings::new(url),
+    )));
+    e
+}
+
+async fn echo(host: &Host) -> Result<String, String> {
+    let out = host
+        .call_tool("remote", "echo", JsonObject::new(), CallOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!("{:?}", out.result.content))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_store_reuse_and_refresh() {
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let dir = temp_dir("login");
+    let store = AuthStore::new(dir.join("mcp-auth.json"));
+
+    // First run: no token; the 401 leads to discovery, registration, login.
+    let ctx = OAuthContext::new(Some(store.clone())).unwrap();
+    let ctx = ctx
+        .clone()
+        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())));
+    let host1 = host();
+    host1.start(vec![entry(&fake, &ctx)]).await;
+    let status = host1.server_status("remote").unwrap();
+    assert_eq!(status.state, ServerState::Ready, "{status:?}");
+    assert!(status.token_expires_at.is_some());
+    assert!(echo(&host1).await.unwrap().contains("echoed"));
+    assert_eq!(fake.seen_at("/authorize").len(), 1);
+    assert_eq!(fake.seen_at("/register").len(), 1);
+    let mode = std::fs::metadata(store.path())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let url = Url::parse(&fake.url()).unwrap();
+    assert!(store.tokens("remote", &url).unwrap().is_some());
+    host1.shutdown().await;
+
+    // Second run, with no way to log in: the stored token is enough.
+    let quiet = OAuthContext::new(Some(store.clone())).unwrap();
+    let host2 = host();
+    host2.start(vec![entry(&fake, &quiet)]).await;
+    assert_eq!(
+        host2.server_status("remote").unwrap().state,
+        ServerState::Ready
+    );
+    assert_eq!(fake.seen_at("/authorize").len(), 1, "no second login");
+
+    // The access token stops working: the next 401 refreshes it, and the call goes through.
+    fake.revoke_access_tokens();
+    assert!(echo(&host2).await.unwrap().contains("echoed"));
+    let grants: Vec<_> = fake
+        .seen_at("/token")
+        .iter()
+        .filter_map(|r| r.form("grant_type"))
+        .collect();
+    assert!(grants.contains(&"refresh_token".to_owned()), "{grants:?}");
+    assert_eq!(
+        fake.seen_at("/authorize").len(),
+        1,
+        "a refresh, not a login"
+    );
+    host2.shutdown().await;
+
+    // The file holds the rotated refresh token, and no log or status showed it.
+    let stored = store.tokens("remote", &url).unwrap().unwrap();
+    assert!(stored.refresh_token.is_some());
+    let shown = format!("{stored:?}");
+    assert!(shown.contains("[redacted]"), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_way_to_log_in_the_server_waits_for_authorization() {
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let ctx = OAuthContext::new(None).unwrap();
+    let host = host();
+    host.start(vec![entry(&fake, &ctx)]).await;
+    let status = host.server_status("remote").unwrap();
+    assert_eq!(status.state, ServerState::AuthRequired, "{status:?}");
+    let error = status.last_error.unwrap();
+    assert!(error.contains("401") && error.contains("log in"), "{error}");
+    assert!(fake.seen_at("/authorize").is_empty());
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_metadata_suggests_a_static_header() {
+    let fake = FakeAuth::start(FakeAuthOptions {
+        prm: PrmLocation::None,
+        metadata: AsMetadata::None,
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let ctx = OAuthContext::new(None).unwrap();
+    let ctx = ctx
+        .clone()
+        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())));
+    let host = host();
+    host.start(vec![entry(&fake, &ctx)]).await;
+    let status = host.server_status("remote").unwrap();
+    assert_eq!(status.state, ServerState::AuthRequired, "{status:?}");
+    let error = status.last_error.unwrap();
+    assert!(error.contains("Authorization` header"), "{error}");
+    host.shutdown().await;
+}
