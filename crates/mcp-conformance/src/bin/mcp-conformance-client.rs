@@ -4,10 +4,19 @@
 
 #![allow(clippy::print_stderr)]
 
+use std::sync::Arc;
+
+use mcp_host::oauth::{AutoFollow, OAuthContext};
+use mcp_host::permission::AllowAll;
+use mcp_host::{Connect, Host, HostOptions, ServerEntry};
 use mcp_http::HttpConfig;
+use mcp_oauth::{ClientSecret, GrantType, Settings, Url};
+use mcp_protocol::RequestOptions;
 use mcp_protocol::schema::{CallToolParams, Implementation};
-use mcp_protocol::{ClientConfig, RequestOptions};
 use mcp_session::Client;
+
+/// The one server's name in errors.
+const SERVER: &str = "conformance";
 
 fn main() {
     let code = match tokio::runtime::Builder::new_multi_thread()
@@ -30,20 +39,46 @@ fn main() {
     std::process::exit(code);
 }
 
+/// The Client ID Metadata Document URL the suite's authorization servers accept: for this
+/// client it stands where a released host would publish its own document.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
 async fn run() -> Result<(), String> {
     let url = std::env::args()
         .next_back()
         .ok_or("usage: mcp-conformance-client <server-url>")?;
     let scenario = mcp_conformance::scenario();
-    let session = ClientConfig::new(Implementation::new(
+    let context = mcp_conformance::context();
+    let info = Implementation::new(
         "mcp-host-conformance".into(),
         env!("CARGO_PKG_VERSION").into(),
-    ));
-    let client = mcp_http::connect(HttpConfig::new("conformance", url), session)
-        .await
-        .map_err(|e| e.to_string())?;
-    let outcome = act(&client, &scenario).await;
-    client.close().await;
+    );
+    let host = Host::new(HostOptions::new(info, Arc::new(AllowAll)));
+
+    // OAuth as a host with no person at the keyboard: the authorization server's redirect
+    // is followed automatically, and tokens live for this run only.
+    let mut oauth = OAuthContext::new(None)?;
+    let follow = AutoFollow::new(oauth.fetcher().clone());
+    oauth = oauth.with_user_agent(Arc::new(follow));
+    oauth.client_metadata_url = Some(CLIENT_METADATA_URL.to_owned());
+    let parsed = Url::parse(&url).map_err(|e| format!("{url:?}: {e}"))?;
+    let mut settings = Settings::new(parsed.clone());
+    let text = |key: &str| context.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    settings.client_id = text("client_id");
+    settings.client_secret = text("client_secret").map(ClientSecret::new);
+    if scenario.starts_with("auth/client-credentials") {
+        settings.grant = GrantType::ClientCredentials;
+    }
+    let hook = oauth.hook_for(SERVER, parsed, settings);
+
+    let mut entry = ServerEntry::new(SERVER, Connect::Http(HttpConfig::new(SERVER, url)));
+    entry.oauth = Some(Arc::new(hook));
+    host.start(vec![entry]).await;
+    let outcome = match host.client(SERVER) {
+        Ok(client) => act(&client, &scenario).await,
+        Err(e) => Err(e.to_string()),
+    };
+    host.shutdown().await;
     outcome
 }
 
@@ -84,7 +119,17 @@ async fn act(client: &Client, scenario: &str) -> Result<(), String> {
             Ok(())
         }
         _ => {
-            client.list_all_tools().await.map_err(|e| e.to_string())?;
+            // What a user of an authorized connection does: look at the tools, use one.
+            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
+            if tools.iter().any(|t| t.name == "test-tool") {
+                client
+                    .call_tool(
+                        call("test-tool", serde_json::json!({})),
+                        RequestOptions::DEFAULT,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
             Ok(())
         }
     }
