@@ -88,10 +88,6 @@ impl OAuthContext {
             return None;
         }
         let mut settings = Settings::new(http.url.clone());
-        settings.client_name.clone_from(&self.client_name);
-        settings
-            .client_metadata_url
-            .clone_from(&self.client_metadata_url);
         if let Some(o) = &server.oauth {
             settings.authorization_url = o.authorization_url.as_ref().map(|u| u.to_string());
             settings.token_url = o.token_url.as_ref().map(|u| u.to_string());
@@ -112,7 +108,16 @@ impl OAuthContext {
 
     /// A hook for a server described by OAuth settings alone (for a consumer without a
     /// configuration file, and for tests).
-    pub fn hook_for(&self, server: &str, url: Url, settings: Settings) -> OAuthHook {
+    /// Settings left at their defaults take the context's client name and metadata document.
+    pub fn hook_for(&self, server: &str, url: Url, mut settings: Settings) -> OAuthHook {
+        if settings.client_metadata_url.is_none() {
+            settings
+                .client_metadata_url
+                .clone_from(&self.client_metadata_url);
+        }
+        if settings.client_name == Settings::new(url.clone()).client_name {
+            settings.client_name.clone_from(&self.client_name);
+        }
         let mut services = Services::new(
             Arc::new(FetchClient(self.fetcher.clone())),
             Arc::new(OsRandom),

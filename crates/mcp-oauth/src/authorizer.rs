@@ -510,8 +510,9 @@ impl Authorizer {
             None => (vec![origin.clone()], MetadataSource::ServerOrigin),
         };
         let mut found = None;
+        let named = source == MetadataSource::ProtectedResource;
         for issuer in &issuers {
-            if let Some(meta) = self.authorization_server_metadata(issuer).await? {
+            if let Some(meta) = self.authorization_server_metadata(issuer, named).await? {
                 found = Some(meta);
                 break;
             }
@@ -567,10 +568,13 @@ impl Authorizer {
     }
 
     /// The metadata of one issuer, trying its well-known URLs in order. A document that states
-    /// another issuer is refused outright: none of its endpoints is used.
+    /// another issuer is refused outright: none of its endpoints is used. When the issuer was
+    /// not `named` by protected resource metadata (the 2025-03-26 layout: the server's own
+    /// origin), there is nothing to compare with and the document's issuer is taken.
     async fn authorization_server_metadata(
         &self,
         issuer: &str,
+        named: bool,
     ) -> Result<Option<AuthorizationServerMetadata>, AuthError> {
         let Ok(issuer_url) = Url::parse(issuer) else {
             return Ok(None);
@@ -580,7 +584,12 @@ impl Authorizer {
             if !answer.status().is_success() {
                 continue;
             }
-            match AuthorizationServerMetadata::parse(answer.body(), issuer) {
+            let parsed = if named {
+                AuthorizationServerMetadata::parse(answer.body(), issuer)
+            } else {
+                AuthorizationServerMetadata::parse_any_issuer(answer.body())
+            };
+            match parsed {
                 Ok(meta) => return Ok(Some(meta)),
                 Err(e @ Error::IssuerMismatch { .. }) => return Err(e.into()),
                 Err(_) => continue,
