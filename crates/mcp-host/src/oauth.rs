@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
 use mcp_oauth::store::ServerTokens;
 use mcp_oauth::{
-    AuthError, Authorizer, BoxFuture, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
-    Services, Settings, TransportError, Url, UserAgent,
+    AuthError, Authorizer, BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest,
+    HttpResponse, Randomness, Services, Settings, TransportError, Url, UserAgent,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -109,7 +109,19 @@ impl OAuthContext {
     /// A hook for a server described by OAuth settings alone (for a consumer without a
     /// configuration file, and for tests).
     /// Settings left at their defaults take the context's client name and metadata document.
-    pub fn hook_for(&self, server: &str, url: Url, mut settings: Settings) -> OAuthHook {
+    pub fn hook_for(&self, server: &str, url: Url, settings: Settings) -> OAuthHook {
+        self.hook_with_signer(server, url, settings, None)
+    }
+
+    /// Like [`hook_for`](Self::hook_for), with a signer for `private_key_jwt` client
+    /// authentication (the `client_credentials` grant with a key instead of a secret).
+    pub fn hook_with_signer(
+        &self,
+        server: &str,
+        url: Url,
+        mut settings: Settings,
+        signer: Option<Arc<dyn ClientAssertionSigner>>,
+    ) -> OAuthHook {
         if settings.client_metadata_url.is_none() {
             settings
                 .client_metadata_url
@@ -125,6 +137,9 @@ impl OAuthContext {
         );
         if let Some(ua) = &self.user_agent {
             services = services.with_user_agent(ua.clone());
+        }
+        if let Some(signer) = signer {
+            services = services.with_signer(signer);
         }
         let mut authorizer = Authorizer::new(settings, services);
         let stored = self
@@ -475,5 +490,100 @@ impl UserAgent for Loopback {
                 .await
                 .map_err(|_| format!("no browser came back within {} s", self.timeout.as_secs()))?
         })
+    }
+}
+
+/// Signs client assertions with an ECDSA P-256 key (JWS `ES256`, RFC 7518 §3.4): the
+/// `private_key_jwt` client authentication of RFC 7523. The key never leaves this value and
+/// never prints.
+pub struct Es256Signer {
+    key: ring::signature::EcdsaKeyPair,
+    rng: ring::rand::SystemRandom,
+}
+
+impl std::fmt::Debug for Es256Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Es256Signer([redacted])")
+    }
+}
+
+impl Es256Signer {
+    /// A signer from a PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`). The error says
+    /// what is wrong with the key, never what is in it.
+    pub fn from_pkcs8_pem(pem: &str) -> Result<Self, String> {
+        use base64::Engine as _;
+        let body: String = pem
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+            .collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .map_err(|_| {
+                "the private key is not PEM (base64 between BEGIN and END lines)".to_owned()
+            })?;
+        let rng = ring::rand::SystemRandom::new();
+        let key = ring::signature::EcdsaKeyPair::from_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &der,
+            &rng,
+        )
+        .map_err(|_| "the private key is not a PKCS#8 P-256 key".to_owned())?;
+        Ok(Self { key, rng })
+    }
+}
+
+impl ClientAssertionSigner for Es256Signer {
+    fn sign(&self, claims_json: &[u8]) -> Result<String, String> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut jwt = b64.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
+        jwt.push('.');
+        jwt.push_str(&b64.encode(claims_json));
+        let signature = self
+            .key
+            .sign(&self.rng, jwt.as_bytes())
+            .map_err(|_| "signing the client assertion failed".to_owned())?;
+        jwt.push('.');
+        jwt.push_str(&b64.encode(signature.as_ref()));
+        Ok(jwt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+    use ring::signature::KeyPair as _;
+
+    use super::*;
+
+    #[test]
+    fn es256_assertions_verify_with_the_public_key() {
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &rng,
+        )
+        .expect("key");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n");
+        let signer = Es256Signer::from_pkcs8_pem(&pem).expect("signer");
+        assert_eq!(format!("{signer:?}"), "Es256Signer([redacted])");
+        let jwt = signer.sign(br#"{"iss":"me"}"#).expect("jwt");
+        let (signed, signature) = jwt.rsplit_once('.').expect("three parts");
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(signature)
+            .expect("base64url");
+        let public = signer.key.public_key().as_ref().to_vec();
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, public)
+            .verify(signed.as_bytes(), &raw)
+            .expect("the signature verifies");
+        assert!(
+            Es256Signer::from_pkcs8_pem(
+                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"
+            )
+            .unwrap_err()
+            .contains("not a PKCS#8 P-256 key")
+        );
     }
 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use mcp_host::oauth::{AutoFollow, OAuthContext};
+use mcp_host::oauth::{AutoFollow, Es256Signer, OAuthContext};
 use mcp_host::permission::AllowAll;
 use mcp_host::{Connect, Host, HostOptions, ServerEntry};
 use mcp_http::HttpConfig;
@@ -69,7 +69,11 @@ async fn run() -> Result<(), String> {
     if scenario.starts_with("auth/client-credentials") {
         settings.grant = GrantType::ClientCredentials;
     }
-    let hook = oauth.hook_for(SERVER, parsed, settings);
+    let signer = match text("private_key_pem") {
+        Some(pem) => Some(Arc::new(Es256Signer::from_pkcs8_pem(&pem)?) as Arc<_>),
+        None => None,
+    };
+    let hook = oauth.hook_with_signer(SERVER, parsed, settings, signer);
 
     let mut entry = ServerEntry::new(SERVER, Connect::Http(HttpConfig::new(SERVER, url)));
     entry.oauth = Some(Arc::new(hook));
