@@ -14,13 +14,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
 use mcp_oauth::store::ServerTokens;
 use mcp_oauth::{
-    AuthError, Authorizer, BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest,
-    HttpResponse, Randomness, Services, Settings, TransportError, Url, UserAgent,
+    AuthError, Authorizer, BoxFuture, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
+    Services, TransportError,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::auth_store::AuthStore;
+
+// What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
+// not depend on mcp-oauth itself.
 use crate::config::{ServerConfig, Transport};
+pub use mcp_oauth::{ClientAssertionSigner, ClientSecret, GrantType, Settings, Url, UserAgent};
 
 /// What every OAuth-protected server of a host shares: where tokens are kept, how to reach
 /// authorization servers, and how to send a person to log in.
@@ -96,7 +100,7 @@ impl OAuthContext {
             settings.client_secret = o
                 .client_secret
                 .as_ref()
-                .map(|s| mcp_oauth::ClientSecret::new(s.secret().to_owned()));
+                .map(|s| ClientSecret::new(s.secret().to_owned()));
             settings.scope.clone_from(&o.scope);
         }
         Some(Arc::new(self.hook_for(

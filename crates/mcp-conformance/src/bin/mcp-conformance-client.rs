@@ -6,11 +6,12 @@
 
 use std::sync::Arc;
 
-use mcp_host::oauth::{AutoFollow, Es256Signer, OAuthContext};
+use mcp_host::oauth::{
+    AutoFollow, ClientSecret, Es256Signer, GrantType, OAuthContext, Settings, Url,
+};
 use mcp_host::permission::AllowAll;
 use mcp_host::{Connect, Host, HostOptions, ServerEntry};
 use mcp_http::HttpConfig;
-use mcp_oauth::{ClientSecret, GrantType, Settings, Url};
 use mcp_protocol::RequestOptions;
 use mcp_protocol::schema::{CallToolParams, Implementation};
 use mcp_session::Client;
