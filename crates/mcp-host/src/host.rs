@@ -497,6 +497,22 @@ impl Host {
         }
     }
 
+    /// Applies a new configuration (seed 003's reload): servers no longer listed are stopped
+    /// and removed, every listed one is started again with its new entry. Returns when all
+    /// have settled.
+    pub async fn reload(&self, entries: Vec<ServerEntry>) {
+        let keep: BTreeSet<String> = entries.iter().map(|e| e.id.clone()).collect();
+        let gone: Vec<String> = lock(&self.inner.slots)
+            .keys()
+            .filter(|id| !keep.contains(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.remove(&id).await;
+        }
+        self.start(entries).await;
+    }
+
     /// Stops every server and ends their connections (stdio servers are ended politely, then
     /// killed).
     pub async fn shutdown(&self) {

@@ -497,6 +497,62 @@ impl UserAgent for Loopback {
     }
 }
 
+/// Reads the URL the browser landed on, as the person pastes it.
+type ReadLine = dyn Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync;
+
+/// A user agent for a machine without a browser (a server over SSH): the authorization URL is
+/// shown, the person opens it anywhere, and pastes back the URL the browser was sent to (the
+/// page will not load: nothing listens on this machine's loopback address from there).
+pub struct Pasted {
+    redirect_uri: String,
+    show: Box<Opener>,
+    read: Box<ReadLine>,
+}
+
+impl std::fmt::Debug for Pasted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pasted")
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pasted {
+    /// `show` presents the authorization URL; `read` returns the pasted redirect URL.
+    pub fn new(
+        show: impl Fn(&Url) -> Result<(), String> + Send + Sync + 'static,
+        read: impl Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            redirect_uri: "http://127.0.0.1/callback".to_owned(),
+            show: Box::new(show),
+            read: Box::new(read),
+        }
+    }
+}
+
+impl UserAgent for Pasted {
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+        Box::pin(async move {
+            (self.show)(&url)?;
+            let pasted = (self.read)().await?;
+            let landed = Url::parse(pasted.trim())
+                .map_err(|e| format!("the pasted text is not a URL: {e}"))?;
+            if !landed.as_str().starts_with(&self.redirect_uri) {
+                return Err(format!(
+                    "the pasted URL does not start with the redirect URI {}",
+                    self.redirect_uri
+                ));
+            }
+            Ok(landed)
+        })
+    }
+}
+
 /// Signs client assertions with an ECDSA P-256 key (JWS `ES256`, RFC 7518 §3.4): the
 /// `private_key_jwt` client authentication of RFC 7523. The key never leaves this value and
 /// never prints.
@@ -560,6 +616,33 @@ mod tests {
     use ring::signature::KeyPair as _;
 
     use super::*;
+
+    #[test]
+    fn pasted_redirects_are_checked() {
+        let ua = Pasted::new(
+            |_| Ok(()),
+            || Box::pin(async { Ok(" http://127.0.0.1/callback?code=c&state=s \n".to_owned()) }),
+        );
+        let url = Url::parse("https://as.example/authorize").expect("url");
+        let landed = block_on(ua.authorize(url.clone())).expect("accepted");
+        assert_eq!(landed.query(), Some("code=c&state=s"));
+        let elsewhere = Pasted::new(
+            |_| Ok(()),
+            || Box::pin(async { Ok("https://evil.example/?code=c".to_owned()) }),
+        );
+        assert!(
+            block_on(elsewhere.authorize(url))
+                .unwrap_err()
+                .contains("redirect URI")
+        );
+    }
+
+    fn block_on<T>(f: impl Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
 
     #[test]
     fn es256_assertions_verify_with_the_public_key() {

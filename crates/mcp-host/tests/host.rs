@@ -492,3 +492,63 @@ async fn resources_and_prompts() {
     assert!(matches!(err, CallError::UnknownServer { .. }));
     host.shutdown().await;
 }
+
+/// Answers sampling requests with a fixed message, and declares only sampling.
+struct Sampler;
+
+impl mcp_host::RequestHandler for Sampler {
+    fn capabilities(&self) -> mcp_protocol::schema::ClientCapabilities {
+        let mut c = mcp_protocol::schema::ClientCapabilities::new();
+        c.sampling = Some(mcp_protocol::schema::SamplingCapability::new());
+        c
+    }
+
+    fn handle<'a>(
+        &'a self,
+        server: &'a str,
+        request: mcp_protocol::schema::ServerRequest,
+    ) -> std::pin::Pin<
+        Box<
+            dyn Future<Output = Result<mcp_protocol::RawJson, mcp_protocol::ErrorObject>>
+                + Send
+                + 'a,
+        >,
+    > {
+        Box::pin(async move {
+            assert_eq!(server, "s");
+            assert_eq!(request.method(), "sampling/createMessage");
+            let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled by the host"}, "model": "test"});
+            Ok(mcp_protocol::RawJson::encode(&answer).unwrap())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_handler_answers_what_it_declared_and_reload_applies_a_new_list() {
+    let mut o = options(AllowAll);
+    o.requests = Some(Arc::new(Sampler));
+    let host = Host::new(o);
+    host.start(vec![fake("s", &[]), fake("old", &[])]).await;
+    let out = host
+        .call_tool("s", "sample", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        text(&out.result).contains("sampled by the host"),
+        "{}",
+        text(&out.result)
+    );
+    // Elicitation was not declared: still refused by the session.
+    let out = host
+        .call_tool("s", "elicit", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap();
+    assert!(text(&out.result).contains("Err"), "{}", text(&out.result));
+
+    host.reload(vec![fake("s", &[]), fake("new", &[])]).await;
+    let ids: Vec<_> = host.status().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["new", "s"]);
+    assert!(host.catalog().server_tools("old").next().is_none());
+    assert_eq!(host.catalog().server_tools("new").count(), 18);
+    host.shutdown().await;
+}
