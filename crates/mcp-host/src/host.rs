@@ -94,6 +94,19 @@ impl ServerEntry {
     }
 }
 
+impl ServerEntry {
+    /// A server the configuration names but that cannot be started (`why`: a missing secret,
+    /// an invalid entry): listed in state `error` with that message, never connected.
+    pub fn unusable(id: impl Into<String>, transport: &str, why: String) -> Self {
+        let id = id.into();
+        let placeholder = StdioConfig::new(id.clone(), String::new(), Vec::<String>::new());
+        let mut entry = Self::new(id, Connect::Stdio(placeholder));
+        entry.transport = transport.to_owned();
+        entry.connect = Err(why);
+        entry
+    }
+}
+
 /// The default bound on a tool result: 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
@@ -519,10 +532,12 @@ impl Host {
         let slots: Vec<_> = std::mem::take(&mut *lock(&self.inner.slots))
             .into_values()
             .collect();
-        let stops = slots.iter().map(|s| stop_slot(s));
-        for stop in stops {
-            stop.await;
+        // Every server ends at once: a slow one does not hold the others.
+        let mut stops = tokio::task::JoinSet::new();
+        for slot in slots {
+            stops.spawn(async move { stop_slot(&slot).await });
         }
+        while stops.join_next().await.is_some() {}
         self.inner.rebuild_catalog();
     }
 
@@ -532,7 +547,7 @@ impl Host {
         match slot {
             Some(slot) => {
                 stop_slot(&slot).await;
-                self.inner.rebuild_catalog();
+                self.inner.catalog_changed(id);
                 true
             }
             None => false,
@@ -571,7 +586,7 @@ impl Host {
             ServerState::AuthRequired,
             Some("logged out".to_owned()),
         );
-        self.inner.rebuild_catalog();
+        self.inner.catalog_changed(id);
         Ok(())
     }
 
@@ -777,7 +792,12 @@ async fn stop_slot(slot: &Slot) {
         task.abort();
         let _ = task.await;
     }
-    let client = lock(&slot.state).client.take();
+    let client = {
+        let mut s = lock(&slot.state);
+        s.tools.clear();
+        s.info = None;
+        s.client.take()
+    };
     if let Some(client) = client {
         client.close().await;
     }
@@ -876,6 +896,15 @@ impl Inner {
         }
         let catalog = Arc::new(Catalog::build(servers));
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = catalog;
+    }
+
+    /// A server's tools changed (it connected, was lost, refreshed its list, was removed):
+    /// rebuilds the catalogue and tells subscribers.
+    fn catalog_changed(&self, server: &str) {
+        self.rebuild_catalog();
+        self.emit(HostEvent::Catalog {
+            server: server.to_owned(),
+        });
     }
 
     fn emit(&self, event: HostEvent) {
@@ -1028,10 +1057,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
                 was_connected = true;
                 delay = inner.options.reconnect_initial;
                 inner.set_state(&slot, ServerState::Ready, None);
-                inner.rebuild_catalog();
-                inner.emit(HostEvent::Catalog {
-                    server: slot.entry.id.clone(),
-                });
+                inner.catalog_changed(&slot.entry.id);
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(());
                 }
@@ -1050,10 +1076,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
                     ServerState::Error,
                     Some(format!("connection lost: {reason}")),
                 );
-                inner.rebuild_catalog();
-                inner.emit(HostEvent::Catalog {
-                    server: slot.entry.id.clone(),
-                });
+                inner.catalog_changed(&slot.entry.id);
             }
             Err(failure) => {
                 let state = if failure.auth_required {
@@ -1153,10 +1176,7 @@ async fn refresh_tools(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) {
         Ok(tools) => {
             let exposed = adapt(inner, slot, tools);
             lock(&slot.state).tools = exposed;
-            inner.rebuild_catalog();
-            inner.emit(HostEvent::Catalog {
-                server: slot.entry.id.clone(),
-            });
+            inner.catalog_changed(&slot.entry.id);
         }
         Err(e) => {
             let message =

@@ -6,7 +6,6 @@
 //! 401 later refreshes, and a 403 `insufficient_scope` steps up.
 
 use std::future::Future;
-use std::io::Read as _;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,6 +19,7 @@ use mcp_oauth::{
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::auth_store::AuthStore;
+use crate::fs::FileLock;
 
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
 // not depend on mcp-oauth itself.
@@ -136,7 +136,7 @@ impl OAuthContext {
         }
         let mut services = Services::new(
             Arc::new(FetchClient(self.fetcher.clone())),
-            Arc::new(OsRandom),
+            Arc::new(OsRandom(ring::rand::SystemRandom::new())),
             Arc::new(SystemClock),
         );
         if let Some(ua) = &self.user_agent {
@@ -201,7 +201,9 @@ impl OAuthHook {
     /// is kept for the status view and is not fatal: the server's 401 will say what it wants.
     pub async fn prepare(&self) {
         let mut authorizer = self.authorizer.lock().await;
-        if let Err(e) = authorizer.refresh_if_needed().await {
+        let (_turn, newer) = self.take_turn(&mut authorizer).await;
+        // Tokens another process just wrote are as fresh as the server gives: keep them.
+        if !newer && let Err(e) = authorizer.refresh_if_needed().await {
             self.failed(&e);
         }
         self.after(&mut authorizer).await;
@@ -210,6 +212,7 @@ impl OAuthHook {
     /// Logs in now, without waiting for the server to ask (the command line's `login`).
     pub async fn login(&self) -> Result<(), AuthError> {
         let mut authorizer = self.authorizer.lock().await;
+        let (_turn, _) = self.take_turn(&mut authorizer).await;
         let outcome = authorizer.login().await;
         if let Err(e) = &outcome {
             self.failed(e);
@@ -240,6 +243,53 @@ impl OAuthHook {
     /// The last authorization failure, for the status view; its text holds no secret.
     pub fn last_error(&self) -> Option<String> {
         lock(&self.state).last_error.clone()
+    }
+
+    /// Takes this server's turn among processes sharing the token store, before anything that
+    /// may refresh or log in: an exclusive lock on `<store>.<server>.refresh.lock`, held by the
+    /// caller until the new tokens are written. Under it the stored tokens are read again; if
+    /// another process changed them meanwhile (a rotated refresh token: ours is now dead),
+    /// they are adopted and `true` comes back. Without a store there is no one to wait for.
+    async fn take_turn(&self, authorizer: &mut Authorizer) -> (Option<FileLock>, bool) {
+        let Some(store) = self.store.clone() else {
+            return (None, false);
+        };
+        let name: String = self
+            .server
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let mut base = store.path().as_os_str().to_owned();
+        base.push(format!(".{name}.refresh"));
+        let (server, url) = (self.server.clone(), self.url.clone());
+        let taken = blocking(move || {
+            let turn = FileLock::acquire(std::path::Path::new(&base)).map_err(|e| e.to_string())?;
+            let stored = store.tokens(&server, &url).map_err(|e| e.to_string())?;
+            Ok((turn, stored))
+        })
+        .await;
+        match taken {
+            Ok((turn, stored)) => {
+                let ours = authorizer.tokens().map(|t| t.access_token.secret());
+                let theirs = stored.as_ref().map(|t| t.access_token.secret());
+                let newer = stored.is_some() && theirs != ours;
+                if newer {
+                    authorizer.set_tokens(stored);
+                }
+                (Some(turn), newer)
+            }
+            Err(e) => {
+                let text = format!("authorization: the token store could not be locked: {e}");
+                tracing::warn!(server = %self.server, "{text}");
+                (None, false)
+            }
+        }
     }
 
     fn failed(&self, error: &AuthError) {
@@ -287,6 +337,12 @@ impl AuthHook for OAuthHook {
                 .filter_map(|v| v.to_str().ok())
                 .collect();
             let mut authorizer = self.authorizer.lock().await;
+            let (_turn, newer) = self.take_turn(&mut authorizer).await;
+            if newer && challenge.status == http::StatusCode::UNAUTHORIZED {
+                // Another process refreshed or logged in meanwhile: try its token first.
+                self.after(&mut authorizer).await;
+                return true;
+            }
             let outcome = authorizer
                 .handle_challenge(challenge.status.as_u16(), &values)
                 .await;
@@ -323,18 +379,32 @@ impl HttpClient for FetchClient {
     }
 }
 
-/// Randomness from the operating system (`/dev/urandom`), for `state` and PKCE verifiers.
-struct OsRandom;
+/// Randomness from the operating system (through ring, which rustls already uses), for
+/// `state` and PKCE verifiers.
+struct OsRandom(ring::rand::SystemRandom);
 
 impl Randomness for OsRandom {
     fn fill(&self, buf: &mut [u8]) {
-        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf));
-        if read.is_err() {
-            // Without OS randomness no secret value can be made safely. Mixing the clock and
-            // the address of the buffer is not enough for secrecy, so the value is marked by
-            // being all zeros and the authorization server will see a predictable state; this
-            // never happens on the Unix systems the host supports.
-            buf.fill(0);
+        use ring::rand::SecureRandom as _;
+        if self.0.fill(buf).is_err() {
+            // The trait cannot fail. ring reads getrandom(2), which does not fail on the
+            // systems the host supports; should it, the bytes are a hash of the clock, the
+            // process id and a counter (distinct, not secret) and the failure is logged.
+            tracing::error!("the operating system gave no random bytes; OAuth values are weak");
+            use sha2::Digest as _;
+            static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let mut filled = 0;
+            while filled < buf.len() {
+                let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut h = sha2::Sha256::new();
+                h.update(SystemClock.now_ms().to_le_bytes());
+                h.update(n.to_le_bytes());
+                h.update(std::process::id().to_le_bytes());
+                let block = h.finalize();
+                let take = (buf.len() - filled).min(block.len());
+                buf[filled..filled + take].copy_from_slice(&block[..take]);
+                filled += take;
+            }
         }
     }
 }

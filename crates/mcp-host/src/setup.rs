@@ -42,17 +42,12 @@ pub fn entries(loaded: &LoadedConfig, oauth: Option<&OAuthContext>) -> Vec<Serve
         } else {
             problems.join("; ")
         };
-        let mut e = ServerEntry::new(
+        let mut e = ServerEntry::unusable(
             rejected.id.clone(),
-            Connect::Stdio(mcp_stdio::StdioConfig::new(
-                rejected.id.clone(),
-                String::new(),
-                Vec::<String>::new(),
-            )),
+            "unknown",
+            format!("configuration: {why}"),
         );
         e.source = rejected.source.as_str().to_owned();
-        e.transport = "unknown".to_owned();
-        e.connect = Err(format!("configuration: {why}"));
         out.push(e);
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
@@ -81,18 +76,7 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
     };
     let mut e = match connect {
         Ok(connect) => ServerEntry::new(server.id.clone(), connect),
-        Err(why) => {
-            let mut e = ServerEntry::new(
-                server.id.clone(),
-                Connect::Stdio(mcp_stdio::StdioConfig::new(
-                    server.id.clone(),
-                    String::new(),
-                    Vec::<String>::new(),
-                )),
-            );
-            e.connect = Err(why);
-            e
-        }
+        Err(why) => ServerEntry::unusable(server.id.clone(), server.transport.kind(), why),
     };
     e.source = server.source.as_str().to_owned();
     e.transport = server.transport.kind().to_owned();

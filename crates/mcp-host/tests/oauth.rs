@@ -12,11 +12,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_host::auth_store::AuthStore;
-use mcp_host::oauth::{AutoFollow, OAuthContext};
+use mcp_host::oauth::{AutoFollow, OAuthContext, Settings, Url};
 use mcp_host::permission::AllowAll;
 use mcp_host::{CallOptions, Connect, Host, HostOptions, ServerEntry, ServerState};
 use mcp_http::HttpConfig;
-use mcp_oauth::{Settings, Url};
 use mcp_protocol::JsonObject;
 use mcp_protocol::schema::Implementation;
 use mcp_testkit::fake_auth::{AsMetadata, FakeAuth, FakeAuthOptions, PrmLocation};
@@ -152,4 +151,54 @@ async fn no_metadata_suggests_a_static_header() {
     let error = status.last_error.unwrap();
     assert!(error.contains("Authorization` header"), "{error}");
     host.shutdown().await;
+}
+
+/// Two processes share the token store and both find the access token about to expire. The
+/// refresh token rotates, so if both refreshed, the second would present a dead refresh token.
+/// One refreshes; the other waits its turn, sees the new tokens and adopts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_never_refresh_the_same_token_at_once() {
+    let fake = FakeAuth::start(FakeAuthOptions {
+        access_token_lifetime: std::time::Duration::from_secs(1),
+        // A proactive refresh finds the metadata at a well-known URL, not from a 401.
+        prm: PrmLocation::PathInserted,
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let dir = temp_dir("shared");
+    let store = AuthStore::new(dir.join("mcp-auth.json"));
+    let url = Url::parse(&fake.url()).unwrap();
+    let first = OAuthContext::new(Some(store.clone())).unwrap();
+    let first = first
+        .clone()
+        .with_user_agent(Arc::new(AutoFollow::new(first.fetcher().clone())));
+    first
+        .hook_for("remote", url.clone(), Settings::new(url.clone()))
+        .login()
+        .await
+        .unwrap();
+
+    // Two "processes": separate contexts and hooks, each loading the stored tokens.
+    let a = OAuthContext::new(Some(store.clone())).unwrap();
+    let b = OAuthContext::new(Some(store.clone())).unwrap();
+    let hook_a = a.hook_for("remote", url.clone(), Settings::new(url.clone()));
+    let hook_b = b.hook_for("remote", url.clone(), Settings::new(url.clone()));
+    tokio::join!(hook_a.prepare(), hook_b.prepare());
+
+    let refreshes = fake
+        .seen_at("/token")
+        .iter()
+        .filter(|r| r.form("grant_type").as_deref() == Some("refresh_token"))
+        .count();
+    assert_eq!(refreshes, 1, "one refresh for both");
+    assert_eq!(hook_a.last_error(), None);
+    assert_eq!(hook_b.last_error(), None);
+    use mcp_http::AuthHook as _;
+    let header = |h: &mcp_host::oauth::OAuthHook| h.authorization().map(|v| v.as_bytes().to_vec());
+    assert!(header(&hook_a).is_some());
+    assert_eq!(
+        header(&hook_a),
+        header(&hook_b),
+        "both use the refreshed token"
+    );
 }
