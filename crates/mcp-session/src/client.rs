@@ -139,10 +139,14 @@ impl Client {
         self.core.is_closed()
     }
 
-    /// Resolves when the connection ends, for whatever reason (the server exited, the stream
-    /// dropped for good, the session expired, [`close`](Self::close) was called), to the
-    /// reason with what the transport knows. A host waits on it to mark the server down and
-    /// reconnect.
+    /// Resolves when the session ends, to why it ended: over stdio the server exited or closed
+    /// its output (with the exit status and stderr tail); over Streamable HTTP the server ended
+    /// the session (404); over HTTP+SSE the event stream ended; the server broke the protocol;
+    /// or [`close`](Self::close) was called. Resolves at once if the session has already ended.
+    /// A host waits on it to mark the server down and reconnect.
+    ///
+    /// A Streamable HTTP server that cannot be reached fails each request but does not end the
+    /// session, so this does not resolve for it.
     pub async fn closed(&self) -> String {
         self.core.closed().await
     }

@@ -15,6 +15,8 @@ use mcp_protocol::{
 };
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+use crate::timer;
+
 /// How many undelivered notifications and server requests wait for the host before new ones
 /// are dropped (notifications, counted) or refused (requests).
 const INCOMING_CAPACITY: usize = 256;
@@ -163,7 +165,7 @@ pub struct Core {
     pub(crate) name: String,
     state: Mutex<State>,
     transport: Box<dyn Transport>,
-    wake_timer: Notify,
+    wake_timer: Arc<Notify>,
     closed: watch::Receiver<Option<String>>,
 }
 
@@ -204,10 +206,13 @@ impl Core {
                 armed: None,
             }),
             transport,
-            wake_timer: Notify::new(),
+            wake_timer: Arc::new(Notify::new()),
             closed,
         });
-        tokio::spawn(timer_loop(Arc::downgrade(&core)));
+        tokio::spawn(timer::run(
+            Arc::downgrade(&core),
+            Arc::clone(&core.wake_timer),
+        ));
         (core, inbox)
     }
 
@@ -228,9 +233,7 @@ impl Core {
         state.dispatch();
         self.transport.transmit(self, &mut state.session);
         let next = state.session.poll_timeout();
-        let earlier = next.is_some() && (state.armed.is_none() || next < state.armed);
-        // A closed session wakes the timer too, so that its task ends.
-        if earlier || state.session.is_closed() {
+        if timer::must_wake(state.armed, next, state.session.is_closed()) {
             self.wake_timer.notify_one();
         }
         r
@@ -316,35 +319,17 @@ impl Core {
     }
 }
 
-/// Fires the session's deadlines. Holds the core weakly: it ends with the connection.
-async fn timer_loop(core: std::sync::Weak<Core>) {
-    loop {
-        let (deadline, woken) = {
-            let Some(core) = core.upgrade() else { return };
-            let deadline = {
-                let mut state = core.lock();
-                if state.session.is_closed() {
-                    return;
-                }
-                let deadline = state.session.poll_timeout();
-                state.armed = deadline;
-                deadline
-            };
-            // Register for wake-ups before sleeping, so that none is missed.
-            let woken = Arc::clone(&core);
-            (deadline, woken)
-        };
-        let sleep = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = sleep => {
-                woken.with_session(|state| state.session.handle_timeout(now()));
-            }
-            () = woken.wake_timer.notified() => {}
+impl timer::Deadlines for Core {
+    fn arm(&self) -> Option<Option<Instant>> {
+        let mut state = self.lock();
+        if state.session.is_closed() {
+            return None;
         }
+        state.armed = state.session.poll_timeout();
+        Some(state.armed)
+    }
+
+    fn fire(self: Arc<Self>) {
+        self.with_session(|state| state.session.handle_timeout(now()));
     }
 }

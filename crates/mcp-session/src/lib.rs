@@ -30,6 +30,7 @@ mod client;
 mod core;
 mod error;
 mod server;
+mod timer;
 
 // The public interface is:
 pub use client::{Client, Pending};

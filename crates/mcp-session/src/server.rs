@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Instant;
 
 use mcp_protocol::schema::{ClientRequest, ProgressParams, ProgressToken, RequestMethod};
 use mcp_protocol::{
@@ -16,6 +17,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::core::now;
+use crate::timer;
 
 /// Answers the requests of one client. Implemented by the gateway and by test servers.
 pub trait Handler: Send + Sync + 'static {
@@ -141,7 +143,7 @@ struct State {
     tasks: HashMap<RequestId, AbortHandle>,
     waiters: HashMap<RequestId, oneshot::Sender<Result<RawJson, mcp_protocol::Error>>>,
     /// The deadline the timer task sleeps until; it is woken only for an earlier one.
-    armed: Option<std::time::Instant>,
+    armed: Option<Instant>,
 }
 
 /// One client's session on the server side: a transport feeds it what arrives.
@@ -179,7 +181,10 @@ impl<H: Handler> ServerCore<H> {
             wake_timer: Arc::new(Notify::new()),
             me: me.clone(),
         });
-        tokio::spawn(timer_loop(Arc::downgrade(&core)));
+        tokio::spawn(timer::run(
+            Arc::downgrade(&core),
+            Arc::clone(&core.wake_timer),
+        ));
         core
     }
 
@@ -211,8 +216,7 @@ impl<H: Handler> ServerCore<H> {
             self.transport.send(message, answered.as_ref().or(related));
         }
         let next = state.session.poll_timeout();
-        let earlier = next.is_some() && (state.armed.is_none() || next < state.armed);
-        if earlier || state.session.is_closed() {
+        if timer::must_wake(state.armed, next, state.session.is_closed()) {
             self.wake_timer.notify_one();
         }
         r
@@ -333,37 +337,17 @@ impl<H: Handler> Link for ServerCore<H> {
     }
 }
 
-/// Fires the deadlines of the server's own requests. Holds the core only weakly, so it ends
-/// with it.
-async fn timer_loop<H: Handler>(core: Weak<ServerCore<H>>) {
-    let Some(notify) = core.upgrade().map(|c| Arc::clone(&c.wake_timer)) else {
-        return;
-    };
-    loop {
-        let woken = notify.notified();
-        let deadline = {
-            let Some(core) = core.upgrade() else { return };
-            let mut state = core.lock();
-            if state.session.is_closed() {
-                return;
-            }
-            let deadline = state.session.poll_timeout();
-            state.armed = deadline;
-            deadline
-        };
-        let sleep = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = sleep => {
-                if let Some(core) = core.upgrade() {
-                    core.with_session(None, |state| state.session.handle_timeout(now()));
-                }
-            }
-            () = woken => {}
+impl<H: Handler> timer::Deadlines for ServerCore<H> {
+    fn arm(&self) -> Option<Option<Instant>> {
+        let mut state = self.lock();
+        if state.session.is_closed() {
+            return None;
         }
+        state.armed = state.session.poll_timeout();
+        Some(state.armed)
+    }
+
+    fn fire(self: Arc<Self>) {
+        self.with_session(None, |state| state.session.handle_timeout(now()));
     }
 }

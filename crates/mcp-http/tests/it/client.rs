@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use http::{HeaderValue, Method, StatusCode};
 use mcp_http::{AuthHook, Challenge, HttpConfig};
@@ -103,6 +104,16 @@ async fn a_404_on_the_session_ends_it_with_a_clear_error() {
     let client = mcp_http::connect(HttpConfig::new("fake", fake.url.clone()), session())
         .await
         .unwrap();
+    // A host waiting for the end while the session is alive hears it, with the reason.
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move { client.closed().await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !waiting.is_finished(),
+        "closed() waits while the session lives"
+    );
     fake.set_fault(Fault::ExpireSession);
     let err = client
         .call_tool(echo(), RequestOptions::DEFAULT)
@@ -114,6 +125,11 @@ async fn a_404_on_the_session_ends_it_with_a_clear_error() {
         "{err}"
     );
     assert!(client.is_closed());
+    let ended = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("closed() resolves once the session has ended")
+        .unwrap();
+    assert!(ended.contains("ended the session (HTTP 404)"), "{ended}");
     assert!(client.list_all_tools().await.unwrap_err().is_closed());
 }
 

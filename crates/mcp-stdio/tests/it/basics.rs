@@ -19,7 +19,7 @@ async fn connect_list_call_read_get_close() {
     assert_eq!(client.server_info().implementation.name, "mcp-fake-server");
     let group = pgid(&client).await;
 
-    // Pagination is followed to the end: 17 built-in tools and 10 generated ones, 4 a page.
+    // Pagination is followed to the end: 18 built-in tools and 10 generated ones, 4 a page.
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 18 + 10);
     assert_eq!(tools.last().unwrap().name, "tool_00009");
