@@ -59,19 +59,20 @@ pub(crate) fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-#[cfg(unix)]
+/// Creates `path`, failing if it exists, with permissions `mode` (less the umask).
 fn create_new(path: &Path, mode: u32) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    with_mode(&mut options, mode);
+    options.open(path)
 }
 
-#[cfg(not(unix))]
-fn create_new(path: &Path, _mode: u32) -> io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).open(path)
+/// Sets the mode new files are created with; permission bits are a Unix notion.
+fn with_mode(options: &mut OpenOptions, mode: u32) {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, mode);
+    #[cfg(not(unix))]
+    let _ = (options, mode);
 }
 
 /// Sets the permission bits exactly (the umask applies at creation, not here).
@@ -143,26 +144,11 @@ impl Drop for FileLock {
     }
 }
 
-#[cfg(unix)]
 fn open_lock_file(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(PRIVATE_MODE)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_lock_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    with_mode(&mut options, PRIVATE_MODE);
+    options.open(path)
 }
 
 #[cfg(test)]

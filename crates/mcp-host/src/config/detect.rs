@@ -3,10 +3,15 @@
 //! HTTP+SSE transport, anything else a command line, split like a shell would split it
 //! (quotes, backslashes) but never run through one.
 
+use std::fmt;
+
 use url::Url;
 
-/// What one string names: the transport and where to reach the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use super::model::ShownUrl;
+
+/// What one string names: the transport and where to reach the server. `Debug` shows URLs
+/// without user info and query, as everywhere in the configuration.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Detected {
     /// A Streamable HTTP endpoint (`http://` or `https://`).
@@ -27,6 +32,23 @@ pub enum Detected {
         /// Its arguments.
         args: Vec<String>,
     },
+}
+
+impl fmt::Debug for Detected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Http { url } => f.debug_struct("Http").field("url", &ShownUrl(url)).finish(),
+            Self::LegacySse { url } => f
+                .debug_struct("LegacySse")
+                .field("url", &ShownUrl(url))
+                .finish(),
+            Self::Stdio { command, args } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .finish(),
+        }
+    }
 }
 
 /// Why a string names no server. Messages never quote the string: a command line or a URL may

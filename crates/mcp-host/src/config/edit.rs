@@ -3,19 +3,21 @@
 //! write it back atomically under a lock. Keys come back in alphabetical order (the workspace's
 //! `serde_json` has no `preserve_order`); values and unknown keys are kept as written.
 
+use std::fmt;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use super::ConfigError;
 use super::detect::{self, DetectError, Detected};
-use super::model::{ConfigFile, FileFormat, Scope};
+use super::model::{ConfigFile, FileFormat, Scope, ShownUrlText};
 use super::parse::{self, Cx, Entry, Resolve};
 use super::secret::SecretSource;
 use crate::fs::{self, FileLock, PRIVATE_MODE};
 
-/// How a server added from the command line is reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a server added from the command line is reached. `Debug` redacts secret values and
+/// shows URLs without user info and query.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum NewTransport {
     /// A local program.
@@ -40,8 +42,9 @@ pub enum NewTransport {
     },
 }
 
-/// OAuth options given on the command line; each is written only when set.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// OAuth options given on the command line; each is written only when set. `Debug` redacts
+/// like [`NewTransport`]'s.
+#[derive(Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct NewOAuth {
     /// `--oauth-authorization-url`.
@@ -56,6 +59,51 @@ pub struct NewOAuth {
     pub client_secret: Option<SecretSource>,
     /// `--oauth-scope`.
     pub scope: Option<String>,
+}
+
+impl fmt::Debug for NewTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("cwd", cwd)
+                .field("env", env)
+                .finish(),
+            Self::Http {
+                url,
+                headers,
+                legacy_sse,
+            } => f
+                .debug_struct("Http")
+                .field("url", &ShownUrlText(url))
+                .field("headers", headers)
+                .field("legacy_sse", legacy_sse)
+                .finish(),
+        }
+    }
+}
+
+impl fmt::Debug for NewOAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn url(u: &Option<String>) -> Option<ShownUrlText<'_>> {
+            u.as_deref().map(ShownUrlText)
+        }
+        f.debug_struct("NewOAuth")
+            .field("authorization_url", &url(&self.authorization_url))
+            .field("token_url", &url(&self.token_url))
+            .field("registration_url", &url(&self.registration_url))
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("scope", &self.scope)
+            .finish()
+    }
 }
 
 impl NewOAuth {
@@ -125,8 +173,22 @@ impl NewServer {
         }
     }
 
+    /// Whether a secret is given as a value rather than a reference: writing it makes the file
+    /// private (see [`add_server`]).
+    fn has_inline_secret(&self) -> bool {
+        let pairs = match &self.transport {
+            NewTransport::Stdio { env, .. } => env,
+            NewTransport::Http { headers, .. } => headers,
+        };
+        pairs
+            .iter()
+            .map(|(_, v)| v)
+            .chain(&self.oauth.client_secret)
+            .any(|v| matches!(v, SecretSource::Plain(_)))
+    }
+
     /// The entry as written to a file. Secret values given inline are written inline: that is
-    /// what the user asked for, and the file is written with mode 0600.
+    /// what the user asked for, and [`add_server`] makes such a file private.
     fn to_json(&self) -> Value {
         let mut m = Map::new();
         let secrets = |pairs: &[(String, SecretSource)]| -> Value {
@@ -203,6 +265,10 @@ impl NewServer {
 /// directory when missing. Fails with [`ConfigError::ServerExists`] when the file already has
 /// `id`, unless `replace`. The entry is validated as a load would (secret references are not
 /// resolved) and refused with [`ConfigError::InvalidEntry`] if it has an error.
+///
+/// An existing file keeps its permissions, except that writing a secret given as a value
+/// takes away the group's and others' rights: a file that was readable by others before
+/// need not have held anything secret.
 pub fn add_server(
     path: &Path,
     id: &str,
@@ -224,7 +290,7 @@ pub fn add_server(
             problems: cx.problems.into_iter().filter(|p| p.is_error()).collect(),
         });
     }
-    edit(path, |servers| {
+    edit(path, server.has_inline_secret(), |servers| {
         if servers.contains_key(id) && !replace {
             return Err(ConfigError::ServerExists {
                 id: id.to_owned(),
@@ -239,7 +305,7 @@ pub fn add_server(
 /// Removes server `id` from the file at `path` (only that file: another layer's definition of
 /// the same id stays effective). [`ConfigError::ServerNotFound`] when the file lacks it.
 pub fn remove_server(path: &Path, id: &str) -> Result<(), ConfigError> {
-    edit(path, |servers| match servers.remove(id) {
+    edit(path, false, |servers| match servers.remove(id) {
         Some(_) => Ok(()),
         None => Err(not_found(path, id)),
     })
@@ -253,7 +319,7 @@ pub fn remove_server(path: &Path, id: &str) -> Result<(), ConfigError> {
 /// file does not have is [`ConfigError::ServerNotFound`].
 pub fn set_enabled(path: &Path, id: &str, enabled: bool) -> Result<(), ConfigError> {
     check_id(id)?;
-    edit(path, |servers| {
+    edit(path, false, |servers| {
         match servers.get_mut(id) {
             Some(Value::Object(entry)) => {
                 if enabled && entry.keys().all(|k| k == "enabled") {
@@ -292,9 +358,11 @@ fn not_found(path: &Path, id: &str) -> ConfigError {
     }
 }
 
-/// Read-modify-write of `mcp.servers` in the file at `path`, under `<path>.lock`.
+/// Read-modify-write of `mcp.servers` in the file at `path`, under `<path>.lock`. `private`:
+/// the change writes a secret, so an existing file loses its group and other rights.
 fn edit(
     path: &Path,
+    private: bool,
     change: impl FnOnce(&mut Map<String, Value>) -> Result<(), ConfigError>,
 ) -> Result<(), ConfigError> {
     let write_err = |source| ConfigError::Write {
@@ -348,7 +416,12 @@ fn edit(
     change(servers)?;
     let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| write_err(e.into()))?;
     bytes.push(b'\n');
-    // An existing file keeps its rights; a new one may hold secrets, so it is private.
-    let mode = fs::mode_of(path).unwrap_or(PRIVATE_MODE);
+    // A new file may hold secrets, so it is private; an existing one keeps its rights unless
+    // a secret is being written into it.
+    let mode = match fs::mode_of(path) {
+        Some(m) if private => m & !0o077,
+        Some(m) => m,
+        None => PRIVATE_MODE,
+    };
     fs::write_atomic(path, &bytes, mode).map_err(write_err)
 }

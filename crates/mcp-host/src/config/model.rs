@@ -228,8 +228,9 @@ pub struct OAuthConfig {
 }
 
 /// One server, validated: everything the connection manager, the catalogue and the permission
-/// hook need, with defaults applied and secrets resolved.
-#[derive(Clone, PartialEq, Eq)]
+/// hook need, with defaults applied and secrets resolved. `Debug` is derived: every field that
+/// may hold a secret (the transport, `oauth`) redacts in its own `Debug`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
     /// The id: `^[a-zA-Z0-9_-]{1,64}$`.
@@ -246,12 +247,13 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// OAuth settings (HTTP only).
     pub oauth: Option<OAuthConfig>,
-    /// When set, only these tools (by the server's names) are exposed.
+    /// When set, only these tools (by the server's names) are exposed; the host applies both
+    /// lists through `catalog::ToolFilter`.
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never exposed, even if in `enabled_tools`.
     pub disabled_tools: Vec<String>,
-    /// Permission rules for its tools. A file from the project layer may say `allow`; see
-    /// `docs/security.md` for how the host treats that.
+    /// Permission rules for its tools, as the file wrote them. A project layer's `allow` is
+    /// kept here and read as `ask` by `setup::entry`, the one place trust in a layer is decided.
     pub permission: ServerRules,
     /// The most bytes of one result handed on: the server's `max_result_bytes`, else the
     /// host's.
@@ -261,14 +263,6 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Whether the tool filters let `tool` (the server's own name) through.
-    pub fn allows_tool(&self, tool: &str) -> bool {
-        self.enabled_tools
-            .as_ref()
-            .is_none_or(|only| only.iter().any(|t| t == tool))
-            && !self.disabled_tools.iter().any(|t| t == tool)
-    }
-
     /// An `mcp_stdio::StdioConfig` for a stdio server, with `mcp-stdio`'s default limits:
     /// named by the server id, secrets passed as the environment. `None` for an HTTP server.
     pub fn stdio_config(&self) -> Option<mcp_stdio::StdioConfig> {
@@ -304,19 +298,10 @@ impl ServerConfig {
         }
         Some(c)
     }
-
-    /// The URL the token store binds this server's tokens to: the endpoint for HTTP, `None`
-    /// for stdio (which takes credentials from its environment, not OAuth).
-    pub fn auth_url(&self) -> Option<&Url> {
-        match &self.transport {
-            Transport::Http(t) => Some(&t.url),
-            Transport::Stdio(_) => None,
-        }
-    }
 }
 
 /// A URL as shown in diagnostics: no user info, and the query (which may carry a key) hidden.
-pub(crate) struct ShownUrl<'a>(pub(crate) &'a Url);
+pub(super) struct ShownUrl<'a>(pub(super) &'a Url);
 
 impl fmt::Debug for ShownUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -333,6 +318,19 @@ impl fmt::Debug for ShownUrl<'_> {
             f.write_str("?[redacted]")?;
         }
         f.write_str("\"")
+    }
+}
+
+/// A URL still in the text the user gave, shown like [`ShownUrl`]; text that does not parse
+/// as a URL is not shown at all (it may be a key pasted in the wrong place).
+pub(super) struct ShownUrlText<'a>(pub(super) &'a str);
+
+impl fmt::Debug for ShownUrlText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match Url::parse(self.0) {
+            Ok(url) => ShownUrl(&url).fmt(f),
+            Err(_) => f.write_str("[not a URL]"),
+        }
     }
 }
 
@@ -392,25 +390,6 @@ impl fmt::Debug for OAuthConfig {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret)
             .field("scope", &self.scope)
-            .finish()
-    }
-}
-
-impl fmt::Debug for ServerConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerConfig")
-            .field("id", &self.id)
-            .field("source", &self.source)
-            .field("file", &self.file)
-            .field("enabled", &self.enabled)
-            .field("transport", &self.transport)
-            .field("request_timeout", &self.request_timeout)
-            .field("oauth", &self.oauth)
-            .field("enabled_tools", &self.enabled_tools)
-            .field("disabled_tools", &self.disabled_tools)
-            .field("permission", &self.permission)
-            .field("max_result_bytes", &self.max_result_bytes)
-            .field("protocol_version", &self.protocol_version)
             .finish()
     }
 }

@@ -25,7 +25,7 @@ use super::secret::{Env, Secret, SecretSource};
 use crate::permission::{Decision, ServerRules};
 
 /// The longest `request_timeout_ms` accepted: one hour.
-pub(crate) const MAX_TIMEOUT_MS: u64 = 3_600_000;
+const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The largest `max_result_bytes` accepted: 1 GiB.
 const MAX_RESULT_LIMIT: u64 = 1 << 30;
 
@@ -39,7 +39,7 @@ pub fn is_valid_server_id(id: &str) -> bool {
 
 /// The JSON object members of one level, in file order and with duplicates kept (a
 /// `serde_json::Map` keeps only the last of duplicate keys).
-pub(crate) struct Entries<V>(pub(crate) Vec<(String, V)>);
+struct Entries<V>(Vec<(String, V)>);
 
 impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -179,7 +179,7 @@ pub(crate) fn json_error_text(e: &serde_json::Error) -> String {
 }
 
 /// Parses the bytes of `file`.
-pub(crate) fn parse_file(file: &ConfigFile, bytes: &[u8], rs: &Resolve<'_>) -> FileOutcome {
+fn parse_file(file: &ConfigFile, bytes: &[u8], rs: &Resolve<'_>) -> FileOutcome {
     let mut cx = Cx::new(file);
     let top: Entries<Box<RawValue>> = match serde_json::from_slice(bytes) {
         Ok(t) => t,

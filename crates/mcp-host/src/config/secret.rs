@@ -61,9 +61,10 @@ impl fmt::Debug for SecretSource {
 }
 
 impl SecretSource {
-    /// The JSON written to a file for this source: a string, or `{"env": "VAR"}`. This is the
-    /// one place a configured secret is serialized, and only into the configuration file the
-    /// user asked to edit (written with mode 0600).
+    /// The JSON written to a file for this source: a string, or `{"env": "VAR"}` (the
+    /// reference, never its value). This is the one place a configured secret is serialized,
+    /// and only into the configuration file the user asked to edit, which `add_server` makes
+    /// private when a value is written.
     pub(crate) fn to_json(&self) -> serde_json::Value {
         match self {
             Self::Plain(s) => serde_json::Value::String(s.secret().to_owned()),

@@ -155,9 +155,12 @@ fn every_added_field_is_read() {
     assert_eq!(o.client_id.as_deref(), Some("cid"));
     assert_eq!(o.client_secret.as_ref().unwrap().secret(), "cs");
     assert_eq!(o.scope.as_deref(), Some("mcp"));
-    assert!(a.allows_tool("x"));
-    assert!(!a.allows_tool("y"), "disabled wins over enabled");
-    assert!(!a.allows_tool("z"), "not in the allow-list");
+    let filter = |s: &ServerConfig| {
+        crate::catalog::ToolFilter::new(s.enabled_tools.clone(), s.disabled_tools.clone())
+    };
+    assert!(filter(a).allows("x"));
+    assert!(!filter(a).allows("y"), "disabled wins over enabled");
+    assert!(!filter(a).allows("z"), "not in the allow-list");
     assert_eq!(a.permission.decide("x"), Decision::Allow);
     assert_eq!(a.permission.decide("z"), Decision::Deny);
     assert_eq!(a.max_result_bytes, 2048);
@@ -166,7 +169,7 @@ fn every_added_field_is_read() {
         Some(mcp_protocol::ProtocolVersion::V2025_06_18)
     );
     let b = c.server("b").unwrap();
-    assert!(b.allows_tool("anything"));
+    assert!(filter(b).allows("anything"));
     assert_eq!(b.permission.decide("t"), Decision::Ask, "ask by default");
     let t = stdio_of(b);
     assert!(t.inherit_env);
@@ -1010,4 +1013,77 @@ fn edits_refuse_bad_input_and_leave_the_file_alone() {
         assert!(err.to_string().contains("config.json"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "untouched");
     }
+}
+
+#[test]
+fn concurrent_edits_of_one_file_all_survive() {
+    // Without the lock two edits read the same file and the second write drops the first's
+    // server; eight threads adding five servers each make that near certain.
+    let w = World::new();
+    let path = w.project_file();
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let path = &path;
+            scope.spawn(move || {
+                for n in 0..5 {
+                    let server = NewServer::stdio(format!("srv-{t}-{n}"), ["a"]);
+                    add_server(path, &format!("s{t}-{n}"), &server, false).unwrap();
+                }
+            });
+        }
+    });
+    let c = w.load();
+    assert!(!c.has_errors(), "{:#?}", c.problems);
+    assert_eq!(c.servers.len(), 40, "an edit lost another's server");
+}
+
+#[cfg(unix)]
+#[test]
+fn writing_an_inline_secret_makes_an_existing_file_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let w = World::new();
+    let path = w.project_file();
+    w.write(&path, &native("{}"));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut by_reference = NewServer::http("https://h/mcp");
+    if let NewTransport::Http { headers, .. } = &mut by_reference.transport {
+        headers.push(("Authorization".into(), SecretSource::Env("TOKEN".into())));
+    }
+    add_server(&path, "r", &by_reference, false).unwrap();
+    assert_eq!(mode(&path), 0o644, "a reference is no secret: rights kept");
+    let mut by_value = NewServer::stdio("x", ["a"]);
+    if let NewTransport::Stdio { env, .. } = &mut by_value.transport {
+        env.push(("KEY".into(), SecretSource::Plain(Secret::new(PLANTED))));
+    }
+    add_server(&path, "v", &by_value, false).unwrap();
+    assert_eq!(
+        mode(&path),
+        0o600,
+        "the value is written, so the file is private"
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains(r#""env": "TOKEN""#),
+        "the reference, not a value: {text}"
+    );
+}
+
+#[test]
+fn what_the_command_line_builds_never_prints_a_secret() {
+    let spec = format!("https://user:{PLANTED}@h/mcp?key={PLANTED}");
+    let detected = detect(&spec).unwrap();
+    let mut server = NewServer::from_spec(&spec).unwrap();
+    if let NewTransport::Http { headers, .. } = &mut server.transport {
+        headers.push(("X-Key".into(), SecretSource::Plain(Secret::new(PLANTED))));
+    }
+    server.oauth.token_url = Some(format!("https://h/token?secret={PLANTED}"));
+    server.oauth.client_secret = Some(SecretSource::Plain(Secret::new(PLANTED)));
+    let mut stdio = NewServer::stdio("x", ["a"]);
+    if let NewTransport::Stdio { env, .. } = &mut stdio.transport {
+        env.push(("KEY".into(), SecretSource::Plain(Secret::new(PLANTED))));
+    }
+    let shown = format!("{detected:?} {server:?} {stdio:?}");
+    assert!(!shown.contains(PLANTED), "{shown}");
+    assert!(shown.contains("\"https://h/mcp?[redacted]\""), "{shown}");
 }
