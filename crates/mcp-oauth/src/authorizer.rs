@@ -37,7 +37,7 @@ use url::Url;
 
 use crate::challenge::BearerChallenge;
 use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
-use crate::error::{AuthError, Error};
+use crate::error::{AuthError, Error, cut_short};
 use crate::flow::{self, ClientAuth, Grant, TokenError};
 use crate::http::{
     ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
@@ -203,6 +203,20 @@ struct Client {
     issuer: String,
     /// Dynamically registered: its secret goes to the store with the tokens.
     registered: bool,
+}
+
+impl Client {
+    /// The client stored with `tokens` (a dynamic registration kept with them), as a client
+    /// of `issuer`; the caller has checked that the tokens are that issuer's.
+    fn stored(tokens: &ServerTokens, issuer: &str) -> Option<Self> {
+        Some(Self {
+            client_id: tokens.client_id.clone()?,
+            secret: tokens.client_secret.clone(),
+            method: None,
+            issuer: issuer.to_owned(),
+            registered: true,
+        })
+    }
 }
 
 /// Drives OAuth for one protected MCP server: see the module doc for the flow.
@@ -375,10 +389,7 @@ impl Authorizer {
         self.request_succeeded();
         self.discover(None).await?;
         let scope = self.default_scope(None);
-        match self.settings.grant {
-            GrantType::AuthorizationCode => self.authorize(scope).await,
-            GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
-        }
+        self.grant(scope).await
     }
 
     /// Handles a 401 or 403 answer, given its raw `WWW-Authenticate` values. `Ok(())` means new
@@ -427,10 +438,7 @@ impl Authorizer {
             }
         }
         let scope = self.default_scope(challenge.as_ref().and_then(|c| c.scope.as_deref()));
-        match self.settings.grant {
-            GrantType::AuthorizationCode => self.authorize(scope).await,
-            GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
-        }
+        self.grant(scope).await
     }
 
     async fn step_up(&mut self, challenge: BearerChallenge) -> Result<(), AuthError> {
@@ -444,6 +452,11 @@ impl Authorizer {
         );
         let scope = (!scope.is_empty()).then_some(scope);
         self.ensure_discovered(Some(&challenge)).await?;
+        self.grant(scope).await
+    }
+
+    /// A new grant of the configured type for `scope`: one authorization attempt.
+    async fn grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
         match self.settings.grant {
             GrantType::AuthorizationCode => self.authorize(scope).await,
             GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
@@ -648,15 +661,30 @@ impl Authorizer {
             .map_err(|source| AuthError::Transport { what, url, source })
     }
 
-    fn count_attempt(&mut self, scope: Option<&str>) -> Result<(), AuthError> {
+    /// Refuses once the attempts of this challenge chain are used up.
+    fn check_attempts(&self, scope: Option<&str>) -> Result<(), AuthError> {
         if self.attempts >= self.settings.max_authorization_attempts {
             return Err(AuthError::TooManyAttempts {
                 attempts: self.attempts,
                 scope: scope.unwrap_or("none").to_owned(),
             });
         }
+        Ok(())
+    }
+
+    fn count_attempt(&mut self, scope: Option<&str>) -> Result<(), AuthError> {
+        self.check_attempts(scope)?;
         self.attempts += 1;
         Ok(())
+    }
+
+    /// The metadata in use, or the error that says there is none to use.
+    fn discovered(&self) -> Result<Discovered, AuthError> {
+        self.discovered
+            .clone()
+            .ok_or_else(|| AuthError::NoMetadata {
+                server: self.settings.server_url.to_string(),
+            })
     }
 
     fn random<const N: usize>(&self) -> [u8; N] {
@@ -668,19 +696,11 @@ impl Authorizer {
     /// The authorization-code grant: PKCE check, client identity, the browser, the code, the
     /// tokens.
     async fn authorize(&mut self, scope: Option<String>) -> Result<(), AuthError> {
-        let Some(d) = self.discovered.clone() else {
-            return Err(AuthError::NoMetadata {
-                server: self.settings.server_url.to_string(),
-            });
-        };
-        // PKCE must be known to work before anything is registered or opened.
+        let d = self.discovered()?;
+        // PKCE must be known to work, and an attempt be left, before anything is registered
+        // or opened.
         d.meta.require_pkce_s256()?;
-        if self.attempts >= self.settings.max_authorization_attempts {
-            return Err(AuthError::TooManyAttempts {
-                attempts: self.attempts,
-                scope: scope.as_deref().unwrap_or("none").to_owned(),
-            });
-        }
+        self.check_attempts(scope.as_deref())?;
         let user_agent = self.services.user_agent.clone().ok_or_else(|| {
             AuthError::UserAgent(
                 "no browser is available to this process; log in interactively first".to_owned(),
@@ -731,35 +751,28 @@ impl Authorizer {
         scope: Option<&str>,
     ) -> Result<Client, AuthError> {
         let issuer = d.meta.issuer.clone();
-        if let Some(client_id) = &self.settings.client_id {
-            return Ok(Client {
-                client_id: client_id.clone(),
-                secret: self.settings.client_secret.clone(),
-                method: None,
-                issuer,
-                registered: false,
-            });
-        }
-        if let Some(client) = self.client.as_ref().filter(|c| c.issuer == issuer) {
-            return Ok(client.clone());
-        }
-        if let Some(t) = &self.tokens
-            && let Some(client_id) = &t.client_id
-            && t.issuer.as_deref() == Some(issuer.as_str())
-        {
-            let client = Client {
-                client_id: client_id.clone(),
-                secret: t.client_secret.clone(),
-                method: None,
-                issuer,
-                registered: true,
-            };
-            self.client = Some(client.clone());
-            return Ok(client);
+        let configured = self
+            .settings
+            .client_id
+            .as_deref()
+            .map(|id| (id, self.settings.client_secret.as_ref()));
+        if configured.is_none() {
+            if let Some(client) = self.client.as_ref().filter(|c| c.issuer == issuer) {
+                return Ok(client.clone());
+            }
+            if let Some(client) = self
+                .tokens
+                .as_ref()
+                .filter(|t| t.issuer.as_deref() == Some(issuer.as_str()))
+                .and_then(|t| Client::stored(t, &issuer))
+            {
+                self.client = Some(client.clone());
+                return Ok(client);
+            }
         }
         let identity = registration::choose_identity(
             &d.meta,
-            None,
+            configured,
             self.settings.client_metadata_url.as_deref(),
         );
         let client = match identity {
@@ -838,29 +851,21 @@ impl Authorizer {
             )
             .into());
         }
-        let client = match (&self.settings.client_id, &tokens.client_id, &self.client) {
-            (Some(id), _, _) => Client {
-                client_id: id.clone(),
-                secret: self.settings.client_secret.clone(),
-                method: None,
-                issuer: d.meta.issuer.clone(),
-                registered: false,
-            },
-            (None, Some(id), _) => Client {
-                client_id: id.clone(),
-                secret: tokens.client_secret.clone(),
-                method: None,
-                issuer: d.meta.issuer.clone(),
-                registered: true,
-            },
-            (None, None, Some(c)) => c.clone(),
-            (None, None, None) => {
-                return Err(TokenError::Refused(
+        let configured = self.settings.client_id.as_ref().map(|id| Client {
+            client_id: id.clone(),
+            secret: self.settings.client_secret.clone(),
+            method: None,
+            issuer: d.meta.issuer.clone(),
+            registered: false,
+        });
+        let client = configured
+            .or_else(|| Client::stored(&tokens, &d.meta.issuer))
+            .or_else(|| self.client.clone())
+            .ok_or_else(|| {
+                AuthError::from(TokenError::Refused(
                     "no client id is known for the stored refresh token".to_owned(),
-                )
-                .into());
-            }
-        };
+                ))
+            })?;
         let auth = ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
         let grant = Grant::Refresh {
             token: &refresh,
@@ -877,11 +882,7 @@ impl Authorizer {
     /// The `client_credentials` grant: HTTP Basic (or post, per metadata) with the configured
     /// secret, else a `private_key_jwt` assertion from the signer.
     async fn client_credentials_grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
-        let Some(d) = self.discovered.clone() else {
-            return Err(AuthError::NoMetadata {
-                server: self.settings.server_url.to_string(),
-            });
-        };
+        let d = self.discovered()?;
         let client_id = self
             .settings
             .client_id
@@ -980,12 +981,13 @@ fn forbidden_detail(challenge: Option<&BearerChallenge>) -> String {
     let Some(c) = challenge else {
         return String::new();
     };
-    let text = [c.error.as_deref(), c.error_description.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let text: String = text.chars().take(200).collect();
+    let text = cut_short(
+        &[c.error.as_deref(), c.error_description.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
     if text.is_empty() {
         text
     } else {

@@ -1,5 +1,25 @@
 //! The one error type of mcp-oauth. No variant ever holds a token, a secret or a verifier.
 
+/// The most characters of a peer's own text (an `error_description`, an error body) that an
+/// error message quotes: enough to explain, too little to flood a log line.
+const QUOTED_CHARS: usize = 200;
+
+/// A peer's text cut to [`QUOTED_CHARS`] characters, for quoting in an error message.
+pub(crate) fn cut_short(text: &str) -> String {
+    text.chars().take(QUOTED_CHARS).collect()
+}
+
+/// Where a JSON document that holds secrets (a registration answer, the token store) went
+/// wrong, without serde_json's own message, which may quote the offending value.
+pub(crate) fn json_position(e: &serde_json::Error) -> String {
+    format!(
+        "{:?} error at line {}, column {}",
+        e.classify(),
+        e.line(),
+        e.column()
+    )
+}
+
 /// Why an OAuth step failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -11,7 +11,7 @@ use url::Url;
 use url::form_urlencoded;
 
 use crate::discovery::AuthorizationServerMetadata;
-use crate::error::Error;
+use crate::error::{Error, cut_short};
 use crate::pkce::Pkce;
 use crate::secret::{
     AccessToken, AuthorizationCode, ClientSecret, JwtAssertion, PkceVerifier, RefreshToken,
@@ -96,7 +96,8 @@ pub fn code_from_redirect(
     match get("iss") {
         Some(iss) if iss != meta.issuer => {
             return Err(Error::Redirect(format!(
-                "the redirect's iss {iss:?} is not the issuer {:?}; refused",
+                "the redirect's iss {:?} is not the issuer {:?}; refused",
+                cut_short(&iss),
                 meta.issuer
             )));
         }
@@ -114,12 +115,12 @@ pub fn code_from_redirect(
         ));
     }
     if let Some(error) = get("error") {
+        // Whoever sent the browser here wrote this text: shown, but cut short.
         let description = get("error_description").unwrap_or_default();
-        return Err(Error::Redirect(
-            format!("authorization was refused: {error} {description}")
-                .trim_end()
-                .to_owned(),
-        ));
+        return Err(Error::Redirect(format!(
+            "authorization was refused: {}",
+            cut_short(format!("{error} {description}").trim_end())
+        )));
     }
     get("code")
         .filter(|c| !c.is_empty())
@@ -217,9 +218,8 @@ pub fn token_request(
             let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let pair = format!("{}:{}", enc(client_id), enc(secret.secret()));
             let mut value =
-                http::HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair))).map_err(
-                    |_| Error::Redirect("the client id cannot be sent in a header".to_owned()),
-                )?;
+                http::HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair)))
+                    .expect("`Basic ` and base64 are visible ASCII, always a valid header value");
             value.set_sensitive(true);
             builder = builder.header(http::header::AUTHORIZATION, value);
         }
@@ -350,14 +350,9 @@ pub fn tokens_from_response(status: u16, body: &[u8]) -> Result<Tokens, TokenErr
     }
     match serde_json::from_slice::<RawError>(body) {
         Ok(e) if (400..500).contains(&status) => {
-            // The description is the server's text: shown, but cut short.
-            let description: String = e
-                .error_description
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect();
-            let text = format!("{} {}", e.error, description).trim_end().to_owned();
+            // The server's text: shown, but cut short.
+            let description = e.error_description.unwrap_or_default();
+            let text = cut_short(format!("{} {description}", e.error).trim_end());
             if e.error == "invalid_grant" {
                 Err(TokenError::InvalidGrant(text))
             } else {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::discovery::AuthorizationServerMetadata;
-use crate::error::Error;
+use crate::error::{Error, cut_short, json_position};
 use crate::secret::ClientSecret;
 
 /// How the client will identify itself to an authorization server.
@@ -112,16 +112,14 @@ struct RawRegistration {
 /// Reads a registration answer (201 or 200).
 pub fn registration_from_response(status: u16, body: &[u8]) -> Result<Registration, Error> {
     if !(200..300).contains(&status) {
-        let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        let text = cut_short(&String::from_utf8_lossy(body));
         return Err(Error::Registration(format!("HTTP {status}: {text}")));
     }
     // Not serde's message: it may quote a value, and the answer holds a client secret.
     let raw: RawRegistration = serde_json::from_slice(body).map_err(|e| {
         Error::Registration(format!(
-            "the answer is not a registration ({:?} error at line {}, column {})",
-            e.classify(),
-            e.line(),
-            e.column()
+            "the answer is not a registration ({})",
+            json_position(&e)
         ))
     })?;
     Ok(Registration {

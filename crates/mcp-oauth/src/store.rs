@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::error::{Error, json_position};
 use crate::flow::Tokens;
 use crate::secret::{AccessToken, ClientSecret, RefreshToken};
 
@@ -108,10 +108,8 @@ impl AuthFile {
         // where the problem is.
         let raw: RawFile = serde_json::from_slice(bytes).map_err(|e| {
             Error::Store(format!(
-                "mcp-auth.json is not valid ({:?} error at line {}, column {})",
-                e.classify(),
-                e.line(),
-                e.column()
+                "mcp-auth.json is not valid ({})",
+                json_position(&e)
             ))
         })?;
         if raw.version != 1 {

@@ -26,7 +26,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use mcp_http::HttpServerConfig;
 use mcp_protocol::schema::{
     CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
@@ -314,22 +314,9 @@ impl FakeAuth {
 }
 
 fn serve(listener: TcpListener, role: Role, state: Arc<State>) {
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let state = Arc::clone(&state);
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let state = Arc::clone(&state);
-                    async move { Ok::<_, Infallible>(answer(&state, role, req).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tcp), service)
-                    .await;
-            });
-        }
+    crate::serve::spawn_http1(listener, None, move |req| {
+        let state = Arc::clone(&state);
+        async move { answer(&state, role, req).await }
     });
 }
 

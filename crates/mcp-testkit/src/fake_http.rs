@@ -4,7 +4,6 @@
 //! every request it sees, so that tests can check what the client sent.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -16,7 +15,6 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -107,33 +105,9 @@ impl FakeHttp {
         } else {
             "http://127.0.0.1"
         };
-        tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    return;
-                };
-                let state = Arc::clone(&serving);
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                        let state = Arc::clone(&state);
-                        async move { Ok::<_, Infallible>(answer(&state, req).await) }
-                    });
-                    let builder = hyper::server::conn::http1::Builder::new();
-                    match tls {
-                        Some(tls) => {
-                            if let Ok(stream) = tls.accept(tcp).await {
-                                let _ = builder
-                                    .serve_connection(TokioIo::new(stream), service)
-                                    .await;
-                            }
-                        }
-                        None => {
-                            let _ = builder.serve_connection(TokioIo::new(tcp), service).await;
-                        }
-                    }
-                });
-            }
+        crate::serve::spawn_http1(listener, tls, move |req| {
+            let state = Arc::clone(&serving);
+            async move { answer(&state, req).await }
         });
         Self {
             url: format!("{scheme}:{port}/mcp"),

@@ -1,13 +1,16 @@
 //! Test support for the workspace: the fake MCP server binary `mcp-fake-server`, which
 //! misbehaves on demand over stdio (see its doc), the in-process fake HTTP server
-//! [`fake_http`], which misbehaves at the HTTP layer, the fake host `mcp-fake-host`, and helpers
-//! to find those binaries and to watch process groups. Never a dependency of a product crate.
+//! [`fake_http`], which misbehaves at the HTTP layer, the in-process fake OAuth authorization
+//! server and protected MCP endpoint [`fake_auth`], the accept loop they share ([`serve`]), the
+//! fake host `mcp-fake-host`, and helpers to find those binaries and to watch process groups.
+//! Never a dependency of a product crate.
 
 // Test support reports on the terminal and fails loudly.
 #![allow(clippy::print_stderr, clippy::unwrap_used)]
 
 pub mod fake_auth;
 pub mod fake_http;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,6 +2,8 @@
 //! resource and issuer checks, `iss`, step-up and its limit, refresh, token endpoint
 //! authentication, `client_credentials`, and that no secret is ever printed.
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use mcp_oauth::flow::TokenError;
 use mcp_oauth::store::AuthFile;
@@ -12,6 +14,14 @@ use crate::fake::{AS, CIMD, Config, MCP, ORIGIN, Prm, World, block_on, challenge
 fn unauthorized(world: &World, auth: &mut Authorizer) -> Result<(), AuthError> {
     let header = challenge(world);
     block_on(auth.handle_challenge(401, &[header.as_str()]))
+}
+
+/// A first 401 against a world that must refuse: the world, to see what was sent, and the error.
+fn refused(config: Config) -> (Arc<World>, AuthError) {
+    let world = World::new(config);
+    let mut auth = world.authorizer(settings());
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    (world, err)
 }
 
 fn query(url: &url::Url, name: &str) -> Option<String> {
@@ -302,24 +312,24 @@ fn cimd_is_used_when_supported_and_dcr_is_not() {
 
 #[test]
 fn no_identity_is_a_clear_error() {
-    let world = World::new(Config {
+    let (world, err) = refused(Config {
         dcr: false,
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    let err = unauthorized(&world, &mut auth).unwrap_err();
     assert!(matches!(err, AuthError::NoClientIdentity { .. }));
     assert!(err.to_string().contains("client_id"), "{err}");
+    assert!(
+        world.authorize_urls().is_empty(),
+        "no browser without a client"
+    );
 }
 
 #[test]
 fn no_pkce_no_authorization_and_no_registration() {
-    let world = World::new(Config {
+    let (world, err) = refused(Config {
         pkce: false,
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    let err = unauthorized(&world, &mut auth).unwrap_err();
     assert!(
         matches!(err, AuthError::Protocol(Error::PkceNotSupported { .. })),
         "{err}"
@@ -330,12 +340,10 @@ fn no_pkce_no_authorization_and_no_registration() {
 
 #[test]
 fn a_resource_mismatch_stops_before_authorization_server_discovery() {
-    let world = World::new(Config {
+    let (world, err) = refused(Config {
         prm_resource: Some("https://evil.example.com/mcp".into()),
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    let err = unauthorized(&world, &mut auth).unwrap_err();
     assert!(
         matches!(err, AuthError::Protocol(Error::ResourceMismatch { .. })),
         "{err}"
@@ -346,12 +354,10 @@ fn a_resource_mismatch_stops_before_authorization_server_discovery() {
 
 #[test]
 fn a_wrong_issuer_in_metadata_is_refused_and_its_endpoints_unused() {
-    let world = World::new(Config {
+    let (world, err) = refused(Config {
         meta_issuer: Some("https://attacker.example.com".into()),
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    let err = unauthorized(&world, &mut auth).unwrap_err();
     assert!(
         matches!(err, AuthError::Protocol(Error::IssuerMismatch { .. })),
         "{err}"
@@ -749,33 +755,51 @@ fn no_secret_in_any_error_or_debug_string() {
         "sig-secret",
     ];
     let mut shown = Vec::new();
-    let configs = [
-        Config {
-            reg_secret: Some("reg-secret".into()),
-            token_down: Some(503),
-            ..Config::default()
-        },
-        Config {
-            reg_secret: Some("reg-secret".into()),
-            iss_supported: true,
-            ..Config::default()
-        },
-        Config {
-            reg_secret: Some("reg-secret".into()),
-            ..Config::default()
-        },
+    let mut sent = String::new();
+    let mut verifiers = Vec::new();
+    let registered = || Config {
+        reg_secret: Some("reg-secret".into()),
+        reg_method: Some("client_secret_post".into()),
+        ..Config::default()
+    };
+    let mut pre_registered = settings();
+    pre_registered.client_id = Some("pre".into());
+    pre_registered.client_secret = Some(ClientSecret::new("pre-registered-secret"));
+    let mut machine = pre_registered.clone();
+    machine.grant = GrantType::ClientCredentials;
+    machine.client_secret = None;
+    let cases = [
+        (
+            Config {
+                token_down: Some(503),
+                ..registered()
+            },
+            settings(),
+        ),
+        (
+            Config {
+                iss_supported: true,
+                ..registered()
+            },
+            settings(),
+        ),
+        (registered(), settings()),
+        (Config::default(), pre_registered),
+        (Config::default(), machine),
     ];
-    for config in configs {
+    for (config, s) in cases {
         let world = World::new(config);
-        let mut s = settings();
-        s.client_secret = Some(ClientSecret::new("pre-registered-secret"));
-        let mut auth = world.authorizer(settings());
+        let mut auth = world.authorizer(s.clone());
         let result = unauthorized(&world, &mut auth);
         shown.push(format!("{result:?}"));
         if let Err(e) = &result {
             shown.push(e.to_string());
         }
         shown.push(format!("{auth:?} {:?} {s:?}", auth.tokens()));
+        if let Some(t) = auth.tokens() {
+            sent.push_str(t.access_token.secret());
+            sent.extend(t.refresh_token.as_ref().map(|r| r.secret().to_owned()));
+        }
         // A dead refresh token, then a dead code.
         world.set(|c| c.token_down = None);
         let stale = auth.tokens().cloned();
@@ -789,13 +813,35 @@ fn no_secret_in_any_error_or_debug_string() {
             shown.push(e.to_string());
         }
         shown.push(format!("{auth:?} {:?}", world.services()));
+        for request in world.log() {
+            let basic = request
+                .authorization
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Basic "))
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
+            sent.push_str(&format!("{} {} {basic:?}\n", request.url, request.body));
+        }
+        verifiers.extend(
+            world
+                .token_requests()
+                .iter()
+                .filter_map(|t| t.form("code_verifier")),
+        );
+    }
+    // Every secret was sent or held, so its absence from what is shown means something.
+    for secret in secrets {
+        assert!(sent.contains(secret), "{secret} was never used:\n{sent}");
     }
     let all = shown.join("\n");
     for secret in secrets {
         assert!(!all.contains(secret), "{secret} printed in:\n{all}");
     }
-    // The verifier: whatever the fake's randomness made it, it never shows.
-    assert!(!all.contains("code_verifier"), "{all}");
+    // The verifiers, whatever the fake's randomness made them, never show.
+    assert!(!verifiers.is_empty());
+    for verifier in verifiers {
+        assert!(!all.contains(&verifier), "{verifier} printed in:\n{all}");
+    }
 }
 
 #[test]
