@@ -2,7 +2,6 @@
 //! GET and POST round trips, a redirect that is returned and not followed, the body limit, the
 //! timeout, and errors that quote neither header values nor query strings.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,7 +9,6 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE, LOCATION};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use mcp_http::{FetchError, FetchOptions, Fetcher};
 use tokio::net::TcpListener;
 
@@ -55,29 +53,7 @@ async fn start(tls: Option<tokio_rustls::TlsAcceptor>) -> String {
         Some(_) => format!("https://localhost:{port}"),
         None => format!("http://127.0.0.1:{port}"),
     };
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let tls = tls.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(|req| async {
-                    Ok::<_, Infallible>(answer(req).await)
-                });
-                let builder = hyper::server::conn::http1::Builder::new();
-                match tls {
-                    Some(tls) => {
-                        if let Ok(stream) = tls.accept(tcp).await {
-                            let _ = builder
-                                .serve_connection(TokioIo::new(stream), service)
-                                .await;
-                        }
-                    }
-                    None => {
-                        let _ = builder.serve_connection(TokioIo::new(tcp), service).await;
-                    }
-                }
-            });
-        }
-    });
+    mcp_testkit::serve::spawn_http1(listener, tls, answer);
     base
 }
 
