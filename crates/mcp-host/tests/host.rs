@@ -127,6 +127,19 @@ async fn twenty_servers_at_once_five_broken() {
         "{}",
         error("exits")
     );
+    // The exit status and the stderr tail are said once, not once per layer.
+    assert_eq!(
+        error("exits").matches("exit status: 7").count(),
+        1,
+        "{}",
+        error("exits")
+    );
+    assert_eq!(
+        error("exits").matches("stderr:").count(),
+        1,
+        "{}",
+        error("exits")
+    );
     assert!(
         error("garbage").contains("exit status: 1"),
         "{}",

@@ -361,7 +361,7 @@ fn page(cursor: Option<String>) -> PaginatedParams {
 fn with_reason(error: mcp_protocol::Error, core: &Core) -> mcp_protocol::Error {
     match error {
         mcp_protocol::Error::Closed(reason) => {
-            mcp_protocol::Error::Closed(core.end_reason(&reason))
+            mcp_protocol::Error::Closed(core.complete_reason(reason))
         }
         other => other,
     }

@@ -167,6 +167,9 @@ pub struct Core {
     transport: Box<dyn Transport>,
     wake_timer: Arc<Notify>,
     closed: watch::Receiver<Option<String>>,
+    /// Set when the transport ended the session through [`end`](Self::end): its reason then
+    /// already says what the transport knows, and must not be completed a second time.
+    ended_by_transport: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Core {
@@ -208,6 +211,7 @@ impl Core {
             transport,
             wake_timer: Arc::new(Notify::new()),
             closed,
+            ended_by_transport: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(timer::run(
             Arc::downgrade(&core),
@@ -282,6 +286,8 @@ impl Core {
     /// The connection ended (`what` says how); everything in flight fails with the reason,
     /// completed by what the transport knows.
     pub fn end(self: &Arc<Self>, what: &str) {
+        self.ended_by_transport
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let reason = self.transport.end_reason(what);
         self.with_session(|state| state.session.close(&reason));
     }
@@ -316,6 +322,19 @@ impl Core {
 
     pub(crate) fn end_reason(&self, what: &str) -> String {
         self.transport.end_reason(what)
+    }
+
+    /// Completes the reason of a session the protocol closed (a timed-out `initialize`) with
+    /// what the transport knows; a reason the transport already gave is left as it is.
+    pub(crate) fn complete_reason(&self, reason: String) -> String {
+        if self
+            .ended_by_transport
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            reason
+        } else {
+            self.transport.end_reason(&reason)
+        }
     }
 }
 
