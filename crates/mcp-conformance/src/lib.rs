@@ -1,7 +1,15 @@
-//! Support for running the official MCP conformance suite against our crates: the
-//! `mcp-conformance-client` binary acts as each client scenario expects, through the public
-//! API of `mcp-host` (with its OAuth), as a consumer would. The xtask that installs and runs the suite is its
-//! own issue; until then the suite is run by hand (see `docs/conformance.md`).
+//! Support for running the official MCP conformance suite against our crates, built on them
+//! the way a consumer would use them:
+//!
+//! - `mcp-conformance-client <url>` acts as each client scenario expects, through the public
+//!   API of `mcp-host` (with its OAuth);
+//! - `mcp-conformance-server [--port N]` serves the everything-style [`server`] over
+//!   `mcp-http`'s Streamable HTTP server half, for the server scenarios.
+//!
+//! `cargo xtask conformance` installs the pinned suites and runs both (see
+//! `docs/conformance.md`, which it writes).
+
+pub mod server;
 
 /// The scenario the harness runs, from `MCP_CONFORMANCE_SCENARIO`.
 pub fn scenario() -> String {

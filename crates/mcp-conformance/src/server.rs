@@ -1,0 +1,536 @@
+//! The everything-style server the suite's server scenarios call: the diagnostic tools,
+//! resources, prompts, completion and logging that the reference "everything server" offers,
+//! each answering as the scenario's description asks. It is an `mcp-session` [`Handler`];
+//! `mcp-http`'s server half serves it over Streamable HTTP, so every protocol rule (the
+//! handshake, capability checks, routing to streams, sessions, DNS rebinding) is the library's.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use mcp_protocol::schema::{
+    CallToolParams, ClientRequest, GetPromptParams, Implementation, RequestMethod,
+    ServerCapabilities, method,
+};
+use mcp_protocol::{ErrorObject, RawJson, RequestOptions, ServerConfig, code};
+use mcp_session::{Handler, RequestContext};
+use serde_json::{Value, json};
+
+/// A 1×1 PNG, for image content and the binary resource.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+/// A WAV file with a header and no samples, for audio content.
+const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
+
+/// The server's identity and what it offers: tools, resources with subscriptions, prompts,
+/// completion and logging.
+pub fn config() -> ServerConfig {
+    let mut config = ServerConfig::new(Implementation::new(
+        "mcp-conformance-server".to_owned(),
+        env!("CARGO_PKG_VERSION").to_owned(),
+    ));
+    let capabilities = json!({
+        "tools": {"listChanged": false},
+        "resources": {"subscribe": true, "listChanged": false},
+        "prompts": {"listChanged": false},
+        "completions": {},
+        "logging": {},
+    });
+    // The literal above is a valid capabilities object; the fallback is never taken.
+    config.capabilities =
+        serde_json::from_value::<ServerCapabilities>(capabilities).unwrap_or_default();
+    config
+}
+
+/// The handler. One instance serves every session; the log level is the last one any
+/// client set, which is all a test server needs.
+#[derive(Debug, Default)]
+pub struct Everything {
+    /// The least severe level sent, as an index into [`LEVELS`]; `debug` until set.
+    log_level: AtomicU8,
+}
+
+/// The syslog levels of `logging/setLevel`, least severe first.
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl Everything {
+    /// A server with logging at `debug`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sends a log entry tied to the request being handled, if `level` passes the filter.
+    fn log(&self, context: &RequestContext, level: &str, text: &str) {
+        let rank = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+        if rank < usize::from(self.log_level.load(Ordering::Relaxed)) {
+            return;
+        }
+        let params = json!({"level": level, "logger": "conformance", "data": text});
+        if let Ok(raw) = RawJson::encode(&params) {
+            let _ = context.peer.notify("notifications/message", Some(raw));
+        }
+    }
+
+    async fn call(
+        &self,
+        params: CallToolParams,
+        context: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let args = params.arguments.unwrap_or_default();
+        let text_arg = |key: &str| {
+            args.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let result = match params.name.as_str() {
+            "test_simple_text" => text("This is a simple text response for testing."),
+            "test_image_content" => json!({
+                "content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]
+            }),
+            "test_audio_content" => json!({
+                "content": [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]
+            }),
+            "test_embedded_resource" => json!({
+                "content": [{"type": "resource", "resource": {
+                    "uri": "test://embedded-resource",
+                    "mimeType": "text/plain",
+                    "text": "This is an embedded resource content.",
+                }}]
+            }),
+            "test_multiple_content_types" => json!({
+                "content": [
+                    {"type": "text", "text": "Multiple content types test:"},
+                    {"type": "image", "data": PNG, "mimeType": "image/png"},
+                    {"type": "resource", "resource": {
+                        "uri": "test://mixed-content-resource",
+                        "mimeType": "application/json",
+                        "text": "{\"test\":\"data\",\"value\":123}",
+                    }},
+                ]
+            }),
+            "test_tool_with_logging" => {
+                for (i, message) in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                .iter()
+                .enumerate()
+                {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    self.log(&context, "info", message);
+                }
+                text("Tool with logging executed successfully")
+            }
+            "test_tool_with_progress" => {
+                for (i, progress) in [0, 50, 100].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    context.progress(progress, Some(100), Some("working"));
+                }
+                text("Tool with progress executed successfully")
+            }
+            "test_error_handling" => json!({
+                "content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}],
+                "isError": true,
+            }),
+            // The scenario accepts an answer on the request's own stream; this server's
+            // transport has no resumable streams to close mid-call.
+            "test_reconnection" => text("Reconnection test completed successfully."),
+            "test_sampling" => {
+                let request = json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": text_arg("prompt")}}],
+                    "maxTokens": 100,
+                });
+                let answer = ask::<method::CreateMessage>(&context, request).await?;
+                let said = answer
+                    .pointer("/content/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                text(&format!("LLM response: {said}"))
+            }
+            "test_elicitation" => {
+                let request = json!({
+                    "message": text_arg("message"),
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "username": {"type": "string", "description": "User's response"},
+                            "email": {"type": "string", "description": "User's email address"},
+                        },
+                        "required": ["username", "email"],
+                    },
+                });
+                let answer = ask::<method::Elicit>(&context, request).await?;
+                text(&format!("User response: {answer}"))
+            }
+            "test_elicitation_sep1034_defaults" => {
+                let request = json!({
+                    "message": "Please review and update the form fields with defaults",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                            "age": {"type": "integer", "description": "User age", "default": 30},
+                            "score": {"type": "number", "description": "User score", "default": 95.5},
+                            "status": {
+                                "type": "string",
+                                "description": "User status",
+                                "enum": ["active", "inactive", "pending"],
+                                "default": "active",
+                            },
+                            "verified": {"type": "boolean", "description": "Verification status", "default": true},
+                        },
+                        "required": [],
+                    },
+                });
+                elicited(ask::<method::Elicit>(&context, request).await?)
+            }
+            "test_elicitation_sep1330_enums" => {
+                let titled = |a: &str, b: &str, c: &str| {
+                    json!([
+                        {"const": "value1", "title": a},
+                        {"const": "value2", "title": b},
+                        {"const": "value3", "title": c},
+                    ])
+                };
+                let request = json!({
+                    "message": "Please select options from the enum fields",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "untitledSingle": {
+                                "type": "string",
+                                "description": "Select one option",
+                                "enum": ["option1", "option2", "option3"],
+                            },
+                            "titledSingle": {
+                                "type": "string",
+                                "description": "Select one option with titles",
+                                "oneOf": titled("First Option", "Second Option", "Third Option"),
+                            },
+                            "legacyEnum": {
+                                "type": "string",
+                                "description": "Select one option (legacy)",
+                                "enum": ["opt1", "opt2", "opt3"],
+                                "enumNames": ["Option One", "Option Two", "Option Three"],
+                            },
+                            "untitledMulti": {
+                                "type": "array",
+                                "description": "Select multiple options",
+                                "minItems": 1,
+                                "maxItems": 3,
+                                "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                            },
+                            "titledMulti": {
+                                "type": "array",
+                                "description": "Select multiple options with titles",
+                                "minItems": 1,
+                                "maxItems": 3,
+                                "items": {"anyOf": titled("First Choice", "Second Choice", "Third Choice")},
+                            },
+                        },
+                        "required": [],
+                    },
+                });
+                elicited(ask::<method::Elicit>(&context, request).await?)
+            }
+            "json_schema_2020_12_tool" => text(&format!(
+                "JSON Schema 2020-12 tool called with: {}",
+                Value::Object(args.clone())
+            )),
+            "add_numbers" => {
+                let n = |k: &str| args.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                text(&format!(
+                    "The sum of {} and {} is {}.",
+                    n("a"),
+                    n("b"),
+                    n("a") + n("b")
+                ))
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    code::INVALID_PARAMS,
+                    format!("Unknown tool: {other}"),
+                ));
+            }
+        };
+        Ok(result)
+    }
+}
+
+impl Handler for Everything {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let result = match request {
+            ClientRequest::ListTools(_) => json!({"tools": tools()}),
+            ClientRequest::CallTool(params) => self.call(params, context).await?,
+            ClientRequest::ListResources(_) => json!({"resources": [
+                {"uri": "test://static-text", "name": "static-text", "title": "Static Text Resource",
+                 "description": "A static text resource for testing", "mimeType": "text/plain"},
+                {"uri": "test://static-binary", "name": "static-binary", "title": "Static Binary Resource",
+                 "description": "A static binary resource (image) for testing", "mimeType": "image/png"},
+                {"uri": "test://watched-resource", "name": "watched-resource", "title": "Watched Resource",
+                 "description": "A resource clients may subscribe to", "mimeType": "text/plain"},
+            ]}),
+            ClientRequest::ListResourceTemplates(_) => json!({"resourceTemplates": [
+                {"uriTemplate": "test://template/{id}/data", "name": "template",
+                 "title": "Resource Template", "description": "A resource template with parameter substitution",
+                 "mimeType": "application/json"},
+            ]}),
+            ClientRequest::ReadResource(params) => read(&params.uri)?,
+            ClientRequest::Subscribe(_) | ClientRequest::Unsubscribe(_) => json!({}),
+            ClientRequest::ListPrompts(_) => json!({"prompts": [
+                {"name": "test_simple_prompt", "description": "A simple prompt without arguments"},
+                {"name": "test_prompt_with_arguments", "description": "A prompt with required arguments",
+                 "arguments": [
+                    {"name": "arg1", "description": "First test argument", "required": true},
+                    {"name": "arg2", "description": "Second test argument", "required": true},
+                 ]},
+                {"name": "test_prompt_with_embedded_resource", "description": "A prompt that includes an embedded resource",
+                 "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]},
+                {"name": "test_prompt_with_image", "description": "A prompt that includes image content"},
+            ]}),
+            ClientRequest::GetPrompt(params) => prompt(&params)?,
+            ClientRequest::Complete(params) => {
+                let typed = params.argument.value.to_lowercase();
+                let values: Vec<&str> = ["paris", "park", "party"]
+                    .into_iter()
+                    .filter(|v| v.starts_with(&typed))
+                    .collect();
+                json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})
+            }
+            ClientRequest::SetLevel(params) => {
+                let name = serde_json::to_value(&params.level).unwrap_or_default();
+                let rank = LEVELS
+                    .iter()
+                    .position(|l| Some(*l) == name.as_str())
+                    .unwrap_or(0);
+                self.log_level
+                    .store(u8::try_from(rank).unwrap_or(0), Ordering::Relaxed);
+                json!({})
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("Method not found: {}", other.method()),
+                ));
+            }
+        };
+        RawJson::encode(&result).map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+}
+
+/// A tool result with one text block.
+fn text(s: &str) -> Value {
+    json!({"content": [{"type": "text", "text": s}]})
+}
+
+/// The result of a tool that asked the user something.
+fn elicited(answer: Value) -> Value {
+    let action = answer.get("action").and_then(Value::as_str).unwrap_or("");
+    let content = answer.get("content").cloned().unwrap_or_else(|| json!({}));
+    text(&format!(
+        "Elicitation completed: action={action}, content={content}"
+    ))
+}
+
+/// Sends a request to the client during a tool call and returns its answer as JSON; a client
+/// that refuses or lacks the capability makes the call a JSON-RPC error.
+async fn ask<M: RequestMethod>(
+    context: &RequestContext,
+    params: Value,
+) -> Result<Value, ErrorObject> {
+    let params: M::Params = serde_json::from_value(params)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let answer = context
+        .peer
+        .request::<M>(&params, RequestOptions::DEFAULT)
+        .await
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, format!("{}: {e}", M::METHOD)))?;
+    serde_json::to_value(&answer).map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+}
+
+/// The tools, each with a description and an input schema.
+fn tools() -> Value {
+    let none = json!({"type": "object", "properties": {}});
+    let tool = |name: &str, description: &str, schema: &Value| json!({"name": name, "description": description, "inputSchema": schema});
+    let string_arg = |arg: &str, description: &str| json!({"type": "object", "properties": {arg: {"type": "string", "description": description}}, "required": [arg]});
+    json!([
+        tool("test_simple_text", "Returns simple text content", &none),
+        tool("test_image_content", "Returns image content", &none),
+        tool("test_audio_content", "Returns audio content", &none),
+        tool(
+            "test_embedded_resource",
+            "Returns an embedded resource",
+            &none
+        ),
+        tool(
+            "test_multiple_content_types",
+            "Returns text, image and resource content",
+            &none
+        ),
+        tool(
+            "test_tool_with_logging",
+            "Sends log messages while it runs",
+            &none
+        ),
+        tool(
+            "test_tool_with_progress",
+            "Reports progress while it runs",
+            &none
+        ),
+        tool(
+            "test_error_handling",
+            "Always fails with a tool error",
+            &none
+        ),
+        tool(
+            "test_reconnection",
+            "Answers a call that a client may have to resume",
+            &none
+        ),
+        tool(
+            "test_sampling",
+            "Asks the client's model for a completion",
+            &string_arg("prompt", "The prompt to send")
+        ),
+        tool(
+            "test_elicitation",
+            "Asks the user for input",
+            &string_arg("message", "The message to show the user")
+        ),
+        tool(
+            "test_elicitation_sep1034_defaults",
+            "Asks the user with defaults for every primitive type (SEP-1034)",
+            &none
+        ),
+        tool(
+            "test_elicitation_sep1330_enums",
+            "Asks the user with every enum variant (SEP-1330)",
+            &none
+        ),
+        tool(
+            "json_schema_2020_12_tool",
+            "Tool with JSON Schema 2020-12 features",
+            &json_schema_2020_12()
+        ),
+        tool(
+            "add_numbers",
+            "Adds two numbers",
+            &json!({
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            })
+        ),
+    ])
+}
+
+/// The input schema with JSON Schema 2020-12 keywords that must reach the client unchanged
+/// (SEP-1613, SEP-2106).
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            },
+        },
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false,
+    })
+}
+
+/// `resources/read`: the static resources and the template `test://template/{id}/data`.
+fn read(uri: &str) -> Result<Value, ErrorObject> {
+    let contents = match uri {
+        "test://static-text" => json!({
+            "uri": uri, "mimeType": "text/plain",
+            "text": "This is the content of the static text resource.",
+        }),
+        "test://static-binary" => json!({"uri": uri, "mimeType": "image/png", "blob": PNG}),
+        "test://watched-resource" => json!({
+            "uri": uri, "mimeType": "text/plain", "text": "Watched resource content",
+        }),
+        _ => match uri
+            .strip_prefix("test://template/")
+            .and_then(|rest| rest.strip_suffix("/data"))
+            .filter(|id| !id.is_empty() && !id.contains('/'))
+        {
+            Some(id) => json!({
+                "uri": uri, "mimeType": "application/json",
+                "text": json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string(),
+            }),
+            None => {
+                let mut error =
+                    ErrorObject::new(code::INVALID_PARAMS, format!("Resource not found: {uri}"));
+                error.data = Some(json!({"uri": uri}));
+                return Err(error);
+            }
+        },
+    };
+    Ok(json!({"contents": [contents]}))
+}
+
+/// `prompts/get`.
+fn prompt(params: &GetPromptParams) -> Result<Value, ErrorObject> {
+    let args = params.arguments.clone().unwrap_or_default();
+    let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
+    let user = |content: Value| json!({"role": "user", "content": content});
+    let messages = match params.name.as_str() {
+        "test_simple_prompt" => json!([user(
+            json!({"type": "text", "text": "This is a simple prompt for testing."})
+        )]),
+        "test_prompt_with_arguments" => json!([user(json!({
+            "type": "text",
+            "text": format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2")),
+        }))]),
+        "test_prompt_with_embedded_resource" => json!([
+            user(json!({"type": "resource", "resource": {
+                "uri": arg("resourceUri"), "mimeType": "text/plain",
+                "text": "Embedded resource content for testing.",
+            }})),
+            user(json!({"type": "text", "text": "Please process the embedded resource above."})),
+        ]),
+        "test_prompt_with_image" => json!([
+            user(json!({"type": "image", "data": PNG, "mimeType": "image/png"})),
+            user(json!({"type": "text", "text": "Please analyze the image above."})),
+        ]),
+        other => {
+            return Err(ErrorObject::new(
+                code::INVALID_PARAMS,
+                format!("Unknown prompt: {other}"),
+            ));
+        }
+    };
+    Ok(json!({"messages": messages}))
+}
