@@ -17,7 +17,9 @@ use mcp_protocol::schema::{
     GetPromptResult, Implementation, ListRootsResult, ProgressParams, Prompt, ReadResourceResult,
     Resource, ResourceTemplate, Root, RootsCapability, ServerNotification, ServerRequest,
 };
-use mcp_protocol::{ClientConfig, ErrorObject, JsonObject, RawJson, RequestOptions, ServerInfo};
+use mcp_protocol::{
+    ClientConfig, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions, ServerInfo,
+};
 use mcp_session::{Client, Incoming};
 use mcp_stdio::StdioConfig;
 use tokio::sync::{Semaphore, broadcast, mpsc};
@@ -67,6 +69,10 @@ pub struct ServerEntry {
     pub notes: Vec<String>,
     /// OAuth for an HTTP server: supplies `Authorization`, logs in on a 401, refreshes.
     pub oauth: Option<Arc<OAuthHook>>,
+    /// A protocol revision to speak instead of negotiating (the configuration's
+    /// `protocol_version`): it is the only one offered and the only one accepted, for a
+    /// server that mishandles negotiation or a test that must run one revision.
+    pub protocol_version: Option<ProtocolVersion>,
 }
 
 impl ServerEntry {
@@ -90,6 +96,7 @@ impl ServerEntry {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             notes: Vec::new(),
             oauth: None,
+            protocol_version: None,
         }
     }
 }
@@ -949,6 +956,10 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
     let entry = &slot.entry;
     let mut session = inner.session.clone();
     session.request_timeout = entry.request_timeout;
+    if let Some(version) = &entry.protocol_version {
+        session.protocol_version = version.clone();
+        session.supported_versions = vec![version.clone()];
+    }
     let connect = entry.connect.clone().map_err(|message| Failure {
         message,
         auth_required: false,

@@ -15,6 +15,7 @@ pub mod auth_store;
 mod bound;
 pub mod catalog;
 pub mod config;
+mod elicit;
 mod error;
 mod fs;
 mod host;
@@ -26,6 +27,7 @@ pub mod setup;
 pub use bound::bound_result;
 pub use catalog::{Catalog, ExposedTool};
 pub use config::{LoadedConfig, ServerConfig};
+pub use elicit::AcceptDefaults;
 pub use error::CallError;
 pub use host::{
     CallOptions, Connect, DEFAULT_MAX_RESULT_BYTES, Host, HostEvent, HostOptions, RequestHandler,

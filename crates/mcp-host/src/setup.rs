@@ -85,6 +85,7 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
     e.filter = ToolFilter::new(server.enabled_tools.clone(), server.disabled_tools.clone());
     e.rules = rules;
     e.max_result_bytes = server.max_result_bytes;
+    e.protocol_version = server.protocol_version.clone();
     e.notes = notes;
     e
 }

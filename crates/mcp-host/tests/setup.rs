@@ -70,7 +70,7 @@ fn configured_servers_start_and_secrets_stay_hidden() {
     let file = dir.join("config.json");
     let config = json!({"version": 1, "mcp": {"servers": {
         "good": {"transport": "stdio", "command": fake, "args": ["--tools", "2"],
-                 "disabled_tools": ["crash"],
+                 "disabled_tools": ["crash"], "protocol_version": "2025-06-18",
                  "permission": {"default": "allow", "tools": {"hang": "deny"}}},
         "leaky": {"transport": "stdio", "command": fake, "args": ["--exit-on-start", "2"],
                   "env": {"FAKE_API_KEY": {"env": "PLANTED_KEY"}}},
@@ -105,6 +105,11 @@ fn configured_servers_start_and_secrets_stay_hidden() {
     rt.block_on(host.start(entries));
     let state = |id: &str| host.server_status(id).unwrap();
     assert_eq!(state("good").state, ServerState::Ready);
+    // A configured revision is the one spoken, not the newest both know.
+    assert_eq!(
+        state("good").protocol_version.as_deref(),
+        Some("2025-06-18")
+    );
     assert_eq!(
         state("good").tools,
         18 + 2 - 1,
