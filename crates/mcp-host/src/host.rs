@@ -175,6 +175,10 @@ pub struct ServerStatus {
     pub protocol_version: Option<String>,
     /// The server's name and version as it reported them (untrusted), while connected.
     pub server_info: Option<Implementation>,
+    /// The transport's session id (Streamable HTTP's `Mcp-Session-Id`), while connected: to
+    /// match this connection with the server's logs. It lets whoever holds it use the session,
+    /// so views show only its start.
+    pub session_id: Option<String>,
     /// What the catalogue left out or changed, and other things the user should know.
     pub diagnostics: Vec<String>,
     /// Reconnection attempts since the connection was lost.
@@ -827,6 +831,7 @@ impl Slot {
                 .as_ref()
                 .map(|i| i.protocol_version.as_str().to_owned()),
             server_info: s.info.as_ref().map(|i| i.implementation.clone()),
+            session_id: s.client.as_ref().and_then(Client::session_id),
             diagnostics: s.diagnostics.clone(),
             reconnect_attempts: s.reconnect_attempts,
             token_expires_at: self

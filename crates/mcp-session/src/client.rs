@@ -134,6 +134,12 @@ impl Client {
         self.core.lock().dropped_notifications
     }
 
+    /// The session id the server assigned, for transports with sessions (Streamable HTTP's
+    /// `Mcp-Session-Id`); `None` over stdio.
+    pub fn session_id(&self) -> Option<String> {
+        self.core.transport().session_id()
+    }
+
     /// Whether the connection has ended.
     pub fn is_closed(&self) -> bool {
         self.core.is_closed()

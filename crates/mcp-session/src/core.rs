@@ -67,6 +67,11 @@ pub trait Transport: Send + Sync + 'static {
         String::new()
     }
 
+    /// The session id the server assigned, if the transport has sessions (Streamable HTTP).
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
     /// Ends the connection politely once the session is closed (stdio: close stdin and end the
     /// process; HTTP: delete the session). Resolves to how it ended.
     fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>>;

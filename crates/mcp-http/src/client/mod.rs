@@ -363,6 +363,14 @@ impl Inner {
 struct HttpTransport(Arc<Inner>);
 
 impl Transport for HttpTransport {
+    fn session_id(&self) -> Option<String> {
+        let ids = self.0.ids();
+        ids.session
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
     fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
         while let Some(message) = session.poll_transmit() {
             // Once the handshake is done, every request carries the negotiated version.

@@ -1,0 +1,308 @@
+//! The command line as clap sees it: every subcommand and flag, with the help text a user
+//! reads. Values are checked here only as far as their shape; what they mean is checked by
+//! the library (a server id, a URL, a configuration entry).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  any other failure (I/O, internal)
+  2  usage error: a bad flag, a missing value, an invalid server id or JSON argument
+  3  configuration error: unknown or duplicate server id, a file that does not parse
+  4  connection failure: the server did not start, initialize or authorize
+  5  tool error: the tool reported an error, the server answered with an error, or timed out
+  6  the call was denied by the permission policy (nothing was sent)";
+
+/// Run and talk to MCP servers: manage their configuration, inspect and call them, log in.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-host", version, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// Print machine-readable JSON on stdout instead of tables (field names are stable and
+    /// documented in docs/cli.md).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// The project directory whose `.mcp.json` and `.mcp-host/config.json` apply (default:
+    /// the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// A file layer a command edits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EditScope {
+    /// `<project>/.mcp-host/config.json`.
+    Project,
+    /// The user's file (`$MCP_HOST_CONFIG`, else `~/.config/mcp-host/config.json`).
+    Global,
+}
+
+/// The layers a command reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReadScope {
+    /// Global and project merged, the project winning: what a host runs.
+    Effective,
+    /// The project's files only.
+    Project,
+    /// The global file only.
+    Global,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Add a server to a configuration file.
+    #[command(after_help = "\
+Examples:
+  mcp-host add docs https://example.com/mcp
+  mcp-host add files -- npx -y @modelcontextprotocol/server-filesystem .
+  mcp-host add api --transport http --url https://api.example.com/mcp --header-env Authorization=API_TOKEN
+  mcp-host add local --transport stdio --command ./server --arg --verbose --env LOG=debug")]
+    Add(Box<AddArgs>),
+    /// List the configured servers (the files, not the running state).
+    List {
+        /// Which layer to show.
+        #[arg(long, value_enum, default_value_t = ReadScope::Effective)]
+        scope: ReadScope,
+    },
+    /// Remove a server from one layer (another layer's definition stays effective).
+    Remove {
+        /// The server id.
+        id: String,
+        /// The layer to edit.
+        #[arg(long, value_enum, default_value_t = EditScope::Project)]
+        scope: EditScope,
+    },
+    /// Enable a server in one layer.
+    Enable {
+        /// The server id.
+        id: String,
+        /// The layer to edit.
+        #[arg(long, value_enum, default_value_t = EditScope::Project)]
+        scope: EditScope,
+    },
+    /// Disable a server in one layer (in the project layer, this can switch off a global one).
+    Disable {
+        /// The server id.
+        id: String,
+        /// The layer to edit.
+        #[arg(long, value_enum, default_value_t = EditScope::Project)]
+        scope: EditScope,
+    },
+    /// Connect to one server, initialize and list its tools; report what it said and how long
+    /// it took. Exits 0 only if all of that worked.
+    Test {
+        /// The server id.
+        id: String,
+        /// Which layer's definition to test.
+        #[arg(long, value_enum, default_value_t = ReadScope::Effective)]
+        scope: ReadScope,
+    },
+    /// Connect to the enabled servers and show their state (the `/mcp` view); with an id, the
+    /// details of one.
+    Status {
+        /// One server's details.
+        id: Option<String>,
+    },
+    /// List the tools as a model sees them: exposed name, origin and description.
+    Tools {
+        /// Only this server's tools.
+        id: Option<String>,
+    },
+    /// Call a tool, after the permission check (asks on the terminal unless allowed).
+    Call(Box<CallArgs>),
+    /// List resources.
+    Resources {
+        /// Only this server's resources.
+        id: Option<String>,
+    },
+    /// Read one resource.
+    Read {
+        /// The server id.
+        id: String,
+        /// The resource URI.
+        uri: String,
+    },
+    /// List prompts.
+    Prompts {
+        /// Only this server's prompts.
+        id: Option<String>,
+    },
+    /// Get one prompt with its arguments filled in.
+    Get {
+        /// The server id.
+        id: String,
+        /// The prompt's name.
+        prompt: String,
+        /// A prompt argument, `NAME=VALUE` (repeatable).
+        #[arg(long, value_name = "NAME=VALUE", value_parser = key_value)]
+        arg: Vec<(String, String)>,
+    },
+    /// Log in to an OAuth-protected HTTP server (opens a browser, or prints the URL).
+    Login {
+        /// The server id.
+        id: String,
+        /// Do not open a browser or listen on loopback: print the URL and read the address the
+        /// browser ended on from stdin (for machines without a browser).
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the stored tokens of an OAuth server.
+    Logout {
+        /// The server id.
+        id: String,
+    },
+    /// An interactive session: `/mcp`, `/tools`, `/call`, `/read`, `/get` and more (type
+    /// `/help`), with `/mcp` answering while calls run.
+    Shell {
+        /// Allow every call the configuration does not deny, without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Show the whole flow against a bundled demo server: no configuration, no network.
+    Demo,
+    /// The bundled demo server itself (stdio, or Streamable HTTP at `--http ADDR`), which
+    /// `demo` starts.
+    #[command(hide = true)]
+    DemoServer {
+        /// Serve Streamable HTTP at this address (endpoint `/mcp`) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+    },
+}
+
+/// `add`'s flags: seed 000 §5.2's list, plus references to secrets kept in the environment.
+#[derive(Debug, Args)]
+pub(crate) struct AddArgs {
+    /// The server id: 1 to 64 characters from a-z, A-Z, 0-9, `_` and `-`.
+    pub(crate) id: String,
+    /// The shorthand: a URL (`http(s)://`, or `sse://` for the legacy transport), or a
+    /// whole command line in one string.
+    #[arg(value_name = "URL")]
+    pub(crate) target: Option<String>,
+    /// The shorthand for a command: after `--`, the program and its arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub(crate) command_line: Vec<String>,
+    /// The transport, when given with `--url` or `--command`.
+    #[arg(long, value_enum)]
+    pub(crate) transport: Option<TransportArg>,
+    /// The layer to write.
+    #[arg(long, value_enum, default_value_t = EditScope::Project)]
+    pub(crate) scope: EditScope,
+    /// Whether a host connects to it.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub(crate) enabled: Option<bool>,
+    /// How long one request may take before it is cancelled.
+    #[arg(long, value_name = "MS")]
+    pub(crate) request_timeout_ms: Option<u64>,
+    /// Overwrite a server of the same id in the same layer.
+    #[arg(long)]
+    pub(crate) replace: bool,
+
+    /// HTTP: the endpoint.
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) url: Option<String>,
+    /// HTTP: a header sent with every request, `NAME=VALUE` (written into the file as given).
+    #[arg(long, value_name = "NAME=VALUE", help_heading = "HTTP")]
+    pub(crate) header: Vec<String>,
+    /// HTTP: a header whose value is read from an environment variable when the configuration
+    /// loads, `NAME=VAR` (the file holds the variable's name, not the secret).
+    #[arg(long, value_name = "NAME=VAR", help_heading = "HTTP")]
+    pub(crate) header_env: Vec<String>,
+    /// OAuth: the authorization endpoint, when the server does not advertise one.
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) oauth_authorization_url: Option<String>,
+    /// OAuth: the token endpoint.
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) oauth_token_url: Option<String>,
+    /// OAuth: the dynamic client registration endpoint.
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) oauth_registration_url: Option<String>,
+    /// OAuth: a pre-registered client id.
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) oauth_client_id: Option<String>,
+    /// OAuth: the client secret (written into the file, which is then made private).
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) oauth_client_secret: Option<String>,
+    /// OAuth: the client secret from an environment variable, by name.
+    #[arg(long, value_name = "VAR", help_heading = "HTTP")]
+    pub(crate) oauth_client_secret_env: Option<String>,
+    /// OAuth: the scope to ask for.
+    #[arg(long, help_heading = "HTTP")]
+    pub(crate) oauth_scope: Option<String>,
+
+    /// stdio: the program.
+    #[arg(long, help_heading = "stdio")]
+    pub(crate) command: Option<String>,
+    /// stdio: one argument (repeatable, in order).
+    #[arg(long, allow_hyphen_values = true, help_heading = "stdio")]
+    pub(crate) arg: Vec<String>,
+    /// stdio: the working directory.
+    #[arg(long, help_heading = "stdio")]
+    pub(crate) cwd: Option<String>,
+    /// stdio: an environment variable for the server, `NAME=VALUE`.
+    #[arg(long, value_name = "NAME=VALUE", help_heading = "stdio")]
+    pub(crate) env: Vec<String>,
+    /// stdio: an environment variable for the server taken from this process's variable VAR
+    /// when the configuration loads, `NAME=VAR`.
+    #[arg(long, value_name = "NAME=VAR", help_heading = "stdio")]
+    pub(crate) env_from: Vec<String>,
+}
+
+/// `add --transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportArg {
+    /// Streamable HTTP.
+    Http,
+    /// The deprecated HTTP+SSE transport (2024-11-05).
+    Sse,
+    /// A local program on stdin and stdout.
+    Stdio,
+}
+
+/// `call`'s flags.
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    /// The server id.
+    pub(crate) id: String,
+    /// The tool: its name on the server, or its exposed name (`mcp_<server>_…`).
+    pub(crate) tool: String,
+    /// The arguments, a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) args: Option<String>,
+    /// Allow the call without asking (a `deny` in the configuration still wins).
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    /// Give up after this many milliseconds without an answer or progress.
+    #[arg(long, value_name = "MS")]
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+/// `NAME=VALUE`, split at the first `=`; the name must not be empty.
+fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err("expected NAME=VALUE".to_owned()),
+    }
+}
+
+/// `NAME=VALUE` pairs given with `flag`, split at the first `=`. The error names the flag and
+/// the position, never the text: a header or environment value may be a secret.
+pub(crate) fn pairs(flag: &str, items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            key_value(item).map_err(|_| {
+                format!(
+                    "--{flag} value number {} is not NAME=VALUE (a name, `=`, then the value)",
+                    i + 1
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,314 @@
+//! `mcp-host shell`: one host kept running while a person types commands. Lines are read on a
+//! thread of their own (rustyline: line editing and history); every command runs as a task,
+//! so `/mcp` answers while a slow `/call` is still running, and results are printed above the
+//! prompt when they arrive. A permission question is answered on the next line typed.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_host::permission::CallRequest;
+use mcp_host::{Host, Prompter, setup};
+use rustyline::error::ReadlineError;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::args::ReadScope;
+use crate::exit::{Code, Failure};
+use crate::live::{self, Setup};
+use crate::manage::{self, Context};
+use crate::output::{Out, Sink};
+
+const HELP: &str = "\
+commands:
+  /mcp                       every server's state (answers while calls run)
+  /mcp ID                    one server's details
+  /tools [ID]                the tools, as a model sees them
+  /call ID TOOL [JSON]       call a tool (JSON: the arguments object)
+  /resources [ID]            list resources
+  /read ID URI               read a resource
+  /prompts [ID]              list prompts
+  /get ID PROMPT [NAME=VALUE]...  get a prompt
+  /reload                    read the configuration again and apply it
+  /help                      this list
+  /quit                      end the session (also Ctrl-D)";
+
+const PROMPT: &str = "mcp> ";
+
+/// Answers waiting for a permission question, oldest first.
+type Pending = Arc<Mutex<VecDeque<oneshot::Sender<bool>>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Asks in the shell: prints the question and takes the next plain line typed as the answer.
+struct ShellPrompter {
+    pending: Pending,
+    print: Sink,
+}
+
+impl Prompter for ShellPrompter {
+    fn confirm<'a>(
+        &'a self,
+        call: &'a CallRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        let question = live::question(call);
+        Box::pin(async move {
+            let (tx, rx) = oneshot::channel();
+            lock(&self.pending).push_back(tx);
+            (self.print)(&format!("{question} type y or n"));
+            rx.await.unwrap_or(false)
+        })
+    }
+}
+
+/// `mcp-host shell`.
+pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failure> {
+    let mut editor = rustyline::DefaultEditor::new()
+        .map_err(|e| Failure::new(Code::Other, format!("cannot start line editing: {e}")))?;
+    let history = cx.paths.global_dir().map(|d| d.join("shell_history"));
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    // Results arrive while a line may be being typed: they replace the prompt line, and the
+    // prompt is drawn again below them. (rustyline's external printer is not used: with it,
+    // input that arrives in one read, as a paste or a fast typist's does, waits unseen.)
+    let reading = Arc::new(AtomicBool::new(false));
+    let printer: Sink = {
+        let reading = reading.clone();
+        Arc::new(move |text: &str| {
+            use std::io::Write as _;
+            let mut o = std::io::stdout().lock();
+            if reading.load(Ordering::SeqCst) {
+                // The terminal is raw while a line is read: a newline needs its return.
+                let _ = write!(o, "\r\x1b[K{}\r\n{PROMPT}", text.replace('\n', "\r\n"));
+            } else {
+                let _ = writeln!(o, "{text}");
+            }
+            let _ = o.flush();
+        })
+    };
+    let out = out.with_sink(printer.clone());
+    let pending: Pending = Arc::default();
+    let prompter: Arc<dyn Prompter> = Arc::new(ShellPrompter {
+        pending: pending.clone(),
+        print: printer.clone(),
+    });
+    let loaded = cx.load(ReadScope::Effective);
+    manage::report_problems(&out, &loaded);
+    let live = live::start(
+        cx,
+        loaded,
+        None,
+        Setup {
+            yes,
+            prompter: Some(prompter),
+            user_agent: None,
+        },
+    )
+    .await?;
+    let host = live.host.clone();
+    live::show_statuses(&out, &host.status());
+    out.text("type /help for the commands, /quit to leave");
+
+    let (lines_tx, mut lines) = mpsc::unbounded_channel::<Option<String>>();
+    // The reader reads the next line only when told to: after `/quit` it stops before
+    // putting the terminal back into raw mode, and saves the history.
+    let (go_tx, go) = std::sync::mpsc::channel::<bool>();
+    let reader = std::thread::spawn(move || {
+        loop {
+            reading.store(true, Ordering::SeqCst);
+            let read = editor.readline(PROMPT);
+            reading.store(false, Ordering::SeqCst);
+            match read {
+                Ok(line) => {
+                    if !line.trim().is_empty() {
+                        let _ = editor.add_history_entry(line.as_str());
+                    }
+                    if lines_tx.send(Some(line)).is_err() || !go.recv().unwrap_or(false) {
+                        break;
+                    }
+                }
+                Err(ReadlineError::Interrupted) => continue,
+                Err(_) => {
+                    let _ = lines_tx.send(None);
+                    break;
+                }
+            }
+        }
+        if let Some(h) = &history {
+            if let Some(dir) = h.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = editor.save_history(h);
+        }
+    });
+
+    let mut tasks = tokio::task::JoinSet::new();
+    while let Some(Some(line)) = lines.recv().await {
+        let line = line.trim().to_owned();
+        if matches!(line.as_str(), "/quit" | "/exit" | "/q") {
+            break;
+        }
+        let _ = go_tx.send(true);
+        if line.is_empty() {
+            continue;
+        }
+        if !line.starts_with('/') {
+            let answer = lock(&pending).pop_front();
+            match answer {
+                Some(tx) => {
+                    let yes = matches!(line.as_str(), "y" | "Y" | "yes" | "Yes" | "YES");
+                    let _ = tx.send(yes);
+                }
+                None => out.note("commands start with `/`; type /help"),
+            }
+            continue;
+        }
+        if let Some(job) = command(cx, &out, &host, &line) {
+            tasks.spawn(job);
+        }
+        // Forget finished tasks.
+        while tasks.try_join_next().is_some() {}
+    }
+    tasks.abort_all();
+    // Unanswered questions are refusals.
+    lock(&pending).clear();
+    host.shutdown().await;
+    let _ = go_tx.send(false);
+    drop(lines);
+    let _ = tokio::task::spawn_blocking(move || reader.join()).await;
+    Ok(())
+}
+
+/// Runs the quick commands now; returns the slow ones as a task.
+fn command(
+    cx: &Context,
+    out: &Out,
+    host: &Host,
+    line: &str,
+) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
+    let (head, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let out = out.clone();
+    let host = host.clone();
+    let report = move |out: &Out, r: Result<(), Failure>| {
+        if let Err(f) = r {
+            out.failure(&f);
+        }
+    };
+    match head {
+        "/mcp" => {
+            match words.first() {
+                None => live::show_statuses(&out, &host.status()),
+                Some(id) => match host.server_status(id) {
+                    Some(s) => live::show_detail(&out, &s),
+                    None => {
+                        out.failure(&Failure::config(format!("no server `{id}` is configured")))
+                    }
+                },
+            }
+            None
+        }
+        "/tools" => {
+            let r = live::show_tools(&out, &host, words.first().copied());
+            report(&out, r);
+            None
+        }
+        "/help" => {
+            out.text(HELP);
+            None
+        }
+        "/call" => {
+            let mut parts = rest.splitn(3, char::is_whitespace);
+            let (Some(id), Some(tool)) = (parts.next(), parts.next()) else {
+                out.failure(&Failure::usage("usage: /call ID TOOL [JSON]"));
+                return None;
+            };
+            let args = match live::parse_args(parts.next().map(str::trim).filter(|s| !s.is_empty()))
+            {
+                Ok(a) => a,
+                Err(f) => {
+                    out.failure(&f);
+                    return None;
+                }
+            };
+            let (id, tool) = (id.to_owned(), tool.to_owned());
+            Some(Box::pin(async move {
+                let r = live::call_on(&out, &host, &id, &tool, args, None).await;
+                report(&out, r);
+            }))
+        }
+        "/read" => {
+            let [id, uri] = words[..] else {
+                out.failure(&Failure::usage("usage: /read ID URI"));
+                return None;
+            };
+            let (id, uri) = (id.to_owned(), uri.to_owned());
+            Some(Box::pin(async move {
+                let r = live::read_on(&out, &host, &id, &uri).await;
+                report(&out, r);
+            }))
+        }
+        "/get" => {
+            let [id, prompt, ref args @ ..] = words[..] else {
+                out.failure(&Failure::usage("usage: /get ID PROMPT [NAME=VALUE]..."));
+                return None;
+            };
+            let mut map = BTreeMap::new();
+            for a in args {
+                let Some((k, v)) = a.split_once('=') else {
+                    out.failure(&Failure::usage("prompt arguments are NAME=VALUE"));
+                    return None;
+                };
+                map.insert(k.to_owned(), v.to_owned());
+            }
+            let (id, prompt) = (id.to_owned(), prompt.to_owned());
+            Some(Box::pin(async move {
+                let r = live::get_on(&out, &host, &id, &prompt, map).await;
+                report(&out, r);
+            }))
+        }
+        "/resources" => {
+            let id = words.first().map(|s| (*s).to_owned());
+            Some(Box::pin(async move {
+                let r = live::show_resources(&out, &host, id.as_deref()).await;
+                report(&out, r);
+            }))
+        }
+        "/prompts" => {
+            let id = words.first().map(|s| (*s).to_owned());
+            Some(Box::pin(async move {
+                let r = live::show_prompts(&out, &host, id.as_deref()).await;
+                report(&out, r);
+            }))
+        }
+        "/reload" => {
+            let cx = cx.clone();
+            Some(Box::pin(async move {
+                let loaded = cx.load(ReadScope::Effective);
+                manage::report_problems(&out, &loaded);
+                match live::oauth(&cx) {
+                    Ok(oauth) => {
+                        host.reload(setup::entries(&loaded, Some(&oauth))).await;
+                        live::show_statuses(&out, &host.status());
+                    }
+                    Err(f) => out.failure(&f),
+                }
+            }))
+        }
+        other => {
+            out.failure(
+                &Failure::usage(format!(
+                    "unknown command `{}`",
+                    crate::output::cell(other, 40)
+                ))
+                .hint("type /help"),
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! `login` and `logout` against the testkit's fake authorization server, with the test acting
+//! as the browser: it opens the address the command prints and follows the redirect.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+
+use mcp_host::oauth::Url;
+use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions};
+
+use super::*;
+
+/// A browser's GET: the status and the `Location` header.
+fn get(url: &str) -> (u16, Option<String>) {
+    let url = Url::parse(url).unwrap();
+    let mut stream = TcpStream::connect((url.host_str().unwrap(), url.port().unwrap())).unwrap();
+    let target = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        url.host_str().unwrap()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let location = answer
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("location:"))
+        .map(|l| l["location:".len()..].trim().to_owned());
+    (status, location.map(|l| url.join(&l).unwrap().to_string()))
+}
+
+/// Reads the child's stderr until the authorization address, and returns it with the rest
+/// of stderr's reader.
+fn authorization_url(child: &mut Child) -> (String, BufReader<std::process::ChildStderr>) {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no URL in {seen:?}"
+        );
+        seen.push_str(&line);
+        if let Some(url) = line.trim().strip_prefix("http") {
+            return (format!("http{url}"), stderr);
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_in_a_browser_then_use_then_logout() {
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let u = std::sync::Arc::new(User::new());
+    let url = fake.url();
+    let v = blocking({
+        let u = u.clone();
+        move || {
+            u.run(&["add", "secure", &url]).code(0);
+            u.run(&["status", "secure", "--json"]).json()
+        }
+    })
+    .await;
+    assert_eq!(v["state"], "auth_required", "{v}");
+    let r = blocking({
+        let u = u.clone();
+        move || u.run(&["tools", "secure"])
+    })
+    .await;
+    r.code(4)
+        .err_has("needs authorization")
+        .err_has("mcp-host login secure");
+
+    let r = blocking({
+        let u = u.clone();
+        move || {
+            let mut child = u
+                .command(&["login", "secure"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let (url, mut rest) = authorization_url(&mut child);
+            // The authorization server redirects the browser to the command's loopback.
+            let (status, location) = get(&url);
+            assert_eq!(status, 302, "{url}");
+            let callback = location.unwrap();
+            assert!(callback.starts_with("http://127.0.0.1:"), "{callback}");
+            let (status, _) = get(&callback);
+            assert_eq!(status, 200);
+            let mut stderr = String::new();
+            rest.read_to_string(&mut stderr).unwrap();
+            let output = child.wait_with_output().unwrap();
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr,
+            )
+        }
+    })
+    .await;
+    assert_eq!(r.0, Some(0), "{r:?}");
+    assert!(
+        r.1.contains("logged in to `secure`; server state: ready"),
+        "{r:?}"
+    );
+
+    let (status, tools, out) = blocking({
+        let u = u.clone();
+        move || {
+            let status = u.run(&["status", "secure", "--json"]).json();
+            let tools = u.run(&["tools", "secure", "--json"]);
+            let out = u.run(&["logout", "secure"]);
+            (status, tools, out)
+        }
+    })
+    .await;
+    assert_eq!(status["state"], "ready", "{status}");
+    assert!(status["token_expires_at"].as_str().unwrap().ends_with('Z'));
+    assert!(!tools.code(0).json()["tools"].as_array().unwrap().is_empty());
+    out.code(0).out_has("logged out of `secure`");
+    // The token store never shows in output, and tokens are gone after logout.
+    let store = std::fs::read_to_string(u.home.path().join(".config/mcp-host/mcp-auth.json"))
+        .unwrap_or_default();
+    assert!(!store.contains("\"secure\""), "{store}");
+    let v = blocking({
+        let u = u.clone();
+        move || {
+            u.run(&["logout", "secure"])
+                .code(0)
+                .out_has("no stored tokens");
+            u.run(&["status", "secure", "--json"]).json()
+        }
+    })
+    .await;
+    assert_eq!(v["state"], "auth_required");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_without_a_browser_reads_the_pasted_address() {
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let u = std::sync::Arc::new(User::new());
+    let url = fake.url();
+    let r = blocking({
+        let u = u.clone();
+        move || {
+            u.run(&["add", "secure", &url]).code(0);
+            let mut child = u
+                .command(&["login", "secure", "--no-browser", "--json"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let (url, _rest) = authorization_url(&mut child);
+            let (_, location) = get(&url);
+            let landed = location.unwrap();
+            assert!(landed.starts_with("http://127.0.0.1/callback?"), "{landed}");
+            writeln!(child.stdin.take().unwrap(), "{landed}").unwrap();
+            let output = child.wait_with_output().unwrap();
+            Run {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr: String::new(),
+            }
+        }
+    })
+    .await;
+    let v = r.code(0).json();
+    assert_eq!(v["logged_in"], true);
+    assert_eq!(v["state"], "ready");
+}
+
+#[test]
+fn login_refuses_what_has_no_oauth() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    u.run(&["login", "demo"]).code(2).err_has("runs over stdio");
+    u.run(&[
+        "add",
+        "keyed",
+        "https://x.example/mcp",
+        "--header",
+        "Authorization=Bearer k",
+    ])
+    .code(0);
+    u.run(&["login", "keyed"])
+        .code(2)
+        .err_has("Authorization header");
+    u.run(&["login", "ghost"]).code(3);
+    u.run(&["logout", "ghost"]).code(3);
+}

@@ -1,0 +1,343 @@
+//! The commands that run servers, against the bundled demo server over stdio and HTTP.
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn test_reports_version_server_and_tools_over_stdio_and_http() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    u.run(&["test", "demo"])
+        .code(0)
+        .out_has("ok: server `demo` (stdio)")
+        .out_has("mcp-host-demo")
+        .out_has("protocol:  2025-11-25")
+        .out_has("tools:     6");
+
+    let http = HttpDemo::start();
+    u.run(&["add", "web", &http.url, "--scope", "global"])
+        .code(0);
+    let v = u.run(&["test", "web", "--json"]).code(0).json();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["transport"], "http");
+    assert_eq!(v["tools"], 6);
+    assert_eq!(v["protocol_version"], "2025-11-25");
+    assert!(v["elapsed_ms"].as_u64().is_some());
+    assert!(v["tool_names"].as_array().unwrap().contains(&json!("slow")));
+    // --scope picks the layer whose definition is tested.
+    u.run(&["test", "web", "--scope", "project"])
+        .code(3)
+        .err_has("no server `web` is configured");
+    u.run(&["test", "web", "--scope", "global"]).code(0);
+}
+
+#[test]
+fn test_fails_with_the_phase_and_a_hint() {
+    let u = User::new();
+    u.run(&["add", "missing", "--", "/nonexistent/server-binary"])
+        .code(0);
+    u.run(&["test", "missing"])
+        .code(4)
+        .err_has("server `missing` did not become ready")
+        .err_has("hint:");
+    u.run(&["add", "nothing", "http://127.0.0.1:9/mcp"]).code(0);
+    u.run(&["test", "nothing"])
+        .code(4)
+        .err_has("server `nothing`");
+    u.run(&["test", "ghost"])
+        .code(3)
+        .err_has("no server `ghost` is configured")
+        .err_has("configured servers: missing, nothing");
+    u.run(&[
+        "add",
+        "off",
+        "--enabled",
+        "false",
+        "--",
+        bin(),
+        "demo-server",
+    ])
+    .code(0);
+    u.run(&["test", "off"]).code(3).err_has("disabled");
+}
+
+#[test]
+fn status_is_the_mcp_view() {
+    let u = User::new();
+    u.run(&["status"])
+        .code(0)
+        .out_has("no MCP servers configured");
+    assert_eq!(u.run(&["status", "--json"]).json(), json!({"servers": []}));
+    u.add_demo("demo", "global");
+    u.run(&["add", "broken", "--", "/nonexistent/x"]).code(0);
+    u.run(&[
+        "add",
+        "off",
+        "--enabled",
+        "false",
+        "--",
+        bin(),
+        "demo-server",
+    ])
+    .code(0);
+    let r = u.run(&["status"]);
+    r.code(0);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["ID", "TRANSPORT", "SOURCE", "ENABLED", "STATE", "TOOLS"]
+    );
+    let row = |id: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap()
+            .split_whitespace()
+            .collect()
+    };
+    assert_eq!(
+        row("demo"),
+        ["demo", "stdio", "global", "yes", "ready", "6"]
+    );
+    assert_eq!(
+        row("broken"),
+        ["broken", "stdio", "project", "yes", "error", "0"]
+    );
+    assert_eq!(
+        row("off"),
+        ["off", "stdio", "project", "no", "disabled", "0"]
+    );
+
+    let one = u.run(&["status", "demo", "--json"]).code(0).json();
+    assert_eq!(one["state"], "ready");
+    assert_eq!(one["protocol_version"], "2025-11-25");
+    assert_eq!(one["server_info"]["name"], "mcp-host-demo");
+    assert!(one["last_connected_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(one["session"], serde_json::Value::Null);
+    let broken = u.run(&["status", "broken"]);
+    broken
+        .code(0)
+        .out_has("state:             error")
+        .out_has("last_error:");
+    u.run(&["status", "ghost"]).code(3);
+}
+
+#[test]
+fn http_status_shows_the_session() {
+    let u = User::new();
+    let http = HttpDemo::start();
+    u.run(&["add", "web", &http.url]).code(0);
+    let one = u.run(&["status", "web", "--json"]).code(0).json();
+    let session = one["session"].as_str().unwrap();
+    assert!(
+        session.ends_with('…') && session.chars().count() == 9,
+        "{one}"
+    );
+}
+
+#[test]
+fn tools_lists_exposed_names_and_origins() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let r = u.run(&["tools"]);
+    r.code(0);
+    assert!(r.stdout.lines().next().unwrap().starts_with("NAME"));
+    assert!(
+        r.stdout.lines().any(|l| l.starts_with("mcp_demo_add_")
+            && l.contains(" demo ")
+            && l.contains("Adds two numbers")),
+        "{r:#?}"
+    );
+    let v = u.run(&["tools", "demo", "--json"]).code(0).json();
+    let tools = v["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 6);
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["server"] == "demo" && t["name"].as_str().unwrap().starts_with("mcp_demo_"))
+    );
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["tool"] == "echo" && t["input_schema"]["required"] == json!(["text"]))
+    );
+    u.run(&["tools", "ghost"]).code(3);
+}
+
+#[test]
+fn call_asks_permission_unless_allowed() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    // No terminal to ask on: refused, and the hint says how to allow.
+    u.run(&["call", "demo", "add", "--args", r#"{"a": 2, "b": 3}"#])
+        .code(6)
+        .err_has("was denied")
+        .err_has("--yes");
+    u.run(&[
+        "call",
+        "demo",
+        "add",
+        "--args",
+        r#"{"a": 2, "b": 3}"#,
+        "--yes",
+    ])
+    .code(0)
+    .out_has("2 + 3 = 5");
+    // The exposed name works as well as the server's name.
+    let exposed = u.run(&["tools", "--json"]).json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "echo")
+        .unwrap()["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v = u
+        .run(&[
+            "call",
+            "demo",
+            &exposed,
+            "--args",
+            r#"{"text": "hi\u001b[31m"}"#,
+            "-y",
+            "--json",
+        ])
+        .code(0)
+        .json();
+    assert_eq!(
+        v["content"][0]["text"], "hi\u{1b}[31m",
+        "JSON keeps the exact text"
+    );
+    assert_eq!(v["truncated"], false);
+    // On a terminal-less stdout the escape is removed.
+    let r = u.run(&[
+        "call",
+        "demo",
+        "echo",
+        "--args",
+        r#"{"text": "hi\u001b[31m"}"#,
+        "-y",
+    ]);
+    assert_eq!(r.code(0).stdout, "hi\n");
+}
+
+#[test]
+fn a_configured_policy_decides_before_the_flag() {
+    let u = User::new();
+    u.write_global(&json!({"version": 1, "mcp": {"servers": {"demo": {
+        "transport": "stdio", "command": bin(), "args": ["demo-server"],
+        "permission": {"default": "ask", "tools": {"add": "allow", "delete_note": "deny"}}
+    }}}}));
+    // Allowed by the (global) configuration: no --yes needed.
+    u.run(&["call", "demo", "add", "--args", r#"{"a": 1, "b": 1}"#])
+        .code(0)
+        .out_has("1 + 1 = 2");
+    // Denied by the configuration: --yes does not override it.
+    u.run(&[
+        "call",
+        "demo",
+        "delete_note",
+        "--args",
+        r#"{"name": "x"}"#,
+        "--yes",
+    ])
+    .code(6)
+    .err_has("denied");
+}
+
+#[test]
+fn tool_errors_and_bad_arguments_have_their_own_codes() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    u.run(&["call", "demo", "fail", "-y"])
+        .code(5)
+        .out_has("this tool always fails")
+        .err_has("tool `fail` on server `demo` reported an error");
+    u.run(&["call", "demo", "nope", "-y"])
+        .code(5)
+        .err_has("unknown tool `nope`");
+    u.run(&["call", "demo", "add", "--args", "{oops", "-y"])
+        .code(2)
+        .err_has("--args is not valid JSON");
+    u.run(&["call", "demo", "add", "--args", "[1, 2]", "-y"])
+        .code(2)
+        .err_has("must be a JSON object");
+    u.run(&[
+        "call",
+        "demo",
+        "slow",
+        "--args",
+        r#"{"seconds": 4, "step_ms": 2000}"#,
+        "--timeout-ms",
+        "300",
+        "-y",
+    ])
+    .code(5)
+    .err_has("timed out");
+    u.run(&["call", "ghost", "add", "-y"]).code(3);
+    let v = u
+        .run(&["call", "ghost", "add", "-y", "--json"])
+        .code(3)
+        .json();
+    assert_eq!(v["error"]["kind"], "config");
+    assert_eq!(v["error"]["exit_code"], 3);
+    u.run(&["add", "broken", "--", "/nonexistent/x"]).code(0);
+    u.run(&["call", "broken", "add", "-y"])
+        .code(4)
+        .err_has("server `broken` did not become ready");
+}
+
+#[test]
+fn resources_read_prompts_get() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let r = u.run(&["resources"]);
+    r.code(0)
+        .out_has("demo://notes/shopping")
+        .out_has("template");
+    let v = u.run(&["resources", "demo", "--json"]).code(0).json();
+    assert_eq!(v["resources"].as_array().unwrap().len(), 3);
+    u.run(&["read", "demo", "demo://notes/shopping"])
+        .code(0)
+        .out_has("milk\neggs\ncoffee");
+    let v = u
+        .run(&["read", "demo", "demo://notes/ideas", "--json"])
+        .code(0)
+        .json();
+    assert_eq!(v["contents"][0]["mimeType"], "text/plain");
+    u.run(&["read", "demo", "demo://notes/none"])
+        .code(5)
+        .err_has("no resource");
+    u.run(&["prompts"])
+        .code(0)
+        .out_has("review")
+        .out_has("topic");
+    u.run(&["get", "demo", "review", "--arg", "topic=the CLI"])
+        .code(0)
+        .out_has("user: Please review the CLI.");
+    let v = u
+        .run(&["get", "demo", "review", "--arg", "topic=x", "--json"])
+        .code(0)
+        .json();
+    assert_eq!(v["messages"][0]["role"], "user");
+    u.run(&["get", "demo", "review"]).code(5).err_has("topic");
+    u.run(&["get", "demo", "review", "--arg", "novalue"])
+        .code(2);
+}
+
+#[test]
+fn demo_shows_the_whole_flow() {
+    let u = User::new();
+    let r = u.run(&["demo"]);
+    r.code(0)
+        .out_has("demo  stdio      demo    yes      ready  6")
+        .out_has("2 + 3 = 5")
+        .out_has("denied: call to `delete_note` on server `demo` was denied")
+        .out_has("received 2 tool call(s)")
+        .out_has("milk")
+        .out_has("stopped `demo`; servers still running: 0");
+    // Nothing was written: the demo needs no configuration.
+    assert!(!u.project_file().exists() && !u.global_file().exists());
+}

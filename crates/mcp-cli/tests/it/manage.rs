@@ -1,0 +1,336 @@
+//! `add`, `list`, `remove`, `enable`, `disable`: the files they write, and every error path.
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn add_http_with_every_flag_writes_the_project_file() {
+    let u = User::new();
+    u.run(&[
+        "add",
+        "api",
+        "--transport",
+        "http",
+        "--url",
+        "https://api.example.com/mcp",
+        "--header",
+        "X-Team=core",
+        "--header-env",
+        "Authorization=API_TOKEN",
+        "--oauth-authorization-url",
+        "https://auth.example.com/authorize",
+        "--oauth-token-url",
+        "https://auth.example.com/token",
+        "--oauth-registration-url",
+        "https://auth.example.com/register",
+        "--oauth-client-id",
+        "cid",
+        "--oauth-client-secret-env",
+        "CLIENT_SECRET",
+        "--oauth-scope",
+        "read write",
+        "--enabled",
+        "false",
+        "--request-timeout-ms",
+        "1500",
+    ])
+    .code(0)
+    .out_has("added http server `api`");
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(u.project_file()).unwrap()).unwrap();
+    let api = &file["mcp"]["servers"]["api"];
+    assert_eq!(api["transport"], "http");
+    assert_eq!(api["url"], "https://api.example.com/mcp");
+    assert_eq!(api["headers"]["X-Team"], "core");
+    assert_eq!(api["headers"]["Authorization"], json!({"env": "API_TOKEN"}));
+    assert_eq!(api["enabled"], false);
+    assert_eq!(api["request_timeout_ms"], 1500);
+    assert_eq!(api["oauth"]["client_id"], "cid");
+    assert_eq!(
+        api["oauth"]["client_secret"],
+        json!({"env": "CLIENT_SECRET"})
+    );
+    assert_eq!(api["oauth"]["scope"], "read write");
+    assert_eq!(api["oauth"]["token_url"], "https://auth.example.com/token");
+    assert_eq!(
+        api["oauth"]["registration_url"],
+        "https://auth.example.com/register"
+    );
+    assert_eq!(
+        api["oauth"]["authorization_url"],
+        "https://auth.example.com/authorize"
+    );
+    assert!(!u.global_file().exists());
+}
+
+#[test]
+fn add_stdio_with_every_flag_and_the_global_scope() {
+    let u = User::new();
+    u.run(&[
+        "add",
+        "local",
+        "--transport",
+        "stdio",
+        "--command",
+        "./server",
+        "--arg",
+        "--verbose",
+        "--arg",
+        "x",
+        "--cwd",
+        "tools",
+        "--env",
+        "LOG=debug",
+        "--env-from",
+        "KEY=MY_KEY",
+        "--scope",
+        "global",
+        "--json",
+    ])
+    .code(0);
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(u.global_file()).unwrap()).unwrap();
+    let local = &file["mcp"]["servers"]["local"];
+    assert_eq!(local["command"], "./server");
+    assert_eq!(local["args"], json!(["--verbose", "x"]));
+    assert_eq!(local["cwd"], "tools");
+    assert_eq!(local["env"]["LOG"], "debug");
+    assert_eq!(local["env"]["KEY"], json!({"env": "MY_KEY"}));
+    // An inline secret makes the file private.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(u.global_file())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "mode {mode:o}");
+}
+
+#[test]
+fn shorthands_detect_the_transport() {
+    let u = User::new();
+    u.run(&["add", "web", "https://example.com/mcp", "--json"])
+        .code(0);
+    let added = u.run(&["add", "old", "sse://localhost:3001/sse", "--json"]);
+    assert_eq!(added.code(0).json()["transport"], "sse");
+    u.run(&[
+        "add",
+        "files",
+        "--",
+        "npx",
+        "-y",
+        "@scope/server",
+        "--root",
+        ".",
+    ])
+    .code(0)
+    .out_has("added stdio server `files`");
+    u.run(&["add", "quoted", "python3 -m 'my server'"]).code(0);
+    let list = u.run(&["list", "--json"]).code(0).json();
+    let servers = list["servers"].as_array().unwrap();
+    let find = |id: &str| servers.iter().find(|s| s["id"] == id).unwrap().clone();
+    assert_eq!(find("web")["transport"], "http");
+    assert_eq!(find("old")["transport"], "sse");
+    assert_eq!(find("files")["target"], "npx -y @scope/server --root .");
+    assert_eq!(find("quoted")["target"], "python3 -m my server");
+}
+
+#[test]
+fn duplicate_ids_fail_without_replace() {
+    let u = User::new();
+    u.run(&["add", "a", "https://one.example/mcp"]).code(0);
+    u.run(&["add", "a", "https://two.example/mcp"])
+        .code(3)
+        .err_has("server `a` already exists")
+        .err_has("--replace");
+    u.run(&["add", "a", "https://two.example/mcp", "--replace"])
+        .code(0);
+    let list = u.run(&["list", "--json"]).json();
+    assert_eq!(list["servers"][0]["target"], "https://two.example/mcp");
+    // The same id in the other layer is not a duplicate.
+    u.run(&["add", "a", "https://three.example/mcp", "--scope", "global"])
+        .code(0);
+}
+
+#[test]
+fn bad_ids_and_missing_values_are_usage_errors() {
+    let u = User::new();
+    u.run(&["add", "no spaces", "https://x.example/mcp"])
+        .code(2)
+        .err_has("invalid server id `no spaces`");
+    u.run(&["add", &"x".repeat(65), "https://x.example/mcp"])
+        .code(2);
+    u.run(&["add", "h", "--transport", "http"])
+        .code(2)
+        .err_has("needs --url");
+    u.run(&["add", "s", "--transport", "stdio"])
+        .code(2)
+        .err_has("needs --command");
+    u.run(&["add", "n"])
+        .code(2)
+        .err_has("needs a URL or a command");
+    u.run(&[
+        "add",
+        "m",
+        "--transport",
+        "stdio",
+        "--command",
+        "x",
+        "--url",
+        "https://x/mcp",
+    ])
+    .code(2)
+    .err_has("belong to --transport http");
+    u.run(&["add", "f", "ftp://x.example/"])
+        .code(2)
+        .err_has("unsupported URL scheme");
+    // A header without `=` is refused without echoing its value.
+    let r = u.run(&[
+        "add",
+        "h",
+        "https://x.example/mcp",
+        "--header",
+        "Authorization: Bearer sekrit",
+    ]);
+    r.code(2)
+        .err_has("--header value number 1 is not NAME=VALUE");
+    assert!(!r.stderr.contains("sekrit"));
+    u.run(&["add", "t", "https://x.example/mcp", "--enabled", "maybe"])
+        .code(2);
+    u.run(&["frobnicate"]).code(2);
+    assert!(!u.project_file().exists(), "nothing was written");
+}
+
+#[test]
+fn list_shows_sources_and_layers() {
+    let u = User::new();
+    u.run(&["list"])
+        .code(0)
+        .out_has("no MCP servers configured");
+    u.run(&[
+        "add",
+        "shared",
+        "https://global.example/mcp",
+        "--scope",
+        "global",
+    ])
+    .code(0);
+    u.run(&["add", "g", "https://g.example/mcp", "--scope", "global"])
+        .code(0);
+    u.run(&["add", "shared", "https://project.example/mcp"])
+        .code(0);
+    let table = u.run(&["list"]).code(0).stdout.clone();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.starts_with("ID") && header.contains("SOURCE"),
+        "{table}"
+    );
+    let shared = table.lines().find(|l| l.starts_with("shared")).unwrap();
+    assert!(
+        shared.contains("project") && shared.contains("https://project.example/mcp"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("g ") && l.contains("global")),
+        "{table}"
+    );
+
+    let project = u.run(&["list", "--scope", "project", "--json"]).json();
+    assert_eq!(project["servers"].as_array().unwrap().len(), 1);
+    let global = u.run(&["list", "--scope", "global"]).code(0).stdout.clone();
+    assert!(
+        !global.lines().next().unwrap().contains("SOURCE"),
+        "{global}"
+    );
+    assert!(global.contains("https://global.example/mcp"));
+}
+
+#[test]
+fn remove_from_project_leaves_the_global_one_effective() {
+    let u = User::new();
+    u.run(&[
+        "add",
+        "s",
+        "https://global.example/mcp",
+        "--scope",
+        "global",
+    ])
+    .code(0);
+    u.run(&["add", "s", "https://project.example/mcp"]).code(0);
+    u.run(&["remove", "s"])
+        .code(0)
+        .err_has("still configured in the global layer");
+    let list = u.run(&["list", "--json"]).json();
+    assert_eq!(list["servers"][0]["source"], "global");
+    assert_eq!(list["servers"][0]["target"], "https://global.example/mcp");
+    // Not in the project layer any more: the hint names the other layer.
+    u.run(&["remove", "s"])
+        .code(3)
+        .err_has("is not defined in")
+        .err_has("--scope global");
+    u.run(&["remove", "s", "--scope", "global"]).code(0);
+    u.run(&["remove", "nobody"])
+        .code(3)
+        .err_has("is not defined in");
+    u.run(&["list"])
+        .code(0)
+        .out_has("no MCP servers configured");
+}
+
+#[test]
+fn enable_and_disable_per_layer() {
+    let u = User::new();
+    u.run(&[
+        "add",
+        "s",
+        "https://global.example/mcp",
+        "--scope",
+        "global",
+    ])
+    .code(0);
+    // The project layer switches the global server off without repeating it.
+    u.run(&["disable", "s"]).code(0);
+    let list = u.run(&["list", "--json"]).json();
+    assert_eq!(list["servers"][0]["enabled"], false);
+    u.run(&["enable", "s"]).code(0);
+    assert_eq!(
+        u.run(&["list", "--json"]).json()["servers"][0]["enabled"],
+        true
+    );
+    u.run(&["disable", "s", "--scope", "global", "--json"])
+        .code(0);
+    assert_eq!(
+        u.run(&["list", "--json"]).json()["servers"][0]["enabled"],
+        false
+    );
+    u.run(&["enable", "s", "--scope", "global"]).code(0);
+    u.run(&["enable", "ghost"]).code(3);
+    u.run(&["enable", "bad id"]).code(2);
+}
+
+#[test]
+fn a_file_that_is_not_json_is_a_config_error_naming_the_file() {
+    let u = User::new();
+    std::fs::create_dir_all(u.project_file().parent().unwrap()).unwrap();
+    std::fs::write(u.project_file(), "{ \"version\": 1, \"mcp\": ").unwrap();
+    u.add_demo("g", "global");
+    let r = u.run(&["list"]);
+    r.code(3)
+        .err_has("config.json")
+        .err_has("could not be read");
+    // The other layer still loads.
+    assert!(r.stdout.contains("g "), "{r:#?}");
+    u.run(&["add", "x", "https://x.example/mcp"])
+        .code(3)
+        .err_has("fix it by hand");
+    u.run(&["status", "--json"]).code(0);
+    // An invalid entry is listed as such and named.
+    u.write_global(&json!({"version": 1, "mcp": {"servers": {"h": {"transport": "http"}}}}));
+    let r = u.run(&["list", "--scope", "global"]);
+    r.code(3)
+        .err_has("server `h`")
+        .err_has("url")
+        .out_has("invalid");
+}

@@ -1,0 +1,170 @@
+//! `mcp-host shell` on a real pseudo-terminal: line editing on, `/mcp` answering while a slow
+//! call runs, permission questions answered in the session.
+
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::pty::{Winsize, openpty};
+
+use super::*;
+
+/// A shell on a pseudo-terminal, with everything it printed so far.
+struct Pty {
+    child: Child,
+    master: File,
+    seen: Arc<Mutex<String>>,
+}
+
+impl Pty {
+    fn start(u: &User, args: &[&str]) -> Self {
+        let size = Winsize {
+            ws_row: 50,
+            ws_col: 220,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = openpty(Some(&size), None).unwrap();
+        let slave = pty.slave;
+        let child = u
+            .command(args)
+            .env("TERM", "xterm")
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave))
+            .spawn()
+            .unwrap();
+        let master = File::from(pty.master);
+        let seen = Arc::new(Mutex::new(String::new()));
+        let mut reader = master.try_clone().unwrap();
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Self {
+            child,
+            master,
+            seen,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    /// Waits until `text` appears after byte `from`; returns where it ends.
+    #[track_caller]
+    fn wait_for(&self, text: &str, from: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            {
+                let seen = self.seen.lock().unwrap();
+                if let Some(at) = seen.get(from..).and_then(|s| s.find(text)) {
+                    return from + at + text.len();
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "no {text:?} after {from} in:\n{seen}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.master.write_all(line.as_bytes()).unwrap();
+        self.master.write_all(b"\r").unwrap();
+        self.master.flush().unwrap();
+    }
+
+    fn seen_since(&self, from: usize) -> String {
+        self.seen.lock().unwrap()[from..].to_owned()
+    }
+
+    #[track_caller]
+    fn quit(mut self) {
+        self.type_line("/quit");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "{status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "the shell did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn mcp_answers_while_a_slow_call_runs() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let mut pty = Pty::start(&u, &["shell", "--yes"]);
+    let at = pty.wait_for("type /help", 0);
+    pty.wait_for("mcp> ", at);
+
+    let before_call = pty.len();
+    pty.type_line(r#"/call demo slow {"seconds": 4, "step_ms": 100}"#);
+    // The call is running; /mcp answers now, not after it.
+    std::thread::sleep(Duration::from_millis(300));
+    let before_mcp = pty.len();
+    pty.type_line("/mcp");
+    let shown = pty.wait_for("ready", before_mcp);
+    let so_far = pty.seen_since(before_call);
+    assert!(
+        !so_far.contains("done after"),
+        "/mcp waited for the call:\n{so_far}"
+    );
+    pty.type_line("/mcp demo");
+    pty.wait_for("last_connected_at:", shown);
+    pty.wait_for("done after 4000 ms", before_call);
+
+    // The other commands.
+    let mark = pty.len();
+    pty.type_line("/tools demo");
+    pty.wait_for("mcp_demo_echo_", mark);
+    pty.type_line("/read demo demo://notes/shopping");
+    pty.wait_for("coffee", mark);
+    pty.type_line("/get demo review topic=shells");
+    pty.wait_for("Please review shells.", mark);
+    pty.type_line("/resources");
+    pty.wait_for("template", mark);
+    pty.type_line("/prompts");
+    pty.wait_for("Asks for a review", mark);
+    pty.type_line("/bogus");
+    pty.wait_for("unknown command", mark);
+    pty.quit();
+    // The history was kept for next time.
+    let history =
+        std::fs::read_to_string(u.home.path().join(".config/mcp-host/shell_history")).unwrap();
+    assert!(history.contains("/call demo slow"), "{history}");
+}
+
+#[test]
+fn permission_questions_are_answered_in_the_shell() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let mut pty = Pty::start(&u, &["shell"]);
+    pty.wait_for("type /help", 0);
+    let mark = pty.len();
+    pty.type_line(r#"/call demo add {"a": 2, "b": 3}"#);
+    let asked = pty.wait_for("type y or n", mark);
+    pty.type_line("y");
+    pty.wait_for("2 + 3 = 5", asked);
+    let mark = pty.len();
+    pty.type_line(r#"/call demo add {"a": 1, "b": 1}"#);
+    let asked = pty.wait_for("type y or n", mark);
+    pty.type_line("n");
+    pty.wait_for("was denied", asked);
+    pty.quit();
+}
