@@ -64,8 +64,65 @@ impl flags::Interop {
             let _ = server.wait();
             outcome?;
         }
-        Ok(())
+        command_line(sh, &node, &script)
     }
+}
+
+/// As a new user would: `mcp-host add` then `mcp-host test` against the everything server over
+/// stdio and over Streamable HTTP, in a HOME and project directory of their own.
+fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
+    cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
+    let mcp_host = project_root().join("target/debug/mcp-host");
+    let user = project_root().join("target/tools/interop-cli");
+    let _ = std::fs::remove_dir_all(&user);
+    let (home, project) = (user.join("home"), user.join("project"));
+    std::fs::create_dir_all(&home)?;
+    std::fs::create_dir_all(&project)?;
+    let sh = sh.clone();
+    let _dir = sh.push_dir(&project);
+    let _home = sh.push_env("HOME", &home);
+    let _config = sh.push_env("MCP_HOST_CONFIG", "");
+    let _xdg = sh.push_env("XDG_CONFIG_HOME", "");
+
+    eprintln!("==> mcp-host add + test over stdio: {EVERYTHING}@{EVERYTHING_VERSION}");
+    cmd!(sh, "{mcp_host} add everything -- {node} {script} stdio").run()?;
+    let report = cmd!(sh, "{mcp_host} test everything").read()?;
+    eprintln!("{report}");
+    check_report(&report, "stdio")?;
+
+    eprintln!("==> mcp-host add + test over Streamable HTTP: {EVERYTHING}@{EVERYTHING_VERSION}");
+    let port = free_port()?;
+    let mut server = std::process::Command::new(node)
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting the everything server in streamableHttp mode")?;
+    let outcome = wait_listening(port).and_then(|()| {
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        cmd!(sh, "{mcp_host} add everything-http {url} --scope global").run()?;
+        let report = cmd!(sh, "{mcp_host} test everything-http").read()?;
+        eprintln!("{report}");
+        check_report(&report, "http")
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome
+}
+
+/// `mcp-host test`'s report names the transport, a protocol version and some tools.
+fn check_report(report: &str, transport: &str) -> anyhow::Result<()> {
+    let tools = report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tools:"))
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    if !report.starts_with("ok:") || !report.contains(&format!("({transport})")) || tools == 0 {
+        bail!("`mcp-host test` did not report a working {transport} server:\n{report}");
+    }
+    Ok(())
 }
 
 /// A port nobody listens on right now, on loopback.
