@@ -9,5 +9,17 @@ xflags::xflags! {
         cmd tidy {}
         /// Our client, over stdio and HTTP, against the official TypeScript everything server.
         cmd interop {}
+        /// The official conformance suite, pinned, against our client and server; writes
+        /// docs/conformance.md after a full run.
+        cmd conformance {
+            /// Only the client legs.
+            optional --client
+            /// Only the server legs.
+            optional --server
+            /// Only one suite: `stable` (0.1.16) or `next` (0.2.0-alpha.12).
+            optional --suite suite: String
+            /// Only this scenario, in every leg that has it.
+            optional --scenario scenario: String
+        }
     }
 }

