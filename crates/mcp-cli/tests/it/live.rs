@@ -341,3 +341,30 @@ fn demo_shows_the_whole_flow() {
     // Nothing was written: the demo needs no configuration.
     assert!(!u.project_file().exists() && !u.global_file().exists());
 }
+
+#[test]
+fn the_project_flag_and_demo_json() {
+    let u = User::new();
+    let other = TempDir::new("elsewhere");
+    u.run(&[
+        "add",
+        "x",
+        "https://x.example/mcp",
+        "--project",
+        other.path().to_str().unwrap(),
+    ])
+    .code(0);
+    assert!(other.path().join(".mcp-host/config.json").exists());
+    assert!(!u.project_file().exists());
+    u.run(&["list", "--project", "/nonexistent/dir"])
+        .code(2)
+        .err_has("does not exist");
+    let r = u.run(&["demo", "--json"]);
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&r.code(0).stdout)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(docs[0]["servers"][0]["state"], "ready");
+    assert!(docs.iter().any(|d| d["structuredContent"]["sum"] == 5.0));
+    assert_eq!(docs.last().unwrap()["servers_running"], 0);
+}

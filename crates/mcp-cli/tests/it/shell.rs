@@ -168,3 +168,27 @@ fn permission_questions_are_answered_in_the_shell() {
     pty.wait_for("was denied", asked);
     pty.quit();
 }
+
+#[test]
+fn call_asks_on_the_terminal() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let pty = Pty::start(
+        &u,
+        &["call", "demo", "add", "--args", r#"{"a": 4, "b": 5}"#],
+    );
+    let mut pty = pty;
+    let asked = pty.wait_for("[y/N]", 0);
+    pty.type_line("y");
+    pty.wait_for("4 + 5 = 9", asked);
+    assert!(pty.child.wait().unwrap().success());
+
+    let mut pty = Pty::start(
+        &u,
+        &["call", "demo", "add", "--args", r#"{"a": 4, "b": 5}"#],
+    );
+    let asked = pty.wait_for("[y/N]", 0);
+    pty.type_line("n");
+    pty.wait_for("was denied", asked);
+    assert_eq!(pty.child.wait().unwrap().code(), Some(6));
+}
