@@ -24,7 +24,10 @@ use crate::fs::FileLock;
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
 // not depend on mcp-oauth itself.
 use crate::config::{ServerConfig, Transport};
-pub use mcp_oauth::{ClientAssertionSigner, ClientSecret, GrantType, Settings, Url, UserAgent};
+pub use mcp_oauth::{
+    ClientAssertionSigner, ClientSecret, GrantType, IdentityProvider, JwtAssertion, Settings, Url,
+    UserAgent,
+};
 
 /// What every OAuth-protected server of a host shares: where tokens are kept, how to reach
 /// authorization servers, and how to send a person to log in.

@@ -58,6 +58,44 @@ pub enum GrantType {
     /// The `client_credentials` grant (MCP extension `oauth-client-credentials`): a machine
     /// client with a secret (HTTP Basic) or a key (`private_key_jwt` through the signer).
     ClientCredentials,
+    /// The RFC 7523 `jwt-bearer` grant with a JWT the workload was given
+    /// ([`Settings::assertion`]; MCP extension `auth/wif`, workload identity federation).
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): the user's ID token is exchanged at the
+    /// identity provider ([`Settings::identity_provider`], RFC 8693) for an identity assertion
+    /// addressed to this server's authorization server, which the `jwt-bearer` grant then
+    /// trades for tokens. No browser.
+    IdentityAssertion,
+}
+
+impl GrantType {
+    /// Whether the grant runs without a person: the host renews by granting again.
+    fn is_machine(self) -> bool {
+        !matches!(self, Self::AuthorizationCode)
+    }
+}
+
+/// The identity provider of enterprise-managed authorization ([`GrantType::IdentityAssertion`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct IdentityProvider {
+    /// Its token endpoint, where the ID token is exchanged.
+    pub token_endpoint: String,
+    /// The host's client id at the identity provider.
+    pub client_id: String,
+    /// The user's ID token from the identity provider's sign-in. A secret.
+    pub id_token: JwtAssertion,
+}
+
+impl IdentityProvider {
+    /// An identity provider with the host's client id there and the user's ID token.
+    pub fn new(token_endpoint: String, client_id: String, id_token: JwtAssertion) -> Self {
+        Self {
+            token_endpoint,
+            client_id,
+            id_token,
+        }
+    }
 }
 
 /// What the host's configuration says about one protected server. Start from
@@ -94,6 +132,10 @@ pub struct Settings {
     pub grant: GrantType,
     /// Whether the 2025-03-26 default endpoints may be tried (see the module doc). Default on.
     pub legacy_default_endpoints: bool,
+    /// The JWT of the [`GrantType::JwtBearer`] grant. A secret.
+    pub assertion: Option<JwtAssertion>,
+    /// The identity provider of the [`GrantType::IdentityAssertion`] grant.
+    pub identity_provider: Option<IdentityProvider>,
 }
 
 impl Settings {
@@ -114,6 +156,8 @@ impl Settings {
             refresh_margin_ms: 60_000,
             grant: GrantType::AuthorizationCode,
             legacy_default_endpoints: true,
+            assertion: None,
+            identity_provider: None,
         }
     }
 }
@@ -351,7 +395,7 @@ impl Authorizer {
         if !self.needs_refresh() {
             return Ok(false);
         }
-        if self.settings.grant == GrantType::ClientCredentials {
+        if self.settings.grant.is_machine() {
             self.ensure_discovered(None).await?;
             let scope = self
                 .requested_scope
@@ -359,7 +403,7 @@ impl Authorizer {
                 .or_else(|| self.default_scope(None));
             // A renewal ahead of expiry is not an attempt of a challenge chain.
             let attempts = std::mem::take(&mut self.attempts);
-            let result = self.client_credentials_grant(scope).await;
+            let result = self.grant(scope).await;
             self.attempts = attempts;
             result?;
             return Ok(true);
@@ -460,6 +504,9 @@ impl Authorizer {
         match self.settings.grant {
             GrantType::AuthorizationCode => self.authorize(scope).await,
             GrantType::ClientCredentials => self.client_credentials_grant(scope).await,
+            GrantType::JwtBearer | GrantType::IdentityAssertion => {
+                self.assertion_grant(scope).await
+            }
         }
     }
 
@@ -901,6 +948,60 @@ impl Authorizer {
         self.count_attempt(scope.as_deref())?;
         self.requested_scope.clone_from(&scope);
         let grant = Grant::ClientCredentials {
+            scope: scope.as_deref(),
+        };
+        let request = flow::token_request(&d.meta, &client_id, &auth, grant, &d.resource)?;
+        let answer = self.send("token", request).await?;
+        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        let client = Client {
+            client_id,
+            secret: None,
+            method: None,
+            issuer: d.meta.issuer.clone(),
+            registered: false,
+        };
+        self.keep(tokens, &client, scope);
+        Ok(())
+    }
+
+    /// The `jwt-bearer` grant (RFC 7523 §2.1) with the configured assertion, or with one the
+    /// identity provider issues for this authorization server and resource (RFC 8693 token
+    /// exchange, SEP-990). The client authenticates with its secret when it has one.
+    async fn assertion_grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
+        let d = self.discovered()?;
+        let (grant, needs) = match self.settings.grant {
+            GrantType::IdentityAssertion => ("identity assertion", "an identity provider"),
+            _ => ("jwt-bearer", "an assertion"),
+        };
+        let missing = AuthError::NoAssertion { grant, needs };
+        let client_id = self.settings.client_id.clone().ok_or(missing.clone())?;
+        let auth = match &self.settings.client_secret {
+            Some(secret) => match ClientAuth::choose(&d.meta, None, Some(secret)) {
+                ClientAuth::None => ClientAuth::Basic(secret.clone()),
+                auth => auth,
+            },
+            None => ClientAuth::None,
+        };
+        self.count_attempt(scope.as_deref())?;
+        self.requested_scope.clone_from(&scope);
+        let assertion = match self.settings.grant {
+            GrantType::IdentityAssertion => {
+                let idp = self.settings.identity_provider.clone().ok_or(missing)?;
+                let request = flow::token_exchange_request(
+                    &idp.token_endpoint,
+                    &idp.client_id,
+                    &idp.id_token,
+                    &d.meta.issuer,
+                    &d.resource,
+                    scope.as_deref(),
+                )?;
+                let answer = self.send("token exchange", request).await?;
+                flow::identity_assertion_from_response(answer.status().as_u16(), answer.body())?
+            }
+            _ => self.settings.assertion.clone().ok_or(missing)?,
+        };
+        let grant = Grant::JwtBearer {
+            assertion: &assertion,
             scope: scope.as_deref(),
         };
         let request = flow::token_request(&d.meta, &client_id, &auth, grant, &d.resource)?;

@@ -151,6 +151,15 @@ pub enum AuthError {
         "the client_credentials grant needs a client_id with a client_secret or an assertion signer"
     )]
     NoClientCredentials,
+    /// An assertion grant (`jwt-bearer`, or an identity assertion from an identity provider)
+    /// lacks what it needs.
+    #[error("the {grant} grant needs a client_id and {needs}")]
+    NoAssertion {
+        /// `jwt-bearer` or `identity assertion`.
+        grant: &'static str,
+        /// What to configure.
+        needs: &'static str,
+    },
     /// The assertion signer failed.
     #[error("signing the client assertion failed: {0}")]
     Assertion(String),

@@ -205,6 +205,13 @@ pub fn token_request(
                 form.append_pair("scope", scope);
             }
         }
+        Grant::JwtBearer { assertion, scope } => {
+            form.append_pair("grant_type", JWT_BEARER)
+                .append_pair("assertion", assertion.secret());
+            if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+                form.append_pair("scope", scope);
+            }
+        }
     }
     form.append_pair("resource", resource);
     let mut builder = http::Request::post(&meta.token_endpoint)
@@ -273,6 +280,85 @@ pub enum Grant<'a> {
         /// The scope to ask for, if any.
         scope: Option<&'a str>,
     },
+    /// A JWT that someone else issued (RFC 7523 §2.1): a workload identity token, or the
+    /// identity assertion an identity provider issued for this server (SEP-990's ID-JAG).
+    JwtBearer {
+        /// The JWT, sent as `assertion`.
+        assertion: &'a JwtAssertion,
+        /// The scope to ask for, if any.
+        scope: Option<&'a str>,
+    },
+}
+
+/// The RFC 7523 `grant_type` of an assertion grant.
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// The RFC 8693 `grant_type` of a token exchange.
+pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The RFC 8693 token type of an OpenID Connect ID token.
+pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+/// The token type of an Identity Assertion JWT Authorization Grant (SEP-990's ID-JAG).
+pub const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// The RFC 8693 token exchange at an identity provider's token endpoint that turns the user's
+/// ID token into an identity assertion for one authorization server (`audience`, its issuer as
+/// published) and one resource (SEP-990, enterprise-managed authorization). `client_id` is the
+/// host's client at the identity provider.
+pub fn token_exchange_request(
+    token_endpoint: &str,
+    client_id: &str,
+    id_token: &JwtAssertion,
+    audience: &str,
+    resource: &str,
+    scope: Option<&str>,
+) -> Result<http::Request<Vec<u8>>, Error> {
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    form.append_pair("grant_type", TOKEN_EXCHANGE)
+        .append_pair("requested_token_type", ID_JAG_TYPE)
+        .append_pair("subject_token", id_token.secret())
+        .append_pair("subject_token_type", ID_TOKEN_TYPE)
+        .append_pair("audience", audience)
+        .append_pair("resource", resource)
+        .append_pair("client_id", client_id);
+    if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+        form.append_pair("scope", scope);
+    }
+    http::Request::post(token_endpoint)
+        .header(
+            http::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .header(http::header::ACCEPT, "application/json")
+        .body(form.finish().into_bytes())
+        .map_err(|e| Error::InvalidMetadata {
+            what: "identity provider",
+            detail: format!("token_endpoint: {e}"),
+        })
+}
+
+#[derive(Deserialize)]
+struct RawExchange {
+    access_token: String,
+    #[serde(default)]
+    issued_token_type: Option<String>,
+}
+
+/// Reads the identity provider's answer to [`token_exchange_request`]: the identity
+/// assertion, which must be of the requested type.
+pub fn identity_assertion_from_response(
+    status: u16,
+    body: &[u8],
+) -> Result<JwtAssertion, TokenError> {
+    if (200..300).contains(&status) {
+        let raw: RawExchange =
+            serde_json::from_slice(body).map_err(|_| TokenError::Transient { status })?;
+        if raw.issued_token_type.as_deref() != Some(ID_JAG_TYPE) {
+            return Err(TokenError::Refused(
+                "the identity provider did not issue an identity assertion".to_owned(),
+            ));
+        }
+        return Ok(JwtAssertion::new(raw.access_token));
+    }
+    Err(token_error(status, body))
 }
 
 /// Tokens from the token endpoint.
@@ -348,18 +434,23 @@ pub fn tokens_from_response(status: u16, body: &[u8]) -> Result<Tokens, TokenErr
             scope: raw.scope,
         });
     }
+    Err(token_error(status, body))
+}
+
+/// Why a token endpoint refused, from a non-2xx answer.
+fn token_error(status: u16, body: &[u8]) -> TokenError {
     match serde_json::from_slice::<RawError>(body) {
         Ok(e) if (400..500).contains(&status) => {
             // The server's text: shown, but cut short.
             let description = e.error_description.unwrap_or_default();
             let text = cut_short(format!("{} {description}", e.error).trim_end());
             if e.error == "invalid_grant" {
-                Err(TokenError::InvalidGrant(text))
+                TokenError::InvalidGrant(text)
             } else {
-                Err(TokenError::Refused(text))
+                TokenError::Refused(text)
             }
         }
-        _ => Err(TokenError::Transient { status }),
+        _ => TokenError::Transient { status },
     }
 }
 

@@ -15,7 +15,10 @@
 //! seams the caller implements ([`HttpClient`], [`UserAgent`], [`Randomness`], [`Clock`], and
 //! optionally [`ClientAssertionSigner`]): discovery, client identity, the browser round trip,
 //! tokens, refresh ahead of expiry, 401/403 challenges with step-up and a retry limit, and the
-//! `client_credentials` extension. Its errors are [`AuthError`].
+//! grants without a browser: the `client_credentials` extension, RFC 7523 `jwt-bearer` with a
+//! workload's JWT, and enterprise-managed authorization (SEP-990: the user's ID token exchanged
+//! at the identity provider, RFC 8693, for an assertion the `jwt-bearer` grant presents). Its
+//! errors are [`AuthError`].
 //!
 //! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness: it does
 //! no I/O itself, and its futures run on whatever executor the caller's seams need.
@@ -45,7 +48,7 @@ mod secret;
 pub mod store;
 
 // The public interface is:
-pub use authorizer::{Authorizer, GrantType, MetadataSource, Services, Settings};
+pub use authorizer::{Authorizer, GrantType, IdentityProvider, MetadataSource, Services, Settings};
 pub use challenge::BearerChallenge;
 pub use error::{AuthError, Error};
 pub use http::{

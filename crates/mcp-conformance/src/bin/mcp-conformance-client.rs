@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use mcp_host::oauth::{
-    AutoFollow, ClientSecret, Es256Signer, GrantType, OAuthContext, Settings, Url,
+    AutoFollow, ClientSecret, Es256Signer, GrantType, IdentityProvider, JwtAssertion, OAuthContext,
+    Settings, Url,
 };
 use mcp_host::permission::AllowAll;
 use mcp_host::{AcceptDefaults, Connect, Host, HostOptions, ServerEntry};
@@ -71,8 +72,23 @@ async fn run() -> Result<(), String> {
     let text = |key: &str| context.get(key).and_then(|v| v.as_str()).map(str::to_owned);
     settings.client_id = text("client_id");
     settings.client_secret = text("client_secret").map(ClientSecret::new);
+    // The machine grants, configured from the credentials the scenario hands out.
     if scenario.starts_with("auth/client-credentials") {
         settings.grant = GrantType::ClientCredentials;
+    } else if let (Some(endpoint), Some(idp_client), Some(id_token)) = (
+        text("idp_token_endpoint"),
+        text("idp_client_id"),
+        text("idp_id_token"),
+    ) {
+        settings.grant = GrantType::IdentityAssertion;
+        settings.identity_provider = Some(IdentityProvider::new(
+            endpoint,
+            idp_client,
+            JwtAssertion::new(id_token),
+        ));
+    } else if let Some(jwt) = text("valid_jwt") {
+        settings.grant = GrantType::JwtBearer;
+        settings.assertion = Some(JwtAssertion::new(jwt));
     }
     let signer = match text("private_key_pem") {
         Some(pem) => Some(Arc::new(Es256Signer::from_pkcs8_pem(&pem)?) as Arc<_>),

@@ -7,9 +7,12 @@ use std::sync::Arc;
 use base64::Engine as _;
 use mcp_oauth::flow::TokenError;
 use mcp_oauth::store::AuthFile;
-use mcp_oauth::{AuthError, Authorizer, ClientSecret, Error, GrantType, MetadataSource};
+use mcp_oauth::{
+    AuthError, Authorizer, ClientSecret, Error, GrantType, IdentityProvider, JwtAssertion,
+    MetadataSource, flow,
+};
 
-use crate::fake::{AS, CIMD, Config, MCP, ORIGIN, Prm, World, block_on, challenge, settings};
+use crate::fake::{AS, CIMD, Config, IDP, MCP, ORIGIN, Prm, World, block_on, challenge, settings};
 
 fn unauthorized(world: &World, auth: &mut Authorizer) -> Result<(), AuthError> {
     let header = challenge(world);
@@ -665,6 +668,73 @@ fn client_credentials_with_basic_or_a_signed_assertion() {
     // Ahead of expiry the grant is simply made again.
     world.advance(3_600_000);
     assert!(block_on(auth.refresh_if_needed()).unwrap());
+}
+
+#[test]
+fn jwt_bearer_with_a_workload_token_or_an_identity_assertion_from_the_idp() {
+    // Workload identity: the configured JWT is the assertion; no browser, no secret.
+    let world = World::new(Config::default());
+    let mut s = settings();
+    s.grant = GrantType::JwtBearer;
+    s.client_id = Some("workload".into());
+    s.assertion = Some(JwtAssertion::new("workload-jwt-secret"));
+    let mut auth = world.authorizer(s);
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.authorize_urls().is_empty());
+    let token = &world.token_requests()[0];
+    assert_eq!(token.form("grant_type").as_deref(), Some(flow::JWT_BEARER));
+    assert_eq!(
+        token.form("assertion").as_deref(),
+        Some("workload-jwt-secret")
+    );
+    assert_eq!(token.form("client_id").as_deref(), Some("workload"));
+    assert_eq!(token.form("resource").as_deref(), Some(MCP));
+    assert!(token.authorization.is_none());
+
+    // Enterprise-managed: the ID token is exchanged at the identity provider for an assertion
+    // addressed to this authorization server and resource, which the client then presents.
+    let world = World::new(Config::default());
+    let mut s = settings();
+    s.grant = GrantType::IdentityAssertion;
+    s.client_id = Some("host".into());
+    s.client_secret = Some(ClientSecret::new("host-secret"));
+    s.identity_provider = Some(IdentityProvider::new(
+        format!("{IDP}/token"),
+        "idp-client".into(),
+        JwtAssertion::new("id-token-secret"),
+    ));
+    let mut auth = world.authorizer(s.clone());
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.authorize_urls().is_empty());
+    let requests = world.token_requests();
+    let (exchange, grant) = (&requests[0], &requests[1]);
+    assert_eq!(exchange.url, format!("{IDP}/token"));
+    assert_eq!(exchange.form("audience").as_deref(), Some(AS));
+    assert_eq!(exchange.form("resource").as_deref(), Some(MCP));
+    assert_eq!(
+        exchange.form("subject_token").as_deref(),
+        Some("id-token-secret")
+    );
+    assert_eq!(exchange.form("client_id").as_deref(), Some("idp-client"));
+    assert_eq!(grant.form("grant_type").as_deref(), Some(flow::JWT_BEARER));
+    assert_eq!(
+        grant.form("assertion"),
+        Some(format!("id-jag-secret-for-{AS}"))
+    );
+    assert!(
+        grant
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic "))
+    );
+
+    // Without an identity provider the grant says what is missing, and sends nothing.
+    let world = World::new(Config::default());
+    s.identity_provider = None;
+    let mut auth = world.authorizer(s);
+    let error = unauthorized(&world, &mut auth).unwrap_err();
+    assert!(matches!(error, AuthError::NoAssertion { .. }), "{error}");
+    assert!(world.token_requests().is_empty());
 }
 
 #[test]

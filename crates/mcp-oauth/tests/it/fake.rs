@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 use base64::Engine as _;
 use mcp_oauth::{
     Authorizer, BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse,
-    Pkce, PkceVerifier, Randomness, Services, Settings, TransportError, Url, UserAgent,
+    Pkce, PkceVerifier, Randomness, Services, Settings, TransportError, Url, UserAgent, flow,
 };
 use serde_json::{Value, json};
 
@@ -21,6 +21,7 @@ pub(crate) const ORIGIN: &str = "https://mcp.example.com";
 pub(crate) const AS: &str = "https://auth.example.com";
 pub(crate) const REDIRECT: &str = "http://127.0.0.1:33418/callback";
 pub(crate) const CIMD: &str = "https://app.example.com/client.json";
+pub(crate) const IDP: &str = "https://idp.example.com";
 
 /// Runs a future whose fakes are always ready: no runtime needed, none wanted in this crate.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
@@ -298,6 +299,26 @@ impl World {
             let form: HashMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
                 .into_owned()
                 .collect();
+            if url.starts_with(IDP) {
+                // The identity provider: an RFC 8693 exchange of the ID token for an
+                // identity assertion addressed to one authorization server.
+                let ok = form.get("grant_type").map(String::as_str) == Some(flow::TOKEN_EXCHANGE)
+                    && form.get("subject_token_type").map(String::as_str)
+                        == Some(flow::ID_TOKEN_TYPE)
+                    && form.get("requested_token_type").map(String::as_str)
+                        == Some(flow::ID_JAG_TYPE)
+                    && form.contains_key("subject_token")
+                    && form.contains_key("resource");
+                if !ok {
+                    return (400, json!({"error": "invalid_request"}));
+                }
+                let audience = form.get("audience").cloned().unwrap_or_default();
+                return (
+                    200,
+                    json!({"access_token": format!("id-jag-secret-for-{audience}"),
+                           "issued_token_type": flow::ID_JAG_TYPE, "token_type": "N_A"}),
+                );
+            }
             let mut issued = self.issued.lock().unwrap();
             let mut scope = None;
             match form.get("grant_type").map(String::as_str) {
@@ -330,6 +351,9 @@ impl World {
                     }
                 }
                 Some("client_credentials") => scope = form.get("scope").cloned(),
+                Some(flow::JWT_BEARER) if form.contains_key("assertion") => {
+                    scope = form.get("scope").cloned();
+                }
                 _ => return (400, json!({"error": "unsupported_grant_type"})),
             }
             issued.counter += 1;
