@@ -30,6 +30,13 @@ impl flags::Ci {
                 .run()
         })?;
         flags::Interop {}.run(sh)?;
+        flags::Conformance {
+            client: false,
+            server: false,
+            suite: None,
+            scenario: None,
+        }
+        .run(sh)?;
         ensure_cargo_deny(sh)?;
         step("deny", || {
             cmd!(sh, "cargo deny --all-features check bans licenses sources").run()

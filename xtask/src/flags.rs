@@ -3,7 +3,7 @@
 xflags::xflags! {
     /// Project automation for mcp-host.
     cmd xtask {
-        /// The whole gate: fmt, clippy per package, tests, docs, cargo-deny.
+        /// The whole gate: fmt, clippy per package, tests, docs, interop, conformance, cargo-deny.
         cmd ci {}
         /// Repository lints: file headers, banned test attributes, the crate graph.
         cmd tidy {}
