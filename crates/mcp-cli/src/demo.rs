@@ -66,7 +66,7 @@ pub(crate) async fn run(out: &Out) -> Result<(), Failure> {
         ]),
     );
     let host = Host::new(HostOptions::new(live::client_info(), Arc::new(AskAlways)));
-    live::connect(&host, vec![entry]).await;
+    live::connect(&host, vec![entry], live::SpinnerText::Count).await;
 
     step(2, "status: the /mcp view");
     let statuses = host.status();

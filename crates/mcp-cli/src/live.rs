@@ -36,6 +36,20 @@ pub(crate) struct Setup {
     /// How a person logs in when a server asks for OAuth authorization; without one, such a
     /// server waits in `auth_required` for `mcp-host login`.
     pub(crate) user_agent: Option<Arc<dyn UserAgent>>,
+    /// What the spinner says while the servers connect.
+    pub(crate) spinner: SpinnerText,
+}
+
+/// The spinner's line while servers connect.
+#[derive(Default)]
+pub(crate) enum SpinnerText {
+    /// How many servers have settled.
+    #[default]
+    Count,
+    /// A fixed line.
+    Say(&'static str),
+    /// No spinner: the terminal's line is someone else's (a question being answered).
+    Off,
 }
 
 /// A running host.
@@ -96,26 +110,34 @@ pub(crate) async fn start(
     let mut options = setup::host_options(&loaded, client_info(), policy);
     options.prompter = setup.prompter;
     let host = Host::new(options);
-    connect(&host, entries).await;
+    connect(&host, entries, setup.spinner).await;
     Ok(Live { host })
 }
 
-/// Starts `entries` on `host` with a spinner that counts them as they settle.
-pub(crate) async fn connect(host: &Host, entries: Vec<mcp_host::ServerEntry>) {
+/// Starts `entries` on `host` with a spinner (by default one that counts them as they
+/// settle).
+pub(crate) async fn connect(host: &Host, entries: Vec<mcp_host::ServerEntry>, text: SpinnerText) {
     let total = entries.iter().filter(|e| e.enabled).count();
     let watched = host.clone();
-    let spinner = Spinner::start(move || {
-        let status = watched.status();
-        let settled = status
-            .iter()
-            .filter(|s| s.enabled && s.state != ServerState::Connecting)
-            .count();
-        let ready = status
-            .iter()
-            .filter(|s| s.state == ServerState::Ready)
-            .count();
-        format!("connecting to {total} server(s): {settled} settled, {ready} ready")
-    });
+    let spinner = match text {
+        SpinnerText::Off => {
+            host.start(entries).await;
+            return;
+        }
+        SpinnerText::Say(line) => Spinner::start(move || line.to_owned()),
+        SpinnerText::Count => Spinner::start(move || {
+            let status = watched.status();
+            let settled = status
+                .iter()
+                .filter(|s| s.enabled && s.state != ServerState::Connecting)
+                .count();
+            let ready = status
+                .iter()
+                .filter(|s| s.state == ServerState::Ready)
+                .count();
+            format!("connecting to {total} server(s): {settled} settled, {ready} ready")
+        }),
+    };
     host.start(entries).await;
     spinner.stop().await;
 }
@@ -481,7 +503,7 @@ pub(crate) async fn call(cx: &Context, out: &Out, a: CallArgs) -> Result<(), Fai
     let setup = Setup {
         yes: a.yes,
         prompter: if a.yes { None } else { terminal_prompter() },
-        user_agent: None,
+        ..Setup::default()
     };
     let live = start(cx, loaded, Some(&a.id), setup).await?;
     let outcome = call_on(out, &live.host, &a.id, &a.tool, arguments, a.timeout_ms).await;
@@ -892,6 +914,14 @@ pub(crate) async fn login(
         ))
         .hint("set them with `mcp-host add … --env NAME=VALUE` or `--env-from NAME=VAR`"));
     }
+    if server.oauth.is_none()
+        && matches!(&server.transport, mcp_host::config::Transport::Http(h)
+            if h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+    {
+        return Err(Failure::usage(format!(
+            "server `{id}` has a configured Authorization header: it does not use OAuth"
+        )));
+    }
     let agent: Arc<dyn UserAgent> = if no_browser {
         Arc::new(Pasted::new(show_url, || {
             Box::pin(async {
@@ -919,30 +949,26 @@ pub(crate) async fn login(
                 })?,
         )
     };
-    if server.oauth.is_none()
-        && matches!(&server.transport, mcp_host::config::Transport::Http(h)
-            if h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
-    {
-        return Err(Failure::usage(format!(
-            "server `{id}` has a configured Authorization header: it does not use OAuth"
-        )));
-    }
     // Connecting with a user agent: the server's 401 starts discovery, and the person logs in.
-    let spinner = Spinner::start(move || {
-        "connecting; log in in the browser if asked (up to 5 minutes)".to_owned()
-    });
+    // Without a browser the person pastes on the terminal's line, so no spinner redraws it.
     let setup = Setup {
         user_agent: Some(agent),
+        spinner: if no_browser {
+            SpinnerText::Off
+        } else {
+            SpinnerText::Say("connecting; log in in the browser if asked (up to 5 minutes)")
+        },
         ..Setup::default()
     };
-    let started = start(cx, loaded, Some(id), setup).await;
-    spinner.stop().await;
-    let live = started?;
+    let live = start(cx, loaded, Some(id), setup).await?;
     let status = live.host.server_status(id);
     live.host.shutdown().await;
     let Some(status) = status else {
         return Err(Failure::config(format!("no server `{id}` is configured")));
     };
+    if status.state == ServerState::Disabled {
+        return Err(not_ready(&status));
+    }
     if status.state != ServerState::Ready {
         return Err(Failure::new(
             Code::Connection,
@@ -963,16 +989,18 @@ pub(crate) async fn login(
             status.state
         ));
     }
-    if status.state == ServerState::Ready {
-        Ok(())
-    } else {
-        Err(not_ready(&status))
-    }
+    Ok(())
 }
 
 /// Shows the authorization URL (the user agent's `show`).
 fn show_url(url: &Url) -> Result<(), String> {
-    eprintln!("open this address in a browser to log in:\n  {url}");
+    // On a terminal, start from a clean line: the spinner may be on it.
+    let clear = if std::io::stderr().is_terminal() {
+        "\r\x1b[K"
+    } else {
+        ""
+    };
+    eprintln!("{clear}open this address in a browser to log in:\n  {url}");
     Ok(())
 }
 

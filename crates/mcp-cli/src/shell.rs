@@ -105,7 +105,7 @@ pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failur
         Setup {
             yes,
             prompter: Some(prompter),
-            user_agent: None,
+            ..Setup::default()
         },
     )
     .await?;
