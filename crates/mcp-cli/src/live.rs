@@ -324,7 +324,8 @@ pub(crate) fn status_table(statuses: &[ServerStatus]) -> String {
     let mut table = Table::new(&["ID", "TRANSPORT", "SOURCE", "ENABLED", "STATE", "TOOLS"]);
     for s in statuses {
         table.row(vec![
-            s.id.clone(),
+            // A refused entry keeps its id as written, which may be the invalid part.
+            cell(&s.id, 64),
             s.transport.clone(),
             s.source.clone(),
             manage::yes_no(s.enabled),
@@ -347,7 +348,7 @@ pub(crate) fn show_detail(out: &Out, s: &ServerStatus) {
 /// The `/mcp <id>` view as text.
 pub(crate) fn detail_text(s: &ServerStatus) -> String {
     let mut lines = vec![
-        format!("id:                {}", s.id),
+        format!("id:                {}", cell(&s.id, 64)),
         format!("transport:         {}", s.transport),
         format!("source:            {}", s.source),
         format!("enabled:           {}", manage::yes_no(s.enabled)),

@@ -330,7 +330,8 @@ pub(crate) fn list(cx: &Context, out: &Out, scope: ReadScope) -> Result<(), Fail
             table.row(row);
         }
         for r in &loaded.rejected {
-            let mut row = vec![r.id.clone(), "-".into(), "invalid".into()];
+            // A refused id is as written, and may be the invalid part: clean it.
+            let mut row = vec![cell(&r.id, 64), "-".into(), "invalid".into()];
             if show_source {
                 row.push(r.source.as_str().to_owned());
             }

@@ -19,6 +19,9 @@ pub(crate) type Sink = Arc<dyn Fn(&str) + Send + Sync>;
 pub(crate) struct Out {
     json: bool,
     sink: Option<Sink>,
+    /// Whether a JSON document went to stdout: a command prints one, so a failure after it
+    /// (a tool's `isError`, a failed `test`, a `list` with problems) adds no second one.
+    printed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Out {
@@ -31,7 +34,11 @@ impl std::fmt::Debug for Out {
 
 impl Out {
     pub(crate) fn new(json: bool) -> Self {
-        Self { json, sink: None }
+        Self {
+            json,
+            sink: None,
+            printed: Arc::default(),
+        }
     }
 
     /// Output that goes to `sink`, stdout's and stderr's alike.
@@ -39,6 +46,7 @@ impl Out {
         Self {
             json: self.json,
             sink: Some(sink),
+            printed: Arc::default(),
         }
     }
 
@@ -67,6 +75,7 @@ impl Out {
     /// One JSON document on stdout.
     pub(crate) fn json(&self, value: &Value) {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned());
+        self.printed.store(true, Ordering::SeqCst);
         self.emit(&text, false);
     }
 
@@ -78,24 +87,27 @@ impl Out {
     }
 
     /// A note for the person, on stderr (shown under `--json` too: stdout stays parseable).
+    /// Cleaned: notes quote configuration files, whose ids and field names may be anything.
     pub(crate) fn note(&self, text: &str) {
-        self.emit(text, true);
+        self.emit(&clean(text), true);
     }
 
-    /// The failure on stderr; under `--json` also as `{"error": …}` on stdout.
+    /// The failure on stderr; under `--json` also as `{"error": …}` on stdout, unless the
+    /// command already printed its document there (one document per command).
     pub(crate) fn failure(&self, failure: &Failure) {
         let mut text = format!("mcp-host: error: {}", clean(&failure.message));
         if let Some(hint) = &failure.hint {
-            text.push_str(&format!("\n  hint: {hint}"));
+            text.push_str(&format!("\n  hint: {}", clean(hint)));
         }
         self.emit(&text, true);
-        if self.json {
+        let printed = self.is_direct() && self.printed.load(Ordering::SeqCst);
+        if self.json && !printed {
             self.json(&json!({
                 "error": {
                     "kind": failure.code.as_str(),
                     "exit_code": failure.code as u8,
                     "message": clean(&failure.message),
-                    "hint": failure.hint,
+                    "hint": failure.hint.as_deref().map(clean),
                 }
             }));
         }

@@ -368,3 +368,48 @@ fn the_project_flag_and_demo_json() {
     assert!(docs.iter().any(|d| d["structuredContent"]["sum"] == 5.0));
     assert_eq!(docs.last().unwrap()["servers_running"], 0);
 }
+
+#[test]
+fn json_failures_print_one_document() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    // The result is the document; its `isError` and the exit code say it failed.
+    let v = u
+        .run(&["call", "demo", "fail", "-y", "--json"])
+        .code(5)
+        .json();
+    assert_eq!(v["isError"], true);
+    u.run(&["add", "broken", "--", "/nonexistent/x"]).code(0);
+    let v = u.run(&["test", "broken", "--json"]).code(4).json();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["state"], "error");
+    u.write_global(&json!({"version": 1, "mcp": {"servers": {"h": {"transport": "http"}}}}));
+    let v = u.run(&["list", "--json"]).code(3).json();
+    assert_eq!(v["problems"][0]["server"], "h");
+    // Without a document of its own, the failure is the document.
+    let v = u.run(&["call", "demo", "add", "--json"]).code(6).json();
+    assert_eq!(v["error"]["kind"], "denied");
+}
+
+#[test]
+fn ids_and_fields_from_a_file_reach_the_terminal_cleaned() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    std::fs::write(
+        u.project.path().join(".mcp.json"),
+        r#"{"mcpServers": {
+            "ev\u001b]0;title\u0007il": {"command": "x"},
+            "hdr": {"type": "http", "url": "https://x.example/mcp", "headers": {"X\u001b[31m": "v"}}
+        }}"#,
+    )
+    .unwrap();
+    for args in [&["list"][..], &["status"], &["tools"]] {
+        let r = u.run(args);
+        assert!(
+            !r.stdout.contains('\u{1b}') && !r.stderr.contains('\u{1b}'),
+            "{r:#?}"
+        );
+        assert!(!r.stdout.contains('\u{7}') && !r.stderr.contains('\u{7}'));
+        assert!(r.stderr.contains("server `hdr`"), "{r:#?}");
+    }
+}
