@@ -68,8 +68,14 @@ pub(crate) fn oauth(cx: &Context) -> Result<OAuthContext, Failure> {
     OAuthContext::new(store).map_err(|e| Failure::new(Code::Other, format!("OAuth: {e}")))
 }
 
-/// Fails unless `id` is configured (valid or not) in `loaded`.
+/// Fails unless `id` is a valid id (exit code 2) configured in `loaded` (exit code 3), whether
+/// its entry is valid or not.
 fn known(loaded: &LoadedConfig, id: &str) -> Result<(), Failure> {
+    if !mcp_host::config::is_valid_server_id(id) {
+        return Err(Failure::from(
+            mcp_host::config::ConfigError::InvalidServerId { id: id.to_owned() },
+        ));
+    }
     if loaded.server(id).is_some() || loaded.rejected.iter().any(|r| r.id == id) {
         return Ok(());
     }
@@ -433,12 +439,13 @@ pub(crate) async fn tools(cx: &Context, out: &Out, id: Option<&str>) -> Result<(
 
 /// The catalogue as a table or JSON; servers that are not ready are named on stderr.
 pub(crate) fn show_tools(out: &Out, host: &Host, id: Option<&str>) -> Result<(), Failure> {
-    for s in host.status() {
-        if s.enabled && s.state != ServerState::Ready && id.is_none_or(|i| i == s.id) {
-            let f = not_ready(&s);
-            out.note(&f.message);
-            if id.is_some() {
-                return Err(f);
+    match id {
+        Some(id) => ready(host, id)?,
+        None => {
+            for s in host.status() {
+                if s.enabled && s.state != ServerState::Ready {
+                    out.note(&not_ready(&s).message);
+                }
             }
         }
     }
@@ -617,17 +624,31 @@ fn block_text(block: &ContentBlock) -> String {
     }
 }
 
-/// The ids of the ready servers `id` selects.
+/// Fails unless the server `id` is on `host` and ready: a server named explicitly that is
+/// unknown (exit code 3), disabled (3) or not connected (4) is an error, not an empty list.
+fn ready(host: &Host, id: &str) -> Result<(), Failure> {
+    match host.server_status(id) {
+        None => Err(Failure::config(format!("no server `{id}` is configured"))
+            .hint("`mcp-host list` shows the configured servers")),
+        Some(s) if s.state != ServerState::Ready => Err(not_ready(&s)),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The ids of the ready servers `id` selects; without an id, the enabled servers that are not
+/// ready are named on stderr.
 fn ready_ids(host: &Host, out: &Out, id: Option<&str>) -> Result<Vec<String>, Failure> {
+    if let Some(id) = id {
+        ready(host, id)?;
+        return Ok(vec![id.to_owned()]);
+    }
     let mut ids = Vec::new();
     for s in host.status() {
-        if id.is_some_and(|i| i != s.id) || !s.enabled {
+        if !s.enabled {
             continue;
         }
         if s.state == ServerState::Ready {
             ids.push(s.id.clone());
-        } else if id.is_some() {
-            return Err(not_ready(&s));
         } else {
             out.note(&not_ready(&s).message);
         }

@@ -370,6 +370,59 @@ fn the_project_flag_and_demo_json() {
 }
 
 #[test]
+fn an_invalid_id_is_a_usage_error_for_every_command() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    for args in [
+        &["test", "bad id"][..],
+        &["status", "bad id"],
+        &["tools", "bad id"],
+        &["call", "bad id", "add", "-y"],
+        &["resources", "bad id"],
+        &["read", "bad id", "demo://notes/ideas"],
+        &["prompts", "bad id"],
+        &["get", "bad id", "review"],
+        &["login", "bad id"],
+        &["logout", "bad id"],
+    ] {
+        u.run(args).code(2).err_has("invalid server id `bad id`");
+    }
+}
+
+#[test]
+fn a_disabled_server_named_explicitly_is_a_config_error() {
+    let u = User::new();
+    u.run(&[
+        "add",
+        "off",
+        "--enabled",
+        "false",
+        "--",
+        bin(),
+        "demo-server",
+    ])
+    .code(0);
+    for args in [
+        &["tools", "off"][..],
+        &["resources", "off"],
+        &["prompts", "off"],
+        &["call", "off", "add", "-y"],
+        &["read", "off", "demo://notes/ideas"],
+        &["get", "off", "review"],
+    ] {
+        u.run(args)
+            .code(3)
+            .err_has("server `off` is disabled")
+            .err_has("mcp-host enable off");
+    }
+    u.run(&["add", "web", "https://x.example/mcp", "--enabled", "false"])
+        .code(0);
+    u.run(&["login", "web", "--no-browser"])
+        .code(3)
+        .err_has("server `web` is disabled");
+}
+
+#[test]
 fn json_failures_print_one_document() {
     let u = User::new();
     u.add_demo("demo", "project");
