@@ -223,13 +223,16 @@ fn command(
             None
         }
         "/call" => {
-            let mut parts = rest.splitn(3, char::is_whitespace);
-            let (Some(id), Some(tool)) = (parts.next(), parts.next()) else {
+            // The JSON may hold spaces of its own: only the first two words are split off.
+            let Some((id, after)) = word(rest) else {
                 out.failure(&Failure::usage("usage: /call ID TOOL [JSON]"));
                 return None;
             };
-            let args = match live::parse_args(parts.next().map(str::trim).filter(|s| !s.is_empty()))
-            {
+            let Some((tool, json)) = word(after) else {
+                out.failure(&Failure::usage("usage: /call ID TOOL [JSON]"));
+                return None;
+            };
+            let args = match live::parse_args(Some(json.trim()).filter(|s| !s.is_empty())) {
                 Ok(a) => a,
                 Err(f) => {
                     out.failure(&f);
@@ -311,4 +314,13 @@ fn command(
             None
         }
     }
+}
+
+/// The first word of `text` and what follows it, however many spaces separate them.
+fn word(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start();
+    if text.is_empty() {
+        return None;
+    }
+    Some(text.split_once(char::is_whitespace).unwrap_or((text, "")))
 }

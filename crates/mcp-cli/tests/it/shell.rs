@@ -141,6 +141,9 @@ fn mcp_answers_while_a_slow_call_runs() {
     pty.wait_for("template", mark);
     pty.type_line("/prompts");
     pty.wait_for("Asks for a review", mark);
+    // Words may be separated by several spaces; the JSON keeps its own.
+    pty.type_line(r#"/call  demo   add  {"a": 20, "b": 22}"#);
+    pty.wait_for("20 + 22 = 42", mark);
     pty.type_line("/bogus");
     pty.wait_for("unknown command", mark);
     pty.quit();
