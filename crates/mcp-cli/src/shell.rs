@@ -143,6 +143,9 @@ pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failur
                 let _ = std::fs::create_dir_all(dir);
             }
             let _ = editor.save_history(h);
+            // What was typed may include arguments meant for no one else.
+            use std::os::unix::fs::PermissionsExt as _;
+            let _ = std::fs::set_permissions(h, std::fs::Permissions::from_mode(0o600));
         }
     });
 

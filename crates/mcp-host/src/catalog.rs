@@ -137,14 +137,31 @@ pub fn clean_text(text: &str, max: usize) -> String {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\u{1b}' {
-            // An escape sequence: drop ESC and, for CSI, everything up to its final byte.
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&c) {
-                        break;
+            // An escape sequence: drop ESC and, for CSI, everything up to its final byte; for
+            // the string sequences (OSC, DCS, SOS, PM, APC: a title, a hyperlink, a clipboard
+            // write), everything up to BEL or the string terminator `ESC \`.
+            match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
                     }
                 }
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                _ => {}
             }
             continue;
         }
@@ -408,6 +425,14 @@ mod tests {
     fn clean_text_drops_escapes_and_cuts() {
         assert_eq!(clean_text("a\u{1b}[31mred\u{1b}[0m\u{7}b", 100), "aredb");
         assert_eq!(clean_text("line\nnext\ttab", 100), "line\nnext\ttab");
+        // A title, a hyperlink and a clipboard write vanish whole, with either terminator.
+        assert_eq!(clean_text("a\u{1b}]0;owned\u{7}b", 100), "ab");
+        assert_eq!(
+            clean_text("a\u{1b}]8;;https://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b", 100),
+            "alinkb"
+        );
+        assert_eq!(clean_text("a\u{1b}]52;c;ZXZpbA==\u{7}b", 100), "ab");
+        assert_eq!(clean_text("a\u{1b}Pdcs\u{1b}\\b", 100), "ab");
         assert_eq!(clean_text("abcdef", 3), "abc [… cut]");
     }
 

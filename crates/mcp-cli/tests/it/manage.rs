@@ -334,3 +334,58 @@ fn a_file_that_is_not_json_is_a_config_error_naming_the_file() {
         .err_has("url")
         .out_has("invalid");
 }
+
+#[test]
+fn the_remaining_add_flags_help_and_version() {
+    let u = User::new();
+    u.run(&[
+        "add",
+        "legacy",
+        "--transport",
+        "sse",
+        "--url",
+        "http://127.0.0.1:3001/sse",
+        "--oauth-client-secret",
+        "s3cret",
+        "--oauth-client-id",
+        "c",
+    ])
+    .code(0)
+    .out_has("added sse server `legacy`");
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(u.project_file()).unwrap()).unwrap();
+    assert_eq!(file["mcp"]["servers"]["legacy"]["transport"], "sse");
+    assert_eq!(
+        file["mcp"]["servers"]["legacy"]["oauth"]["client_secret"],
+        "s3cret"
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(u.project_file())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "a file holding a secret is private: {mode:o}"
+    );
+    // The list never shows the secret.
+    let list = u.run(&["list", "--json"]);
+    assert!(!list.stdout.contains("s3cret") && !list.stderr.contains("s3cret"));
+    u.run(&[
+        "add",
+        "both",
+        "https://x.example/mcp",
+        "--oauth-client-secret",
+        "a",
+        "--oauth-client-secret-env",
+        "B",
+    ])
+    .code(2)
+    .err_has("not both");
+    u.run(&["--help"]).code(0).out_has("Exit codes:");
+    u.run(&["add", "--help"])
+        .code(0)
+        .out_has("--oauth-client-secret-env");
+    u.run(&["--version"]).code(0).out_has("mcp-host");
+}

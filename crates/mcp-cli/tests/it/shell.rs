@@ -151,6 +151,12 @@ fn mcp_answers_while_a_slow_call_runs() {
     let history =
         std::fs::read_to_string(u.home.path().join(".config/mcp-host/shell_history")).unwrap();
     assert!(history.contains("/call demo slow"), "{history}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(u.home.path().join(".config/mcp-host/shell_history"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "the history is private: {mode:o}");
 }
 
 #[test]
