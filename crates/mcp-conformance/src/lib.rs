@@ -11,6 +11,26 @@
 
 pub mod server;
 
+/// Runs a binary's body on a two-thread runtime, then exits: 0 on success, else 1 with the
+/// error on stderr, since the suite judges a client by its exit code.
+// The binaries' one way to report: stderr, which the suite keeps with the run.
+#[allow(clippy::print_stderr)]
+pub fn exit_with(name: &str, body: impl Future<Output = Result<(), String>>) -> ! {
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(body));
+    match outcome {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// The scenario the harness runs, from `MCP_CONFORMANCE_SCENARIO`.
 pub fn scenario() -> String {
     std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default()

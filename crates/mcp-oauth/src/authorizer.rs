@@ -950,7 +950,21 @@ impl Authorizer {
         let grant = Grant::ClientCredentials {
             scope: scope.as_deref(),
         };
-        let request = flow::token_request(&d.meta, &client_id, &auth, grant, &d.resource)?;
+        self.machine_tokens(&d, client_id, &auth, grant, scope.clone())
+            .await
+    }
+
+    /// Sends a grant that needs no browser to the token endpoint and keeps the tokens, for the
+    /// configured client (never a registered one).
+    async fn machine_tokens(
+        &mut self,
+        d: &Discovered,
+        client_id: String,
+        auth: &ClientAuth,
+        grant: Grant<'_>,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        let request = flow::token_request(&d.meta, &client_id, auth, grant, &d.resource)?;
         let answer = self.send("token", request).await?;
         let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
         let client = Client {
@@ -1004,18 +1018,8 @@ impl Authorizer {
             assertion: &assertion,
             scope: scope.as_deref(),
         };
-        let request = flow::token_request(&d.meta, &client_id, &auth, grant, &d.resource)?;
-        let answer = self.send("token", request).await?;
-        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
-        let client = Client {
-            client_id,
-            secret: None,
-            method: None,
-            issuer: d.meta.issuer.clone(),
-            registered: false,
-        };
-        self.keep(tokens, &client, scope);
-        Ok(())
+        self.machine_tokens(&d, client_id, &auth, grant, scope.clone())
+            .await
     }
 
     /// RFC 7523 claims (`iss` = `sub` = client id, `aud` = the issuer, five minutes of

@@ -2,8 +2,6 @@
 //! `MCP_CONFORMANCE_SCENARIO`. It connects as a host would and does what the scenario's user
 //! would ask for; every protocol behaviour comes from the library. Exits 0 on success.
 
-#![allow(clippy::print_stderr)]
-
 use std::sync::Arc;
 
 use mcp_host::oauth::{
@@ -21,24 +19,7 @@ use mcp_session::Client;
 const SERVER: &str = "conformance";
 
 fn main() {
-    let code = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => match rt.block_on(run()) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("mcp-conformance-client: {e}");
-                1
-            }
-        },
-        Err(e) => {
-            eprintln!("mcp-conformance-client: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    mcp_conformance::exit_with("mcp-conformance-client", run());
 }
 
 /// The Client ID Metadata Document URL the suite's authorization servers accept: for this

@@ -11,24 +11,7 @@ use mcp_conformance::server::{Everything, config};
 use mcp_http::HttpServerConfig;
 
 fn main() {
-    let code = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => match rt.block_on(run()) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("mcp-conformance-server: {e}");
-                1
-            }
-        },
-        Err(e) => {
-            eprintln!("mcp-conformance-server: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    mcp_conformance::exit_with("mcp-conformance-server", run());
 }
 
 /// The port from `--port N`, else `PORT`, else 3000.
