@@ -37,7 +37,7 @@ use url::Url;
 
 use crate::challenge::BearerChallenge;
 use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
-use crate::error::{AuthError, Error, cut_short};
+use crate::error::{AuthError, Error, cut_short, shown_url};
 use crate::flow::{self, ClientAuth, Grant, TokenError};
 use crate::http::{
     ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
@@ -689,7 +689,7 @@ impl Authorizer {
             .body(Vec::new())
             .map_err(|_| AuthError::Transport {
                 what,
-                url: url.to_string(),
+                url: shown_url(Some(url.scheme()), url.host_str(), url.port(), url.path()),
                 source: TransportError::new("the URL cannot be requested"),
             })?;
         self.send(what, request).await
@@ -700,7 +700,8 @@ impl Authorizer {
         what: &'static str,
         request: HttpRequest,
     ) -> Result<HttpResponse, AuthError> {
-        let url = request.uri().to_string();
+        let uri = request.uri();
+        let url = shown_url(uri.scheme_str(), uri.host(), uri.port_u16(), uri.path());
         self.services
             .http
             .send(request)

@@ -9,6 +9,22 @@ pub(crate) fn cut_short(text: &str) -> String {
     text.chars().take(QUOTED_CHARS).collect()
 }
 
+/// A request's URL as an error shows it: scheme, host, port and path. The userinfo and the
+/// query are left out: a configured endpoint may carry a credential in either, and the error
+/// goes to logs and the status view (as `mcp-http`'s own errors do).
+pub(crate) fn shown_url(
+    scheme: Option<&str>,
+    host: Option<&str>,
+    port: Option<u16>,
+    path: &str,
+) -> String {
+    match (scheme, host, port) {
+        (Some(scheme), Some(host), Some(port)) => format!("{scheme}://{host}:{port}{path}"),
+        (Some(scheme), Some(host), None) => format!("{scheme}://{host}{path}"),
+        _ => path.to_owned(),
+    }
+}
+
 /// Where a JSON document that holds secrets (a registration answer, the token store) went
 /// wrong, without serde_json's own message, which may quote the offending value.
 pub(crate) fn json_position(e: &serde_json::Error) -> String {
@@ -86,7 +102,8 @@ pub enum AuthError {
     Transport {
         /// What was being fetched or sent.
         what: &'static str,
-        /// Where (a metadata or endpoint URL; never an authorization URL).
+        /// Where (a metadata or endpoint URL without its userinfo or query; never an
+        /// authorization URL).
         url: String,
         /// The client's description.
         #[source]

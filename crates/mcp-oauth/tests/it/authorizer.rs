@@ -812,6 +812,19 @@ fn transport_failures_name_what_failed() {
         "{err}"
     );
     assert!(err.to_string().contains("connection refused"), "{err}");
+
+    // A configured endpoint may carry a credential in its userinfo or query: the error names
+    // the endpoint without them.
+    let mut s = settings();
+    s.token_url = Some("https://user:pw-secret@down.example.com:8443/token?key=q-secret".into());
+    let mut auth = world.authorizer(s);
+    let err = unauthorized(&world, &mut auth).unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(
+        shown.contains("token request to https://down.example.com:8443/token failed"),
+        "{shown}"
+    );
+    assert!(!shown.contains("secret"), "{shown}");
 }
 
 #[test]
