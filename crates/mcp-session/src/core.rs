@@ -89,7 +89,7 @@ pub(crate) struct State {
     /// Set once, with the reason, when the session ends.
     closed: watch::Sender<Option<String>>,
     /// The deadline the timer task sleeps until; it is woken only for an earlier one.
-    armed: Option<Instant>,
+    armed: timer::Armed,
 }
 
 impl State {
@@ -211,17 +211,14 @@ impl Core {
                 diagnostics: VecDeque::new(),
                 dropped_notifications: 0,
                 closed: closed_tx,
-                armed: None,
+                armed: timer::Armed::default(),
             }),
             transport,
             wake_timer: Arc::new(Notify::new()),
             closed,
             ended_by_transport: std::sync::atomic::AtomicBool::new(false),
         });
-        tokio::spawn(timer::run(
-            Arc::downgrade(&core),
-            Arc::clone(&core.wake_timer),
-        ));
+        timer::start(&core, &core.wake_timer);
         (core, inbox)
     }
 
@@ -237,14 +234,14 @@ impl Core {
     /// Applies `f` to the session, then delivers events, sends what was queued, and re-arms
     /// the timer: the one way anything changes the session.
     pub(crate) fn with_session<R>(self: &Arc<Self>, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut state = self.lock();
-        let r = f(&mut state);
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let r = f(state);
         state.dispatch();
         self.transport.transmit(self, &mut state.session);
-        let next = state.session.poll_timeout();
-        if timer::must_wake(state.armed, next, state.session.is_closed()) {
-            self.wake_timer.notify_one();
-        }
+        state
+            .armed
+            .wake_if_needed(&mut state.session, &self.wake_timer);
         r
     }
 
@@ -345,12 +342,8 @@ impl Core {
 
 impl timer::Deadlines for Core {
     fn arm(&self) -> Option<Option<Instant>> {
-        let mut state = self.lock();
-        if state.session.is_closed() {
-            return None;
-        }
-        state.armed = state.session.poll_timeout();
-        Some(state.armed)
+        let state = &mut *self.lock();
+        state.armed.arm(&mut state.session)
     }
 
     fn fire(self: Arc<Self>) {

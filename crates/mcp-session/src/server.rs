@@ -143,7 +143,7 @@ struct State {
     tasks: HashMap<RequestId, AbortHandle>,
     waiters: HashMap<RequestId, oneshot::Sender<Result<RawJson, mcp_protocol::Error>>>,
     /// The deadline the timer task sleeps until; it is woken only for an earlier one.
-    armed: Option<Instant>,
+    armed: timer::Armed,
 }
 
 /// One client's session on the server side: a transport feeds it what arrives.
@@ -174,17 +174,14 @@ impl<H: Handler> ServerCore<H> {
                 session: ServerSession::new(config),
                 tasks: HashMap::new(),
                 waiters: HashMap::new(),
-                armed: None,
+                armed: timer::Armed::default(),
             }),
             handler,
             transport: Box::new(transport),
             wake_timer: Arc::new(Notify::new()),
             me: me.clone(),
         });
-        tokio::spawn(timer::run(
-            Arc::downgrade(&core),
-            Arc::clone(&core.wake_timer),
-        ));
+        timer::start(&core, &core.wake_timer);
         core
     }
 
@@ -204,9 +201,10 @@ impl<H: Handler> ServerCore<H> {
     /// Applies `f` to the session, then starts handlers, wakes waiters and sends what was
     /// queued, tagging each message with the request it belongs to.
     fn with_session<R>(&self, related: Option<&RequestId>, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut state = self.lock();
-        let r = f(&mut state);
-        self.dispatch(&mut state);
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let r = f(state);
+        self.dispatch(state);
         while let Some(message) = state.session.poll_transmit() {
             let answered = match &message {
                 Message::Response(r) => Some(r.id.clone()),
@@ -215,10 +213,9 @@ impl<H: Handler> ServerCore<H> {
             };
             self.transport.send(message, answered.as_ref().or(related));
         }
-        let next = state.session.poll_timeout();
-        if timer::must_wake(state.armed, next, state.session.is_closed()) {
-            self.wake_timer.notify_one();
-        }
+        state
+            .armed
+            .wake_if_needed(&mut state.session, &self.wake_timer);
         r
     }
 
@@ -339,12 +336,8 @@ impl<H: Handler> Link for ServerCore<H> {
 
 impl<H: Handler> timer::Deadlines for ServerCore<H> {
     fn arm(&self) -> Option<Option<Instant>> {
-        let mut state = self.lock();
-        if state.session.is_closed() {
-            return None;
-        }
-        state.armed = state.session.poll_timeout();
-        Some(state.armed)
+        let state = &mut *self.lock();
+        state.armed.arm(&mut state.session)
     }
 
     fn fire(self: Arc<Self>) {

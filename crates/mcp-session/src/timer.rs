@@ -1,30 +1,89 @@
-//! The timer task both cores share: it sleeps until the session's next deadline, fires it, and
-//! ends with the session. It holds the core only weakly, so it never keeps a connection alive.
+//! The timer both cores share: a task that sleeps until the session's next deadline, fires it,
+//! and ends with the session, holding the core only weakly so that it never keeps a connection
+//! alive; and [`Armed`], the deadline the task sleeps until, kept beside the session so that a
+//! core wakes the task only for an earlier one.
 
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
+use mcp_protocol::{ClientSession, ServerSession};
 use tokio::sync::Notify;
 
 /// What the timer task needs of a core.
 pub(crate) trait Deadlines: Send + Sync + 'static {
     /// Records, as the deadline the task sleeps until, and returns the session's next deadline;
-    /// `None` once the session is closed, which ends the task.
+    /// `None` once the session is closed, which ends the task. Implemented with
+    /// [`Armed::arm`] under the core's lock.
     fn arm(&self) -> Option<Option<Instant>>;
 
     /// The deadline has passed: feeds `handle_timeout` to the session.
     fn fire(self: Arc<Self>);
 }
 
+/// What the timer needs of a session, client or server.
+pub(crate) trait Clocked {
+    fn poll_timeout(&mut self) -> Option<Instant>;
+    fn is_closed(&self) -> bool;
+}
+
+impl Clocked for ClientSession {
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        ClientSession::poll_timeout(self)
+    }
+    fn is_closed(&self) -> bool {
+        ClientSession::is_closed(self)
+    }
+}
+
+impl Clocked for ServerSession {
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        ServerSession::poll_timeout(self)
+    }
+    fn is_closed(&self) -> bool {
+        ServerSession::is_closed(self)
+    }
+}
+
+/// The deadline the timer task sleeps until. It lives in a core's locked state beside the
+/// session: both are read and written under the same lock, so a change never misses a wake-up.
+#[derive(Debug, Default)]
+pub(crate) struct Armed(Option<Instant>);
+
+impl Armed {
+    /// For [`Deadlines::arm`]: records the session's next deadline as the one slept until and
+    /// returns it; `None` once the session is closed.
+    pub(crate) fn arm(&mut self, session: &mut impl Clocked) -> Option<Option<Instant>> {
+        if session.is_closed() {
+            return None;
+        }
+        self.0 = session.poll_timeout();
+        Some(self.0)
+    }
+
+    /// After a change to the session: wakes the task for a deadline earlier than the one it
+    /// sleeps until, or for a closed session, so that the task ends.
+    pub(crate) fn wake_if_needed(&self, session: &mut impl Clocked, wake: &Notify) {
+        let next = session.poll_timeout();
+        if must_wake(self.0, next, session.is_closed()) {
+            wake.notify_one();
+        }
+    }
+}
+
 /// Whether the task must be woken after a change: for a deadline earlier than the one it sleeps
 /// until, or for a closed session, so that the task ends.
-pub(crate) fn must_wake(armed: Option<Instant>, next: Option<Instant>, closed: bool) -> bool {
+fn must_wake(armed: Option<Instant>, next: Option<Instant>, closed: bool) -> bool {
     closed || (next.is_some() && (armed.is_none() || next < armed))
+}
+
+/// Starts the timer task of `core`, which wakes it through `wake`.
+pub(crate) fn start<C: Deadlines>(core: &Arc<C>, wake: &Arc<Notify>) {
+    tokio::spawn(run(Arc::downgrade(core), Arc::clone(wake)));
 }
 
 /// Runs until the session is closed or the core is gone. `wake` is the core's
 /// [`Notify`], held here apart from the core.
-pub(crate) async fn run<C: Deadlines>(core: Weak<C>, wake: Arc<Notify>) {
+async fn run<C: Deadlines>(core: Weak<C>, wake: Arc<Notify>) {
     loop {
         // Created before the deadline is read: a wake-up from then on is not missed (and one
         // given before it was polled left a permit).
@@ -48,5 +107,109 @@ pub(crate) async fn run<C: Deadlines>(core: Weak<C>, wake: Arc<Notify>) {
             }
             () = woken => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future as _;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A session whose next deadline and end the test sets.
+    #[derive(Default)]
+    struct Fake {
+        next: Option<Instant>,
+        closed: bool,
+    }
+
+    impl Clocked for Fake {
+        fn poll_timeout(&mut self) -> Option<Instant> {
+            self.next
+        }
+        fn is_closed(&self) -> bool {
+            self.closed
+        }
+    }
+
+    /// Whether `wake` holds a permit, taking it.
+    fn woken(wake: &Notify) -> bool {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        std::pin::pin!(wake.notified()).poll(&mut cx).is_ready()
+    }
+
+    #[test]
+    fn only_an_earlier_deadline_or_the_end_wakes_the_task() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(1);
+        let wake = Notify::new();
+        let mut armed = Armed::default();
+        let mut session = Fake::default();
+        assert_eq!(armed.arm(&mut session), Some(None));
+        armed.wake_if_needed(&mut session, &wake);
+        assert!(!woken(&wake), "no deadline: nothing to wake for");
+        session.next = Some(t1);
+        armed.wake_if_needed(&mut session, &wake);
+        assert!(woken(&wake), "a first deadline");
+        assert_eq!(armed.arm(&mut session), Some(Some(t1)));
+        armed.wake_if_needed(&mut session, &wake);
+        assert!(!woken(&wake), "the deadline already slept until");
+        session.next = Some(t1 + Duration::from_secs(1));
+        armed.wake_if_needed(&mut session, &wake);
+        assert!(!woken(&wake), "a later deadline waits for the armed one");
+        session.next = Some(t0);
+        armed.wake_if_needed(&mut session, &wake);
+        assert!(woken(&wake), "an earlier deadline");
+        session.closed = true;
+        armed.wake_if_needed(&mut session, &wake);
+        assert!(woken(&wake), "the end, so that the task ends");
+        assert_eq!(armed.arm(&mut session), None);
+    }
+
+    /// A core around [`Fake`] that counts how often its deadline fired.
+    struct Core {
+        state: Mutex<(Armed, Fake)>,
+        fired: AtomicUsize,
+    }
+
+    impl Deadlines for Core {
+        fn arm(&self) -> Option<Option<Instant>> {
+            let (armed, session) = &mut *self.state.lock().unwrap();
+            armed.arm(session)
+        }
+
+        fn fire(self: Arc<Self>) {
+            self.fired.fetch_add(1, Ordering::SeqCst);
+            let (_, session) = &mut *self.state.lock().unwrap();
+            session.next = None;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_task_fires_the_deadline_and_ends_with_the_session() {
+        let at = tokio::time::Instant::now().into_std() + Duration::from_secs(5);
+        let session = Fake {
+            next: Some(at),
+            closed: false,
+        };
+        let core = Arc::new(Core {
+            state: Mutex::new((Armed::default(), session)),
+            fired: AtomicUsize::new(0),
+        });
+        let wake = Arc::new(Notify::new());
+        let task = tokio::spawn(run(Arc::downgrade(&core), Arc::clone(&wake)));
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(core.fired.load(Ordering::SeqCst), 0, "not before its time");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(core.fired.load(Ordering::SeqCst), 1);
+        core.state.lock().unwrap().1.closed = true;
+        wake.notify_one();
+        tokio::time::timeout(Duration::from_secs(1), task)
+            .await
+            .expect("the task ends with the session")
+            .unwrap();
     }
 }
