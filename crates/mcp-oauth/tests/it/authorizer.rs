@@ -836,6 +836,9 @@ fn no_secret_in_any_error_or_debug_string() {
         "pre-registered-secret",
         "code-secret",
         "sig-secret",
+        "workload-jwt-secret",
+        "id-token-secret",
+        "id-jag-secret",
     ];
     let mut shown = Vec::new();
     let mut sent = String::new();
@@ -851,6 +854,18 @@ fn no_secret_in_any_error_or_debug_string() {
     let mut machine = pre_registered.clone();
     machine.grant = GrantType::ClientCredentials;
     machine.client_secret = None;
+    let mut workload = settings();
+    workload.grant = GrantType::JwtBearer;
+    workload.client_id = Some("workload".into());
+    workload.assertion = Some(JwtAssertion::new("workload-jwt-secret"));
+    let mut enterprise = settings();
+    enterprise.grant = GrantType::IdentityAssertion;
+    enterprise.client_id = Some("host".into());
+    enterprise.identity_provider = Some(IdentityProvider::new(
+        format!("{IDP}/token"),
+        "idp-client".into(),
+        JwtAssertion::new("id-token-secret"),
+    ));
     let cases = [
         (
             Config {
@@ -869,6 +884,8 @@ fn no_secret_in_any_error_or_debug_string() {
         (registered(), settings()),
         (Config::default(), pre_registered),
         (Config::default(), machine),
+        (Config::default(), workload),
+        (Config::default(), enterprise),
     ];
     for (config, s) in cases {
         let world = World::new(config);
