@@ -26,6 +26,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc};
 
 use crate::bound::bound_result;
 use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ToolFilter};
+use crate::config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT};
 use crate::error::CallError;
 use crate::oauth::OAuthHook;
 use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
@@ -90,7 +91,7 @@ impl ServerEntry {
             transport: transport.to_owned(),
             enabled: true,
             connect: Ok(connect),
-            request_timeout: Duration::from_secs(30),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             filter: ToolFilter::default(),
             rules: ServerRules::default(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
@@ -113,9 +114,6 @@ impl ServerEntry {
         entry
     }
 }
-
-/// The default bound on a tool result: 1 MiB.
-pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
 /// Where a server stands (seed 000 §5.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -247,7 +245,7 @@ impl HostOptions {
     pub fn new(client_info: Implementation, policy: Arc<dyn Policy>) -> Self {
         Self {
             client_info,
-            max_connections: 10,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             catalog_limits: CatalogLimits::default(),
             reconnect_initial: Duration::from_millis(500),
             reconnect_max: Duration::from_secs(30),

@@ -26,11 +26,11 @@ pub mod setup;
 // The public interface is:
 pub use bound::bound_result;
 pub use catalog::{Catalog, ExposedTool};
-pub use config::{LoadedConfig, ServerConfig};
+pub use config::{DEFAULT_MAX_RESULT_BYTES, LoadedConfig, ServerConfig};
 pub use elicit::AcceptDefaults;
 pub use error::CallError;
 pub use host::{
-    CallOptions, Connect, DEFAULT_MAX_RESULT_BYTES, Host, HostEvent, HostOptions, RequestHandler,
-    ServerEntry, ServerState, ServerStatus, Subscription, ToolOutput, error_result,
+    CallOptions, Connect, Host, HostEvent, HostOptions, RequestHandler, ServerEntry, ServerState,
+    ServerStatus, Subscription, ToolOutput, error_result,
 };
 pub use permission::{Decision, Policy, Prompter};
