@@ -27,6 +27,15 @@ fn refused(config: Config) -> (Arc<World>, AuthError) {
     (world, err)
 }
 
+/// A first 401 against a world that grants: the world, to see what was sent, and the
+/// authorizer holding its tokens.
+fn logged_in(config: Config) -> (Arc<World>, Authorizer) {
+    let world = World::new(config);
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    (world, auth)
+}
+
 fn query(url: &url::Url, name: &str) -> Option<String> {
     url.query_pairs()
         .find(|(k, _)| k == name)
@@ -96,12 +105,10 @@ fn prm_from_the_challenge_then_dcr_pkce_and_tokens() {
 
 #[test]
 fn path_inserted_then_root_prm_and_the_resource_is_sent_byte_for_byte() {
-    let world = World::new(Config {
+    let (world, auth) = logged_in(Config {
         prm: Prm::Root,
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     let urls = world.urls();
     assert_eq!(
         &urls[..2],
@@ -120,12 +127,10 @@ fn path_inserted_then_root_prm_and_the_resource_is_sent_byte_for_byte() {
         Some(ORIGIN)
     );
 
-    let world = World::new(Config {
+    let (world, _) = logged_in(Config {
         prm: Prm::PathInserted,
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     assert_eq!(
         world.urls()[0],
         format!("GET {ORIGIN}/.well-known/oauth-protected-resource/mcp")
@@ -138,13 +143,11 @@ fn path_inserted_then_root_prm_and_the_resource_is_sent_byte_for_byte() {
 #[test]
 fn authorization_server_metadata_in_rfc_8414_then_oidc_order_with_a_path() {
     let tenant = format!("{AS}/tenant1");
-    let world = World::new(Config {
+    let (world, auth) = logged_in(Config {
         issuer: tenant.clone(),
         meta_url: Some(format!("{tenant}/.well-known/openid-configuration")),
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     assert_eq!(
         &world.urls()[1..4],
         [
@@ -155,12 +158,10 @@ fn authorization_server_metadata_in_rfc_8414_then_oidc_order_with_a_path() {
     );
     assert_eq!(auth.metadata().unwrap().issuer, tenant);
 
-    let world = World::new(Config {
+    let (world, _) = logged_in(Config {
         meta_url: Some(format!("{AS}/.well-known/openid-configuration")),
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     assert_eq!(
         &world.urls()[1..3],
         [
@@ -172,13 +173,11 @@ fn authorization_server_metadata_in_rfc_8414_then_oidc_order_with_a_path() {
 
 #[test]
 fn no_prm_means_metadata_at_the_server_origin_2025_03_26() {
-    let world = World::new(Config {
+    let (world, auth) = logged_in(Config {
         prm: Prm::None,
         meta_url: Some(format!("{ORIGIN}/.well-known/oauth-authorization-server")),
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     assert_eq!(auth.metadata_source(), Some(MetadataSource::ServerOrigin));
     assert!(world.urls().contains(&format!("POST {ORIGIN}/register")));
     assert!(world.urls().contains(&format!("POST {ORIGIN}/token")));
@@ -187,13 +186,11 @@ fn no_prm_means_metadata_at_the_server_origin_2025_03_26() {
 
 #[test]
 fn no_metadata_at_all_falls_back_to_default_endpoints_with_pkce() {
-    let world = World::new(Config {
+    let (world, auth) = logged_in(Config {
         prm: Prm::None,
         meta_url: None,
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     assert_eq!(
         auth.metadata_source(),
         Some(MetadataSource::DefaultEndpoints)
@@ -480,9 +477,7 @@ fn step_up_asks_for_the_union_and_gives_up_after_three_attempts() {
 
 #[test]
 fn refresh_ahead_of_expiry_keeps_the_rotated_refresh_token() {
-    let world = World::new(Config::default());
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
+    let (world, mut auth) = logged_in(Config::default());
     auth.take_changed();
     let first_refresh = auth.tokens().unwrap().refresh_token.clone().unwrap();
     assert!(!auth.needs_refresh());
@@ -515,9 +510,7 @@ fn refresh_ahead_of_expiry_keeps_the_rotated_refresh_token() {
 
 #[test]
 fn a_401_refreshes_first_then_logs_in_if_the_refresh_token_is_dead() {
-    let world = World::new(Config::default());
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
+    let (world, mut auth) = logged_in(Config::default());
     world.clear_log();
 
     unauthorized(&world, &mut auth).unwrap();
@@ -554,9 +547,7 @@ fn a_401_refreshes_first_then_logs_in_if_the_refresh_token_is_dead() {
 
 #[test]
 fn a_failing_token_endpoint_keeps_the_tokens() {
-    let world = World::new(Config::default());
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
+    let (world, mut auth) = logged_in(Config::default());
     auth.take_changed();
     let before = auth.tokens().cloned();
     world.set(|c| c.token_down = Some(503));
@@ -579,9 +570,7 @@ fn a_failing_token_endpoint_keeps_the_tokens() {
 
 #[test]
 fn a_dead_refresh_token_ahead_of_expiry_is_forgotten() {
-    let world = World::new(Config::default());
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
+    let (world, mut auth) = logged_in(Config::default());
     let stale = auth.tokens().cloned();
     world.advance(3_600_000);
     block_on(auth.refresh_if_needed()).unwrap();
@@ -603,14 +592,12 @@ fn token_endpoint_authentication_follows_registration() {
         ("none", false, false),
     ];
     for (method, basic, post) in cases {
-        let world = World::new(Config {
+        let (world, _) = logged_in(Config {
             auth_methods: Some(vec![method.to_owned()]),
             reg_secret: (method != "none").then(|| "reg-secret".to_owned()),
             reg_method: Some(method.to_owned()),
             ..Config::default()
         });
-        let mut auth = world.authorizer(settings());
-        unauthorized(&world, &mut auth).unwrap();
         let token = &world.token_requests()[0];
         assert_eq!(token.authorization.is_some(), basic, "{method}");
         assert_eq!(token.form("client_secret").is_some(), post, "{method}");
@@ -739,9 +726,7 @@ fn jwt_bearer_with_a_workload_token_or_an_identity_assertion_from_the_idp() {
 
 #[test]
 fn a_moved_authorization_server_gets_its_own_registration() {
-    let world = World::new(Config::default());
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
+    let (world, mut auth) = logged_in(Config::default());
     auth.request_succeeded();
     let second = "https://auth2.example.com";
     world.set(|c| {
@@ -771,12 +756,10 @@ fn a_moved_authorization_server_gets_its_own_registration() {
 
 #[test]
 fn stored_tokens_are_used_and_refreshed_with_their_client() {
-    let world = World::new(Config {
+    let (world, auth) = logged_in(Config {
         prm: Prm::PathInserted,
         ..Config::default()
     });
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
     let mut file = AuthFile::default();
     file.servers
         .insert("s".into(), auth.tokens().cloned().unwrap());
@@ -956,9 +939,7 @@ fn futures_are_send() {
 
 #[test]
 fn stored_tokens_behind_a_challenge_only_prm_are_refreshed_on_the_401() {
-    let world = World::new(Config::default());
-    let mut auth = world.authorizer(settings());
-    unauthorized(&world, &mut auth).unwrap();
+    let (world, auth) = logged_in(Config::default());
     let stored = auth.tokens().cloned();
 
     let mut auth = world.authorizer(settings());
