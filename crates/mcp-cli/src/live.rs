@@ -936,12 +936,15 @@ pub(crate) async fn login(
         ))
         .hint("set them with `mcp-host add … --env NAME=VALUE` or `--env-from NAME=VAR`"));
     }
-    if server.oauth.is_none()
-        && matches!(&server.transport, mcp_host::config::Transport::Http(h)
-            if h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
-    {
+    // The library decides which servers OAuth applies to; asking it keeps `login` from
+    // claiming a login for a server that sends its configured `Authorization` header instead
+    // (with or without `oauth` settings beside it).
+    if oauth(cx)?.hook(server).is_none() {
         return Err(Failure::usage(format!(
             "server `{id}` has a configured Authorization header: it does not use OAuth"
+        ))
+        .hint(format!(
+            "remove the header from `{id}`'s entry to log in with OAuth"
         )));
     }
     let agent: Arc<dyn UserAgent> = if no_browser {

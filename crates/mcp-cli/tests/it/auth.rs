@@ -195,6 +195,21 @@ fn login_refuses_what_has_no_oauth() {
     u.run(&["login", "keyed"])
         .code(2)
         .err_has("Authorization header");
+    // OAuth settings beside the header do not make it an OAuth server: the header is sent,
+    // so there is nothing to log in to (and nothing is contacted to find that out).
+    u.run(&[
+        "add",
+        "both",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "Authorization=Bearer k",
+        "--oauth-client-id",
+        "c",
+    ])
+    .code(0);
+    let r = u.run(&["login", "both", "--no-browser"]);
+    r.code(2).err_has("Authorization header");
+    assert!(!r.stderr.contains("Bearer k"), "{r:#?}");
     u.run(&["login", "ghost"]).code(3);
     u.run(&["logout", "ghost"]).code(3);
 }
