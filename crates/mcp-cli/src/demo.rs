@@ -17,7 +17,7 @@ use mcp_protocol::schema::{
     ListToolsResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, ResourcesCapability, Role, Tool,
 };
-use mcp_protocol::{ErrorObject, JsonObject, RawJson, ServerConfig};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson, ServerConfig, code};
 use mcp_session::{Handler, RequestContext};
 use mcp_stdio::StdioConfig;
 use serde_json::{Value, json};
@@ -195,7 +195,8 @@ fn tool(name: &str, description: &str, schema: Value) -> Tool {
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<RawJson, ErrorObject> {
-    RawJson::encode(value).map_err(|e| ErrorObject::new(-32603, format!("encoding failed: {e}")))
+    RawJson::encode(value)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, format!("encoding failed: {e}")))
 }
 
 fn text_result(text: impl Into<String>) -> CallToolResult {
@@ -280,7 +281,10 @@ impl Handler for DemoServer {
                         "this server has received {n} tool call(s), this one included"
                     )),
                     other => {
-                        return Err(ErrorObject::new(-32602, format!("unknown tool `{other}`")));
+                        return Err(ErrorObject::new(
+                            code::INVALID_PARAMS,
+                            format!("unknown tool `{other}`"),
+                        ));
                     }
                 };
                 encode(&result)
@@ -309,7 +313,10 @@ impl Handler for DemoServer {
                         c.text = Some((*text).into());
                         encode(&ReadResourceResult::new(vec![c]))
                     }
-                    None => Err(ErrorObject::new(-32002, format!("no resource `{}`", p.uri))),
+                    None => Err(ErrorObject::new(
+                        code::RESOURCE_NOT_FOUND,
+                        format!("no resource `{}`", p.uri),
+                    )),
                 }
             }
             ClientRequest::ListPrompts(_) => {
@@ -327,7 +334,10 @@ impl Handler for DemoServer {
                     .and_then(|a| a.get("topic"))
                     .cloned()
                     .ok_or_else(|| {
-                        ErrorObject::new(-32602, "argument `topic` is required".into())
+                        ErrorObject::new(
+                            code::INVALID_PARAMS,
+                            "argument `topic` is required".into(),
+                        )
                     })?;
                 let message = PromptMessage::new(
                     Role::User,
@@ -336,11 +346,11 @@ impl Handler for DemoServer {
                 encode(&GetPromptResult::new(vec![message]))
             }
             ClientRequest::GetPrompt(p) => Err(ErrorObject::new(
-                -32602,
+                code::INVALID_PARAMS,
                 format!("unknown prompt `{}`", p.name),
             )),
             _ => Err(ErrorObject::new(
-                -32601,
+                code::METHOD_NOT_FOUND,
                 "not supported by the demo server".into(),
             )),
         }
