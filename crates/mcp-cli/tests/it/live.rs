@@ -49,16 +49,7 @@ fn test_fails_with_the_phase_and_a_hint() {
         .code(3)
         .err_has("no server `ghost` is configured")
         .err_has("configured servers: missing, nothing");
-    u.run(&[
-        "add",
-        "off",
-        "--enabled",
-        "false",
-        "--",
-        bin(),
-        "demo-server",
-    ])
-    .code(0);
+    u.add_demo_disabled("off");
     u.run(&["test", "off"]).code(3).err_has("disabled");
 }
 
@@ -71,16 +62,7 @@ fn status_is_the_mcp_view() {
     assert_eq!(u.run(&["status", "--json"]).json(), json!({"servers": []}));
     u.add_demo("demo", "global");
     u.run(&["add", "broken", "--", "/nonexistent/x"]).code(0);
-    u.run(&[
-        "add",
-        "off",
-        "--enabled",
-        "false",
-        "--",
-        bin(),
-        "demo-server",
-    ])
-    .code(0);
+    u.add_demo_disabled("off");
     let r = u.run(&["status"]);
     r.code(0);
     let lines: Vec<&str> = r.stdout.lines().collect();
@@ -392,16 +374,7 @@ fn an_invalid_id_is_a_usage_error_for_every_command() {
 #[test]
 fn a_disabled_server_named_explicitly_is_a_config_error() {
     let u = User::new();
-    u.run(&[
-        "add",
-        "off",
-        "--enabled",
-        "false",
-        "--",
-        bin(),
-        "demo-server",
-    ])
-    .code(0);
+    u.add_demo_disabled("off");
     for args in [
         &["tools", "off"][..],
         &["resources", "off"],

@@ -145,6 +145,12 @@ impl User {
             .code(0);
     }
 
+    /// Adds the bundled demo server as `id` over stdio to the project file, disabled.
+    pub(crate) fn add_demo_disabled(&self, id: &str) {
+        self.run(&["add", id, "--enabled", "false", "--", bin(), "demo-server"])
+            .code(0);
+    }
+
     /// Writes a global configuration file.
     pub(crate) fn write_global(&self, json: &serde_json::Value) {
         let path = self.global_file();
