@@ -109,13 +109,24 @@ async fn login_store_reuse_and_refresh() {
         1,
         "a refresh, not a login"
     );
-    host2.shutdown().await;
 
-    // The file holds the rotated refresh token, and no log or status showed it.
+    // The file holds the rotated refresh token, not the one the refresh spent, and neither
+    // the status nor a Debug print shows a token.
     let stored = store.tokens("remote", &url).unwrap().unwrap();
-    assert!(stored.refresh_token.is_some());
-    let shown = format!("{stored:?}");
+    let spent = fake
+        .seen_at("/token")
+        .iter()
+        .filter_map(|r| r.form("refresh_token"))
+        .last()
+        .unwrap();
+    let kept = stored.refresh_token.as_ref().unwrap().secret().to_owned();
+    assert_ne!(kept, spent, "the rotated refresh token is stored");
+    let shown = format!("{stored:?} {:?}", host2.server_status("remote"));
     assert!(shown.contains("[redacted]"), "{shown}");
+    for token in [stored.access_token.secret(), &kept, &spent] {
+        assert!(!shown.contains(token), "{token} shown in {shown}");
+    }
+    host2.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
