@@ -135,7 +135,11 @@ impl Client {
     }
 
     /// The session id the server assigned, for transports with sessions (Streamable HTTP's
-    /// `Mcp-Session-Id`); `None` over stdio.
+    /// `Mcp-Session-Id`); `None` over stdio and the deprecated HTTP+SSE transport.
+    ///
+    /// Treat it like a credential: whoever holds it can act in the session, so do not log it
+    /// or show it whole. It is never part of this crate's errors, diagnostics or `Debug`
+    /// output.
     pub fn session_id(&self) -> Option<String> {
         self.core.transport().session_id()
     }

@@ -68,6 +68,9 @@ pub trait Transport: Send + Sync + 'static {
     }
 
     /// The session id the server assigned, if the transport has sessions (Streamable HTTP).
+    ///
+    /// A credential-like value: whoever holds it can act in the session. An implementation
+    /// never puts it in an error, a diagnostic, an end reason or a `Debug` output.
     fn session_id(&self) -> Option<String> {
         None
     }

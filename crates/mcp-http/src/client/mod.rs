@@ -363,6 +363,8 @@ impl Inner {
 struct HttpTransport(Arc<Inner>);
 
 impl Transport for HttpTransport {
+    /// The `MCP-Session-Id` learned on the initialize answer: a credential-like value, kept in
+    /// a sensitive `HeaderValue` and handed out only here.
     fn session_id(&self) -> Option<String> {
         let ids = self.0.ids();
         ids.session

@@ -44,6 +44,10 @@ async fn headers_session_sse_answers_and_delete() {
         inbox.try_recv(),
         Ok(mcp_http::Incoming::Notification(_))
     ));
+    // The host can read the session id; the client's debug form does not show it.
+    assert_eq!(client.session_id().as_deref(), Some("fake-session"));
+    let shown = format!("{client:?}");
+    assert!(!shown.contains("fake-session"), "{shown}");
     assert!(client.close().await.contains("session deleted"));
 
     let seen = fake.seen();

@@ -17,6 +17,7 @@ async fn connect_list_call_read_get_close() {
         ProtocolVersion::V2025_11_25
     );
     assert_eq!(client.server_info().implementation.name, "mcp-fake-server");
+    assert_eq!(client.session_id(), None, "stdio has no sessions");
     let group = pgid(&client).await;
 
     // Pagination is followed to the end: 18 built-in tools and 10 generated ones, 4 a page.
