@@ -196,7 +196,8 @@ pub(crate) struct AddArgs {
     /// Whether a host connects to it.
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub(crate) enabled: Option<bool>,
-    /// How long one request may take before it is cancelled.
+    /// How long one request may go without an answer or progress before it is cancelled
+    /// (default 30000).
     #[arg(long, value_name = "MS")]
     pub(crate) request_timeout_ms: Option<u64>,
     /// Overwrite a server of the same id in the same layer.
