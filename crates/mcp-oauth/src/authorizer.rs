@@ -937,10 +937,7 @@ impl Authorizer {
             .clone()
             .ok_or(AuthError::NoClientCredentials)?;
         let auth = if let Some(secret) = &self.settings.client_secret {
-            match ClientAuth::choose(&d.meta, None, Some(secret)) {
-                ClientAuth::None => ClientAuth::Basic(secret.clone()),
-                auth => auth,
-            }
+            secret_auth(&d.meta, secret)
         } else if let Some(signer) = self.services.signer.clone() {
             ClientAuth::JwtAssertion(self.assertion(&*signer, &client_id, &d.meta.issuer)?)
         } else {
@@ -990,13 +987,11 @@ impl Authorizer {
         };
         let missing = AuthError::NoAssertion { grant, needs };
         let client_id = self.settings.client_id.clone().ok_or(missing.clone())?;
-        let auth = match &self.settings.client_secret {
-            Some(secret) => match ClientAuth::choose(&d.meta, None, Some(secret)) {
-                ClientAuth::None => ClientAuth::Basic(secret.clone()),
-                auth => auth,
-            },
-            None => ClientAuth::None,
-        };
+        let auth = self
+            .settings
+            .client_secret
+            .as_ref()
+            .map_or(ClientAuth::None, |secret| secret_auth(&d.meta, secret));
         self.count_attempt(scope.as_deref())?;
         self.requested_scope.clone_from(&scope);
         let assertion = match self.settings.grant {
@@ -1071,6 +1066,15 @@ impl Authorizer {
         kept.issuer = Some(client.issuer.clone());
         self.tokens = Some(kept);
         self.changed = true;
+    }
+}
+
+/// How a configured machine client presents its secret: the method the metadata prefers, or
+/// HTTP Basic when the server lists neither secret method (a configured secret is always sent).
+fn secret_auth(meta: &AuthorizationServerMetadata, secret: &ClientSecret) -> ClientAuth {
+    match ClientAuth::choose(meta, None, Some(secret)) {
+        ClientAuth::None => ClientAuth::Basic(secret.clone()),
+        auth => auth,
     }
 }
 
