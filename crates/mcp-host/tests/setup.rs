@@ -74,7 +74,7 @@ fn configured_servers_start_and_secrets_stay_hidden() {
                  "permission": {"default": "allow", "tools": {"hang": "deny"}}},
         "leaky": {"transport": "stdio", "command": fake, "args": ["--exit-on-start", "2"],
                   "env": {"FAKE_API_KEY": {"env": "PLANTED_KEY"}}},
-        "remote": {"transport": "http", "url": "http://127.0.0.1:9/mcp",
+        "remote": {"transport": "http", "url": format!("http://127.0.0.1:9/mcp?key={PLANTED}"),
                    "headers": {"Authorization": {"env": "PLANTED_KEY"}},
                    "request_timeout_ms": 2000},
         "off": {"transport": "stdio", "command": fake, "enabled": false},

@@ -44,6 +44,7 @@ pub use model::{
 pub use parse::is_valid_server_id;
 pub use secret::{Env, Secret, SecretSource};
 
+pub(crate) use model::ShownUrlText;
 use parse::{Entry, Resolve};
 
 /// Why a configuration file could not be found, read or edited. Messages name the file and

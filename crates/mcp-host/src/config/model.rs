@@ -323,7 +323,7 @@ impl fmt::Debug for ShownUrl<'_> {
 
 /// A URL still in the text the user gave, shown like [`ShownUrl`]; text that does not parse
 /// as a URL is not shown at all (it may be a key pasted in the wrong place).
-pub(super) struct ShownUrlText<'a>(pub(super) &'a str);
+pub(crate) struct ShownUrlText<'a>(pub(crate) &'a str);
 
 impl fmt::Debug for ShownUrlText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
