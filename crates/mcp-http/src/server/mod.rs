@@ -11,7 +11,6 @@ mod body;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -304,7 +303,16 @@ impl<H: Handler> HttpServer<H> {
         let (session_id, session) = match existing {
             Some(Ok(found)) => found,
             Some(Err(refusal)) => return refusal.response(),
-            None if is_initialize => self.new_session(),
+            None if is_initialize => match self.new_session() {
+                Some(created) => created,
+                None => {
+                    return rpc_error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        mcp_protocol::code::INTERNAL_ERROR,
+                        "no randomness for a session id",
+                    );
+                }
+            },
             None => {
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
@@ -368,8 +376,9 @@ impl<H: Handler> HttpServer<H> {
         with_session_id(response, &session_id)
     }
 
-    fn new_session(&self) -> (String, Arc<Session<H>>) {
-        let id = session_id();
+    /// A new session; `None` when the OS gives no randomness for its id.
+    fn new_session(&self) -> Option<(String, Arc<Session<H>>)> {
+        let id = session_id().ok()?;
         let routes = Arc::new(Routes::default());
         let core = ServerCore::new(
             self.config.server.clone(),
@@ -382,7 +391,7 @@ impl<H: Handler> HttpServer<H> {
             last_used: Mutex::new(Instant::now()),
         });
         lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
-        (id, session)
+        Some((id, session))
     }
 
     fn get(&self, req: &Request<Incoming>) -> Response<ResponseBody> {
@@ -526,24 +535,17 @@ struct StreamTx {
     json: bool,
 }
 
-static SESSIONS: AtomicU64 = AtomicU64::new(0);
-
 /// An unguessable session id: 128 bits from the OS, as visible ASCII.
-fn session_id() -> String {
+fn session_id() -> std::io::Result<String> {
+    session_id_from(std::fs::File::open("/dev/urandom")?)
+}
+
+/// A session id from 16 bytes of `random`. Without them there is no id: one that is merely
+/// unique (a clock, a counter) could be guessed, and whoever guesses it acts in the session.
+fn session_id_from(mut random: impl std::io::Read) -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
-    let random = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
-    if random.is_err() {
-        // No OS randomness: never happens on the systems we run on, and a session id that is
-        // merely unique is still better than refusing to serve.
-        let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        bytes = (t ^ u128::from(n)).to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    random.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 struct RoutedTransport(Arc<Routes>);
@@ -656,4 +658,22 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<ResponseB
         status,
         &Message::Error(mcp_protocol::ErrorResponse { id: None, error }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_id_is_random_bytes_or_nothing() {
+        let id = session_id_from(&[0xab_u8; 16][..]).unwrap();
+        assert_eq!(id, "ab".repeat(16));
+        assert!(
+            session_id_from(&[0u8; 15][..]).is_err(),
+            "too few random bytes: no id rather than a guessable one"
+        );
+        let (a, b) = (session_id().unwrap(), session_id().unwrap());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
 }
