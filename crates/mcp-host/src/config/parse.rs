@@ -588,14 +588,22 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
     let protocol_version = e
         .string(map, "protocol_version", "protocol_version")
         .and_then(|s| {
+            // Only a revision a session can speak: a known one of another era (2026-07-28)
+            // would be offered in an `initialize` that revision does not have.
             let v = ProtocolVersion::parse(&s);
-            if v.is_known() {
+            if ProtocolVersion::HANDSHAKE.contains(&v) {
                 Some(v)
             } else {
-                let known: Vec<&str> = ProtocolVersion::KNOWN.iter().map(|k| k.as_str()).collect();
+                let known: Vec<&str> = ProtocolVersion::HANDSHAKE
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
                 e.error(
                     "protocol_version",
-                    &format!("unknown protocol revision; known: {}", known.join(", ")),
+                    &format!(
+                        "not a protocol revision this host speaks; use one of: {}",
+                        known.join(", ")
+                    ),
                 );
                 None
             }

@@ -467,6 +467,13 @@ fn every_validation_error_names_file_server_and_field() {
             "2025-11-25",
         ),
         (
+            // Known, but of the stateless era, which no session speaks yet.
+            "s",
+            r#"{"transport":"stdio","command":"x","protocol_version":"2026-07-28"}"#,
+            Some("protocol_version"),
+            "2025-11-25",
+        ),
+        (
             "s",
             r#"{"transport":"stdio","command":"x","max_result_bytes":-1}"#,
             Some("max_result_bytes"),
