@@ -81,7 +81,8 @@ pub struct ServerEntry {
     /// How to connect; `Err` holds why the configuration cannot be used (a missing secret),
     /// and the server is listed in state `error` with that message.
     pub connect: Result<Connect, String>,
-    /// The idle timeout of a request (progress restarts it), `initialize` included.
+    /// How long a request (`initialize` included) waits for its answer; for a tool call, the
+    /// idle timeout (progress restarts it, up to [`HostOptions::max_call_duration`]).
     pub request_timeout: Duration,
     /// Which tools to offer.
     pub filter: ToolFilter,
