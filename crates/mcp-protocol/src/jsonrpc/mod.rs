@@ -387,7 +387,10 @@ pub fn sniff_id(head: &[u8]) -> Option<RequestId> {
                         .chars()
                         .take_while(|c| c.is_ascii_digit() || *c == '-')
                         .collect();
-                    let complete = value.len() > digits.len();
+                    // The number must end within the head, and end there: `7.5` or `7e3` is
+                    // not the id 7.
+                    let complete = value[digits.len()..]
+                        .starts_with(|c: char| c == ',' || c == '}' || c.is_ascii_whitespace());
                     return complete
                         .then(|| digits.parse().ok().map(RequestId::Number))
                         .flatten();

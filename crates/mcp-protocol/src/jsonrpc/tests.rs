@@ -131,6 +131,17 @@ fn sniffing_finds_only_the_outer_id() {
     assert_eq!(sniff_id(br#"{"jsonrpc":"2.0","method":"x"#), None);
     // A number cut by the end of the head is not trusted.
     assert_eq!(sniff_id(br#"{"id":12"#), None);
+    // Nor is one that is not an integer.
+    assert_eq!(sniff_id(br#"{"id":7.5,"result":{"#), None);
+    assert_eq!(sniff_id(br#"{"id":7e3,"result":{"#), None);
+    assert_eq!(
+        sniff_id(br#"{"id":-3 ,"result":{"#),
+        Some(RequestId::Number(-3))
+    );
+    assert_eq!(
+        sniff_id(br#"{"result":{},"id":8}"#),
+        Some(RequestId::Number(8))
+    );
 }
 
 mod proptests {
