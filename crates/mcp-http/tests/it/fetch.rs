@@ -157,12 +157,10 @@ async fn a_server_that_never_answers_times_out() {
     let mut options = FetchOptions::new();
     options.timeout = Duration::from_millis(300);
     let fetcher = Fetcher::new(options).unwrap();
-    let started = std::time::Instant::now();
     let err = fetcher
         .send(request(Method::GET, &format!("{base}/hang"), b""))
         .await
         .unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(matches!(err, FetchError::TimedOut { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
