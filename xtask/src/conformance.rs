@@ -7,7 +7,7 @@
 //! full run it writes `docs/conformance.md`.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -131,6 +131,11 @@ impl Outcome {
     fn ok(&self) -> bool {
         self.failed == 0 && self.trouble.is_none()
     }
+
+    /// Passed with no check judged: every check was skipped or informational.
+    fn unchecked(&self) -> bool {
+        self.ok() && self.passed == 0
+    }
 }
 
 struct LegResult {
@@ -186,7 +191,7 @@ impl flags::Conformance {
         }
         eprintln!("==> building mcp-conformance");
         cmd!(sh, "cargo build --quiet -p mcp-conformance --bins").run()?;
-        let bin = target_dir().join("debug");
+        let bin = crate::target_dir().join("debug");
         let out = root.join("target/conformance");
 
         let mut results = Vec::new();
@@ -299,8 +304,13 @@ fn verdict(results: &[LegResult], took: Duration) -> anyhow::Result<()> {
         .flat_map(|r| &r.outcomes)
         .filter(|o| !o.ok() && o.expected.is_some())
         .count();
+    let unchecked = results
+        .iter()
+        .flat_map(|r| &r.outcomes)
+        .filter(|o| o.unchecked())
+        .count();
     eprintln!(
-        "==> conformance: {passed} scenarios passed, {failed} failed ({expected} expected), in {} s",
+        "==> conformance: {passed} scenarios passed ({unchecked} with nothing checked), {failed} failed ({expected} expected), in {} s",
         took.as_secs()
     );
     if problems.is_empty() {
@@ -502,9 +512,7 @@ impl Server {
         match target {
             Target::Direct => {}
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+        let port = crate::interop::free_port()?;
         let child = Command::new(bin.join("mcp-conformance-server"))
             .args(["--port", &port.to_string()])
             .stdin(Stdio::null())
@@ -517,13 +525,7 @@ impl Server {
             // localhost, not 127.0.0.1: the DNS-rebinding scenario needs a local name.
             url: format!("http://localhost:{port}/mcp"),
         };
-        let end = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() >= end {
-                bail!("mcp-conformance-server did not listen on port {port} within 20 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::interop::wait_listening(port, "mcp-conformance-server")?;
         Ok(server)
     }
 }
@@ -533,13 +535,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The cargo target folder: `CARGO_TARGET_DIR` when set, else `target/`.
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| project_root().join("target"))
 }
 
 /// `docs/conformance.md`, from a full run.
@@ -559,17 +554,20 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
          - Date: {date}.\n\n\
          A scenario passes when the suite exits 0 within its time-out and no check is a FAILURE or a\n\
          WARNING (the suite fails a scenario on either). Checks that passed count SUCCESS; checks\n\
-         that failed count FAILURE and WARNING; INFO and SKIPPED are not counted. An expected\n\
+         that failed count FAILURE and WARNING; INFO and SKIPPED are not counted. A scenario that\n\
+         passes with no check counted (every check skipped or informational) judged nothing: it\n\
+         is shown as \"passed, nothing checked\", and the summary counts it apart. An expected\n\
          failure is listed in `conformance/expected-failures/<leg>.txt` with the open issue that\n\
          builds what it needs.\n"
     );
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
         s,
-        "| leg | suite | `--spec-version` | scenarios | passed | failed | of them expected |\n| --- | --- | --- | --- | --- | --- | --- |"
+        "| leg | suite | `--spec-version` | scenarios | passed | of them nothing checked | failed | of them expected |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
     );
     for r in results {
         let passed = r.outcomes.iter().filter(|o| o.ok()).count();
+        let unchecked = r.outcomes.iter().filter(|o| o.unchecked()).count();
         let failed = r.outcomes.len() - passed;
         let expected = r
             .outcomes
@@ -578,7 +576,7 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
             .count();
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {} | {passed} | {failed} | {expected} |",
+            "| `{}` | {} | {} | {} | {passed} | {unchecked} | {failed} | {expected} |",
             r.leg.name,
             r.leg.suite,
             r.leg.spec.unwrap_or("none"),
@@ -610,11 +608,12 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
             "| scenario | result | checks passed | checks failed | note |\n| --- | --- | --- | --- | --- |"
         );
         for o in &r.outcomes {
-            let result = match (o.ok(), o.passed) {
-                // Every check was skipped or informational: nothing was judged.
-                (true, 0) => "passed, nothing checked",
-                (true, _) => "passed",
-                (false, _) => "failed",
+            let result = if o.unchecked() {
+                "passed, nothing checked"
+            } else if o.ok() {
+                "passed"
+            } else {
+                "failed"
             };
             let mut note = o.expected.clone().unwrap_or_default();
             if let Some(t) = &o.trouble {
@@ -642,4 +641,42 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
          those extensions yet."
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(scenario: &str, passed: u32, failed: u32, expected: Option<&str>) -> Outcome {
+        Outcome {
+            scenario: scenario.to_owned(),
+            passed,
+            failed,
+            trouble: None,
+            expected: expected.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_pass_with_nothing_checked_is_counted_apart() {
+        let results = [LegResult {
+            leg: &LEGS[3],
+            outcomes: vec![
+                outcome("judged", 9, 0, None),
+                outcome("skipped", 0, 0, None),
+                outcome("missing", 9, 3, Some("issue 99: not built")),
+            ],
+            unknown: Vec::new(),
+        }];
+        let page = render(&results, "v22", "2026-01-01");
+        assert!(
+            page.contains(
+                "| `client-next-extensions` | 0.2.0-alpha.12 | none | 3 | 2 | 1 | 1 | 1 |"
+            ),
+            "{page}"
+        );
+        assert!(page.contains("| `skipped` | passed, nothing checked | 0 | 0 |"));
+        assert!(page.contains("| `judged` | passed | 9 | 0 |"));
+        assert!(page.contains("| `missing` | failed | 9 | 3 | issue 99: not built |"));
+    }
 }

@@ -51,16 +51,8 @@ impl flags::Interop {
             ("sse", "/sse", "HTTP+SSE, found by the fallback"),
         ] {
             eprintln!("==> interop over {what}: {EVERYTHING}@{EVERYTHING_VERSION}");
-            let port = free_port()?;
-            let mut server = std::process::Command::new(&node)
-                .arg(&script)
-                .arg(mode)
-                .env("PORT", port.to_string())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .with_context(|| format!("starting the everything server in {mode} mode"))?;
-            let outcome = wait_listening(port).and_then(|()| {
+            let (mut server, port) = everything_http(&node, &script, mode)?;
+            let outcome = wait_listening(port, "the everything server").and_then(|()| {
                 let url = format!("http://127.0.0.1:{port}{path}");
                 cmd!(sh, "{interop} http {url}")
                     .run()
@@ -78,7 +70,7 @@ impl flags::Interop {
 /// stdio and over Streamable HTTP, in a HOME and project directory of their own.
 fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
-    let mcp_host = project_root().join("target/debug/mcp-host");
+    let mcp_host = crate::target_dir().join("debug/mcp-host");
     let user = project_root().join("target/tools/interop-cli");
     let _ = std::fs::remove_dir_all(&user);
     let (home, project) = (user.join("home"), user.join("project"));
@@ -97,16 +89,8 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     check_report(&report, "stdio")?;
 
     eprintln!("==> mcp-host add + test over Streamable HTTP: {EVERYTHING}@{EVERYTHING_VERSION}");
-    let port = free_port()?;
-    let mut server = std::process::Command::new(node)
-        .arg(script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .context("starting the everything server in streamableHttp mode")?;
-    let outcome = wait_listening(port).and_then(|()| {
+    let (mut server, port) = everything_http(node, script, "streamableHttp")?;
+    let outcome = wait_listening(port, "the everything server").and_then(|()| {
         let url = format!("http://127.0.0.1:{port}/mcp");
         cmd!(sh, "{mcp_host} add everything-http {url} --scope global").run()?;
         let report = cmd!(sh, "{mcp_host} test everything-http").read()?;
@@ -116,6 +100,24 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     let _ = server.kill();
     let _ = server.wait();
     outcome
+}
+
+/// The everything server in an HTTP `mode` on a free loopback port, and the port.
+fn everything_http(
+    node: &Path,
+    script: &Path,
+    mode: &str,
+) -> anyhow::Result<(std::process::Child, u16)> {
+    let port = free_port()?;
+    let server = std::process::Command::new(node)
+        .arg(script)
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting the everything server in {mode} mode"))?;
+    Ok((server, port))
 }
 
 /// `mcp-host test`'s report names the transport, a protocol version and some tools.
@@ -132,13 +134,13 @@ fn check_report(report: &str, transport: &str) -> anyhow::Result<()> {
 }
 
 /// A port nobody listens on right now, on loopback.
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
 }
 
-/// Waits up to 20 seconds for a server to accept connections on the port.
-fn wait_listening(port: u16) -> anyhow::Result<()> {
+/// Waits up to 20 seconds for `what` to accept connections on the loopback port.
+pub(crate) fn wait_listening(port: u16, what: &str) -> anyhow::Result<()> {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::time::Instant::now() < end {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -146,7 +148,7 @@ fn wait_listening(port: u16) -> anyhow::Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    bail!("the everything server did not listen on port {port} within 20 s")
+    bail!("{what} did not listen on port {port} within 20 s")
 }
 
 /// A Node of at least `min_major`: the machine's, or Node 22 installed under `tools` (the npm

@@ -33,3 +33,10 @@ fn project_root() -> PathBuf {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
 }
+
+/// The cargo target folder: `CARGO_TARGET_DIR` when set, else `target/`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join("target"))
+}
