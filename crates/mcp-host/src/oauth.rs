@@ -387,28 +387,11 @@ impl HttpClient for FetchClient {
 struct OsRandom(ring::rand::SystemRandom);
 
 impl Randomness for OsRandom {
-    fn fill(&self, buf: &mut [u8]) {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), String> {
         use ring::rand::SecureRandom as _;
-        if self.0.fill(buf).is_err() {
-            // The trait cannot fail. ring reads getrandom(2), which does not fail on the
-            // systems the host supports; should it, the bytes are a hash of the clock, the
-            // process id and a counter (distinct, not secret) and the failure is logged.
-            tracing::error!("the operating system gave no random bytes; OAuth values are weak");
-            use sha2::Digest as _;
-            static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let mut filled = 0;
-            while filled < buf.len() {
-                let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let mut h = sha2::Sha256::new();
-                h.update(SystemClock.now_ms().to_le_bytes());
-                h.update(n.to_le_bytes());
-                h.update(std::process::id().to_le_bytes());
-                let block = h.finalize();
-                let take = (buf.len() - filled).min(block.len());
-                buf[filled..filled + take].copy_from_slice(&block[..take]);
-                filled += take;
-            }
-        }
+        self.0
+            .fill(buf)
+            .map_err(|_| "the operating system gave no random bytes".to_owned())
     }
 }
 

@@ -735,10 +735,13 @@ impl Authorizer {
             })
     }
 
-    fn random<const N: usize>(&self) -> [u8; N] {
+    fn random<const N: usize>(&self) -> Result<[u8; N], AuthError> {
         let mut bytes = [0; N];
-        self.services.random.fill(&mut bytes);
-        bytes
+        self.services
+            .random
+            .fill(&mut bytes)
+            .map_err(AuthError::NoRandomness)?;
+        Ok(bytes)
     }
 
     /// The authorization-code grant: PKCE check, client identity, the browser, the code, the
@@ -758,8 +761,8 @@ impl Authorizer {
         let client = self
             .ensure_client(&d, &redirect_uri, scope.as_deref())
             .await?;
-        let pkce = Pkce::from_random(self.random());
-        let state = state_from_random(self.random());
+        let pkce = Pkce::from_random(self.random()?);
+        let state = state_from_random(self.random()?);
         let url = flow::authorization_url(
             &d.meta,
             &client.client_id,
@@ -1028,7 +1031,7 @@ impl Authorizer {
     ) -> Result<JwtAssertion, AuthError> {
         let now = self.services.clock.now_ms() / 1000;
         let jti: String = self
-            .random::<16>()
+            .random::<16>()?
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();

@@ -177,6 +177,10 @@ pub enum AuthError {
         /// What to configure.
         needs: &'static str,
     },
+    /// No secure random bytes: the flow stops rather than use a guessable `state`, PKCE
+    /// verifier or assertion id.
+    #[error("no secure random bytes are available: {0}")]
+    NoRandomness(String),
     /// The assertion signer failed.
     #[error("signing the client assertion failed: {0}")]
     Assertion(String),

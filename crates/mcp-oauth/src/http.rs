@@ -73,8 +73,10 @@ where
 /// and the two are faked independently (a test moves time forward without changing what
 /// `state` looks like).
 pub trait Randomness: Send + Sync {
-    /// Fills `buf` with random bytes.
-    fn fill(&self, buf: &mut [u8]);
+    /// Fills `buf` with random bytes, or says why it cannot. There is no fallback: a
+    /// guessable `state` or PKCE verifier would let another party finish the login, so the
+    /// flow stops instead ([`AuthError::NoRandomness`](crate::AuthError::NoRandomness)).
+    fn fill(&self, buf: &mut [u8]) -> Result<(), String>;
 }
 
 /// Wall-clock time, for token expiry (the store keeps `expires_at` in Unix milliseconds) and

@@ -311,6 +311,19 @@ fn cimd_is_used_when_supported_and_dcr_is_not() {
 }
 
 #[test]
+fn no_randomness_stops_before_the_browser() {
+    let (world, err) = refused(Config {
+        no_randomness: true,
+        ..Config::default()
+    });
+    assert!(matches!(err, AuthError::NoRandomness(_)), "{err}");
+    assert!(
+        world.authorize_urls().is_empty(),
+        "no guessable state or verifier is ever sent"
+    );
+}
+
+#[test]
 fn no_identity_is_a_clear_error() {
     let (world, err) = refused(Config {
         dcr: false,

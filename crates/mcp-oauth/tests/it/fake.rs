@@ -75,6 +75,8 @@ pub(crate) struct Config {
     pub(crate) token_down: Option<u16>,
     /// `/register` on the MCP origin answers 404 (the default-endpoint path).
     pub origin_register_404: bool,
+    /// The randomness source fails, as an OS without entropy would.
+    pub(crate) no_randomness: bool,
 }
 
 impl Default for Config {
@@ -98,6 +100,7 @@ impl Default for Config {
             rotate: true,
             token_down: None,
             origin_register_404: false,
+            no_randomness: false,
         }
     }
 }
@@ -411,9 +414,13 @@ impl HttpClient for Http {
 }
 
 impl Randomness for World {
-    fn fill(&self, buf: &mut [u8]) {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), String> {
+        if self.config.lock().unwrap().no_randomness {
+            return Err("no entropy".to_owned());
+        }
         let n = self.rng.fetch_add(1, Ordering::SeqCst);
         buf.fill(n);
+        Ok(())
     }
 }
 
