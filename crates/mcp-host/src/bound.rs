@@ -11,7 +11,7 @@ fn block_size(block: &ContentBlock) -> usize {
         ContentBlock::Image(b) | ContentBlock::Audio(b) => b.data.len(),
         ContentBlock::Resource(r) => contents_size(&r.resource),
         ContentBlock::ResourceLink(l) => l.uri.len() + l.name.len(),
-        other => serde_json::to_vec(other).map_or(0, |v| v.len()),
+        other => crate::catalog::json_size(other),
     }
 }
 
@@ -104,7 +104,7 @@ pub fn bound_result(result: &mut CallToolResult, max_bytes: usize) -> bool {
         )));
     }
     if let Some(structured) = &result.structured_content {
-        let size = serde_json::to_vec(structured).map_or(usize::MAX, |v| v.len());
+        let size = crate::catalog::json_size(structured);
         if size > left {
             changed = true;
             result.structured_content = None;

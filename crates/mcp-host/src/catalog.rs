@@ -298,8 +298,9 @@ pub fn adapt_server_tools(
     (out, diagnostics)
 }
 
-/// The size of `value` as compact JSON, counted without building the text.
-fn json_size(value: &Value) -> usize {
+/// The size of `value` as compact JSON, counted without building the text; `usize::MAX` if it
+/// cannot be serialized.
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
