@@ -518,7 +518,8 @@ impl Loopback {
                 .and_then(|l| l.strip_prefix("GET "))
                 .and_then(|l| l.split(' ').next())
                 .unwrap_or("");
-            if !target.starts_with("/callback") {
+            let path = target.split_once('?').map_or(target, |(p, _)| p);
+            if path != "/callback" {
                 let _ = stream
                     .write_all(
                         b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",

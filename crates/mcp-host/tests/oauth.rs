@@ -213,3 +213,47 @@ async fn two_processes_never_refresh_the_same_token_at_once() {
         "both use the refreshed token"
     );
 }
+
+/// The loopback listener takes only `/callback` back: another path (a probe, `/callbackX`)
+/// gets 404 and the wait goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_answers_only_its_callback_path() {
+    use mcp_host::oauth::{Loopback, UserAgent as _};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let agent = Loopback::bind(|_| Ok(()), std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    let redirect = agent.redirect_uri();
+    let port = Url::parse(&redirect).unwrap().port().unwrap();
+    let waiting = tokio::spawn(async move {
+        agent
+            .authorize(Url::parse("https://as.example/authorize").unwrap())
+            .await
+    });
+    let get = |path: &'static str| async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).await.unwrap();
+        answer
+    };
+    assert!(
+        get("/callbackX?code=evil")
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    assert!(get("/").await.starts_with("HTTP/1.1 404"));
+    assert!(
+        get("/callback?code=c&state=s")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let landed = waiting.await.unwrap().unwrap();
+    assert_eq!(landed.path(), "/callback");
+    assert_eq!(landed.query(), Some("code=c&state=s"));
+}
