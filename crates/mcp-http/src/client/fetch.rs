@@ -233,7 +233,7 @@ enum Failure {
 }
 
 /// The URL as errors show it: scheme, host, port and path; no userinfo, no query string.
-fn redacted(uri: &Uri) -> String {
+pub(crate) fn redacted(uri: &Uri) -> String {
     let path = uri.path();
     match (uri.scheme_str(), uri.host()) {
         (Some(scheme), Some(host)) => match uri.port_u16() {

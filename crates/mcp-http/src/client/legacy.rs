@@ -124,10 +124,12 @@ pub(crate) fn resolve(base: &Uri, endpoint: &str) -> Result<Uri, String> {
     if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
         let uri: Uri = endpoint
             .parse()
-            .map_err(|e| format!("bad `endpoint` URL {endpoint:?}: {e}"))?;
+            .map_err(|e| format!("bad `endpoint` URL: {e}"))?;
         if origin(&uri) != origin(base) {
+            // Its query (a session id) is not shown.
             return Err(format!(
-                "the `endpoint` {endpoint:?} is on another origin; refused"
+                "the `endpoint` {:?} is on another origin; refused",
+                super::fetch::redacted(&uri)
             ));
         }
         return Ok(uri);
@@ -142,7 +144,7 @@ pub(crate) fn resolve(base: &Uri, endpoint: &str) -> Result<Uri, String> {
     let authority = base.authority().map_or("", |a| a.as_str());
     format!("{scheme}://{authority}{path}")
         .parse()
-        .map_err(|e| format!("bad `endpoint` {endpoint:?}: {e}"))
+        .map_err(|e| format!("bad `endpoint`: {e}"))
 }
 
 struct Inner {

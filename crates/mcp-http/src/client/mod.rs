@@ -112,6 +112,12 @@ impl HttpConfig {
     }
 }
 
+/// A configured URL as `Debug` shows it: no userinfo, no query (either may hold a key).
+fn shown(url: &str) -> String {
+    url.parse::<Uri>()
+        .map_or_else(|_| "[not a URL]".to_owned(), |u| fetch::redacted(&u))
+}
+
 impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<String> = self
@@ -121,7 +127,7 @@ impl std::fmt::Debug for HttpConfig {
             .collect();
         f.debug_struct("HttpConfig")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("url", &shown(&self.url))
             .field("headers", &headers)
             .field("auth", &self.auth.is_some())
             .finish_non_exhaustive()
@@ -190,11 +196,11 @@ impl Base {
         let url: Uri = config
             .url
             .parse()
-            .map_err(|e| invalid(format!("invalid URL {:?}: {e}", config.url)))?;
+            .map_err(|e| invalid(format!("invalid URL: {e}")))?;
         if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
             return Err(invalid(format!(
                 "{:?} is not an http or https URL",
-                config.url
+                fetch::redacted(&url)
             )));
         }
         let mut headers = HeaderMap::new();

@@ -284,3 +284,25 @@ async fn a_stream_cut_before_the_answer_is_resumed_with_last_event_id() {
     assert_eq!(resume.headers["mcp-session-id"], "fake-session");
     assert_eq!(resume.headers["accept"], "text/event-stream");
 }
+
+/// A key in a configured URL's query or userinfo shows in no error and no `Debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_in_the_url_stays_out_of_errors_and_debug() {
+    let config = HttpConfig::new("keyed", "https://user:pw1@api.example/mcp?key=SECRET1");
+    let shown = format!("{config:?}");
+    assert!(shown.contains("https://api.example/mcp"), "{shown}");
+    assert!(
+        !shown.contains("SECRET1") && !shown.contains("pw1"),
+        "{shown}"
+    );
+
+    let err = mcp_http::connect(
+        HttpConfig::new("keyed", "ftp://u:pw2@x.example/mcp?key=SECRET2"),
+        session(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("is not an http or https URL"), "{err}");
+    assert!(!err.contains("SECRET2") && !err.contains("pw2"), "{err}");
+}
