@@ -35,6 +35,7 @@ impl flags::Ci {
             server: false,
             suite: None,
             scenario: None,
+            check: true,
         }
         .run(sh)?;
         ensure_cargo_deny(sh)?;

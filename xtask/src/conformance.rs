@@ -262,13 +262,23 @@ impl flags::Conformance {
             });
         }
 
+        let mut stale = false;
         if full {
             let date = cmd!(sh, "date -u +%Y-%m-%d").read()?;
             let page = render(&results, node_version.trim(), &date);
-            std::fs::write(root.join("docs/conformance.md"), page)?;
+            let path = root.join("docs/conformance.md");
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            stale = !same_results(&committed, &page);
+            std::fs::write(&path, page)?;
             eprintln!("==> wrote docs/conformance.md");
         }
-        verdict(&results, started.elapsed())
+        verdict(&results, started.elapsed())?;
+        if self.check && stale {
+            bail!(
+                "docs/conformance.md showed other results than this run: commit the page it wrote"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -537,6 +547,18 @@ impl Drop for Server {
     }
 }
 
+/// Whether two renderings of `docs/conformance.md` show the same results: the run's date and
+/// Node version may differ.
+fn same_results(a: &str, b: &str) -> bool {
+    let results = |page: &str| -> Vec<String> {
+        page.lines()
+            .filter(|l| !l.starts_with("- Date: ") && !l.starts_with("- Node: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    results(a) == results(b)
+}
+
 /// `docs/conformance.md`, from a full run.
 fn render(results: &[LegResult], node: &str, date: &str) -> String {
     let mut s = String::new();
@@ -678,5 +700,26 @@ mod tests {
         assert!(page.contains("| `skipped` | passed, nothing checked | 0 | 0 |"));
         assert!(page.contains("| `judged` | passed | 9 | 0 |"));
         assert!(page.contains("| `missing` | failed | 9 | 3 | issue 99: not built |"));
+    }
+
+    #[test]
+    fn the_committed_page_is_stale_only_when_results_differ() {
+        let leg = |passed| {
+            [LegResult {
+                leg: &LEGS[0],
+                outcomes: vec![outcome("initialize", passed, 0, None)],
+                unknown: Vec::new(),
+            }]
+        };
+        let page = render(&leg(1), "v22.1.0", "2026-01-01");
+        assert!(same_results(
+            &page,
+            &render(&leg(1), "v24.0.0", "2026-02-02")
+        ));
+        assert!(!same_results(
+            &page,
+            &render(&leg(2), "v22.1.0", "2026-01-01")
+        ));
+        assert!(!same_results("", &page));
     }
 }

@@ -20,6 +20,9 @@ xflags::xflags! {
             optional --suite suite: String
             /// Only this scenario, in every leg that has it.
             optional --scenario scenario: String
+            /// After a full run, fail if the committed docs/conformance.md showed other
+            /// results (its date and Node version aside).
+            optional --check
         }
     }
 }
