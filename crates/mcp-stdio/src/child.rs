@@ -144,6 +144,8 @@ pub(crate) struct StderrLog {
     bytes: Mutex<VecDeque<u8>>,
     capacity: usize,
     secrets: Vec<String>,
+    /// Becomes `true` when stderr reached its end (every process holding it exited).
+    drained: tokio::sync::watch::Sender<bool>,
 }
 
 impl StderrLog {
@@ -152,7 +154,14 @@ impl StderrLog {
             bytes: Mutex::new(VecDeque::with_capacity(capacity.min(64 << 10))),
             capacity,
             secrets,
+            drained: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Resolves once stderr has been read to its end: a server's last words are in the log.
+    pub(crate) async fn drained(&self) {
+        let mut rx = self.drained.subscribe();
+        let _ = rx.wait_for(|done| *done).await;
     }
 
     fn append(&self, chunk: &[u8]) {
@@ -275,6 +284,7 @@ async fn drain_stderr(mut stderr: ChildStderr, log: Arc<StderrLog>) {
         }
         log.append(&buf[..n]);
     }
+    log.drained.send_replace(true);
 }
 
 /// Whether any process of the group is still running. Zombies do not count: a grandchild

@@ -263,10 +263,18 @@ async fn read_loop<R: AsyncRead + Unpin>(
             return;
         }
     };
-    // Give the supervisor a moment to learn the exit status, for a better message.
+    // Give the supervisor a moment to learn the exit status, and the stderr reader to take
+    // the server's last words, for a better message: on a loaded machine either may lag the
+    // end of stdout.
     let mut exited = inner.exited.clone();
-    let _ =
-        tokio::time::timeout(Duration::from_millis(200), exited.wait_for(Option::is_some)).await;
+    let stderr = inner.stderr.clone();
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        let _ = exited.wait_for(Option::is_some).await;
+        if let Some(log) = stderr {
+            log.drained().await;
+        }
+    })
+    .await;
     core.end(&end);
 }
 
