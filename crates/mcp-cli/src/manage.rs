@@ -7,7 +7,6 @@ use mcp_host::config::{
     self, ConfigPaths, Env, FileStatus, LoadedConfig, NewServer, NewTransport, Scope, Secret,
     SecretSource, ServerConfig, Transport,
 };
-use mcp_host::oauth::Url;
 use serde_json::{Value, json};
 
 use crate::args::{self, AddArgs, EditScope, ReadScope, TransportArg};
@@ -429,7 +428,7 @@ pub(crate) fn yes_no(b: bool) -> String {
 /// its command line.
 pub(crate) fn target(s: &ServerConfig) -> String {
     match &s.transport {
-        Transport::Http(h) => shown_url(&h.url),
+        Transport::Http(h) => config::shown_url(&h.url),
         Transport::Stdio(st) => {
             let mut line = st.command.clone();
             for a in &st.args {
@@ -439,21 +438,6 @@ pub(crate) fn target(s: &ServerConfig) -> String {
             line
         }
         _ => String::new(),
-    }
-}
-
-/// A URL as shown to a person: no user info, no query, no fragment.
-pub(crate) fn shown_url(url: &Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    let hidden = u.query().is_some();
-    u.set_query(None);
-    u.set_fragment(None);
-    if hidden {
-        format!("{u}?…")
-    } else {
-        u.to_string()
     }
 }
 

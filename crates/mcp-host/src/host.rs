@@ -26,17 +26,15 @@ use tokio::sync::{Semaphore, broadcast, mpsc};
 
 use crate::bound::bound_result;
 use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ToolFilter};
-use crate::config::{
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT, ShownUrlText,
-};
+use crate::config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT};
 use crate::error::CallError;
 use crate::oauth::OAuthHook;
 use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
 
 /// How to reach one server: the transport's own configuration, secrets already resolved.
-/// `Debug` shows no secret: variable and header names without values, and the URL without
-/// user information and with its query (which may carry a key) hidden.
-#[derive(Clone)]
+/// `Debug` shows no secret: the transports' configurations show variable and header names
+/// without values, and the URL without user information or query (which may carry a key).
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Connect {
     /// A local program over stdio.
@@ -44,26 +42,6 @@ pub enum Connect {
     /// A remote server over Streamable HTTP (or the legacy HTTP+SSE transport, as the config
     /// says).
     Http(HttpConfig),
-}
-
-impl std::fmt::Debug for Connect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            // `StdioConfig`'s own `Debug` shows variable names only.
-            Self::Stdio(config) => f.debug_tuple("Stdio").field(config).finish(),
-            // `HttpConfig`'s shows the URL as written, query included.
-            Self::Http(config) => {
-                let headers: Vec<&str> = config.headers.iter().map(|(k, _)| k.as_str()).collect();
-                f.debug_struct("Http")
-                    .field("name", &config.name)
-                    .field("url", &ShownUrlText(&config.url))
-                    .field("headers", &headers)
-                    .field("protocol", &config.protocol)
-                    .field("auth", &config.auth.is_some())
-                    .finish_non_exhaustive()
-            }
-        }
-    }
 }
 
 /// Everything the host needs to run one server, whatever file it came from.

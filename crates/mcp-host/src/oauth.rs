@@ -190,7 +190,7 @@ impl std::fmt::Debug for OAuthHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthHook")
             .field("server", &self.server)
-            .field("url", &self.url.as_str())
+            .field("url", &crate::config::shown_url(&self.url))
             .finish_non_exhaustive()
     }
 }

@@ -257,3 +257,17 @@ async fn loopback_answers_only_its_callback_path() {
     assert_eq!(landed.path(), "/callback");
     assert_eq!(landed.query(), Some("code=c&state=s"));
 }
+
+/// A key in the server URL's query shows in no `Debug` of the hook.
+#[test]
+fn the_hook_debug_hides_the_url_query() {
+    let ctx = OAuthContext::new(None).unwrap();
+    let url = Url::parse("https://mcp.example/mcp?key=SECRET").unwrap();
+    let hook = ctx.hook_for("s", url.clone(), Settings::new(url));
+    let shown = format!("{hook:?}");
+    assert!(
+        shown.contains("https://mcp.example/mcp?[redacted]"),
+        "{shown}"
+    );
+    assert!(!shown.contains("SECRET"), "{shown}");
+}

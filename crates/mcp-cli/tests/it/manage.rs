@@ -389,3 +389,21 @@ fn the_remaining_add_flags_help_and_version() {
         .out_has("--oauth-client-secret-env");
     u.run(&["--version"]).code(0).out_has("mcp-host");
 }
+
+#[test]
+fn list_hides_url_credentials_and_query() {
+    let u = User::new();
+    u.run(&["add", "k", "https://me:pw9@x.example/mcp?key=K9"])
+        .code(0);
+    let r = u.run(&["list"]);
+    r.code(0).out_has("https://x.example/mcp?[redacted]");
+    assert!(
+        !r.stdout.contains("K9") && !r.stdout.contains("pw9"),
+        "{r:#?}"
+    );
+    let j = u.run(&["list", "--json"]);
+    assert!(
+        !j.stdout.contains("K9") && !j.stdout.contains("pw9"),
+        "{j:#?}"
+    );
+}

@@ -39,12 +39,11 @@ pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set
 pub use model::{
     ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT,
     FileFormat, FileReport, FileStatus, HostConfig, HttpTransport, LoadedConfig, OAuthConfig,
-    Problem, RejectedServer, Scope, ServerConfig, Severity, StdioTransport, Transport,
+    Problem, RejectedServer, Scope, ServerConfig, Severity, StdioTransport, Transport, shown_url,
 };
 pub use parse::is_valid_server_id;
 pub use secret::{Env, Secret, SecretSource};
 
-pub(crate) use model::ShownUrlText;
 use parse::{Entry, Resolve};
 
 /// Why a configuration file could not be found, read or edited. Messages name the file and

@@ -301,30 +301,35 @@ impl ServerConfig {
     }
 }
 
-/// A URL as shown in diagnostics: no user info, and the query (which may carry a key) hidden.
+/// A URL as a person may see it (a table, a log, an error): scheme, host, port and path, and
+/// `?[redacted]` where a query was, which may carry a key; never user information.
+pub fn shown_url(url: &Url) -> String {
+    let mut out = format!("{}://", url.scheme());
+    if let Some(host) = url.host_str() {
+        out.push_str(host);
+    }
+    if let Some(port) = url.port() {
+        out.push_str(&format!(":{port}"));
+    }
+    out.push_str(url.path());
+    if url.query().is_some() {
+        out.push_str("?[redacted]");
+    }
+    out
+}
+
+/// A URL as shown in diagnostics ([`shown_url`], quoted).
 pub(super) struct ShownUrl<'a>(pub(super) &'a Url);
 
 impl fmt::Debug for ShownUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let u = self.0;
-        write!(f, "\"{}://", u.scheme())?;
-        if let Some(host) = u.host_str() {
-            f.write_str(host)?;
-        }
-        if let Some(port) = u.port() {
-            write!(f, ":{port}")?;
-        }
-        f.write_str(u.path())?;
-        if u.query().is_some() {
-            f.write_str("?[redacted]")?;
-        }
-        f.write_str("\"")
+        write!(f, "{:?}", shown_url(self.0))
     }
 }
 
 /// A URL still in the text the user gave, shown like [`ShownUrl`]; text that does not parse
 /// as a URL is not shown at all (it may be a key pasted in the wrong place).
-pub(crate) struct ShownUrlText<'a>(pub(crate) &'a str);
+pub(super) struct ShownUrlText<'a>(pub(super) &'a str);
 
 impl fmt::Debug for ShownUrlText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
