@@ -9,11 +9,9 @@ use mcp_host::oauth::{
     Settings, Url,
 };
 use mcp_host::permission::AllowAll;
-use mcp_host::{AcceptDefaults, Connect, Host, HostOptions, ServerEntry};
+use mcp_host::{AcceptDefaults, CallOptions, Connect, Host, HostOptions, ServerEntry, ServerState};
 use mcp_http::HttpConfig;
-use mcp_protocol::RequestOptions;
-use mcp_protocol::schema::{CallToolParams, Implementation};
-use mcp_session::Client;
+use mcp_protocol::schema::Implementation;
 
 /// The one server's name in errors.
 const SERVER: &str = "conformance";
@@ -83,93 +81,65 @@ async fn run() -> Result<(), String> {
     // negotiated when unset.
     entry.protocol_version = mcp_conformance::protocol_version();
     host.start(vec![entry]).await;
-    let outcome = match host.client(SERVER) {
-        Ok(client) => act(&client, &scenario).await,
-        Err(e) => Err(e.to_string()),
+    let outcome = match host.server_status(SERVER) {
+        Some(status) if status.state == ServerState::Ready => act(&host, &scenario).await,
+        Some(status) => Err(format!(
+            "the server is {}: {}",
+            status.state,
+            status.last_error.unwrap_or_default()
+        )),
+        None => Err("the server was not started".to_owned()),
     };
     host.shutdown().await;
     outcome
 }
 
-/// What the scenario's user asks of the host.
-async fn act(client: &Client, scenario: &str) -> Result<(), String> {
-    let call = |name: &str, args: serde_json::Value| {
-        let mut p = CallToolParams::new(name.to_owned());
-        p.arguments = args.as_object().cloned();
-        p
+/// What the scenario's user asks of the host, through the host's own API: the catalogue it
+/// built when it connected, and calls that pass its permission check and bounds.
+async fn act(host: &Host, scenario: &str) -> Result<(), String> {
+    let call = |name: &'static str, args: serde_json::Value| async move {
+        let arguments = args.as_object().cloned().unwrap_or_default();
+        let output = host
+            .call_tool(
+                SERVER,
+                name,
+                arguments.into_iter().collect(),
+                CallOptions::default(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if output.is_tool_error() {
+            return Err(format!("{name} failed: {:?}", output.result));
+        }
+        Ok(())
+    };
+    let listed = |name: &str| {
+        host.catalog()
+            .server_tools(SERVER)
+            .find(|t| t.tool == name)
+            .map(|t| t.parameters.clone())
     };
     match scenario {
         "initialize" => Ok(()),
         "tools_call" => {
-            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
-            if !tools.iter().any(|t| t.name == "add_numbers") {
-                return Err("the server lists no add_numbers tool".to_owned());
-            }
-            let result = client
-                .call_tool(
-                    call("add_numbers", serde_json::json!({"a": 5, "b": 3})),
-                    RequestOptions::DEFAULT,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            if result.is_tool_error() {
-                return Err(format!("add_numbers failed: {result:?}"));
-            }
-            Ok(())
+            listed("add_numbers").ok_or("the server lists no add_numbers tool")?;
+            call("add_numbers", serde_json::json!({"a": 5, "b": 3})).await
         }
         "elicitation-sep1034-client-defaults" => {
-            client.list_all_tools().await.map_err(|e| e.to_string())?;
-            let result = client
-                .call_tool(
-                    call("test_client_elicitation_defaults", serde_json::json!({})),
-                    RequestOptions::DEFAULT,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            if result.is_tool_error() {
-                return Err(format!("the elicitation tool failed: {result:?}"));
-            }
-            Ok(())
+            call("test_client_elicitation_defaults", serde_json::json!({})).await
         }
         "json-schema-2020-12-preservation" => {
-            // The user asks the echo tool to repeat the other tool's input schema, as listed.
-            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
-            let schema = tools
-                .iter()
-                .find(|t| t.name == "json_schema_2020_12_tool")
-                .map(|t| serde_json::to_value(&t.input_schema))
-                .ok_or("the server lists no json_schema_2020_12_tool")?
-                .map_err(|e| e.to_string())?;
-            client
-                .call_tool(
-                    call("json_schema_echo", serde_json::json!({ "schema": schema })),
-                    RequestOptions::DEFAULT,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(())
+            // The user asks the echo tool to repeat the other tool's input schema as the host
+            // offers it to a model: the server's own value, kept raw by the catalogue.
+            let schema = listed("json_schema_2020_12_tool")
+                .ok_or("the server lists no json_schema_2020_12_tool")?;
+            call("json_schema_echo", serde_json::json!({ "schema": *schema })).await
         }
-        "sse-retry" => {
-            client
-                .call_tool(
-                    call("test_reconnection", serde_json::json!({})),
-                    RequestOptions::DEFAULT,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(())
-        }
+        "sse-retry" => call("test_reconnection", serde_json::json!({})).await,
         _ => {
             // What a user of an authorized connection does: look at the tools, use one.
-            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
-            if tools.iter().any(|t| t.name == "test-tool") {
-                client
-                    .call_tool(
-                        call("test-tool", serde_json::json!({})),
-                        RequestOptions::DEFAULT,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
+            if listed("test-tool").is_some() {
+                call("test-tool", serde_json::json!({})).await?;
             }
             Ok(())
         }
