@@ -10,6 +10,9 @@ const CARGO_DENY_VERSION: &str = "0.20.2";
 
 impl flags::Ci {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        // A clean run builds once, so incremental caches would only take disk (gigabytes of it),
+        // and CI machines can be short of disk.
+        sh.set_var("CARGO_INCREMENTAL", "0");
         step("format", || cmd!(sh, "cargo fmt --all -- --check").run())?;
         // Per package, so that feature unification cannot hide a missing feature (rustls'
         // admin/clippy).
@@ -134,6 +137,7 @@ fn run_tests(sh: &Shell) -> anyhow::Result<(u64, u64)> {
     let mut child = Command::new("cargo")
         .args(["test", "--workspace"])
         .current_dir(sh.current_dir())
+        .env("CARGO_INCREMENTAL", "0")
         .stdout(Stdio::piped())
         .spawn()
         .context("starting cargo test")?;
