@@ -191,7 +191,8 @@ pub struct ServerStatus {
 /// Answers the server requests a consumer chose to support (sampling, elicitation). Declared
 /// to servers only when registered; without one, the session refuses these requests itself.
 pub trait RequestHandler: Send + Sync + 'static {
-    /// The capabilities to declare (`sampling`, `elicitation`); `roots` is the host's.
+    /// The capabilities to declare (`sampling`, `elicitation`, and `roots` when the host has
+    /// no roots of its own: configured roots win).
     fn capabilities(&self) -> ClientCapabilities;
 
     /// Answers `request` from `server`: the raw result, or a JSON-RPC error.
@@ -223,7 +224,8 @@ pub struct HostOptions {
     pub policy: Arc<dyn Policy>,
     /// Asks a person when the policy says so; without one, such calls are denied.
     pub prompter: Option<Arc<dyn Prompter>>,
-    /// The roots offered to servers; `None` declares no `roots` capability.
+    /// The roots offered to servers; `None` declares no `roots` capability of the host's own
+    /// (a [`RequestHandler`] may declare and answer it).
     pub roots: Option<Vec<Root>>,
     /// Sampling and elicitation, when the consumer supports them.
     pub requests: Option<Arc<dyn RequestHandler>>,
@@ -466,11 +468,13 @@ impl Host {
             .as_ref()
             .map(|r| r.capabilities())
             .unwrap_or_default();
-        capabilities.roots = options.roots.as_ref().map(|_| {
+        // Configured roots are the host's own answer; without them, a request handler that
+        // declares `roots` (a gateway passing its client's on) answers `roots/list`.
+        if options.roots.is_some() {
             let mut roots = RootsCapability::new();
             roots.list_changed = Some(false);
-            roots
-        });
+            capabilities.roots = Some(roots);
+        }
         session.capabilities = capabilities;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         Self {
@@ -732,6 +736,22 @@ impl Host {
         let mut result = outcome.map_err(|e| CallError::from_session(server, tool, e))?;
         let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
         Ok(ToolOutput { result, truncated })
+    }
+
+    /// Lists a ready server's tools again and swaps them into the catalogue: for a consumer
+    /// that keeps them longer than a session would (a gateway's schema cache with a lifetime),
+    /// since servers may change their tools without saying so. On failure the old list stays.
+    pub async fn refresh_tools(&self, server: &str) -> Result<(), CallError> {
+        let slot = self.inner.slot(server)?;
+        let client = self.inner.ready_client(server)?;
+        let tools = client
+            .list_all_tools()
+            .await
+            .map_err(|e| CallError::from_session(server, "tools/list", e))?;
+        let exposed = adapt(&self.inner, &slot, tools);
+        lock(&slot.state).tools = exposed;
+        self.inner.catalog_changed(server);
+        Ok(())
     }
 
     /// The resources of a ready server, every page.
@@ -1208,8 +1228,8 @@ async fn refresh_tools(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) {
     }
 }
 
-/// Answers a server request: roots from the configured list, the rest from the consumer's
-/// handler. The session refuses what was not declared before it gets here.
+/// Answers a server request: roots from the configured list (if any), the rest from the
+/// consumer's handler. The session refuses what was not declared before it gets here.
 async fn answer(
     inner: &Inner,
     server: &str,
@@ -1218,7 +1238,7 @@ async fn answer(
     let internal =
         |e: serde_json::Error| ErrorObject::new(mcp_protocol::code::INTERNAL_ERROR, e.to_string());
     match request {
-        ServerRequest::ListRoots(_) => {
+        ServerRequest::ListRoots(_) if inner.options.roots.is_some() => {
             let roots = inner.options.roots.clone().unwrap_or_default();
             RawJson::encode(&ListRootsResult::new(roots)).map_err(internal)
         }

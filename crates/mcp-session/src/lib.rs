@@ -36,4 +36,4 @@ mod timer;
 pub use client::{Client, Pending};
 pub use core::{Core, Incoming, Transport};
 pub use error::{Error, Result};
-pub use server::{Handler, Peer, RequestContext, ServerCore, ServerTransport};
+pub use server::{Handler, Peer, RequestContext, ServerCore, ServerTransport, SessionKey};

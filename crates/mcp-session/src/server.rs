@@ -5,13 +5,16 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Instant;
 
-use mcp_protocol::schema::{ClientRequest, ProgressParams, ProgressToken, RequestMethod};
+use mcp_protocol::schema::{
+    ClientNotification, ClientRequest, ProgressParams, ProgressToken, RequestMethod,
+};
 use mcp_protocol::{
-    DecodeError, Decoded, ErrorObject, Message, RawJson, RequestId, RequestOptions, ServerConfig,
-    ServerEvent, ServerSession, decode_result,
+    ClientInfo, DecodeError, Decoded, ErrorObject, Message, RawJson, RequestId, RequestOptions,
+    ServerConfig, ServerEvent, ServerSession, decode_result,
 };
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
@@ -28,6 +31,36 @@ pub trait Handler: Send + Sync + 'static {
         request: ClientRequest,
         context: RequestContext,
     ) -> impl Future<Output = Result<RawJson, ErrorObject>> + Send;
+
+    /// A notification the session does not handle itself arrived (`roots/list_changed`, or
+    /// one this crate does not know). A proxy passes it on; most servers ignore it.
+    fn notified(&self, session: SessionKey, notification: ClientNotification) {
+        let _ = (session, notification);
+    }
+
+    /// The session ended (the client left, closed it, or broke the protocol): a handler that
+    /// keeps state per session ([`RequestContext::session`]) drops it here.
+    fn closed(&self, session: SessionKey) {
+        let _ = session;
+    }
+}
+
+/// Names one client session for the life of the process, so that a handler serving many
+/// sessions (over HTTP) can keep state per session. Never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionKey(u64);
+
+impl SessionKey {
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "session-{}", self.0)
+    }
 }
 
 /// Carries what a server session sends. Called with the session locked; must not block.
@@ -48,6 +81,12 @@ pub struct RequestContext {
     pub progress_token: Option<ProgressToken>,
     /// The client, for progress, notifications and requests tied to this request.
     pub peer: Peer,
+    /// The session the request came in on.
+    pub session: SessionKey,
+    /// Who the client is and what it declared in `initialize` (requests are handled only
+    /// after it): a proxy forwards a server's sampling or elicitation request only to a client
+    /// that offered it.
+    pub client: Option<Arc<ClientInfo>>,
 }
 
 impl RequestContext {
@@ -128,6 +167,22 @@ impl Peer {
         decode_result::<M>(&raw)
     }
 
+    /// Sends a request by method name with raw parameters and waits for the raw result: for
+    /// a proxy, which passes on what it does not need to understand.
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<RawJson> {
+        let answer = self
+            .link()?
+            .request(self.related.as_ref(), method, params, options)?;
+        answer
+            .await
+            .map_err(|_| mcp_protocol::Error::Closed("the client went away".to_owned()))?
+    }
+
     /// The same client, for messages not tied to any request (they go to the standalone
     /// stream over HTTP).
     pub fn unrelated(&self) -> Self {
@@ -144,6 +199,16 @@ struct State {
     waiters: HashMap<RequestId, oneshot::Sender<Result<RawJson, mcp_protocol::Error>>>,
     /// The deadline the timer task sleeps until; it is woken only for an earlier one.
     armed: timer::Armed,
+    /// What the client declared, once known; shared with every request's context.
+    client: Option<Arc<ClientInfo>>,
+    /// What the handler must hear once the lock is released.
+    tell: Vec<Tell>,
+}
+
+/// A call to the handler's notification hooks, made outside the session lock.
+enum Tell {
+    Notified(ClientNotification),
+    Closed,
 }
 
 /// One client's session on the server side: a transport feeds it what arrives.
@@ -153,6 +218,7 @@ pub struct ServerCore<H: Handler> {
     transport: Box<dyn ServerTransport>,
     wake_timer: Arc<Notify>,
     me: Weak<Self>,
+    key: SessionKey,
 }
 
 impl<H: Handler> std::fmt::Debug for ServerCore<H> {
@@ -175,11 +241,14 @@ impl<H: Handler> ServerCore<H> {
                 tasks: HashMap::new(),
                 waiters: HashMap::new(),
                 armed: timer::Armed::default(),
+                client: None,
+                tell: Vec::new(),
             }),
             handler,
             transport: Box::new(transport),
             wake_timer: Arc::new(Notify::new()),
             me: me.clone(),
+            key: SessionKey::next(),
         });
         timer::start(&core, &core.wake_timer);
         core
@@ -187,6 +256,11 @@ impl<H: Handler> ServerCore<H> {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// This session's key, as handlers see it in [`RequestContext::session`].
+    pub fn key(&self) -> SessionKey {
+        self.key
     }
 
     /// A peer not tied to any request: for list changes and log entries.
@@ -201,6 +275,21 @@ impl<H: Handler> ServerCore<H> {
     /// Applies `f` to the session, then starts handlers, wakes waiters and sends what was
     /// queued, tagging each message with the request it belongs to.
     fn with_session<R>(&self, related: Option<&RequestId>, f: impl FnOnce(&mut State) -> R) -> R {
+        let (r, tell) = self.with_session_locked(related, f);
+        for t in tell {
+            match t {
+                Tell::Notified(n) => self.handler.notified(self.key, n),
+                Tell::Closed => self.handler.closed(self.key),
+            }
+        }
+        r
+    }
+
+    fn with_session_locked<R>(
+        &self,
+        related: Option<&RequestId>,
+        f: impl FnOnce(&mut State) -> R,
+    ) -> (R, Vec<Tell>) {
         let mut guard = self.lock();
         let state = &mut *guard;
         let r = f(state);
@@ -216,13 +305,16 @@ impl<H: Handler> ServerCore<H> {
         state
             .armed
             .wake_if_needed(&mut state.session, &self.wake_timer);
-        r
+        (r, std::mem::take(&mut state.tell))
     }
 
     fn dispatch(&self, state: &mut State) {
         while let Some(event) = state.session.poll_event() {
             match event {
                 ServerEvent::Request { id, request } => {
+                    if state.client.is_none() {
+                        state.client = state.session.client_info().cloned().map(Arc::new);
+                    }
                     let context = RequestContext {
                         id: id.clone(),
                         progress_token: request.progress_token(),
@@ -230,6 +322,8 @@ impl<H: Handler> ServerCore<H> {
                             link: self.me.clone(),
                             related: Some(id.clone()),
                         },
+                        session: self.key,
+                        client: state.client.clone(),
                     };
                     let handler = Arc::clone(&self.handler);
                     let me = self.me.clone();
@@ -263,6 +357,10 @@ impl<H: Handler> ServerCore<H> {
                     for (_, task) in state.tasks.drain() {
                         task.abort();
                     }
+                    state.tell.push(Tell::Closed);
+                }
+                ServerEvent::Notification(notification) => {
+                    state.tell.push(Tell::Notified(notification));
                 }
                 // Initialized, progress on our own requests, client notifications and
                 // diagnostics need nothing from the runtime.

@@ -328,7 +328,8 @@ const NATIVE_FIELDS: &[&str] = &[
     "max_result_bytes",
     "protocol_version",
 ];
-const MCP_SERVERS_EXTRA: &[&str] = &["type", "disabled"];
+/// `description` is Modular MCP's (seed 004): what the server is for, which a gateway shows.
+const MCP_SERVERS_EXTRA: &[&str] = &["type", "disabled", "description"];
 const HTTP_ONLY: &[&str] = &["url", "headers", "oauth"];
 const STDIO_ONLY: &[&str] = &["command", "args", "cwd", "env", "inherit_env"];
 

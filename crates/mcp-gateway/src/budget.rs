@@ -1,0 +1,1 @@
+//! What each way of exposing the tools costs a model.

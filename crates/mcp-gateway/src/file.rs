@@ -1,0 +1,408 @@
+//! The gateway file (seed 004 §4, as written there): the upstream servers under `mcpServers`
+//! (Modular MCP's format, which `mcp-host` reads too), and what the gateway adds: `mode`,
+//! `categories`, the schema cache's lifetime, the call log and what an unattended call that
+//! would ask a person gets.
+//!
+//! The same types read the file and generate its JSON Schema ([`schema`]), so the two cannot
+//! drift. The upstream servers are read a second time by `mcp-host`'s configuration loader,
+//! which owns their meaning (secrets, environment, OAuth, permissions); the types here only
+//! describe those fields for the schema and carry seed 004's `description`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use mcp_host::ServerEntry;
+use mcp_host::config::{ConfigFile, Env, FileFormat, Scope, Severity};
+use mcp_host::oauth::OAuthContext;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The whole gateway file.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "mcp-host gateway file")]
+pub struct GatewayFile {
+    /// The JSON Schema this file follows; editors use it, the gateway ignores it.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// What the gateway serves: `category` (the default when `categories` is present),
+    /// `passthrough` (the default otherwise) or `meta`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    /// The upstream servers, by id (`^[a-zA-Z0-9_-]{1,64}$`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, UpstreamServer>,
+    /// Category mode's categories, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub categories: BTreeMap<String, Category>,
+    /// How long upstream tool schemas are cached, in seconds (default 600); an upstream's
+    /// `tools/list_changed` refreshes them sooner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub cache_ttl_seconds: Option<u64>,
+    /// A file the per-call log is appended to, instead of standard error. Standard output is
+    /// never used: over stdio it carries MCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+    /// What a call gets that the permission rules would ask a person about, since no one is
+    /// at the gateway's terminal: `allow` (the default; the client in front of the gateway
+    /// asks its own user about its tools) or `deny`. A `deny` rule is always kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unattended: Option<Unattended>,
+}
+
+/// What the gateway serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Two tools, `get-category-tools` and `call-category-tool`, in front of categories of
+    /// upstream tools (seed 004).
+    Category,
+    /// The upstream servers' tools, resources and prompts as they are (namespaced when there
+    /// are several).
+    Passthrough,
+    /// Tools about the upstream servers: list them, list and call their tools, list and read
+    /// their resources, reload the file (seed 003).
+    Meta,
+}
+
+impl Mode {
+    /// The name in the file and in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Category => "category",
+            Self::Passthrough => "passthrough",
+            Self::Meta => "meta",
+        }
+    }
+}
+
+/// What an unattended call gets where the rules say `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Unattended {
+    /// The call goes ahead.
+    #[default]
+    Allow,
+    /// The call is refused.
+    Deny,
+}
+
+/// How the gateway reaches an upstream server. `mcp-host`'s loader reads these entries; the
+/// fields it accepts beyond seed 004's (`cwd`, `enabled`, `permission`, …) are listed so that
+/// editors know them.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct UpstreamServer {
+    /// What the server is for (seed 004 requires it; the gateway shows it in meta mode and in
+    /// logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `stdio` (the default when `command` is given), `http` or `sse` (the deprecated
+    /// HTTP+SSE transport).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<UpstreamKind>,
+    /// The program to start (stdio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments (stdio).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment variables for the program (stdio); `${VAR}` takes a value from the
+    /// gateway's own environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The program's working directory (stdio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The endpoint (http, sse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every request (http, sse); `${VAR}` takes a value from the
+    /// environment, so the file need not hold the secret.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// `false` leaves the server out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// How long a request waits for its answer, in milliseconds (default 30 000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
+    /// Permission rules: `{"default": "allow"|"ask"|"deny", "tools": {"name": …}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Value>,
+    /// OAuth settings for a protected HTTP server (see `docs/configuration.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<Value>,
+    /// Every other field `mcp-host` reads (`enabled_tools`, `disabled_tools`,
+    /// `protocol_version`, …); see `docs/configuration.md`.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// An upstream transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamKind {
+    /// A local program over stdin and stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// The deprecated HTTP+SSE transport of 2024-11-05.
+    Sse,
+}
+
+/// One category: a named, described set of upstream tools (seed 004 §3–4).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Category {
+    /// What the category is for: the model reads it in `get-category-tools`'s description.
+    pub description: String,
+    /// The upstream server the tools come from (a key of `mcpServers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Several upstream servers, for a category that spans them (seed 004 §13); names are
+    /// looked up in each, in this order, and `mcp__<server>__<tool>` picks one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// Which tools.
+    #[serde(default)]
+    pub tools: CategoryTools,
+}
+
+impl Category {
+    /// The servers it draws on: `server` first, then `servers`, without repeats.
+    pub fn upstreams(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for s in self.server.iter().chain(&self.servers) {
+            if !out.contains(&s.as_str()) {
+                out.push(s);
+            }
+        }
+        out
+    }
+}
+
+/// Which upstream tools a category holds, and how they are changed.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CategoryTools {
+    /// Tool names, bare or as `mcp__<server>__<tool>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include_names: Vec<String>,
+    /// Glob patterns (`*` any run of characters, `?` one) over tool names: matching tools are
+    /// included too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include_patterns: Vec<String>,
+    /// Glob patterns of tools to leave out, whatever included them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_patterns: Vec<String>,
+    /// Per tool (bare or prefixed name): disable it, or replace its description.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, ToolOverride>,
+}
+
+/// A change to one tool.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolOverride {
+    /// `false`: the tool is neither listed nor callable (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Replaces the upstream's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The JSON Schema of the gateway file, generated from the types above (`mcp-host gateway
+/// schema`; committed as `docs/gateway.schema.json`).
+pub fn schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(GatewayFile)).unwrap_or(Value::Null)
+}
+
+/// A tool name as a file may write it: `mcp__<server>__<tool>` (seed 004 §11) or bare.
+/// Returns the server (if prefixed) and the bare name.
+pub fn split_prefixed(name: &str) -> (Option<&str>, &str) {
+    if let Some(rest) = name.strip_prefix("mcp__")
+        && let Some((server, tool)) = rest.split_once("__")
+        && !server.is_empty()
+        && !tool.is_empty()
+    {
+        return (Some(server), tool);
+    }
+    (None, name)
+}
+
+/// What went wrong with a gateway file: the path, the field, the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file cannot be read.
+    #[error("gateway file {}: cannot read it: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a gateway file.
+    #[error("gateway file {}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the field.
+        message: String,
+    },
+}
+
+/// A gateway file, read and checked, with the host's entries for its servers.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Loaded {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// The file as written.
+    pub file: GatewayFile,
+    /// The mode: as written, else by whether there are categories.
+    pub mode: Mode,
+    /// One entry per upstream server, for [`mcp_host::Host::start`]; a server whose entry is
+    /// wrong is in state `error` with the reason, the others still start.
+    pub entries: Vec<ServerEntry>,
+    /// What the user should know: unknown fields, categories naming unknown servers, repeated
+    /// names. Warnings, not errors: the rest of the file still serves.
+    pub warnings: Vec<String>,
+}
+
+/// Reads and checks the gateway file at `path`. Relative `cwd`s are taken from the file's
+/// folder. With an OAuth context, protected HTTP upstreams log in with the host's OAuth (and
+/// its token store). Only a file that cannot be read or is not a gateway file at all is an
+/// error.
+pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Loaded, FileError> {
+    let bytes = std::fs::read(path).map_err(|source| FileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file: GatewayFile = serde_json::from_slice(&bytes).map_err(|e| FileError::Invalid {
+        path: path.to_owned(),
+        message: format!("not a gateway file: {e}"),
+    })?;
+    let mode = file.mode.unwrap_or(if file.categories.is_empty() {
+        Mode::Passthrough
+    } else {
+        Mode::Category
+    });
+    let mut warnings = Vec::new();
+    if mode == Mode::Category && file.categories.is_empty() {
+        return Err(FileError::Invalid {
+            path: path.to_owned(),
+            message: "mode `category` needs at least one entry in `categories`".to_owned(),
+        });
+    }
+    if mode != Mode::Category && !file.categories.is_empty() {
+        warnings.push(format!("categories: ignored in mode `{}`", mode.as_str()));
+    }
+    for (name, category) in &file.categories {
+        let upstreams = category.upstreams();
+        if upstreams.is_empty() {
+            return Err(FileError::Invalid {
+                path: path.to_owned(),
+                message: format!("categories.{name}: names no server; set `server`"),
+            });
+        }
+        for server in upstreams {
+            if !file.mcp_servers.contains_key(server) {
+                return Err(FileError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "categories.{name}: server `{server}` is not a key of `mcpServers`"
+                    ),
+                });
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for tool in &category.tools.include_names {
+            if !seen.insert(tool.as_str()) {
+                warnings.push(format!(
+                    "categories.{name}.tools.includeNames: `{tool}` is listed twice"
+                ));
+            }
+        }
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let loaded = mcp_host::config::load_files(
+        &[ConfigFile::new(path, Scope::Global, FileFormat::McpServers)],
+        env,
+        dir,
+    );
+    for problem in &loaded.problems {
+        if problem.severity == Severity::Warning {
+            warnings.push(problem.to_string());
+        }
+    }
+    let mut entries = mcp_host::setup::entries(&loaded, oauth);
+    for entry in &mut entries {
+        entry.source = "gateway".to_owned();
+    }
+    Ok(Loaded {
+        path: path.to_owned(),
+        file,
+        mode,
+        entries,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixed_names_split_and_bare_names_stay() {
+        assert_eq!(
+            split_prefixed("mcp__serena__read_file"),
+            (Some("serena"), "read_file")
+        );
+        assert_eq!(split_prefixed("read_file"), (None, "read_file"));
+        assert_eq!(split_prefixed("mcp____x"), (None, "mcp____x"));
+        assert_eq!(split_prefixed("mcp__a__b__c"), (Some("a"), "b__c"));
+    }
+
+    #[test]
+    fn the_seed_example_parses() {
+        let text = r#"{
+          "$schema": "https://example.invalid/schema.json",
+          "mcpServers": {"serena": {"description": "code", "command": "npx", "args": ["-y", "x"], "env": {}}},
+          "categories": {"fs": {"description": "files", "server": "serena", "tools": {
+            "includeNames": ["mcp__serena__read_file", "list_dir"],
+            "overrides": {"mcp__serena__read_file": {"enabled": true, "description": "d"},
+                          "mcp__serena__execute_shell_command": {"enabled": false}}}}}
+        }"#;
+        let file: GatewayFile = serde_json::from_str(text).expect("parses");
+        assert_eq!(file.categories["fs"].upstreams(), vec!["serena"]);
+        assert_eq!(file.categories["fs"].tools.overrides.len(), 2);
+    }
+
+    #[test]
+    fn unknown_category_fields_are_refused() {
+        let text = r#"{"mcpServers": {}, "categories": {"fs": {"description": "x", "server": "s", "tols": {}}}}"#;
+        let e = serde_json::from_str::<GatewayFile>(text).expect_err("refused");
+        assert!(e.to_string().contains("tols"), "{e}");
+    }
+
+    #[test]
+    fn the_schema_names_every_top_level_field() {
+        let schema = schema();
+        let props = &schema["properties"];
+        for field in [
+            "mcpServers",
+            "categories",
+            "mode",
+            "cacheTtlSeconds",
+            "logFile",
+            "unattended",
+        ] {
+            assert!(props.get(field).is_some(), "{field} missing from {schema}");
+        }
+    }
+}
