@@ -37,10 +37,11 @@ use url::Url;
 
 use crate::challenge::BearerChallenge;
 use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
+use crate::dpop::{self, Credentials, DpopKey, Prover};
 use crate::error::{AuthError, Error, cut_short, shown_url};
 use crate::flow::{self, ClientAuth, Grant, TokenError};
 use crate::http::{
-    ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
+    ClientAssertionSigner, Clock, DpopSigner, HttpClient, HttpRequest, HttpResponse, Randomness,
     TransportError, UserAgent,
 };
 use crate::pkce::{Pkce, state_from_random};
@@ -170,6 +171,7 @@ pub struct Services {
     clock: Arc<dyn Clock>,
     user_agent: Option<Arc<dyn UserAgent>>,
     signer: Option<Arc<dyn ClientAssertionSigner>>,
+    dpop: Option<Arc<dyn DpopSigner>>,
 }
 
 impl Services {
@@ -186,6 +188,7 @@ impl Services {
             clock,
             user_agent: None,
             signer: None,
+            dpop: None,
         }
     }
 
@@ -203,6 +206,24 @@ impl Services {
         self.signer = Some(signer);
         self
     }
+
+    /// Adds DPoP (RFC 9449): tokens are asked for bound to a new key whenever the
+    /// authorization server accepts ES256 proofs (see [`dpop`](crate::dpop)). Without it, every
+    /// token is a bearer token.
+    #[must_use]
+    pub fn with_dpop(mut self, signer: Arc<dyn DpopSigner>) -> Self {
+        self.dpop = Some(signer);
+        self
+    }
+
+    /// What makes DPoP proofs, if DPoP is on.
+    fn prover(&self) -> Option<Prover> {
+        Some(Prover {
+            signer: self.dpop.clone()?,
+            clock: Arc::clone(&self.clock),
+            random: Arc::clone(&self.random),
+        })
+    }
 }
 
 impl fmt::Debug for Services {
@@ -210,6 +231,7 @@ impl fmt::Debug for Services {
         f.debug_struct("Services")
             .field("user_agent", &self.user_agent.is_some())
             .field("signer", &self.signer.is_some())
+            .field("dpop", &self.dpop.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -235,6 +257,8 @@ struct Discovered {
     /// the server's canonical URI.
     resource: String,
     resource_scopes: Option<Vec<String>>,
+    /// RFC 9728 `dpop_bound_access_tokens_required`.
+    dpop_required: bool,
     source: MetadataSource,
 }
 
@@ -282,6 +306,8 @@ pub struct Authorizer {
     attempts: u32,
     refreshed_in_chain: bool,
     requested_scope: Option<String>,
+    /// The authorization server's last DPoP nonce (RFC 9449 §8), by the origin it came from.
+    as_nonce: Option<(String, String)>,
 }
 
 impl fmt::Debug for Authorizer {
@@ -308,6 +334,7 @@ impl Authorizer {
             attempts: 0,
             refreshed_in_chain: false,
             requested_scope: None,
+            as_nonce: None,
         }
     }
 
@@ -317,7 +344,15 @@ impl Authorizer {
     }
 
     /// Loads tokens from the store (or clears them with `None`). Does not count as a change.
+    ///
+    /// DPoP tokens whose key is missing (or with no [`DpopSigner`] to prove it) are dropped:
+    /// neither they nor their refresh token can be used, and the next 401 authorizes anew.
     pub fn set_tokens(&mut self, tokens: Option<ServerTokens>) {
+        let usable = |t: &ServerTokens| match &t.dpop_key {
+            Some(_) => self.services.dpop.is_some(),
+            None => !t.is_dpop(),
+        };
+        let tokens = tokens.filter(usable);
         self.requested_scope = tokens.as_ref().and_then(|t| t.scope.clone());
         self.tokens = tokens;
     }
@@ -333,14 +368,25 @@ impl Authorizer {
         std::mem::take(&mut self.changed)
     }
 
-    /// The `Authorization: Bearer …` value for the next request, marked sensitive, if there is
-    /// an access token. Send it on every request, even within one session.
+    /// The `Authorization` value for the next request (`Bearer …`, or `DPoP …` for a bound
+    /// token), marked sensitive, if there is an access token. Send it on every request, even
+    /// within one session; a DPoP token also needs its proof: use
+    /// [`credentials`](Self::credentials).
     pub fn authorization_header(&self) -> Option<http::HeaderValue> {
-        let token = self.tokens.as_ref()?;
-        let mut value =
-            http::HeaderValue::from_str(&format!("Bearer {}", token.access_token.secret())).ok()?;
-        value.set_sensitive(true);
-        Some(value)
+        self.credentials()?.authorization()
+    }
+
+    /// What to present to the MCP server, if there is an access token: a snapshot that makes
+    /// each request's headers (with a fresh DPoP proof when the token is bound). Take it
+    /// again after every change.
+    pub fn credentials(&self) -> Option<Credentials> {
+        let tokens = self.tokens.as_ref()?;
+        let bound = if tokens.is_dpop() {
+            Some((tokens.dpop_key.clone()?, self.services.prover()?))
+        } else {
+            None
+        };
+        Some(Credentials::new(tokens.access_token.clone(), bound))
     }
 
     /// The authorization server metadata in use, once discovered.
@@ -620,6 +666,10 @@ impl Authorizer {
                 || discovery::canonical_resource(&server),
                 |p| p.resource.clone(),
             ),
+            dpop_required: prm
+                .as_ref()
+                .and_then(|p| p.dpop_bound_access_tokens_required)
+                .unwrap_or(false),
             resource_scopes: prm.and_then(|p| p.scopes_supported),
             meta,
             source,
@@ -680,6 +730,7 @@ impl Authorizer {
             token_endpoint_auth_methods_supported: None,
             client_id_metadata_document_supported: None,
             authorization_response_iss_parameter_supported: None,
+            dpop_signing_alg_values_supported: None,
         })
     }
 
@@ -786,9 +837,9 @@ impl Authorizer {
             redirect_uri: &redirect_uri,
         };
         let request = flow::token_request(&d.meta, &client.client_id, &auth, grant, &d.resource)?;
-        let answer = self.send("token", request).await?;
-        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
-        self.keep(tokens, &client, scope);
+        let key = self.new_dpop_key(&d)?;
+        let tokens = self.send_token(request, key.as_ref()).await?;
+        self.keep(tokens, &client, scope, key);
         Ok(())
     }
 
@@ -923,10 +974,11 @@ impl Authorizer {
             scope: None,
         };
         let request = flow::token_request(&d.meta, &client.client_id, &auth, grant, &d.resource)?;
-        let answer = self.send("token", request).await?;
-        let fresh = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        // The key the tokens were bound to: a bound refresh token is refused without it.
+        let key = tokens.dpop_key.clone();
+        let fresh = self.send_token(request, key.as_ref()).await?;
         let scope = tokens.scope.clone();
-        self.keep(fresh, &client, scope);
+        self.keep(fresh, &client, scope, key);
         Ok(())
     }
 
@@ -966,8 +1018,8 @@ impl Authorizer {
         scope: Option<String>,
     ) -> Result<(), AuthError> {
         let request = flow::token_request(&d.meta, &client_id, auth, grant, &d.resource)?;
-        let answer = self.send("token", request).await?;
-        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        let key = self.new_dpop_key(d)?;
+        let tokens = self.send_token(request, key.as_ref()).await?;
         let client = Client {
             client_id,
             secret: None,
@@ -975,7 +1027,7 @@ impl Authorizer {
             issuer: d.meta.issuer.clone(),
             registered: false,
         };
-        self.keep(tokens, &client, scope);
+        self.keep(tokens, &client, scope, key);
         Ok(())
     }
 
@@ -1049,9 +1101,93 @@ impl Authorizer {
             .map_err(AuthError::Assertion)
     }
 
+    /// A new DPoP key for a new authorization at the authorization server in `d`, if DPoP is
+    /// on and the server takes ES256 proofs (or names no algorithm while the resource wants
+    /// bound tokens); see [`dpop`](crate::dpop).
+    fn new_dpop_key(&self, d: &Discovered) -> Result<Option<DpopKey>, AuthError> {
+        let Some(signer) = &self.services.dpop else {
+            return Ok(None);
+        };
+        let wanted = match &d.meta.dpop_signing_alg_values_supported {
+            Some(algs) => algs.iter().any(|a| a == dpop::ALG),
+            None => d.dpop_required,
+        };
+        if !wanted {
+            return Ok(None);
+        }
+        signer.generate().map(Some).map_err(AuthError::Dpop)
+    }
+
+    /// Sends a token request and reads its answer. With a DPoP `key` the request carries a
+    /// proof with the authorization server's last nonce, and is sent once more with a new
+    /// one if the server answers `use_dpop_nonce` (RFC 9449 §8). A `DPoP` token that came
+    /// without a proof is refused: it could not be used.
+    async fn send_token(
+        &mut self,
+        request: HttpRequest,
+        key: Option<&DpopKey>,
+    ) -> Result<flow::Tokens, AuthError> {
+        let answer = match (key, self.services.prover()) {
+            (Some(key), Some(prover)) => self.send_with_proof(request, key, &prover).await?,
+            _ => self.send("token", request).await?,
+        };
+        let tokens = flow::tokens_from_response(answer.status().as_u16(), answer.body())?;
+        if key.is_none() && tokens.token_type == "DPoP" {
+            return Err(TokenError::Refused(
+                "the token endpoint issued a DPoP token to a request without a proof".to_owned(),
+            )
+            .into());
+        }
+        Ok(tokens)
+    }
+
+    async fn send_with_proof(
+        &mut self,
+        request: HttpRequest,
+        key: &DpopKey,
+        prover: &Prover,
+    ) -> Result<HttpResponse, AuthError> {
+        let origin = origin_of(request.uri());
+        let mut retried = false;
+        loop {
+            let nonce = self
+                .as_nonce
+                .as_ref()
+                .filter(|(o, _)| *o == origin)
+                .map(|(_, n)| n.clone());
+            let proof =
+                prover.proof(key, request.method(), request.uri(), None, nonce.as_deref())?;
+            let mut attempt = copy_request(&request);
+            attempt.headers_mut().insert(dpop::DPOP, proof);
+            let answer = self.send("token", attempt).await?;
+            // Any answer may bring the next nonce (RFC 9449 §8.2).
+            let fresh = answer
+                .headers()
+                .get(dpop::DPOP_NONCE)
+                .and_then(|v| dpop::dpop_nonce(v.as_bytes()));
+            let asked = dpop::is_use_dpop_nonce_answer(answer.status().as_u16(), answer.body());
+            if let Some(fresh) = fresh {
+                let changed = nonce.as_deref() != Some(fresh.as_str());
+                self.as_nonce = Some((origin.clone(), fresh));
+                if asked && changed && !retried {
+                    retried = true;
+                    continue;
+                }
+            }
+            return Ok(answer);
+        }
+    }
+
     /// Stores a token answer: expiry from the clock, the new refresh token (or the old one
-    /// when none came, from the same authorization server only), the client it belongs to.
-    fn keep(&mut self, tokens: flow::Tokens, client: &Client, scope: Option<String>) {
+    /// when none came, from the same authorization server only), the client it belongs to,
+    /// the DPoP key the request proved.
+    fn keep(
+        &mut self,
+        tokens: flow::Tokens,
+        client: &Client,
+        scope: Option<String>,
+        dpop_key: Option<DpopKey>,
+    ) {
         let now = self.services.clock.now_ms();
         let previous = self
             .tokens
@@ -1067,6 +1203,7 @@ impl Authorizer {
             None
         };
         kept.issuer = Some(client.issuer.clone());
+        kept.dpop_key = dpop_key;
         self.tokens = Some(kept);
         self.changed = true;
     }
@@ -1079,6 +1216,26 @@ fn secret_auth(meta: &AuthorizationServerMetadata, secret: &ClientSecret) -> Cli
         ClientAuth::None => ClientAuth::Basic(secret.clone()),
         auth => auth,
     }
+}
+
+/// The origin a URL's requests go to (scheme, host, port), for keeping a server's nonce.
+fn origin_of(uri: &http::Uri) -> String {
+    format!(
+        "{}://{}",
+        uri.scheme_str().unwrap_or_default(),
+        uri.authority().map_or("", http::uri::Authority::as_str)
+    )
+}
+
+/// A copy of a request this crate built (method, URL, headers, body), to send again: `http`'s
+/// requests are not `Clone`.
+fn copy_request(request: &HttpRequest) -> HttpRequest {
+    let mut copy = http::Request::new(request.body().clone());
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    copy
 }
 
 /// Whether a refresh failure means the refresh token is useless (log in again) rather than
@@ -1121,5 +1278,6 @@ fn default_endpoints(origin: &str) -> AuthorizationServerMetadata {
         token_endpoint_auth_methods_supported: None,
         client_id_metadata_document_supported: None,
         authorization_response_iss_parameter_supported: None,
+        dpop_signing_alg_values_supported: None,
     }
 }

@@ -39,12 +39,15 @@ pub struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// The first `Bearer` challenge among all the `WWW-Authenticate` values given.
+    /// The first `Bearer` challenge among all the `WWW-Authenticate` values given, else the
+    /// first `DPoP` one: a resource that takes only DPoP-bound tokens challenges with that
+    /// scheme, whose parameters are the same (RFC 9449 §7.1, RFC 9728 §5.1).
     pub fn find<'a>(headers: impl IntoIterator<Item = &'a str>) -> Option<Self> {
-        headers
-            .into_iter()
-            .flat_map(parse)
-            .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))
+        let all: Vec<Challenge> = headers.into_iter().flat_map(parse).collect();
+        let scheme = |name: &'static str| move |c: &&Challenge| c.scheme.eq_ignore_ascii_case(name);
+        all.iter()
+            .find(scheme("bearer"))
+            .or_else(|| all.iter().find(scheme("dpop")))
             .map(|c| Self {
                 resource_metadata: c.param("resource_metadata").map(str::to_owned),
                 scope: c.param("scope").map(str::to_owned),
@@ -227,6 +230,23 @@ mod tests {
             "a bare scheme is a challenge"
         );
         assert_eq!(BearerChallenge::find(["Basic realm=x"]), None);
+    }
+
+    #[test]
+    fn a_dpop_challenge_stands_in_for_a_missing_bearer_one() {
+        let dpop = r#"DPoP algs="ES256", resource_metadata="https://mcp.example.com/prm""#;
+        let b = BearerChallenge::find([dpop]).unwrap();
+        assert_eq!(
+            b.resource_metadata.as_deref(),
+            Some("https://mcp.example.com/prm")
+        );
+        let both = format!(r#"{dpop}, Bearer scope="a""#);
+        let b = BearerChallenge::find([both.as_str()]).unwrap();
+        assert_eq!(
+            (b.scope.as_deref(), b.resource_metadata),
+            (Some("a"), None),
+            "Bearer first"
+        );
     }
 
     proptest! {

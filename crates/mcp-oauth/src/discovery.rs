@@ -110,6 +110,9 @@ pub struct ProtectedResourceMetadata {
     /// The scopes the resource knows, if it says.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// RFC 9728 §2 (from RFC 9449): the resource accepts only DPoP-bound tokens.
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: Option<bool>,
 }
 
 impl ProtectedResourceMetadata {
@@ -163,6 +166,10 @@ pub struct AuthorizationServerMetadata {
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// RFC 9449 §5.1: the algorithms of DPoP proofs the server accepts; with `ES256` listed,
+    /// tokens are asked for bound to a key ([`dpop`](crate::dpop)).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {

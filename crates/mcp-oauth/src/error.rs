@@ -184,6 +184,10 @@ pub enum AuthError {
     /// The assertion signer failed.
     #[error("signing the client assertion failed: {0}")]
     Assertion(String),
+    /// A DPoP proof (RFC 9449) or its key could not be made; the text is the signer's, with
+    /// no key material.
+    #[error("a DPoP proof could not be made: {0}")]
+    Dpop(String),
 }
 
 impl AuthError {

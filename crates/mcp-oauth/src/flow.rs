@@ -367,6 +367,9 @@ pub fn identity_assertion_from_response(
 pub struct Tokens {
     /// The access token.
     pub access_token: AccessToken,
+    /// How it is presented: `Bearer`, or `DPoP` for a token bound to the key whose proof came
+    /// with the request (RFC 9449 §5).
+    pub token_type: String,
     /// Seconds until it expires, if the server says.
     pub expires_in: Option<u64>,
     /// A new refresh token: always kept, replacing the old one (rotation).
@@ -418,17 +421,20 @@ pub fn tokens_from_response(status: u16, body: &[u8]) -> Result<Tokens, TokenErr
     if (200..300).contains(&status) {
         let raw: RawTokens =
             serde_json::from_slice(body).map_err(|_| TokenError::Transient { status })?;
-        if raw
-            .token_type
-            .as_deref()
-            .is_some_and(|t| !t.eq_ignore_ascii_case("bearer"))
-        {
-            return Err(TokenError::Refused(
-                "the token is not a Bearer token".to_owned(),
-            ));
-        }
+        // RFC 6749 §7.1: the type is case-insensitive; a missing one is taken as Bearer.
+        let token_type = match raw.token_type.as_deref() {
+            None => "Bearer",
+            Some(t) if t.eq_ignore_ascii_case("bearer") => "Bearer",
+            Some(t) if t.eq_ignore_ascii_case("dpop") => "DPoP",
+            Some(_) => {
+                return Err(TokenError::Refused(
+                    "the token is neither a Bearer nor a DPoP token".to_owned(),
+                ));
+            }
+        };
         return Ok(Tokens {
             access_token: AccessToken::new(raw.access_token),
+            token_type: token_type.to_owned(),
             expires_in: raw.expires_in,
             refresh_token: raw.refresh_token.map(RefreshToken::new),
             scope: raw.scope,
@@ -656,6 +662,19 @@ mod tests {
             tokens_from_response(503, b"<html>"),
             Err(TokenError::Transient { status: 503 })
         );
+        let dpop =
+            tokens_from_response(200, br#"{"access_token":"at","token_type":"dpop"}"#).unwrap();
+        assert_eq!(dpop.token_type, "DPoP");
+        assert_eq!(
+            tokens_from_response(200, br#"{"access_token":"at"}"#)
+                .unwrap()
+                .token_type,
+            "Bearer"
+        );
+        assert!(matches!(
+            tokens_from_response(200, br#"{"access_token":"at","token_type":"mac"}"#),
+            Err(TokenError::Refused(_))
+        ));
         assert_eq!(
             tokens_from_response(200, b"not json"),
             Err(TokenError::Transient { status: 200 })

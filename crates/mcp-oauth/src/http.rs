@@ -112,3 +112,16 @@ pub trait ClientAssertionSigner: Send + Sync {
     /// The `Err` text must hold no key material.
     fn sign(&self, claims_json: &[u8]) -> Result<String, String>;
 }
+
+/// Makes and uses the keys of DPoP proofs (RFC 9449; see [`dpop`](crate::dpop)): ECDSA P-256
+/// keys, ES256 signatures. This crate builds the proofs and decides when; the caller owns the
+/// cryptography (and its randomness), as for [`ClientAssertionSigner`].
+pub trait DpopSigner: Send + Sync {
+    /// A new key pair. One is made for each new authorization and kept with its tokens.
+    /// The `Err` text says why there is none and must hold no key material.
+    fn generate(&self) -> Result<crate::DpopKey, String>;
+
+    /// The ES256 signature of `message` with `key`: `r || s`, 64 bytes (RFC 7518 §3.4). The
+    /// `Err` text must hold no key material.
+    fn sign(&self, key: &crate::DpopKey, message: &[u8]) -> Result<Vec<u8>, String>;
+}

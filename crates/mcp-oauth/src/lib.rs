@@ -20,6 +20,10 @@
 //! at the identity provider, RFC 8693, for an assertion the `jwt-bearer` grant presents). Its
 //! errors are [`AuthError`].
 //!
+//! Tokens can be bound to a key the client holds ([`dpop`]: RFC 9449 DPoP, with a
+//! [`DpopSigner`] the caller supplies): proofs at the token endpoint and, through
+//! [`Credentials`], on every request to the MCP server, with the servers' nonces.
+//!
 //! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness: it does
 //! no I/O itself, and its futures run on whatever executor the caller's seams need.
 //!
@@ -39,9 +43,11 @@
 mod authorizer;
 pub mod challenge;
 pub mod discovery;
+pub mod dpop;
 mod error;
 pub mod flow;
 mod http;
+mod jws;
 mod pkce;
 pub mod registration;
 mod secret;
@@ -50,11 +56,13 @@ pub mod store;
 // The public interface is:
 pub use authorizer::{Authorizer, GrantType, IdentityProvider, MetadataSource, Services, Settings};
 pub use challenge::BearerChallenge;
+pub use dpop::{Credentials, DpopKey};
 pub use error::{AuthError, Error};
 pub use http::{
-    BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
-    TransportError, UserAgent,
+    BoxFuture, ClientAssertionSigner, Clock, DpopSigner, HttpClient, HttpRequest, HttpResponse,
+    Randomness, TransportError, UserAgent,
 };
+pub use jws::jws_compact;
 pub use pkce::{Pkce, state_from_random};
 pub use secret::{
     AccessToken, AuthorizationCode, ClientSecret, JwtAssertion, PkceVerifier, RefreshToken,

@@ -5,8 +5,11 @@
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
+use crate::dpop::DpopKey;
 use crate::error::{Error, json_position};
 use crate::flow::Tokens;
 use crate::secret::{AccessToken, ClientSecret, RefreshToken};
@@ -21,7 +24,7 @@ pub struct ServerTokens {
     pub refresh_token: Option<RefreshToken>,
     /// When the access token expires, in milliseconds since the Unix epoch.
     pub expires_at_ms: Option<u64>,
-    /// Always `Bearer` in practice.
+    /// How the access token is presented: `Bearer`, or `DPoP` (bound to [`dpop_key`](Self::dpop_key)).
     pub token_type: String,
     /// The scope granted.
     pub scope: Option<String>,
@@ -31,6 +34,9 @@ pub struct ServerTokens {
     pub client_secret: Option<ClientSecret>,
     /// The authorization server that issued them: credentials are never reused with another.
     pub issuer: Option<String>,
+    /// The DPoP key (RFC 9449) the tokens were asked for with: every request with a `DPoP`
+    /// token and every refresh proves it. Tokens of type `DPoP` without it cannot be used.
+    pub dpop_key: Option<DpopKey>,
 }
 
 impl ServerTokens {
@@ -45,14 +51,20 @@ impl ServerTokens {
             expires_at_ms: tokens
                 .expires_in
                 .map(|s| now_ms.saturating_add(s.saturating_mul(1000))),
-            token_type: "Bearer".to_owned(),
+            token_type: tokens.token_type,
             scope: tokens
                 .scope
                 .or_else(|| previous.and_then(|p| p.scope.clone())),
             client_id: previous.and_then(|p| p.client_id.clone()),
             client_secret: previous.and_then(|p| p.client_secret.clone()),
             issuer: previous.and_then(|p| p.issuer.clone()),
+            dpop_key: None,
         }
+    }
+
+    /// Whether the access token is DPoP-bound (RFC 9449): presented as `DPoP`, with a proof.
+    pub fn is_dpop(&self) -> bool {
+        self.token_type.eq_ignore_ascii_case("dpop")
     }
 
     /// Whether to refresh now: the token expires within `margin_ms` (refresh ahead of expiry,
@@ -95,6 +107,33 @@ struct RawTokens {
     client_secret: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     issuer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_key: Option<RawDpopKey>,
+}
+
+/// A DPoP key as the store keeps it: base64url PKCS#8 DER and public point. The file is the
+/// host's, mode 0600, like the refresh token beside it.
+#[derive(Serialize, Deserialize)]
+struct RawDpopKey {
+    pkcs8: String,
+    public_key: String,
+}
+
+impl RawDpopKey {
+    fn from_key(key: &DpopKey) -> Self {
+        Self {
+            pkcs8: URL_SAFE_NO_PAD.encode(key.secret_pkcs8()),
+            public_key: URL_SAFE_NO_PAD.encode(key.public_key()),
+        }
+    }
+
+    /// The key, or `None` if it cannot be read: its tokens are then unusable, and the next
+    /// request leads to a new authorization.
+    fn to_key(&self) -> Option<DpopKey> {
+        let pkcs8 = URL_SAFE_NO_PAD.decode(&self.pkcs8).ok()?;
+        let public = URL_SAFE_NO_PAD.decode(&self.public_key).ok()?;
+        DpopKey::new(pkcs8, &public)
+    }
 }
 
 fn bearer() -> String {
@@ -131,6 +170,7 @@ impl AuthFile {
                     client_id: t.client_id,
                     client_secret: t.client_secret.map(ClientSecret::new),
                     issuer: t.issuer,
+                    dpop_key: t.dpop_key.as_ref().and_then(RawDpopKey::to_key),
                 };
                 (id, tokens)
             })
@@ -154,6 +194,7 @@ impl AuthFile {
                     client_id: t.client_id.clone(),
                     client_secret: t.client_secret.as_ref().map(|s| s.secret().to_owned()),
                     issuer: t.issuer.clone(),
+                    dpop_key: t.dpop_key.as_ref().map(RawDpopKey::from_key),
                 };
                 (id.clone(), raw)
             })
@@ -203,6 +244,32 @@ mod tests {
                 .unwrap()
                 .contains("\"expires_at\": 1760000000000")
         );
+    }
+
+    #[test]
+    fn a_dpop_key_is_kept_with_its_tokens_and_never_printed() {
+        let mut file = AuthFile::parse(FILE.as_bytes()).unwrap();
+        let t = file.servers.get_mut("example-http-server").unwrap();
+        assert!(!t.is_dpop() && t.dpop_key.is_none());
+        let mut public = vec![4u8];
+        public.extend([9u8; 64]);
+        t.token_type = "DPoP".to_owned();
+        t.dpop_key = Some(DpopKey::new(b"pkcs8-secret".to_vec(), &public).unwrap());
+        let encoded = file.encode();
+        let back = AuthFile::parse(&encoded).unwrap();
+        assert_eq!(back, file);
+        assert!(back.servers["example-http-server"].is_dpop());
+        let shown = format!("{back:?}");
+        assert!(
+            !shown.contains("pkcs8") && !shown.contains("cGtjczgt"),
+            "{shown}"
+        );
+        // A key that cannot be read is no key: its tokens will not be used.
+        let text = String::from_utf8(encoded)
+            .unwrap()
+            .replace(&URL_SAFE_NO_PAD.encode(&public), "AAAA");
+        let broken = AuthFile::parse(text.as_bytes()).unwrap();
+        assert_eq!(broken.servers["example-http-server"].dpop_key, None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use mcp_oauth::{
     AuthError, Authorizer, ClientSecret, Error, GrantType, IdentityProvider, JwtAssertion,
     MetadataSource, flow,
 };
+use sha2::Digest as _;
 
 use crate::fake::{AS, CIMD, Config, IDP, MCP, ORIGIN, Prm, World, block_on, challenge, settings};
 
@@ -972,4 +973,110 @@ fn stored_tokens_behind_a_challenge_only_prm_are_refreshed_on_the_401() {
         .collect();
     assert_eq!(grants, ["refresh_token"]);
     assert!(world.authorize_urls().is_empty() && world.registrations().is_empty());
+}
+
+#[test]
+fn dpop_when_the_authorization_server_takes_es256_with_its_nonce_and_one_key_per_login() {
+    let (world, mut auth) = logged_in(Config {
+        dpop: true,
+        dpop_nonce: Some("as-nonce-1".to_owned()),
+        prm: Prm::PathInserted,
+        ..Config::default()
+    });
+    // The first proof has no nonce and is refused with one; the second carries it.
+    let tokens = world.token_requests();
+    assert_eq!(tokens.len(), 2, "{:?}", world.urls());
+    let (header, first) = tokens[0].proof().unwrap();
+    let (_, second) = tokens[1].proof().unwrap();
+    assert_eq!(header["typ"], "dpop+jwt");
+    assert_eq!(header["alg"], "ES256");
+    assert_eq!(header["jwk"]["crv"], "P-256");
+    for claims in [&first, &second] {
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], format!("{AS}/token"));
+        assert_eq!(claims["iat"], 1_000, "seconds of the fake clock");
+        assert!(claims.get("ath").is_none(), "no token is presented yet");
+    }
+    assert!(first.get("nonce").is_none());
+    assert_eq!(second["nonce"], "as-nonce-1");
+    assert_ne!(first["jti"], second["jti"]);
+    let key = header["jwk"].clone();
+
+    // The token is DPoP-bound: each request gets `DPoP <token>` and its own proof.
+    let stored = auth.tokens().unwrap();
+    assert_eq!(stored.token_type, "DPoP");
+    assert!(stored.dpop_key.is_some());
+    let credentials = auth.credentials().unwrap();
+    assert!(credentials.is_dpop());
+    let uri: http::Uri = MCP.parse().unwrap();
+    let headers = credentials
+        .headers(&http::Method::POST, &uri, Some("rs-nonce"))
+        .unwrap();
+    let authorization = headers[http::header::AUTHORIZATION].to_str().unwrap();
+    assert!(
+        authorization.starts_with("DPoP at-secret-"),
+        "{authorization}"
+    );
+    let (_, claims) = crate::fake::proof_parts(headers["dpop"].to_str().unwrap()).unwrap();
+    assert_eq!(claims["htu"], MCP);
+    assert_eq!(claims["nonce"], "rs-nonce");
+    let token = authorization.trim_start_matches("DPoP ");
+    let ath = sha2::Sha256::digest(token.as_bytes());
+    assert_eq!(
+        claims["ath"],
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(ath)
+    );
+
+    // A refresh proves the same key, with the nonce the server gave last: one request.
+    world.clear_log();
+    world.advance(3_600_000);
+    assert!(block_on(auth.refresh_if_needed()).unwrap());
+    let refresh = world.token_requests();
+    assert_eq!(refresh.len(), 1);
+    assert_eq!(
+        refresh[0].form("grant_type").as_deref(),
+        Some("refresh_token")
+    );
+    let (header, claims) = refresh[0].proof().unwrap();
+    assert_eq!(header["jwk"], key, "the key the tokens are bound to");
+    assert_eq!(claims["nonce"], "as-nonce-1");
+
+    // A new login makes a new key.
+    world.clear_log();
+    block_on(auth.login()).unwrap();
+    let (header, _) = world.token_requests()[0].proof().unwrap();
+    assert_ne!(header["jwk"], key);
+    let shown = format!("{auth:?} {:?}", auth.tokens());
+    assert!(!shown.contains("dpop-key-secret"), "{shown}");
+}
+
+#[test]
+fn no_dpop_unless_the_authorization_server_takes_es256() {
+    let (world, auth) = logged_in(Config::default());
+    assert!(world.token_requests().iter().all(|t| t.dpop.is_none()));
+    assert_eq!(auth.tokens().unwrap().token_type, "Bearer");
+    assert!(!auth.credentials().unwrap().is_dpop());
+    assert!(
+        auth.authorization_header()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer ")
+    );
+}
+
+#[test]
+fn stored_dpop_tokens_without_their_key_are_not_used() {
+    let (world, auth) = logged_in(Config {
+        dpop: true,
+        ..Config::default()
+    });
+    let mut tokens = auth.tokens().unwrap().clone();
+    let mut fresh = world.authorizer(settings());
+    fresh.set_tokens(Some(tokens.clone()));
+    assert!(fresh.credentials().unwrap().is_dpop(), "with its key");
+    tokens.dpop_key = None;
+    fresh.set_tokens(Some(tokens));
+    assert!(fresh.tokens().is_none(), "a bound token without its key");
+    assert!(fresh.authorization_header().is_none());
 }

@@ -11,8 +11,9 @@ use std::task::{Context, Poll, Waker};
 
 use base64::Engine as _;
 use mcp_oauth::{
-    Authorizer, BoxFuture, ClientAssertionSigner, Clock, HttpClient, HttpRequest, HttpResponse,
-    Pkce, PkceVerifier, Randomness, Services, Settings, TransportError, Url, UserAgent, flow,
+    Authorizer, BoxFuture, ClientAssertionSigner, Clock, DpopKey, DpopSigner, HttpClient,
+    HttpRequest, HttpResponse, Pkce, PkceVerifier, Randomness, Services, Settings, TransportError,
+    Url, UserAgent, flow,
 };
 use serde_json::{Value, json};
 
@@ -77,6 +78,11 @@ pub(crate) struct Config {
     pub origin_register_404: bool,
     /// The randomness source fails, as an OS without entropy would.
     pub(crate) no_randomness: bool,
+    /// The metadata lists ES256 in `dpop_signing_alg_values_supported`, and a token request
+    /// with a proof gets a `DPoP` token.
+    pub(crate) dpop: bool,
+    /// Proofs at the token endpoint must carry this nonce (400 `use_dpop_nonce` otherwise).
+    pub(crate) dpop_nonce: Option<String>,
 }
 
 impl Default for Config {
@@ -101,6 +107,8 @@ impl Default for Config {
             token_down: None,
             origin_register_404: false,
             no_randomness: false,
+            dpop: false,
+            dpop_nonce: None,
         }
     }
 }
@@ -111,6 +119,8 @@ pub(crate) struct Logged {
     pub(crate) method: String,
     pub(crate) url: String,
     pub(crate) authorization: Option<String>,
+    /// The `DPoP` proof, if any.
+    pub(crate) dpop: Option<String>,
     pub(crate) body: String,
 }
 
@@ -121,6 +131,23 @@ impl Logged {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
     }
+
+    /// The DPoP proof's header and claims (its signature is the fake signer's).
+    pub(crate) fn proof(&self) -> Option<(Value, Value)> {
+        proof_parts(self.dpop.as_deref()?)
+    }
+}
+
+/// A proof's header and claims, decoded.
+pub(crate) fn proof_parts(jwt: &str) -> Option<(Value, Value)> {
+    let mut parts = jwt.split('.');
+    let mut json = || {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(parts.next()?)
+            .ok()?;
+        serde_json::from_slice::<Value>(&bytes).ok()
+    };
+    Some((json()?, json()?))
 }
 
 #[derive(Default)]
@@ -140,6 +167,7 @@ pub(crate) struct World {
     pub(crate) now_ms: AtomicU64,
     rng: AtomicU8,
     pub(crate) claims: Mutex<Vec<Value>>,
+    keys: AtomicU8,
 }
 
 impl World {
@@ -152,6 +180,7 @@ impl World {
             now_ms: AtomicU64::new(1_000_000),
             rng: AtomicU8::new(1),
             claims: Mutex::default(),
+            keys: AtomicU8::new(1),
         })
     }
 
@@ -208,9 +237,11 @@ impl World {
         let clock: Arc<dyn Clock> = self.clone();
         let browser: Arc<dyn UserAgent> = self.clone();
         let signer: Arc<dyn ClientAssertionSigner> = self.clone();
+        let dpop: Arc<dyn DpopSigner> = self.clone();
         Services::new(http, random, clock)
             .with_user_agent(browser)
             .with_signer(signer)
+            .with_dpop(dpop)
     }
 
     fn next(&self, prefix: &str) -> String {
@@ -276,6 +307,9 @@ impl World {
                 }
                 if c.iss_supported {
                     doc["authorization_response_iss_parameter_supported"] = json!(true);
+                }
+                if c.dpop {
+                    doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
                 }
                 return (200, doc);
             }
@@ -363,7 +397,9 @@ impl World {
             let n = issued.counter;
             let access = format!("at-secret-{n}");
             let refresh = format!("rt-secret-{n}");
-            let mut answer = json!({"access_token": access, "token_type": "Bearer"});
+            let bound = c.dpop && req.headers().contains_key("dpop");
+            let token_type = if bound { "DPoP" } else { "Bearer" };
+            let mut answer = json!({"access_token": access, "token_type": token_type});
             if let Some(e) = c.expires_in {
                 answer["expires_in"] = json!(e);
             }
@@ -395,10 +431,22 @@ impl HttpClient for Http {
                     .get(http::header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned),
+                dpop: request
+                    .headers()
+                    .get("dpop")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
                 body: String::from_utf8_lossy(request.body()).into_owned(),
             });
             if request.uri().host() == Some("down.example.com") {
                 return Err(TransportError::new("connection refused"));
+            }
+            if let Some(nonce) = world.nonce_wanted(&request) {
+                return Ok(http::Response::builder()
+                    .status(400)
+                    .header("dpop-nonce", nonce)
+                    .body(br#"{"error":"use_dpop_nonce"}"#.to_vec())
+                    .unwrap());
             }
             let (status, body) = world.answer(&request);
             let bytes = match body {
@@ -410,6 +458,32 @@ impl HttpClient for Http {
                 .body(bytes)
                 .unwrap())
         })
+    }
+}
+
+impl World {
+    /// The nonce a token request's proof lacks, when the fake wants one.
+    fn nonce_wanted(&self, request: &HttpRequest) -> Option<String> {
+        let c = self.config.lock().unwrap().clone();
+        let wanted = c.dpop_nonce.filter(|_| c.dpop)?;
+        let proof = request.headers().get("dpop")?.to_str().ok()?;
+        let (_, claims) = proof_parts(proof)?;
+        (request.uri().path().ends_with("/token") && claims["nonce"] != json!(wanted))
+            .then_some(wanted)
+    }
+}
+
+impl DpopSigner for World {
+    fn generate(&self) -> Result<DpopKey, String> {
+        let n = self.keys.fetch_add(1, Ordering::SeqCst);
+        let mut public = vec![4];
+        public.extend([n; 64]);
+        DpopKey::new(format!("dpop-key-secret-{n}").into_bytes(), &public)
+            .ok_or_else(|| "bad point".to_owned())
+    }
+
+    fn sign(&self, _key: &DpopKey, _message: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![7; 64])
     }
 }
 
