@@ -165,6 +165,39 @@ Examples:
     },
     /// Show the whole flow against a bundled demo server: no configuration, no network.
     Demo,
+    /// Serve MCP in front of the servers of a gateway file: category mode (two tools that
+    /// load the others on demand), passthrough or meta mode. Over stdio unless `--http`.
+    #[command(after_help = "\
+Examples:
+  mcp-host serve --gateway gateway.json
+  mcp-host serve --gateway gateway.json --http 127.0.0.1:8931
+
+Logs (start-up summary, one line per call) go to standard error or the file's `logFile`,
+never to standard output.")]
+    Serve {
+        /// The gateway file (see `mcp-host gateway schema` and docs/gateway.md).
+        #[arg(long, value_name = "FILE")]
+        gateway: PathBuf,
+        /// Serve Streamable HTTP at this address (endpoint `/mcp`) instead of stdio. Bind a
+        /// loopback address unless clients elsewhere must reach it.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+        /// Over HTTP, require `Authorization: Bearer <token>` with the token held in this
+        /// environment variable.
+        #[arg(long, value_name = "VAR", requires = "http")]
+        bearer_token_env: Option<String>,
+    },
+    /// Gateway file tools.
+    #[command(subcommand)]
+    Gateway(GatewayCommand),
+    /// What the servers' tool definitions cost a model: bytes and approximate tokens, exposed
+    /// directly, through category mode, and per category.
+    Budget {
+        /// Measure the servers and categories of this gateway file (default: the configured
+        /// servers, exposed directly).
+        #[arg(long, value_name = "FILE")]
+        gateway: Option<PathBuf>,
+    },
     /// The bundled demo server itself (stdio, or Streamable HTTP at `--http ADDR`), which
     /// `demo` starts.
     #[command(hide = true)]
@@ -173,6 +206,13 @@ Examples:
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
     },
+}
+
+/// `mcp-host gateway …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum GatewayCommand {
+    /// Print the JSON Schema of the gateway file (the one in docs/gateway.schema.json).
+    Schema,
 }
 
 /// `add`'s flags: seed 000 §5.2's list, plus references to secrets kept in the environment.

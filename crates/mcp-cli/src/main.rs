@@ -9,8 +9,10 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod budget;
 mod demo;
 mod exit;
+mod gateway;
 mod live;
 mod manage;
 mod output;
@@ -20,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, GatewayCommand};
 use crate::exit::{Code, Failure};
 use crate::output::Out;
 
@@ -86,6 +88,13 @@ async fn run(cli: Cli, out: Out) -> Result<(), Failure> {
         Command::Logout { id } => live::logout(&cx, &out, &id),
         Command::Shell { yes } => shell::run(&cx, &out, yes).await,
         Command::Demo => demo::run(&out).await,
+        Command::Serve {
+            gateway,
+            http,
+            bearer_token_env,
+        } => gateway::serve(&cx, &gateway, http, bearer_token_env.as_deref()).await,
+        Command::Gateway(GatewayCommand::Schema) => gateway::schema(&out),
+        Command::Budget { gateway } => budget::run(&cx, &out, gateway.as_deref()).await,
         Command::DemoServer { http } => demo::serve(http).await,
     }
 }

@@ -406,3 +406,23 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod committed_schema {
+    /// `docs/gateway.schema.json` is what `mcp-host gateway schema` prints: regenerate it
+    /// with that command when the types change.
+    #[test]
+    fn docs_gateway_schema_json_is_current() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/gateway.schema.json"
+        );
+        let committed = std::fs::read_to_string(path).expect("docs/gateway.schema.json exists");
+        let committed: serde_json::Value =
+            serde_json::from_str(&committed).expect("docs/gateway.schema.json is JSON");
+        assert!(
+            committed == super::schema(),
+            "docs/gateway.schema.json is stale: run `cargo run -p mcp-cli -- gateway schema > docs/gateway.schema.json`"
+        );
+    }
+}

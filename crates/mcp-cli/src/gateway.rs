@@ -1,0 +1,70 @@
+//! `mcp-host serve` and `mcp-host gateway schema`: the gateway (`mcp-gateway`) started from
+//! the command line. Standard output belongs to MCP when serving over stdio, so everything
+//! this module says goes to standard error or the gateway's log.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use mcp_gateway::{Gateway, GatewayOptions};
+use mcp_http::HttpServerConfig;
+
+use crate::exit::{Code, Failure};
+use crate::live;
+use crate::manage::Context;
+use crate::output::Out;
+
+/// Loads the gateway file, starts its upstream servers and serves until the client leaves
+/// (stdio) or the process is stopped (HTTP).
+pub(crate) async fn serve(
+    cx: &Context,
+    file: &Path,
+    http: Option<SocketAddr>,
+    bearer_token_env: Option<&str>,
+) -> Result<(), Failure> {
+    let oauth = live::oauth(cx)?;
+    let loaded = mcp_gateway::load(file, &cx.env, Some(&oauth)).map_err(|e| {
+        Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`")
+    })?;
+    let bearer = match bearer_token_env {
+        Some(var) => Some(cx.env.var(var).map(str::to_owned).ok_or_else(|| {
+            Failure::usage(format!(
+                "--bearer-token-env: the environment variable `{var}` is not set"
+            ))
+        })?),
+        None => None,
+    };
+    let gateway = Gateway::start(loaded, GatewayOptions::new())
+        .await
+        .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
+    match http {
+        None => gateway
+            .serve_stdio()
+            .await
+            .map_err(|e| Failure::new(Code::Other, format!("serving stdio: {e}"))),
+        Some(addr) => {
+            let (listener, local) = mcp_http::bind(addr)
+                .await
+                .map_err(|e| Failure::new(Code::Other, format!("cannot listen on {addr}: {e}")))?;
+            eprintln!("mcp-host gateway: listening on http://{local}/mcp");
+            let mut config = HttpServerConfig::new(gateway.server_config());
+            config.bearer_token = bearer;
+            let host = gateway.host().clone();
+            let served = tokio::select! {
+                served = gateway.serve_http(listener, config) => served,
+                _ = tokio::signal::ctrl_c() => Ok(()),
+            };
+            host.shutdown().await;
+            served.map_err(|e| Failure::new(Code::Other, format!("serving HTTP: {e}")))
+        }
+    }
+}
+
+/// Prints the gateway file's JSON Schema.
+pub(crate) fn schema(out: &Out) -> Result<(), Failure> {
+    let schema = mcp_gateway::schema();
+    // The schema is the document either way; `--json` changes nothing.
+    let text = serde_json::to_string_pretty(&schema)
+        .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
+    out.text(&text);
+    Ok(())
+}
