@@ -5,8 +5,10 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod budget;
 mod live;
 mod manage;
+mod serve;
 mod shell;
 
 use std::io::{BufRead as _, BufReader};

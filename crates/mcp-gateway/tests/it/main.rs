@@ -1,0 +1,8 @@
+//! The gateway in front of testkit upstream servers, over stdio and Streamable HTTP, talked to
+//! by our own client session as a client in front of it would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod category;
+mod meta;
+mod passthrough;
