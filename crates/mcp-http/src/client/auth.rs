@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use http::{HeaderValue, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 
 /// A 401 or 403 answer and its challenge, as the server sent them.
 #[derive(Debug, Clone)]
@@ -14,16 +14,41 @@ pub struct Challenge {
     pub status: StatusCode,
     /// The `WWW-Authenticate` header values, as sent.
     pub www_authenticate: Vec<HeaderValue>,
+    /// The `DPoP-Nonce` header, if the server sent one (RFC 9449 §9): a hook that sends DPoP
+    /// proofs puts it in the next one. A challenge that carries it may be retried once more
+    /// than others (see [`AuthHook::challenged`]).
+    pub dpop_nonce: Option<HeaderValue>,
 }
 
-/// Supplies the `Authorization` header of every request and hears about 401 and 403 answers.
+/// Supplies the authorization headers of every request and hears about 401 and 403 answers.
 pub trait AuthHook: Send + Sync + 'static {
     /// The `Authorization` header value for the next request, if any. Marked sensitive by the
     /// client, so that it never appears in a debug print.
     fn authorization(&self) -> Option<HeaderValue>;
 
+    /// The authorization headers of one request, `method` to `uri`; by default `Authorization`
+    /// from [`authorization`](Self::authorization). A hook whose token is bound to each
+    /// request overrides it: DPoP (RFC 9449) adds a `DPoP` header with a proof that names the
+    /// method and URL, new for every request. Each value is marked sensitive by the client and
+    /// replaces a configured header of the same name.
+    ///
+    /// Added after [`authorization`](Self::authorization) so that hooks written before it keep
+    /// working unchanged; a hook that wraps another must forward both.
+    fn headers_for(&self, method: &Method, uri: &Uri) -> HeaderMap {
+        let _ = (method, uri);
+        let mut headers = HeaderMap::new();
+        if let Some(value) = self.authorization() {
+            headers.insert(http::header::AUTHORIZATION, value);
+        }
+        headers
+    }
+
     /// The server refused a request. Resolves to `true` if the hook has new credentials and the
     /// request should be sent once more (a refreshed token, a step-up), `false` to fail it.
+    ///
+    /// A request is sent again at most once for new credentials, and once more for a
+    /// challenge that carries a `DPoP-Nonce` (RFC 9449 §9: a first request with a new token
+    /// may be refused only for lack of the server's nonce).
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>>;
 }
 

@@ -40,6 +40,9 @@ pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-v
 /// `Last-Event-ID`.
 pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
+/// `DPoP-Nonce` (RFC 9449 §9), handed to the auth hook with a challenge.
+const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
+
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -230,6 +233,11 @@ impl Base {
         accept: HeaderValue,
         body: Option<Bytes>,
     ) -> Request<Full<Bytes>> {
+        let auth = self
+            .auth
+            .as_ref()
+            .map(|a| a.headers_for(&method, uri))
+            .unwrap_or_default();
         let mut req = Request::new(Full::new(body.clone().unwrap_or_default()));
         *req.method_mut() = method;
         *req.uri_mut() = uri.clone();
@@ -239,9 +247,13 @@ impl Base {
         if body.is_some() {
             h.insert(CONTENT_TYPE, JSON);
         }
-        if let Some(mut value) = self.auth.as_ref().and_then(|a| a.authorization()) {
+        for name in auth.keys() {
+            h.remove(name);
+        }
+        for (name, value) in &auth {
+            let mut value = value.clone();
             value.set_sensitive(true);
-            h.insert(http::header::AUTHORIZATION, value);
+            h.append(name.clone(), value);
         }
         req
     }
@@ -486,6 +498,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
     };
     let body = Bytes::from(message.encode());
     let mut reauthorized = false;
+    let mut nonce_retried = false;
     loop {
         let req = inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None);
         let sent = inner.base.pool().request(req);
@@ -547,6 +560,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
                         .iter()
                         .cloned()
                         .collect(),
+                    dpop_nonce: resp.headers().get(DPOP_NONCE).cloned(),
                 };
                 let _ = resp.into_body().collect().await;
                 let shown = challenge
@@ -555,11 +569,17 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
                     .filter_map(|v| v.to_str().ok())
                     .collect::<Vec<_>>()
                     .join(", ");
+                // One retry for new credentials, and one for a server's DPoP nonce.
+                let nonce = challenge.dpop_nonce.is_some() && !nonce_retried;
                 if let Some(hook) = &inner.config.auth
-                    && !reauthorized
+                    && (!reauthorized || nonce)
                     && hook.challenged(challenge).await
                 {
-                    reauthorized = true;
+                    if nonce {
+                        nonce_retried = true;
+                    } else {
+                        reauthorized = true;
+                    }
                     continue;
                 }
                 return fail(format!("HTTP {status} (WWW-Authenticate: {shown:?})"));

@@ -216,6 +216,63 @@ async fn a_401_goes_to_the_auth_hook_and_the_request_is_sent_again() {
     assert!(err.to_string().contains("HTTP 401"), "{err}");
 }
 
+/// A hook that binds its token to each request, as DPoP does: a header naming the method and
+/// URL, new for every request.
+struct PerRequest {
+    made: Mutex<Vec<(Method, String)>>,
+}
+
+impl AuthHook for PerRequest {
+    fn authorization(&self) -> Option<HeaderValue> {
+        Some(HeaderValue::from_static("Bearer not-this-one"))
+    }
+
+    fn headers_for(&self, method: &Method, uri: &http::Uri) -> http::HeaderMap {
+        let mut made = self.made.lock().unwrap();
+        made.push((method.clone(), uri.to_string()));
+        let mut headers = http::HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("DPoP bound"));
+        let proof = format!("{method} {uri} #{}", made.len());
+        headers.insert("dpop", HeaderValue::from_str(&proof).unwrap());
+        headers
+    }
+
+    fn challenged(&self, _: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(async { false })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_gets_the_hooks_headers_for_its_method_and_url() {
+    let fake = FakeHttp::start().await;
+    fake.require_authorization(Some("DPoP bound"));
+    let hook = Arc::new(PerRequest {
+        made: Mutex::new(Vec::new()),
+    });
+    let mut config = HttpConfig::new("fake", fake.url.clone());
+    config.headers = vec![("DPoP".into(), "configured".into())];
+    config.auth = Some(hook.clone());
+    let client = mcp_http::connect(config, session()).await.unwrap();
+    assert!(client.list_all_tools().await.is_ok());
+    let made = hook.made.lock().unwrap().clone();
+    assert!(made.contains(&(Method::POST, fake.url.clone())), "{made:?}");
+    let proofs: Vec<String> = fake
+        .seen()
+        .iter()
+        .filter(|s| s.method == Method::POST)
+        .map(|s| {
+            let all: Vec<_> = s.headers.get_all("dpop").iter().collect();
+            assert_eq!(all.len(), 1, "the hook's value replaces the configured one");
+            all[0].to_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(proofs.len() >= 3, "initialize, initialized, tools/list");
+    let mut distinct = proofs.clone();
+    distinct.dedup();
+    assert_eq!(distinct, proofs, "one per request");
+    client.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_a_private_ca_and_certificate_checks() {
     let (ca_pem, acceptor) = mcp_testkit::fake_http::test_pki();
