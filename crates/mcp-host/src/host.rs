@@ -957,6 +957,11 @@ impl AuthHook for ChallengeWatch {
         self.inner.as_ref().and_then(|h| h.authorization())
     }
 
+    fn headers_for(&self, method: &http::Method, uri: &http::Uri) -> http::HeaderMap {
+        let inner = self.inner.as_ref();
+        inner.map(|h| h.headers_for(method, uri)).unwrap_or_default()
+    }
+
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
         if challenge.status == http::StatusCode::UNAUTHORIZED {
             self.unauthorized.store(true, Ordering::SeqCst);
