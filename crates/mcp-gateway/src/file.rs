@@ -272,6 +272,10 @@ pub struct Loaded {
     /// What the user should know: unknown fields, categories naming unknown servers, repeated
     /// names. Warnings, not errors: the rest of the file still serves.
     pub warnings: Vec<String>,
+    /// The environment and OAuth context it was read with, so that a reload (meta mode)
+    /// reads it the same way.
+    pub(crate) env: Env,
+    pub(crate) oauth: Option<OAuthContext>,
 }
 
 /// Reads and checks the gateway file at `path`. Relative `cwd`s are taken from the file's
@@ -350,6 +354,8 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
         mode,
         entries,
         warnings,
+        env: env.clone(),
+        oauth: oauth.cloned(),
     })
 }
 

@@ -77,6 +77,9 @@ pub(crate) struct Shared {
     /// The file as last loaded (meta mode's reload replaces it).
     file: Mutex<Arc<GatewayFile>>,
     pub(crate) path: PathBuf,
+    /// What the file was first read with; a reload reads it again with the same.
+    pub(crate) env: mcp_host::config::Env,
+    pub(crate) oauth: Option<mcp_host::oauth::OAuthContext>,
     pub(crate) ttl: Duration,
     pub(crate) log: CallLog,
     pub(crate) routes: Arc<Routes>,
@@ -100,6 +103,8 @@ impl Gateway {
             mode,
             entries,
             warnings,
+            env,
+            oauth,
         } = loaded;
         let log_path = file.log_file.clone().or(options.log_file.clone());
         let log = CallLog::open(log_path.as_deref())?;
@@ -121,6 +126,8 @@ impl Gateway {
                 .map_or(DEFAULT_CACHE_TTL, Duration::from_secs),
             file: Mutex::new(Arc::new(file)),
             path,
+            env,
+            oauth,
             log,
             routes,
             listed: Mutex::new(HashMap::new()),
@@ -431,7 +438,10 @@ impl CallLog {
     }
 }
 
-/// The permission policy where the configuration says `ask` and no one can be asked.
+/// The permission policy where the configuration says `ask` and no one can be asked. It
+/// only ever fills in for `ask`: a `deny` from the policy would also override the file's
+/// `allow` rules (a denial from either side wins), so `deny` here is `ask`, which the host
+/// refuses since the gateway has no one to ask.
 #[derive(Debug)]
 struct UnattendedPolicy(Unattended);
 
@@ -439,7 +449,7 @@ impl Policy for UnattendedPolicy {
     fn decide(&self, _: &CallRequest<'_>) -> Decision {
         match self.0 {
             Unattended::Allow => Decision::Allow,
-            Unattended::Deny => Decision::Deny,
+            Unattended::Deny => Decision::Ask,
         }
     }
 }
