@@ -959,7 +959,7 @@ impl AuthHook for ChallengeWatch {
 
     fn headers_for(&self, method: &http::Method, uri: &http::Uri) -> http::HeaderMap {
         let inner = self.inner.as_ref();
-        inner.map(|h| h.headers_for(method, uri)).unwrap_or_default()
+        inner.map_or_else(http::HeaderMap::new, |h| h.headers_for(method, uri))
     }
 
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
