@@ -86,6 +86,8 @@ pub(crate) struct Shared {
     /// When each upstream's tools were last listed, for the cache lifetime.
     listed: Mutex<HashMap<String, Instant>>,
     pub(crate) implementation: Implementation,
+    /// Passthrough mode's routing tables (which upstream listed which resource).
+    pub(crate) passthrough: crate::passthrough::State,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -132,6 +134,7 @@ impl Gateway {
             routes,
             listed: Mutex::new(HashMap::new()),
             implementation: options.implementation,
+            passthrough: crate::passthrough::State::default(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));
@@ -541,6 +544,15 @@ impl Routes {
         None
     }
 
+    /// The client request waiting on `server` most recently, if any: its peer, so that what
+    /// the upstream says about that call (a log entry) travels on the request's stream.
+    pub(crate) fn waiting_on(&self, server: &str) -> Option<Peer> {
+        lock(&self.inflight)
+            .get(server)
+            .and_then(|calls| calls.last())
+            .map(|call| call.peer.clone())
+    }
+
     /// The peers of every client, for notifications that concern them all.
     pub(crate) fn peers(&self) -> Vec<(SessionKey, Peer)> {
         lock(&self.sessions)
@@ -641,15 +653,13 @@ fn refuse_undeclared(
         ))
     };
     match request {
-        ServerRequest::CreateMessage(_) => {
-            if capabilities.and_then(|c| c.sampling.as_ref()).is_none() {
-                return missing("sampling");
-            }
+        ServerRequest::CreateMessage(_)
+            if capabilities.and_then(|c| c.sampling.as_ref()).is_none() =>
+        {
+            return missing("sampling");
         }
-        ServerRequest::ListRoots(_) => {
-            if capabilities.and_then(|c| c.roots.as_ref()).is_none() {
-                return missing("roots");
-            }
+        ServerRequest::ListRoots(_) if capabilities.and_then(|c| c.roots.as_ref()).is_none() => {
+            return missing("roots");
         }
         ServerRequest::Elicit(_) => {
             let Some(declared) = capabilities.and_then(|c| c.elicitation.as_ref()) else {
