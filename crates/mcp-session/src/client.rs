@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, GetPromptParams, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedParams,
-    ProgressParams, Prompt, ReadResourceResult, RequestMethod, Resource, ResourceTemplate,
-    ResourceUriParams, Tool, method,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, NotificationMethod,
+    PaginatedParams, ProgressParams, Prompt, ReadResourceResult, RequestMethod, Resource,
+    ResourceTemplate, ResourceUriParams, Tool, method,
 };
 use mcp_protocol::{
     ClientConfig, ErrorObject, RawJson, RequestId, RequestOptions, ServerInfo, decode_result,
@@ -225,6 +225,14 @@ impl Client {
                 mcp_protocol::Error::Closed(self.core.end_reason("the connection ended")),
             )),
         }
+    }
+
+    /// Sends a notification (`notifications/roots/list_changed`): for a host whose roots
+    /// changed, or a proxy passing on its own client's notice.
+    pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<()> {
+        self.core
+            .with_session(|state| state.session.notify::<N>(params))
+            .map_err(|e| Error::new(&self.core.name, e))
     }
 
     /// One page of `tools/list`.
