@@ -1,34 +1,719 @@
-//! Passthrough mode.
+//! Passthrough mode: the upstream servers' tools, resources, prompts, completion and logging,
+//! as they are, for a client that wants the gateway to be invisible (one place to configure
+//! servers, OAuth and permission rules, one connection for the client).
+//!
+//! With one upstream nothing is renamed. With several, tool and prompt names become
+//! `mcp__<server>__<name>` (seed 004 §11) and are resolved back on the way in; resources keep
+//! their URIs and are routed to the upstream that listed them (or whose template matches),
+//! asking each in turn when none did. Lists are answered in one page, every upstream page
+//! followed.
+//!
+//! Tools come from the host's catalogue (so the file's tool filters and the permission rules
+//! apply), calls go through [`Shared::call_tool`]; everything else is passed on raw, so fields
+//! this crate does not know survive. The client's own credentials never reach an upstream:
+//! the upstream connections are the host's, with the host's OAuth.
+//!
+//! Notifications go the other way: list changes to every client (`tools/list_changed` when
+//! the host's catalogue changed, which covers an upstream's own notice and a reconnection),
+//! `resources/updated` to the clients that subscribed to that URI, log entries to the client
+//! whose call is waiting on that upstream, else to all.
 
-use mcp_protocol::schema::{ClientNotification, ClientRequest, ServerCapabilities};
-use mcp_protocol::{ErrorObject, RawJson};
-use mcp_session::{RequestContext, SessionKey};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::server::Shared;
+use mcp_host::{CallError, HostEvent, ServerState};
+use mcp_protocol::schema::{
+    CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
+    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, method,
+};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson, RequestOptions, code};
+use mcp_session::{Client, RequestContext, SessionKey};
+use serde_json::{Value, json};
 
-pub(crate) fn capabilities(_shared: &Shared) -> ServerCapabilities {
-    ServerCapabilities::default()
+use crate::server::{Shared, call_error_kind, encode, tool_error};
+
+/// How many pages of one upstream list are followed before the rest is dropped.
+const MAX_PAGES: usize = 100;
+
+/// What passthrough mode remembers between requests: which upstream listed which resource
+/// URI and which resource template, to route reads, subscriptions and completions.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    resources: Mutex<HashMap<String, String>>,
+    templates: Mutex<HashMap<String, String>>,
 }
 
-pub(crate) fn instructions(_shared: &Shared) -> Option<String> {
-    None
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub(crate) fn startup_report(_shared: &Shared) -> Vec<String> {
-    Vec::new()
+/// Every configured upstream, ready or not, by id.
+fn configured(shared: &Shared) -> Vec<String> {
+    shared.host.status().into_iter().map(|s| s.id).collect()
 }
 
-pub(crate) fn start_relay(_shared: &std::sync::Arc<Shared>) {}
+/// Whether names are namespaced: more than one upstream is configured (whether or not they are
+/// up, so that a name does not change when one goes down).
+fn is_multi(shared: &Shared) -> bool {
+    shared.host.status().len() > 1
+}
 
-pub(crate) fn notified(_shared: &Shared, _session: SessionKey, _notification: ClientNotification) {}
+/// The ready upstreams and their sessions.
+fn ready(shared: &Shared) -> Vec<(String, Client)> {
+    shared
+        .host
+        .status()
+        .into_iter()
+        .filter(|s| s.state == ServerState::Ready)
+        .filter_map(|s| shared.host.client(&s.id).ok().map(|c| (s.id, c)))
+        .collect()
+}
 
+/// The ready upstreams whose capabilities pass `has`.
+fn ready_with(shared: &Shared, has: fn(&ServerCapabilities) -> bool) -> Vec<(String, Client)> {
+    ready(shared)
+        .into_iter()
+        .filter(|(_, c)| has(&c.server_info().capabilities))
+        .collect()
+}
+
+fn has_resources(c: &ServerCapabilities) -> bool {
+    c.resources.is_some()
+}
+
+fn has_prompts(c: &ServerCapabilities) -> bool {
+    c.prompts.is_some()
+}
+
+fn has_completions(c: &ServerCapabilities) -> bool {
+    c.completions.is_some()
+}
+
+fn has_logging(c: &ServerCapabilities) -> bool {
+    c.logging.is_some()
+}
+
+fn has_subscribe(c: &ServerCapabilities) -> bool {
+    c.resources.as_ref().and_then(|r| r.subscribe) == Some(true)
+}
+
+fn list_changed() -> ListChangedCapability {
+    let mut c = ListChangedCapability::new();
+    c.list_changed = Some(true);
+    c
+}
+
+/// The union of the ready upstreams' capabilities, with `listChanged` everywhere since the
+/// gateway relays changes (and says so when an upstream comes or goes). With none ready, tools,
+/// resources and prompts, so that a client that stays connected can use a later connection.
+pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
+    let ready: Vec<ServerCapabilities> = ready(shared)
+        .iter()
+        .map(|(_, c)| c.server_info().capabilities.clone())
+        .collect();
+    let mut caps = ServerCapabilities::default();
+    let none = ready.is_empty();
+    if none || ready.iter().any(|c| c.tools.is_some()) {
+        caps.tools = Some(list_changed());
+    }
+    if none || ready.iter().any(has_prompts) {
+        caps.prompts = Some(list_changed());
+    }
+    if none || ready.iter().any(has_resources) {
+        let mut r = ResourcesCapability::new();
+        r.list_changed = Some(true);
+        r.subscribe = ready.iter().any(has_subscribe).then_some(true);
+        caps.resources = Some(r);
+    }
+    if ready.iter().any(has_completions) {
+        caps.completions = Some(JsonObject::new());
+    }
+    if ready.iter().any(has_logging) {
+        caps.logging = Some(JsonObject::new());
+    }
+    caps
+}
+
+/// The upstreams' instructions: as they are for one, each under its server's id for several.
+pub(crate) fn instructions(shared: &Shared) -> Option<String> {
+    let multi = is_multi(shared);
+    let parts: Vec<String> = ready(shared)
+        .into_iter()
+        .filter_map(|(id, c)| {
+            let text = c.server_info().instructions.clone()?;
+            Some(if multi { format!("{id}: {text}") } else { text })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// The start-up summary.
+pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
+    let status = shared.host.status();
+    let up = status
+        .iter()
+        .filter(|s| s.state == ServerState::Ready)
+        .count();
+    let naming = if status.len() > 1 {
+        "names namespaced as mcp__<server>__<name>"
+    } else {
+        "names unchanged"
+    };
+    vec![format!(
+        "passthrough: {} upstream server(s), {up} ready, {} tools; {naming}",
+        status.len(),
+        shared.host.catalog().len()
+    )]
+}
+
+/// Relays the upstreams' notifications to the clients in front, for as long as the gateway
+/// lives.
+pub(crate) fn start_relay(shared: &Arc<Shared>) {
+    let mut events = shared.host.subscribe(None, None);
+    let weak = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let Some(shared) = weak.upgrade() else {
+                break;
+            };
+            relay(&shared, event);
+        }
+    });
+}
+
+fn relay(shared: &Shared, event: HostEvent) {
+    match event {
+        // Also what follows an upstream's own tools/list_changed: the host lists the tools
+        // again first, so a client that asks at once sees the new list.
+        HostEvent::Catalog { .. } => broadcast(shared, "notifications/tools/list_changed", None),
+        HostEvent::State {
+            state: ServerState::Ready,
+            ..
+        } => {
+            broadcast(shared, "notifications/resources/list_changed", None);
+            broadcast(shared, "notifications/prompts/list_changed", None);
+        }
+        HostEvent::Notification {
+            server,
+            notification,
+        } => {
+            let method = notification.method().to_owned();
+            let params = notification.encode_params().ok().flatten();
+            match notification {
+                ServerNotification::ResourceListChanged(_)
+                | ServerNotification::PromptListChanged(_) => broadcast(shared, &method, params),
+                ServerNotification::ResourceUpdated(p) => {
+                    let peers: Vec<_> = lock(&shared.routes.sessions)
+                        .values()
+                        .filter(|d| d.subscriptions.contains(&p.uri))
+                        .map(|d| d.peer.clone())
+                        .collect();
+                    for peer in peers {
+                        let _ = peer.notify(&method, params.clone());
+                    }
+                }
+                ServerNotification::LoggingMessage(_)
+                | ServerNotification::ElicitationComplete(_) => {
+                    match shared.routes.waiting_on(&server) {
+                        Some(peer) => {
+                            let _ = peer.notify(&method, params);
+                        }
+                        None => broadcast(shared, &method, params),
+                    }
+                }
+                // Progress is passed on by the call it belongs to; tools/list_changed by the
+                // catalogue event above.
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}
+
+fn broadcast(shared: &Shared, method: &str, params: Option<RawJson>) {
+    for (_, peer) in shared.routes.peers() {
+        let _ = peer.notify(method, params.clone());
+    }
+}
+
+/// A client notification: its roots changed, which every upstream is told (the gateway
+/// answers their `roots/list` by asking the client).
+pub(crate) fn notified(shared: &Shared, _session: SessionKey, notification: ClientNotification) {
+    if let ClientNotification::RootsListChanged(_) = notification {
+        for (id, client) in ready(shared) {
+            if let Err(e) = client.notify::<method::RootsListChanged>(&EmptyParams::new()) {
+                shared.log.line(&format!(
+                    "upstream {id}: roots/list_changed not passed on: {e}"
+                ));
+            }
+        }
+    }
+}
+
+/// Answers one client request.
 pub(crate) async fn handle(
-    _shared: &Shared,
+    shared: &Shared,
     request: ClientRequest,
-    _context: RequestContext,
+    context: RequestContext,
 ) -> Result<RawJson, ErrorObject> {
-    Err(ErrorObject::new(
-        mcp_protocol::code::METHOD_NOT_FOUND,
-        format!("{} is not served yet", request.method()),
-    ))
+    let method = request.method().to_owned();
+    let mut params = params_of(&request)?;
+    match request {
+        ClientRequest::Ping(_) => encode(&json!({})),
+        ClientRequest::ListTools(_) => list_tools(shared),
+        ClientRequest::CallTool(call) => call_tool(shared, call, &context).await,
+        ClientRequest::ListResources(_) => {
+            let lists = gather(shared, has_resources, &method, "resources").await?;
+            let mut map = lock(&shared.passthrough.resources);
+            let mut all = Vec::new();
+            for (id, items) in lists {
+                for item in items {
+                    if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+                        map.insert(uri.to_owned(), id.clone());
+                    }
+                    all.push(item);
+                }
+            }
+            encode(&json!({ "resources": all }))
+        }
+        ClientRequest::ListResourceTemplates(_) => {
+            let lists = gather(shared, has_resources, &method, "resourceTemplates").await?;
+            let mut map = lock(&shared.passthrough.templates);
+            let mut all = Vec::new();
+            for (id, items) in lists {
+                for item in items {
+                    if let Some(t) = item.get("uriTemplate").and_then(Value::as_str) {
+                        map.insert(t.to_owned(), id.clone());
+                    }
+                    all.push(item);
+                }
+            }
+            encode(&json!({ "resourceTemplates": all }))
+        }
+        ClientRequest::ReadResource(p) => {
+            let candidates = resource_candidates(shared, &p.uri, has_resources);
+            let (id, result) = first_answer(shared, &candidates, &method, &params).await?;
+            lock(&shared.passthrough.resources).insert(p.uri, id);
+            Ok(result)
+        }
+        ClientRequest::Subscribe(p) => {
+            let candidates = resource_candidates(shared, &p.uri, has_subscribe);
+            let (_, result) = first_answer(shared, &candidates, &method, &params).await?;
+            if let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
+                d.subscriptions.insert(p.uri);
+            }
+            Ok(result)
+        }
+        ClientRequest::Unsubscribe(p) => {
+            let others = {
+                let mut sessions = lock(&shared.routes.sessions);
+                if let Some(d) = sessions.get_mut(&context.session) {
+                    d.subscriptions.remove(&p.uri);
+                }
+                sessions.values().any(|d| d.subscriptions.contains(&p.uri))
+            };
+            if others {
+                // Another client still wants the updates: the upstream keeps sending them.
+                return encode(&json!({}));
+            }
+            let candidates = resource_candidates(shared, &p.uri, has_subscribe);
+            let (_, result) = first_answer(shared, &candidates, &method, &params).await?;
+            Ok(result)
+        }
+        ClientRequest::ListPrompts(_) => {
+            let multi = is_multi(shared);
+            let lists = gather(shared, has_prompts, &method, "prompts").await?;
+            let mut all = Vec::new();
+            for (id, items) in lists {
+                for mut item in items {
+                    if multi && let Some(name) = item.get("name").and_then(Value::as_str) {
+                        item["name"] = Value::String(namespaced(&id, name));
+                    }
+                    all.push(item);
+                }
+            }
+            encode(&json!({ "prompts": all }))
+        }
+        ClientRequest::GetPrompt(p) => {
+            let (server, name) = resolve_prompt(shared, &p.name)?;
+            params["name"] = Value::String(name);
+            forward(shared, &server, &method, &params).await
+        }
+        ClientRequest::Complete(_) => {
+            let candidates = match params["ref"]["type"].as_str() {
+                Some("ref/prompt") => {
+                    let name = params["ref"]["name"].as_str().unwrap_or_default();
+                    let (server, name) = resolve_prompt(shared, name)?;
+                    params["ref"]["name"] = Value::String(name);
+                    vec![server]
+                }
+                _ => {
+                    let uri = params["ref"]["uri"].as_str().unwrap_or_default();
+                    template_candidates(shared, uri)
+                }
+            };
+            let (_, result) = first_answer(shared, &candidates, &method, &params).await?;
+            Ok(result)
+        }
+        ClientRequest::SetLevel(_) => {
+            let targets = ready_with(shared, has_logging);
+            let single = !is_multi(shared);
+            for (id, _) in targets {
+                if let Err(e) = forward(shared, &id, &method, &params).await {
+                    if single {
+                        return Err(e);
+                    }
+                    shared.log.line(&format!(
+                        "upstream {id}: logging/setLevel failed: {}",
+                        e.message
+                    ));
+                }
+            }
+            encode(&json!({}))
+        }
+        other => Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: {}", other.method()),
+        )),
+    }
+}
+
+/// The request's parameters as JSON, without the client's progress token: the upstream's
+/// progress for requests other than tool calls is not passed back, and the token is the
+/// client's, not one of the gateway's session with the upstream.
+fn params_of(request: &ClientRequest) -> Result<Value, ErrorObject> {
+    let raw = request
+        .encode_params()
+        .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string()))?;
+    let mut params = match raw {
+        Some(raw) => raw
+            .decode::<Value>()
+            .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string()))?,
+        None => json!({}),
+    };
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("progressToken");
+        if meta.is_empty() {
+            params.as_object_mut().map(|p| p.remove("_meta"));
+        }
+    }
+    Ok(params)
+}
+
+/// `mcp__<server>__<name>`.
+fn namespaced(server: &str, name: &str) -> String {
+    format!("mcp__{server}__{name}")
+}
+
+/// The upstream and its own name behind a namespaced name; the longest matching server id
+/// wins, since ids may contain `__` themselves.
+fn split_namespaced(shared: &Shared, name: &str) -> Option<(String, String)> {
+    let rest = name.strip_prefix("mcp__")?;
+    configured(shared)
+        .into_iter()
+        .filter(|id| {
+            rest.strip_prefix(id.as_str())
+                .is_some_and(|r| r.starts_with("__") && r.len() > 2)
+        })
+        .max_by_key(String::len)
+        .map(|id| {
+            let own = rest[id.len() + 2..].to_owned();
+            (id, own)
+        })
+}
+
+/// The tools of the catalogue as the upstreams listed them: the schema back in place, and the
+/// name namespaced when there are several upstreams.
+fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
+    let catalog = shared.host.catalog();
+    let multi = is_multi(shared);
+    let tools = catalog
+        .tools()
+        .iter()
+        .map(|t| {
+            let mut tool = (*t.source).clone();
+            tool.input_schema = Some((*t.parameters).clone());
+            if multi {
+                tool.name = namespaced(&t.server, &t.tool);
+            }
+            tool
+        })
+        .collect();
+    encode(&ListToolsResult::new(tools))
+}
+
+/// The upstream and tool behind a name the client used: the upstream's own name with one
+/// upstream; with several, the namespaced name, or a bare name that only one upstream has.
+fn resolve_tool(shared: &Shared, name: &str) -> Option<(String, String)> {
+    let catalog = shared.host.catalog();
+    if is_multi(shared)
+        && let Some((server, tool)) = split_namespaced(shared, name)
+        && catalog.server_tools(&server).any(|t| t.tool == tool)
+    {
+        return Some((server, tool));
+    }
+    let mut found = catalog.tools().iter().filter(|t| t.tool == name);
+    let first = found.next()?;
+    found
+        .next()
+        .is_none()
+        .then(|| (first.server.clone(), first.tool.clone()))
+}
+
+async fn call_tool(
+    shared: &Shared,
+    call: CallToolParams,
+    context: &RequestContext,
+) -> Result<RawJson, ErrorObject> {
+    let Some((server, tool)) = resolve_tool(shared, &call.name) else {
+        return Err(ErrorObject::new(
+            code::INVALID_PARAMS,
+            format!("Unknown tool: {}", call.name),
+        ));
+    };
+    let arguments = call.arguments.unwrap_or_default();
+    match shared
+        .call_tool(&call.name, &server, &tool, arguments, context)
+        .await
+    {
+        Ok(out) => encode(&out.result),
+        // The upstream's own JSON-RPC error, as it sent it.
+        Err(CallError::Rpc { code, message, .. }) => Err(ErrorObject::new(code, message)),
+        Err(e) => encode(&tool_error(call_error_kind(&e), &e.to_string())),
+    }
+}
+
+/// The upstream and its own prompt name behind a name the client used.
+fn resolve_prompt(shared: &Shared, name: &str) -> Result<(String, String), ErrorObject> {
+    if !is_multi(shared) {
+        let only = configured(shared)
+            .into_iter()
+            .next()
+            .ok_or_else(no_upstream)?;
+        return Ok((only, name.to_owned()));
+    }
+    split_namespaced(shared, name).ok_or_else(|| {
+        ErrorObject::new(
+            code::INVALID_PARAMS,
+            format!("Unknown prompt: {name} (prompts are named mcp__<server>__<name>)"),
+        )
+    })
+}
+
+fn no_upstream() -> ErrorObject {
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        "the gateway has no upstream server".to_owned(),
+    )
+}
+
+/// Where a resource URI may live: the only upstream; the one that listed it or whose template
+/// matches it; else every ready upstream that can (`has`), to be asked in turn.
+fn resource_candidates(
+    shared: &Shared,
+    uri: &str,
+    has: fn(&ServerCapabilities) -> bool,
+) -> Vec<String> {
+    if !is_multi(shared) {
+        return configured(shared);
+    }
+    if let Some(id) = lock(&shared.passthrough.resources).get(uri) {
+        return vec![id.clone()];
+    }
+    let by_template: Vec<String> = lock(&shared.passthrough.templates)
+        .iter()
+        .filter(|(t, _)| template_matches(t, uri))
+        .map(|(_, id)| id.clone())
+        .collect();
+    if !by_template.is_empty() {
+        return by_template;
+    }
+    ready_with(shared, has)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Where a completion for a resource template goes: the upstream that listed the template,
+/// else every ready upstream that completes.
+fn template_candidates(shared: &Shared, template: &str) -> Vec<String> {
+    if !is_multi(shared) {
+        return configured(shared);
+    }
+    if let Some(id) = lock(&shared.passthrough.templates).get(template) {
+        return vec![id.clone()];
+    }
+    ready_with(shared, has_completions)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Whether `uri` fits an RFC 6570 template at the simple level upstreams use: literal text and
+/// `{name}` expressions, each standing for one or more characters.
+fn template_matches(template: &str, uri: &str) -> bool {
+    let mut rest = uri;
+    let mut pieces = template.split('{');
+    let Some(head) = pieces.next() else {
+        return false;
+    };
+    let Some(after) = rest.strip_prefix(head) else {
+        return false;
+    };
+    rest = after;
+    for piece in pieces {
+        let Some((_, literal)) = piece.split_once('}') else {
+            return false;
+        };
+        if literal.is_empty() {
+            // A variable at the end (or followed by another): it takes the rest.
+            if rest.is_empty() {
+                return false;
+            }
+            rest = "";
+            continue;
+        }
+        match rest.get(1..).and_then(|r| r.find(literal)) {
+            Some(at) => rest = &rest[at + 1 + literal.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// Asks each candidate in turn; the first answer wins. With none answering, the first
+/// upstream's error (usually "not found").
+async fn first_answer(
+    shared: &Shared,
+    candidates: &[String],
+    method: &str,
+    params: &Value,
+) -> Result<(String, RawJson), ErrorObject> {
+    let mut first_error = None;
+    for id in candidates {
+        match forward(shared, id, method, params).await {
+            Ok(result) => return Ok((id.clone(), result)),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| {
+        ErrorObject::new(
+            code::INVALID_PARAMS,
+            format!("{method}: no upstream server can answer it"),
+        )
+    }))
+}
+
+/// Sends `method` to one upstream as it is and returns its result as it is; its JSON-RPC
+/// error likewise. Dropping the future (the client cancelled) cancels the upstream request.
+async fn forward(
+    shared: &Shared,
+    server: &str,
+    method: &str,
+    params: &Value,
+) -> Result<RawJson, ErrorObject> {
+    let client = shared
+        .host
+        .client(server)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let params = RawJson::encode(params)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    client
+        .request_raw(method, Some(params), RequestOptions::DEFAULT, None)
+        .await
+        .map_err(|e| upstream_error(server, &e))
+}
+
+fn upstream_error(server: &str, e: &mcp_session::Error) -> ErrorObject {
+    match e.protocol() {
+        mcp_protocol::Error::Rpc { error, .. } => error.clone(),
+        other => ErrorObject::new(
+            code::INTERNAL_ERROR,
+            format!("upstream server `{server}`: {other}"),
+        ),
+    }
+}
+
+/// Every ready upstream's full list under `key` (all pages), for the upstreams that declared
+/// the feature. With one upstream its failure is the answer; with several, a failing one is
+/// left out and logged.
+async fn gather(
+    shared: &Shared,
+    has: fn(&ServerCapabilities) -> bool,
+    method: &str,
+    key: &str,
+) -> Result<Vec<(String, Vec<Value>)>, ErrorObject> {
+    let single = !is_multi(shared);
+    let mut out = Vec::new();
+    for (id, client) in ready_with(shared, has) {
+        match list_all(&id, &client, method, key).await {
+            Ok(items) => out.push((id, items)),
+            Err(e) if single => return Err(e),
+            Err(e) => shared
+                .log
+                .line(&format!("upstream {id}: {method} failed: {}", e.message)),
+        }
+    }
+    Ok(out)
+}
+
+async fn list_all(
+    server: &str,
+    client: &Client,
+    method: &str,
+    key: &str,
+) -> Result<Vec<Value>, ErrorObject> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .as_ref()
+            .map(|c| RawJson::encode(&json!({ "cursor": c })))
+            .transpose()
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+        let raw = client
+            .request_raw(method, params, RequestOptions::DEFAULT, None)
+            .await
+            .map_err(|e| upstream_error(server, &e))?;
+        let mut page = raw.decode::<Value>().map_err(|e| {
+            ErrorObject::new(
+                code::INTERNAL_ERROR,
+                format!("upstream server `{server}`: {method}: {e}"),
+            )
+        })?;
+        if let Some(Value::Array(items)) = page.get_mut(key).map(Value::take) {
+            all.extend(items);
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if cursor.as_deref() != Some(next) => cursor = Some(next.to_owned()),
+            _ => return Ok(all),
+        }
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn templates_match_simple_expressions() {
+        assert!(template_matches(
+            "test://template/{id}/data",
+            "test://template/7/data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://template//data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://other/7/data"
+        ));
+        assert!(template_matches("fake://{name}", "fake://hello"));
+        assert!(!template_matches("fake://{name}", "fake://"));
+        assert!(template_matches("file:///{a}/{b}.txt", "file:///x/y.txt"));
+    }
 }
