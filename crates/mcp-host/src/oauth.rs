@@ -4,6 +4,10 @@
 //! tests and headless runs), and the token store file; and it gives `mcp-http` an
 //! [`AuthHook`] over the authorizer, so that a 401 on connect starts discovery and login, a
 //! 401 later refreshes, and a 403 `insufficient_scope` steps up.
+//!
+//! It also holds the DPoP keys (RFC 9449) through ring: when an authorization server takes
+//! ES256 proofs, each authorization gets a new P-256 key, every MCP request a fresh proof for
+//! its method and URL, and a `use_dpop_nonce` challenge one retry with the server's nonce.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,9 +17,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
 use mcp_oauth::store::ServerTokens;
 use mcp_oauth::{
-    AuthError, Authorizer, BoxFuture, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
-    Services, TransportError,
+    AuthError, Authorizer, BoxFuture, Clock, Credentials, DpopKey, DpopSigner, HttpClient,
+    HttpRequest, HttpResponse, Randomness, Services, TransportError,
 };
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::auth_store::AuthStore;
@@ -141,7 +146,8 @@ impl OAuthContext {
             Arc::new(FetchClient(self.fetcher.clone())),
             Arc::new(OsRandom(ring::rand::SystemRandom::new())),
             Arc::new(SystemClock),
-        );
+        )
+        .with_dpop(Arc::new(Es256Dpop::new()));
         if let Some(ua) = &self.user_agent {
             services = services.with_user_agent(ua.clone());
         }
@@ -154,36 +160,40 @@ impl OAuthContext {
             .as_ref()
             .and_then(|s| s.tokens(server, &url).ok().flatten());
         authorizer.set_tokens(stored);
-        let header = authorizer.authorization_header();
+        let credentials = authorizer.credentials();
         let expires = authorizer.tokens().and_then(|t| t.expires_at_ms);
         OAuthHook {
             server: server.to_owned(),
             url,
             store: self.store.clone(),
             authorizer: tokio::sync::Mutex::new(authorizer),
-            header: Mutex::new(header),
+            credentials: Mutex::new(credentials),
             state: Mutex::new(HookState {
                 expires_at_ms: expires,
                 last_error: None,
+                resource_nonce: None,
             }),
         }
     }
 }
 
 /// The authorization of one server: the authorizer behind an async lock (one refresh or login
-/// at a time), the current header for every request, and the store to persist changes to.
+/// at a time), the current credentials that make every request's headers, and the store to
+/// persist changes to.
 pub struct OAuthHook {
     server: String,
     url: Url,
     store: Option<AuthStore>,
     authorizer: tokio::sync::Mutex<Authorizer>,
-    header: Mutex<Option<http::HeaderValue>>,
+    credentials: Mutex<Option<Credentials>>,
     state: Mutex<HookState>,
 }
 
 struct HookState {
     expires_at_ms: Option<u64>,
     last_error: Option<String>,
+    /// The MCP server's last DPoP nonce (RFC 9449 §9), put in every proof sent to it.
+    resource_nonce: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthHook {
@@ -229,7 +239,7 @@ impl OAuthHook {
         let mut authorizer = self.authorizer.lock().await;
         authorizer.forget_tokens();
         let _ = authorizer.take_changed();
-        *lock(&self.header) = None;
+        *lock(&self.credentials) = None;
         lock(&self.state).expires_at_ms = None;
         if let Some(store) = self.store.clone() {
             let server = self.server.clone();
@@ -303,7 +313,7 @@ impl OAuthHook {
 
     /// After every change: the new header, and the store written if the tokens changed.
     async fn after(&self, authorizer: &mut Authorizer) {
-        *lock(&self.header) = authorizer.authorization_header();
+        *lock(&self.credentials) = authorizer.credentials();
         lock(&self.state).expires_at_ms = authorizer.tokens().and_then(|t| t.expires_at_ms);
         if !authorizer.take_changed() {
             return;
@@ -329,7 +339,24 @@ impl OAuthHook {
 
 impl AuthHook for OAuthHook {
     fn authorization(&self) -> Option<http::HeaderValue> {
-        lock(&self.header).clone()
+        lock(&self.credentials).as_ref()?.authorization()
+    }
+
+    /// `Authorization`, and for a DPoP-bound token a proof of this request with the server's
+    /// last nonce. A proof that cannot be made is reported and the request goes without
+    /// credentials: the server's 401 then leads to a new authorization.
+    fn headers_for(&self, method: &http::Method, uri: &http::Uri) -> http::HeaderMap {
+        let Some(credentials) = lock(&self.credentials).clone() else {
+            return http::HeaderMap::new();
+        };
+        let nonce = lock(&self.state).resource_nonce.clone();
+        match credentials.headers(method, uri, nonce.as_deref()) {
+            Ok(headers) => headers,
+            Err(e) => {
+                self.failed(&e);
+                http::HeaderMap::new()
+            }
+        }
     }
 
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
@@ -339,6 +366,29 @@ impl AuthHook for OAuthHook {
                 .iter()
                 .filter_map(|v| v.to_str().ok())
                 .collect();
+            // RFC 9449 §9: a nonce is kept for the next proofs; a DPoP token refused only for
+            // lack of it is fine, and the request goes again with it (once, if it is new).
+            let nonce = challenge
+                .dpop_nonce
+                .as_ref()
+                .and_then(|v| mcp_oauth::dpop::dpop_nonce(v.as_bytes()));
+            if let Some(nonce) = nonce {
+                let new = {
+                    let mut state = lock(&self.state);
+                    let new = state.resource_nonce.as_deref() != Some(nonce.as_str());
+                    state.resource_nonce = Some(nonce);
+                    new
+                };
+                let bound = lock(&self.credentials)
+                    .as_ref()
+                    .is_some_and(Credentials::is_dpop);
+                if bound
+                    && challenge.status == http::StatusCode::UNAUTHORIZED
+                    && mcp_oauth::dpop::is_use_dpop_nonce(values.iter().copied())
+                {
+                    return new;
+                }
+            }
             let mut authorizer = self.authorizer.lock().await;
             let (_turn, newer) = self.take_turn(&mut authorizer).await;
             if newer && challenge.status == http::StatusCode::UNAUTHORIZED {
@@ -614,7 +664,7 @@ impl UserAgent for Pasted {
 /// `private_key_jwt` client authentication of RFC 7523. The key never leaves this value and
 /// never prints.
 pub struct Es256Signer {
-    key: ring::signature::EcdsaKeyPair,
+    key: EcdsaKeyPair,
     rng: ring::rand::SystemRandom,
 }
 
@@ -640,30 +690,80 @@ impl Es256Signer {
                 "the private key is not PEM (base64 between BEGIN and END lines)".to_owned()
             })?;
         let rng = ring::rand::SystemRandom::new();
-        let key = ring::signature::EcdsaKeyPair::from_pkcs8(
-            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-            &der,
-            &rng,
-        )
-        .map_err(|_| "the private key is not a PKCS#8 P-256 key".to_owned())?;
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
+            .map_err(|_| "the private key is not a PKCS#8 P-256 key".to_owned())?;
         Ok(Self { key, rng })
     }
 }
 
 impl ClientAssertionSigner for Es256Signer {
     fn sign(&self, claims_json: &[u8]) -> Result<String, String> {
-        use base64::Engine as _;
-        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let mut jwt = b64.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
-        jwt.push('.');
-        jwt.push_str(&b64.encode(claims_json));
-        let signature = self
-            .key
-            .sign(&self.rng, jwt.as_bytes())
-            .map_err(|_| "signing the client assertion failed".to_owned())?;
-        jwt.push('.');
-        jwt.push_str(&b64.encode(signature.as_ref()));
-        Ok(jwt)
+        mcp_oauth::jws_compact(br#"{"alg":"ES256","typ":"JWT"}"#, claims_json, |input| {
+            self.key
+                .sign(&self.rng, input)
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|_| "signing the client assertion failed".to_owned())
+        })
+    }
+}
+
+/// The DPoP proof keys (RFC 9449) of every OAuth server: a new P-256 key for each
+/// authorization and ES256 signatures, with ring and the operating system's randomness. The
+/// key comes as PKCS#8 with each proof (the authorizer keeps it with the tokens); the last
+/// one used stays parsed, so that a proof per request does not parse it again.
+struct Es256Dpop {
+    rng: ring::rand::SystemRandom,
+    last: Mutex<Option<(Vec<u8>, Arc<EcdsaKeyPair>)>>,
+}
+
+impl Es256Dpop {
+    fn new() -> Self {
+        Self {
+            rng: ring::rand::SystemRandom::new(),
+            last: Mutex::new(None),
+        }
+    }
+
+    fn pair(&self, key: &DpopKey) -> Result<Arc<EcdsaKeyPair>, String> {
+        let mut last = lock(&self.last);
+        let pair = match last.as_ref() {
+            Some((pkcs8, pair)) if pkcs8.as_slice() == key.secret_pkcs8() => Arc::clone(pair),
+            _ => {
+                let pair = EcdsaKeyPair::from_pkcs8(
+                    &ECDSA_P256_SHA256_FIXED_SIGNING,
+                    key.secret_pkcs8(),
+                    &self.rng,
+                )
+                .map_err(|_| "the DPoP key is not a PKCS#8 P-256 key".to_owned())?;
+                let pair = Arc::new(pair);
+                *last = Some((key.secret_pkcs8().to_vec(), Arc::clone(&pair)));
+                pair
+            }
+        };
+        // The proof's header names the public half: a signature by another key is refused.
+        if pair.public_key().as_ref() != key.public_key() {
+            return Err("the DPoP key's public half is not its private half's".to_owned());
+        }
+        Ok(pair)
+    }
+}
+
+impl DpopSigner for Es256Dpop {
+    fn generate(&self) -> Result<DpopKey, String> {
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &self.rng)
+            .map_err(|_| "no DPoP key could be made: the operating system gave no random bytes")?;
+        let pair =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &self.rng)
+                .map_err(|_| "the new DPoP key could not be read back".to_owned())?;
+        DpopKey::new(pkcs8.as_ref().to_vec(), pair.public_key().as_ref())
+            .ok_or_else(|| "the new DPoP key's public half has an unknown form".to_owned())
+    }
+
+    fn sign(&self, key: &DpopKey, message: &[u8]) -> Result<Vec<u8>, String> {
+        let pair = self.pair(key)?;
+        pair.sign(&self.rng, message)
+            .map(|s| s.as_ref().to_vec())
+            .map_err(|_| "signing the DPoP proof failed".to_owned())
     }
 }
 
@@ -702,13 +802,34 @@ mod tests {
     }
 
     #[test]
+    fn dpop_keys_sign_what_their_public_half_verifies() {
+        let keys = Es256Dpop::new();
+        let key = keys.generate().expect("key");
+        assert_ne!(key, keys.generate().expect("key"), "a new key each time");
+        assert_eq!(format!("{key:?}"), "DpopKey([redacted])");
+        for message in [&b"header.claims"[..], b"another"] {
+            let signature = keys.sign(&key, message).expect("signature");
+            assert_eq!(signature.len(), 64, "ES256 is r || s");
+            ring::signature::UnparsedPublicKey::new(
+                &ring::signature::ECDSA_P256_SHA256_FIXED,
+                key.public_key(),
+            )
+            .verify(message, &signature)
+            .expect("the signature verifies");
+        }
+        let other = keys.generate().expect("key");
+        let mixed = DpopKey::new(key.secret_pkcs8().to_vec(), other.public_key()).expect("shape");
+        let err = keys.sign(&mixed, b"m").unwrap_err();
+        assert!(err.contains("public half"), "{err}");
+        let garbage = DpopKey::new(b"not a key".to_vec(), other.public_key()).expect("shape");
+        assert!(keys.sign(&garbage, b"m").unwrap_err().contains("PKCS#8"));
+    }
+
+    #[test]
     fn es256_assertions_verify_with_the_public_key() {
         let rng = ring::rand::SystemRandom::new();
-        let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(
-            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-            &rng,
-        )
-        .expect("key");
+        let pkcs8 =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
         let b64 = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
         let pem = format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n");
         let signer = Es256Signer::from_pkcs8_pem(&pem).expect("signer");

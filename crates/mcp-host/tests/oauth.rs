@@ -271,3 +271,109 @@ fn the_hook_debug_hides_the_url_query() {
     );
     assert!(!shown.contains("SECRET"), "{shown}");
 }
+
+/// The header and claims of a DPoP proof, after checking its ES256 signature with the public
+/// key its header carries.
+fn verified_proof(jwt: &str) -> (serde_json::Value, serde_json::Value) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let (signed, signature) = jwt.rsplit_once('.').unwrap();
+    let (head, claims) = signed.split_once('.').unwrap();
+    let json = |p: &str| serde_json::from_slice::<serde_json::Value>(&b64.decode(p).unwrap());
+    let (head, claims) = (json(head).unwrap(), json(claims).unwrap());
+    let mut public = vec![4u8];
+    public.extend(b64.decode(head["jwk"]["x"].as_str().unwrap()).unwrap());
+    public.extend(b64.decode(head["jwk"]["y"].as_str().unwrap()).unwrap());
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, public)
+        .verify(signed.as_bytes(), &b64.decode(signature).unwrap())
+        .expect("the proof's signature verifies with its jwk");
+    (head, claims)
+}
+
+/// DPoP (RFC 9449) end to end: the authorization server takes ES256 proofs and both servers
+/// want their nonce. The token request is retried with the authorization server's nonce, the
+/// first MCP request with the MCP server's; every MCP request carries `DPoP <token>` and its
+/// own signed proof of the one key; the key is stored with the tokens and serves the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpop_bound_tokens_a_proof_per_request_and_both_nonces() {
+    let fake = FakeAuth::start(FakeAuthOptions {
+        dpop: true,
+        dpop_nonce: Some("server-nonce-7".to_owned()),
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let dir = temp_dir("dpop");
+    let store = AuthStore::new(dir.join("mcp-auth.json"));
+    let ctx = OAuthContext::new(Some(store.clone())).unwrap();
+    let ctx = ctx
+        .clone()
+        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())));
+    let host1 = host();
+    host1.start(vec![entry(&fake, &ctx)]).await;
+    let status = host1.server_status("remote").unwrap();
+    assert_eq!(status.state, ServerState::Ready, "{status:?}");
+    assert!(echo(&host1).await.unwrap().contains("echoed"));
+
+    let tokens = fake.seen_at("/token");
+    let statuses: Vec<u16> = tokens.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [400, 200], "refused for the nonce, then granted");
+    let (head, claims) = verified_proof(tokens[1].headers["dpop"].to_str().unwrap());
+    assert_eq!(head["typ"], "dpop+jwt");
+    assert_eq!(head["alg"], "ES256");
+    assert_eq!(claims["htm"], "POST");
+    assert_eq!(claims["nonce"], "server-nonce-7");
+    let key = head["jwk"].clone();
+
+    let mcp: Vec<_> = fake
+        .seen_at("/mcp")
+        .into_iter()
+        .filter(|r| r.headers.contains_key("authorization"))
+        .collect();
+    assert_eq!(mcp[0].status, 401, "the MCP server's nonce first");
+    assert!(
+        mcp[1..].iter().all(|r| r.status < 300),
+        "then every request passes"
+    );
+    let mut jtis = std::collections::HashSet::new();
+    for request in &mcp {
+        let authorization = request.headers["authorization"].to_str().unwrap();
+        let token = authorization.strip_prefix("DPoP ").unwrap();
+        let (head, claims) = verified_proof(request.headers["dpop"].to_str().unwrap());
+        assert_eq!(head["jwk"], key, "one key for the authorization");
+        assert_eq!(claims["htm"], request.method.as_str());
+        assert_eq!(claims["htu"], fake.url());
+        assert!(jtis.insert(claims["jti"].as_str().unwrap().to_owned()));
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let ath = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(token.as_bytes()));
+        assert_eq!(claims["ath"], ath);
+    }
+    assert!(mcp.iter().skip(1).all(|r| {
+        let (_, claims) = verified_proof(r.headers["dpop"].to_str().unwrap());
+        claims["nonce"] == "server-nonce-7"
+    }));
+
+    // The key went to the store with the tokens, and never into a status or a Debug print.
+    let url = Url::parse(&fake.url()).unwrap();
+    let stored = store.tokens("remote", &url).unwrap().unwrap();
+    assert_eq!(stored.token_type, "DPoP");
+    let shown = format!("{stored:?} {:?}", host1.server_status("remote"));
+    assert!(shown.contains("DpopKey([redacted])"), "{shown}");
+    host1.shutdown().await;
+
+    // The next run proves the stored key: no new login.
+    let quiet = OAuthContext::new(Some(store.clone())).unwrap();
+    let host2 = host();
+    host2.start(vec![entry(&fake, &quiet)]).await;
+    assert_eq!(
+        host2.server_status("remote").unwrap().state,
+        ServerState::Ready
+    );
+    assert!(echo(&host2).await.unwrap().contains("echoed"));
+    assert_eq!(fake.seen_at("/authorize").len(), 1, "no second login");
+    let last = fake.seen_at("/mcp").pop().unwrap();
+    let (head, _) = verified_proof(last.headers["dpop"].to_str().unwrap());
+    assert_eq!(head["jwk"], key);
+    host2.shutdown().await;
+}

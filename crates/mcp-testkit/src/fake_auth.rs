@@ -3,7 +3,10 @@
 //! path-inserted or root well-known URL, or nowhere), authorization server metadata (RFC 8414
 //! or OpenID Connect, with an issuer path, or at the MCP server's origin as in 2025-03-26),
 //! dynamic registration, Client ID Metadata Documents, PKCE, token endpoint authentication
-//! methods, token lifetimes, refresh-token rotation, a wrong issuer, RFC 9207 `iss`, step-up.
+//! methods, token lifetimes, refresh-token rotation, a wrong issuer, RFC 9207 `iss`, step-up,
+//! and DPoP (RFC 9449: tokens bound to the key of the token request's proof, proofs checked
+//! on every MCP request, server nonces). The fake checks a proof's form and claims, not its
+//! signature (no cryptography here): tests verify signatures from the recorded headers.
 //!
 //! `/authorize` answers at once with a 302 to `redirect_uri?code=…&state=…(&iss=…)`: no page,
 //! no user. `/token` checks the PKCE verifier, the `resource` and the client's
@@ -114,6 +117,13 @@ pub struct FakeAuthOptions {
     pub challenge_scope: Option<String>,
     /// A scope every MCP request needs: tokens without it get 403 `insufficient_scope`.
     pub required_scope: Option<String>,
+    /// DPoP (RFC 9449): the metadata lists ES256 in `dpop_signing_alg_values_supported`; a
+    /// token request with a proof gets a `DPoP` token bound to the proof's key, which `/mcp`
+    /// then takes only as `Authorization: DPoP` with a proof of that key for each request.
+    pub dpop: bool,
+    /// With `dpop`, every proof must carry this nonce: `/token` answers 400
+    /// `use_dpop_nonce` and `/mcp` 401 `DPoP error="use_dpop_nonce"`, with a `DPoP-Nonce`.
+    pub dpop_nonce: Option<String>,
 }
 
 impl Default for FakeAuthOptions {
@@ -143,6 +153,8 @@ impl Default for FakeAuthOptions {
             iss_in_redirect: None,
             challenge_scope: None,
             required_scope: None,
+            dpop: false,
+            dpop_nonce: None,
         }
     }
 }
@@ -207,7 +219,8 @@ struct Code {
 struct Issued {
     clients: HashMap<String, (Option<String>, String)>,
     codes: HashMap<String, Code>,
-    access: HashMap<String, (Instant, Option<String>)>,
+    /// Access token -> (expiry, scope, the thumbprint of the DPoP key it is bound to).
+    access: HashMap<String, (Instant, Option<String>, Option<String>)>,
     refresh: HashMap<String, Option<String>>,
     counter: u64,
 }
@@ -473,6 +486,9 @@ fn metadata(state: &State, o: &FakeAuthOptions) -> Value {
     if o.iss_advertised {
         doc["authorization_response_iss_parameter_supported"] = json!(true);
     }
+    if o.dpop {
+        doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+    }
     if o.metadata == AsMetadata::OpenId {
         doc["jwks_uri"] = json!(format!("{base}/jwks"));
         doc["subject_types_supported"] = json!(["public"]);
@@ -591,6 +607,21 @@ fn token(
     body: &[u8],
 ) -> Response<Body> {
     let form: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
+    // The proof first: a request refused for its nonce must not have spent its code.
+    let mut jkt = None;
+    if o.dpop && parts.headers.contains_key(DPOP) {
+        match check_proof(&parts.headers, &Method::POST, &target(parts), None) {
+            Err(problem) => {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_dpop_proof", problem);
+            }
+            Ok(proof) if !nonce_ok(o, &proof) => {
+                let mut r = oauth_error(StatusCode::BAD_REQUEST, "use_dpop_nonce", "a nonce");
+                set_nonce(&mut r, o);
+                return r;
+            }
+            Ok(proof) => jkt = Some(proof.jkt),
+        }
+    }
     let Some((client_id, secret, method)) = client_of(parts, &form) else {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "no client");
     };
@@ -671,13 +702,14 @@ fn token(
         }
     };
     let access = next(&mut issued, "access");
+    let token_type = if jkt.is_some() { "DPoP" } else { "Bearer" };
     issued.access.insert(
         access.clone(),
-        (Instant::now() + o.access_token_lifetime, scope.clone()),
+        (Instant::now() + o.access_token_lifetime, scope.clone(), jkt),
     );
     let mut answer = json!({
         "access_token": access,
-        "token_type": "Bearer",
+        "token_type": token_type,
         "expires_in": o.access_token_lifetime.as_secs(),
     });
     if let Some(scope) = &scope {
@@ -736,20 +768,39 @@ async fn mcp(
     parts: &http::request::Parts,
     body: Bytes,
 ) -> Response<Body> {
-    let token = parts
+    let authorization = parts
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned);
-    let scope = token.and_then(|t| {
+        .unwrap_or_default();
+    let (scheme, token) = authorization.split_once(' ').unwrap_or_default();
+    let live = {
         let issued = lock(&state.issued);
         issued
             .access
-            .get(&t)
-            .filter(|(until, _)| *until > Instant::now())
-            .map(|(_, scope)| scope.clone())
-    });
+            .get(token)
+            .filter(|(until, _, _)| *until > Instant::now())
+            .map(|(_, scope, jkt)| (scope.clone(), jkt.clone()))
+    };
+    // A bound token counts only as `DPoP`, with a proof of its key for this very request; a
+    // bearer token only as `Bearer`.
+    let scope = match live {
+        Some((scope, Some(jkt))) if scheme == "DPoP" => {
+            let url = target(parts);
+            match check_proof(&parts.headers, &parts.method, &url, Some(token)) {
+                Ok(proof) if proof.jkt != jkt => {
+                    return dpop_refusal(o, "invalid_token", false);
+                }
+                Ok(proof) if !nonce_ok(o, &proof) => {
+                    return dpop_refusal(o, "use_dpop_nonce", true);
+                }
+                Ok(_) => Some(scope),
+                Err(_) => return dpop_refusal(o, "invalid_dpop_proof", false),
+            }
+        }
+        Some((scope, None)) if scheme == "Bearer" => Some(scope),
+        _ => None,
+    };
     let Some(scope) = scope else {
         let mut challenge = r#"Bearer error="invalid_token""#.to_owned();
         if o.prm == PrmLocation::Header {
@@ -781,6 +832,110 @@ async fn mcp(
     forward(state, parts, body).await
 }
 
+/// RFC 9449's request header.
+const DPOP: &str = "dpop";
+
+/// What a well-formed proof says.
+struct Proof {
+    /// RFC 7638 thumbprint of its `jwk`, base64url.
+    jkt: String,
+    nonce: Option<String>,
+}
+
+/// The URL a request was sent to, as the client saw it (`http`, its `Host`, its path).
+fn target(parts: &http::request::Parts) -> String {
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    format!("http://{host}{}", parts.uri.path())
+}
+
+/// Checks the one `DPoP` proof of a request (RFC 9449 §4.3), all but its signature: `typ`,
+/// `alg` ES256, a public P-256 `jwk`, `jti`, `htm`, `htu`, `iat` within five minutes, and
+/// `ath` for an access token.
+fn check_proof(
+    headers: &HeaderMap,
+    method: &Method,
+    url: &str,
+    token: Option<&str>,
+) -> Result<Proof, &'static str> {
+    let mut all = headers.get_all(DPOP).iter();
+    let (Some(proof), None) = (all.next(), all.next()) else {
+        return Err("exactly one DPoP header is needed");
+    };
+    let proof = proof.to_str().map_err(|_| "not text")?;
+    let mut parts = proof.split('.');
+    let mut json = || -> Option<Value> {
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts.next()?).ok()?).ok()
+    };
+    let (Some(head), Some(claims)) = (json(), json()) else {
+        return Err("not a JWT");
+    };
+    let jwk = &head["jwk"];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let iat = claims["iat"].as_u64().unwrap_or_default();
+    let ath = token.map(|t| URL_SAFE_NO_PAD.encode(Sha256::digest(t.as_bytes())));
+    let problem = if head["typ"] != "dpop+jwt" {
+        Some("typ")
+    } else if head["alg"] != "ES256" || jwk["kty"] != "EC" || jwk["crv"] != "P-256" {
+        Some("alg or jwk")
+    } else if !jwk["d"].is_null() {
+        Some("a private key in jwk")
+    } else if !claims["jti"].is_string() || claims["htm"] != method.as_str() {
+        Some("jti or htm")
+    } else if claims["htu"] != url {
+        Some("htu")
+    } else if now.abs_diff(iat) > 300 {
+        Some("iat")
+    } else if ath.is_some_and(|a| claims["ath"] != a.as_str()) {
+        Some("ath")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(problem);
+    }
+    let (Some(x), Some(y)) = (jwk["x"].as_str(), jwk["y"].as_str()) else {
+        return Err("jwk without x and y");
+    };
+    let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
+    Ok(Proof {
+        jkt: URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes())),
+        nonce: claims["nonce"].as_str().map(str::to_owned),
+    })
+}
+
+fn nonce_ok(o: &FakeAuthOptions, proof: &Proof) -> bool {
+    o.dpop_nonce.is_none() || o.dpop_nonce == proof.nonce
+}
+
+fn set_nonce(r: &mut Response<Body>, o: &FakeAuthOptions) {
+    if let Some(v) = o
+        .dpop_nonce
+        .as_deref()
+        .and_then(|n| HeaderValue::from_str(n).ok())
+    {
+        r.headers_mut().insert("dpop-nonce", v);
+    }
+}
+
+/// A 401 with a `DPoP` challenge; with `nonce`, the nonce to use.
+fn dpop_refusal(o: &FakeAuthOptions, error: &str, nonce: bool) -> Response<Body> {
+    let mut r = full(StatusCode::UNAUTHORIZED, "", "");
+    let challenge = format!(r#"DPoP error="{error}", algs="ES256""#);
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    if nonce {
+        set_nonce(&mut r, o);
+    }
+    r
+}
+
 /// Sends the request on to the real MCP server, without the bearer token (never passed on).
 async fn forward(state: &State, parts: &http::request::Parts, body: Bytes) -> Response<Body> {
     let mut request = Request::new(Full::new(body));
@@ -790,7 +945,7 @@ async fn forward(state: &State, parts: &http::request::Parts, body: Bytes) -> Re
         Err(_) => return full(StatusCode::BAD_GATEWAY, "", ""),
     };
     for (name, value) in &parts.headers {
-        if name != header::AUTHORIZATION && name != header::HOST {
+        if name != header::AUTHORIZATION && name != header::HOST && name != DPOP {
             request.headers_mut().append(name.clone(), value.clone());
         }
     }
