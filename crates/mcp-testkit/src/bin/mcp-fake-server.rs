@@ -15,6 +15,10 @@
 //!   --stderr-on-start N     write N bytes to stderr at start-up
 //!   --exit-on-start CODE    print a message to stderr and exit with CODE at once
 //!   --idle                  do nothing but sleep (the grandchild mode)
+//!   --fail-tools-list-after N  answer tools/list with an error after N answers
+//!   --tools-file PATH       list the tools of a JSON file (an array of tools, or a
+//!                           `tools/list` result) instead of the built-in ones; a call to one
+//!                           of them that is not built in answers its name and arguments
 //!
 //! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
 //! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
@@ -76,6 +80,26 @@ fn parse_flags() -> Flags {
             "--stderr-on-start" => f.stderr_on_start = num() as usize,
             "--exit-on-start" => f.exit_on_start = Some(num() as i32),
             "--idle" => f.idle = true,
+            "--fail-tools-list-after" => {
+                FAIL_LIST_AFTER.store(num() as usize, std::sync::atomic::Ordering::Relaxed);
+            }
+            "--tools-file" => {
+                let path = args.next().unwrap_or_default();
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                    eprintln!("mcp-fake-server: --tools-file {path}: {e}");
+                    std::process::exit(2);
+                });
+                let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+                    eprintln!("mcp-fake-server: --tools-file {path}: {e}");
+                    std::process::exit(2);
+                });
+                let list = value.get("tools").cloned().unwrap_or(value);
+                let tools: Vec<Tool> = serde_json::from_value(list).unwrap_or_else(|e| {
+                    eprintln!("mcp-fake-server: --tools-file {path}: not a list of tools: {e}");
+                    std::process::exit(2);
+                });
+                let _ = FILE_TOOLS.set(tools);
+            }
             other => {
                 eprintln!("mcp-fake-server: unknown flag {other}");
                 std::process::exit(2);
@@ -87,6 +111,11 @@ fn parse_flags() -> Flags {
 
 /// How many `notifications/cancelled` the server has received, for the `stats` tool.
 static CANCELLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// `--fail-tools-list-after`: how many `tools/list` are answered before they fail.
+static FAIL_LIST_AFTER: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(usize::MAX);
+/// The tools of `--tools-file`, served instead of the built-in list.
+static FILE_TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
 /// Tools added at run time by the `grow` tool.
 static GROWN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -332,6 +361,9 @@ fn tool(name: &str, description: &str, properties: Value) -> Tool {
     t
 }
 
+/// How many tools [`all_tools`] lists before the generated ones.
+const BUILT_IN: usize = 18;
+
 fn all_tools(extra: usize) -> Vec<Tool> {
     let mut tools = vec![
         tool(
@@ -456,8 +488,24 @@ async fn handle(
 ) -> Result<RawJson, ErrorObject> {
     match request {
         ClientRequest::ListTools(p) => {
+            let left = FAIL_LIST_AFTER.load(std::sync::atomic::Ordering::Relaxed);
+            if left == 0 {
+                return Err(ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "tools/list fails (--fail-tools-list-after)".into(),
+                ));
+            }
+            FAIL_LIST_AFTER.store(left.saturating_sub(1), std::sync::atomic::Ordering::Relaxed);
             let grown = GROWN.load(std::sync::atomic::Ordering::Relaxed);
-            let (tools, next) = paginate(&all_tools(extra_tools + grown), &p, page);
+            let listed = match FILE_TOOLS.get() {
+                Some(file) => {
+                    let mut tools = file.clone();
+                    tools.extend(all_tools(grown).into_iter().skip(BUILT_IN));
+                    tools
+                }
+                None => all_tools(extra_tools + grown),
+            };
+            let (tools, next) = paginate(&listed, &p, page);
             let mut r = ListToolsResult::new(tools);
             r.next_cursor = next;
             Ok(RawJson::encode(&r).unwrap())
@@ -636,6 +684,13 @@ async fn call(
         "pid" => {
             let pgid = nix::unistd::getpgid(None).map(|p| p.as_raw()).unwrap_or(-1);
             text(format!("{} {pgid}", std::process::id()))
+        }
+        other
+            if FILE_TOOLS
+                .get()
+                .is_some_and(|t| t.iter().any(|t| t.name == other)) =>
+        {
+            text(json!({"tool": other, "arguments": p.arguments}).to_string())
         }
         other => Ok(RawJson::encode(&{
             let mut r =
