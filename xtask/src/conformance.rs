@@ -35,12 +35,13 @@ enum Role {
 }
 
 /// What the server legs run against.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Target {
     /// `mcp-conformance-server` itself.
     Direct,
-    // Issue 9 adds `Gateway`: `mcp-host serve` in passthrough mode in front of
-    // `mcp-conformance-server`, with the server legs again under `<leg>-gateway` names.
+    /// `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`: the
+    /// gateway must be as invisible as the suite can tell.
+    Gateway,
 }
 
 /// One run of a set of scenarios: a suite, a role, a spec version, a selection.
@@ -111,6 +112,24 @@ const LEGS: &[Leg] = &[
         spec: Some("2026-07-28"),
         tag: Some("2026-07-28"),
         target: Target::Direct,
+    },
+    // The 2026-07-28 server leg through the gateway waits for issue 10, which gives the
+    // gateway that era.
+    Leg {
+        name: "server-stable-gateway",
+        role: Role::Server,
+        suite: STABLE,
+        spec: None,
+        tag: None,
+        target: Target::Gateway,
+    },
+    Leg {
+        name: "server-next-2025-11-25-gateway",
+        role: Role::Server,
+        suite: NEXT,
+        spec: Some("2025-11-25"),
+        tag: Some("2025-11-25"),
+        target: Target::Gateway,
     },
 ];
 
@@ -191,6 +210,10 @@ impl flags::Conformance {
         }
         eprintln!("==> building mcp-conformance");
         cmd!(sh, "cargo build --quiet -p mcp-conformance --bins").run()?;
+        if legs.iter().any(|l| l.target == Target::Gateway) {
+            eprintln!("==> building mcp-host (mcp-cli) for the gateway legs");
+            cmd!(sh, "cargo build --quiet -p mcp-cli --bin mcp-host").run()?;
+        }
         let bin = crate::target_dir().join("debug");
         let out = root.join("target/conformance");
 
@@ -219,7 +242,7 @@ impl flags::Conformance {
                 scenarios.len()
             );
             let server = match leg.role {
-                Role::Server => Some(Server::start(&bin, leg.target)?),
+                Role::Server => Some(Server::start(&bin, leg.target, &out.join(leg.name))?),
                 Role::Client => None,
             };
             let mut outcomes = Vec::new();
@@ -526,17 +549,16 @@ fn names_an_issue(reason: &str) -> bool {
     })
 }
 
-/// `mcp-conformance-server` on a free loopback port, ended when dropped.
+/// `mcp-conformance-server` on a free loopback port (and, for the gateway target,
+/// `mcp-host serve` in front of it), ended when dropped.
 struct Server {
-    child: std::process::Child,
+    children: Vec<std::process::Child>,
     url: String,
 }
 
 impl Server {
-    fn start(bin: &Path, target: Target) -> anyhow::Result<Self> {
-        match target {
-            Target::Direct => {}
-        }
+    /// Starts the target; `dir` receives the gateway's file, home and log.
+    fn start(bin: &Path, target: Target, dir: &Path) -> anyhow::Result<Self> {
         let port = crate::interop::free_port()?;
         let child = Command::new(bin.join("mcp-conformance-server"))
             .args(["--port", &port.to_string()])
@@ -545,20 +567,54 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .context("starting mcp-conformance-server")?;
-        let server = Self {
-            child,
+        let mut server = Self {
+            children: vec![child],
             // localhost, not 127.0.0.1: the DNS-rebinding scenario needs a local name.
             url: format!("http://localhost:{port}/mcp"),
         };
         crate::interop::wait_listening(port, "mcp-conformance-server")?;
+        if target == Target::Gateway {
+            std::fs::create_dir_all(dir.join("home"))?;
+            let file = dir.join("gateway.json");
+            let gateway = serde_json::json!({
+                "mode": "passthrough",
+                "mcpServers": {"everything": {
+                    "description": "mcp-conformance-server",
+                    "type": "http",
+                    "url": format!("http://127.0.0.1:{port}/mcp"),
+                }},
+                "logFile": dir.join("gateway.log"),
+            });
+            std::fs::write(&file, serde_json::to_vec_pretty(&gateway)?)?;
+            let front = crate::interop::free_port()?;
+            let child = Command::new(bin.join("mcp-host"))
+                .arg("serve")
+                .arg("--gateway")
+                .arg(&file)
+                .args(["--http", &format!("127.0.0.1:{front}")])
+                .env("HOME", dir.join("home"))
+                .env_remove("MCP_HOST_CONFIG")
+                .env_remove("XDG_CONFIG_HOME")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting mcp-host serve")?;
+            server.children.push(child);
+            server.url = format!("http://localhost:{front}/mcp");
+            crate::interop::wait_listening(front, "mcp-host serve")?;
+        }
         Ok(server)
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // The gateway first, so it never sees its upstream vanish under a running scenario.
+        for child in self.children.iter_mut().rev() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -672,8 +728,8 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
     let _ = writeln!(
         s,
         "\n## Not run\n\n\
-         - The server legs through the gateway (`mcp-host serve` in passthrough mode in front of\n  \
-         `mcp-conformance-server`) arrive with the gateway, issue 9.\n\
+         - The 2026-07-28 server leg through the gateway (`mcp-host serve` in passthrough mode in\n  \
+         front of `mcp-conformance-server`): the gateway speaks that era with issue 10.\n\
          - The server extension scenarios of {NEXT} (`tasks-*`, `sep-2640-skills-*`): no issue builds\n  \
          those extensions yet."
     );
