@@ -1,26 +1,522 @@
-//! Meta-tool mode (seed 003).
+//! Meta-tool mode (seed 003): a handful of tools *about* the upstream servers, for an agent
+//! that cannot load tools while it runs. The model lists the servers, lists one server's
+//! tools with their schemas, and calls a tool by server and name; it can also list and read
+//! resources and reload the gateway file.
+//!
+//! Every mistake a model can make (an unknown server, tool or argument, a server that is
+//! down, a call the permission rules refuse) is a tool error whose text starts with its kind,
+//! never a protocol error: the model reads it and tries again. Calls go through
+//! [`Shared::call_tool`], so the permission policy, progress, cancellation and the call log
+//! are those of every mode.
 
-use mcp_protocol::schema::{ClientRequest, ServerCapabilities};
-use mcp_protocol::{ErrorObject, RawJson};
+use std::collections::BTreeMap;
+
+use mcp_host::{CallError, ServerState};
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ClientRequest, ContentBlock, EmbeddedResource, ListToolsResult,
+    ServerCapabilities, Tool,
+};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
+use serde_json::{Value, json};
 
-use crate::server::Shared;
+use crate::server::{ErrorKind, Shared, call_error_kind, encode, tool_error};
 
+/// The names of the tools this mode serves.
+const LIST_SERVERS: &str = "list-servers";
+const LIST_TOOLS: &str = "list-tools";
+const CALL_TOOL: &str = "call-tool";
+const LIST_RESOURCES: &str = "list-resources";
+const READ_RESOURCE: &str = "read-resource";
+const RELOAD_CONFIG: &str = "reload-config";
+
+/// Tools only; the list never changes (the servers behind it do, and `list-servers` says so).
 pub(crate) fn capabilities() -> ServerCapabilities {
-    serde_json::from_value(serde_json::json!({"tools": {"listChanged": false}})).unwrap_or_default()
+    serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default()
 }
 
-pub(crate) fn startup_report(_shared: &Shared) -> Vec<String> {
-    Vec::new()
+/// What the log says at start-up: the mode, and each server with its state.
+pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
+    let status = shared.host.status();
+    let ready = status
+        .iter()
+        .filter(|s| s.state == ServerState::Ready)
+        .count();
+    let tools: usize = status.iter().map(|s| s.tools).sum();
+    vec![format!(
+        "meta mode: {} upstream servers ({ready} ready, {tools} tools) behind {} meta tools",
+        status.len(),
+        tools_list().len()
+    )]
 }
 
+/// Answers one client request.
 pub(crate) async fn handle(
-    _shared: &Shared,
+    shared: &Shared,
     request: ClientRequest,
-    _context: RequestContext,
+    context: RequestContext,
 ) -> Result<RawJson, ErrorObject> {
-    Err(ErrorObject::new(
-        mcp_protocol::code::METHOD_NOT_FOUND,
-        format!("{} is not served yet", request.method()),
+    match request {
+        ClientRequest::ListTools(_) => encode(&ListToolsResult::new(tools_list())),
+        ClientRequest::CallTool(params) => encode(&call(shared, params, &context).await),
+        ClientRequest::Ping(_) => encode(&json!({})),
+        other => Err(ErrorObject::new(
+            mcp_protocol::code::METHOD_NOT_FOUND,
+            format!(
+                "{} is not served in meta mode: use the tools (`{LIST_SERVERS}` first)",
+                other.method()
+            ),
+        )),
+    }
+}
+
+fn tool(name: &str, description: &str, schema: Value) -> Tool {
+    let mut tool = Tool::new(name.to_owned());
+    tool.description = Some(description.to_owned());
+    tool.input_schema = Some(schema);
+    tool
+}
+
+/// The meta tools with their descriptions and schemas.
+fn tools_list() -> Vec<Tool> {
+    let server =
+        json!({"type": "string", "description": "A server id, as `list-servers` shows it."});
+    vec![
+        tool(
+            LIST_SERVERS,
+            "Lists the MCP servers behind this gateway: id, description, state (ready, connecting, auth_required, error, disabled), tool count and last error. Start here.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        tool(
+            LIST_TOOLS,
+            "Lists a server's tools with their descriptions and input schemas (every ready server's when `server` is left out). Call one with `call-tool`.",
+            json!({"type": "object", "properties": {"server": server}, "additionalProperties": false}),
+        ),
+        tool(
+            CALL_TOOL,
+            "Calls a tool of a server and returns its result unchanged. Look up the tool's input schema with `list-tools` first.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": server,
+                    "tool": {"type": "string", "description": "The tool's name, as `list-tools` shows it."},
+                    "arguments": {"type": "object", "description": "The tool's arguments, matching its input schema.", "additionalProperties": true}
+                },
+                "required": ["server", "tool"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            LIST_RESOURCES,
+            "Lists a server's resources and resource templates (every ready server's when `server` is left out). Read one with `read-resource`.",
+            json!({"type": "object", "properties": {"server": server}, "additionalProperties": false}),
+        ),
+        tool(
+            READ_RESOURCE,
+            "Reads one resource of a server by its URI.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": server,
+                    "uri": {"type": "string", "description": "The resource's URI, as `list-resources` shows it."}
+                },
+                "required": ["server", "uri"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            RELOAD_CONFIG,
+            "Reads the gateway file again and applies it: servers added are started, servers removed are stopped, the others are restarted with their new settings. Reports what changed.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+    ]
+}
+
+/// Runs one meta tool; every failure is a tool error.
+async fn call(shared: &Shared, params: CallToolParams, context: &RequestContext) -> CallToolResult {
+    let args = Args(params.arguments.unwrap_or_default());
+    let outcome = match params.name.as_str() {
+        LIST_SERVERS => Ok(list_servers(shared)),
+        LIST_TOOLS => list_tools(shared, &args).await,
+        CALL_TOOL => call_tool(shared, &args, context).await,
+        LIST_RESOURCES => list_resources(shared, &args).await,
+        READ_RESOURCE => read_resource(shared, &args).await,
+        RELOAD_CONFIG => reload(shared).await,
+        other => Err(tool_error(
+            ErrorKind::UnknownTool,
+            &format!(
+                "no meta tool `{other}`; the tools are {}",
+                tools_list()
+                    .iter()
+                    .map(|t| format!("`{}`", t.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    };
+    outcome.unwrap_or_else(|error| error)
+}
+
+/// A tool's arguments, read the way a model's mistakes deserve: each problem is an
+/// `InvalidArguments` tool error naming the field.
+struct Args(JsonObject);
+
+impl Args {
+    fn optional_str(&self, key: &str) -> Result<Option<&str>, CallToolResult> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(invalid(&format!(
+                "`{key}` must be a string, not {}",
+                json_kind(other)
+            ))),
+        }
+    }
+
+    fn required_str(&self, key: &str) -> Result<&str, CallToolResult> {
+        self.optional_str(key)?
+            .ok_or_else(|| invalid(&format!("`{key}` is required")))
+    }
+}
+
+fn invalid(message: &str) -> CallToolResult {
+    tool_error(ErrorKind::InvalidArguments, message)
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A result for the model: the value as pretty JSON text, and as `structuredContent` for
+/// programs.
+fn json_result(value: Value) -> CallToolResult {
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut result = CallToolResult::new(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result
+}
+
+fn unavailable(error: &CallError) -> CallToolResult {
+    tool_error(call_error_kind(error), &error.to_string())
+}
+
+/// Checks that `server` is configured; an unknown id is `UpstreamUnavailable` with the ids
+/// there are, so that the model can pick one.
+fn known_server(shared: &Shared, server: &str) -> Result<(), CallToolResult> {
+    if shared.host.server_status(server).is_some() {
+        return Ok(());
+    }
+    let ids: Vec<String> = shared
+        .host
+        .status()
+        .into_iter()
+        .map(|s| format!("`{}`", s.id))
+        .collect();
+    Err(tool_error(
+        ErrorKind::UpstreamUnavailable,
+        &format!(
+            "no server `{server}`; the servers are {}",
+            if ids.is_empty() {
+                "none".to_owned()
+            } else {
+                ids.join(", ")
+            }
+        ),
     ))
+}
+
+fn list_servers(shared: &Shared) -> CallToolResult {
+    let file = shared.file();
+    let servers: Vec<Value> = shared
+        .host
+        .status()
+        .into_iter()
+        .map(|s| {
+            let description = file
+                .mcp_servers
+                .get(&s.id)
+                .and_then(|u| u.description.clone());
+            json!({
+                "id": s.id,
+                "description": description,
+                "transport": s.transport,
+                "state": s.state.as_str(),
+                "tools": s.tools,
+                "lastError": s.last_error,
+            })
+        })
+        .collect();
+    json_result(json!({ "servers": servers }))
+}
+
+async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
+    let servers: Vec<String> = match args.optional_str("server")? {
+        Some(server) => {
+            known_server(shared, server)?;
+            let status = shared.host.server_status(server);
+            if let Some(status) = status.filter(|s| s.state != ServerState::Ready) {
+                return Err(tool_error(
+                    ErrorKind::UpstreamUnavailable,
+                    &format!(
+                        "server `{server}` is not ready (state {}){}",
+                        status.state,
+                        status
+                            .last_error
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+            vec![server.to_owned()]
+        }
+        None => shared
+            .host
+            .status()
+            .into_iter()
+            .filter(|s| s.state == ServerState::Ready)
+            .map(|s| s.id)
+            .collect(),
+    };
+    let mut notes = Vec::new();
+    for server in &servers {
+        // A failed refresh keeps the list the host has; the model is told.
+        if let Err(e) = shared.refresh_if_stale(server).await {
+            notes.push(format!("the list of `{server}` may be out of date: {e}"));
+        }
+    }
+    let catalog = shared.host.catalog();
+    let mut tools = Vec::new();
+    for server in &servers {
+        for t in catalog.server_tools(server) {
+            let mut entry = json!({
+                "server": t.server,
+                "name": t.tool,
+                "description": t.source.description.as_deref().map(|d| mcp_host::catalog::clean_text(d, 4096)),
+                "inputSchema": *t.parameters,
+            });
+            if let Some(title) = &t.source.title {
+                entry["title"] = json!(mcp_host::catalog::clean_text(title, 256));
+            }
+            if let Some(annotations) = &t.source.annotations {
+                entry["annotations"] = serde_json::to_value(annotations).unwrap_or(Value::Null);
+            }
+            tools.push(entry);
+        }
+    }
+    let mut value = json!({ "tools": tools });
+    if !notes.is_empty() {
+        value["notes"] = json!(notes);
+    }
+    Ok(json_result(value))
+}
+
+async fn call_tool(
+    shared: &Shared,
+    args: &Args,
+    context: &RequestContext,
+) -> Result<CallToolResult, CallToolResult> {
+    let server = args.required_str("server")?;
+    let tool = args.required_str("tool")?;
+    let arguments = match args.0.get("arguments") {
+        None | Some(Value::Null) => JsonObject::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(other) => {
+            return Err(invalid(&format!(
+                "`arguments` must be an object, not {}",
+                json_kind(other)
+            )));
+        }
+    };
+    known_server(shared, server)?;
+    // Only what the catalogue offers is callable: the file's `enabled_tools` and
+    // `disabled_tools` hold here as everywhere. A tool the cached list lacks may be new, so
+    // the list is fetched once more before the model is told no.
+    let offered = |shared: &Shared| {
+        shared
+            .host
+            .catalog()
+            .server_tools(server)
+            .any(|t| t.tool == tool)
+    };
+    if !offered(shared) {
+        let _ = shared.refresh_if_stale(server).await;
+        if !offered(shared) {
+            if let Some(status) = shared
+                .host
+                .server_status(server)
+                .filter(|s| s.state != ServerState::Ready)
+            {
+                return Err(tool_error(
+                    ErrorKind::UpstreamUnavailable,
+                    &format!(
+                        "server `{server}` is not ready (state {}){}",
+                        status.state,
+                        status
+                            .last_error
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+            return Err(tool_error(
+                ErrorKind::UnknownTool,
+                &format!("server `{server}` offers no tool `{tool}`; see `{LIST_TOOLS}`"),
+            ));
+        }
+    }
+    match shared
+        .call_tool(CALL_TOOL, server, tool, arguments, context)
+        .await
+    {
+        Ok(output) => Ok(output.result),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+async fn list_resources(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
+    let one = args.optional_str("server")?;
+    let servers: Vec<String> = match one {
+        Some(server) => {
+            known_server(shared, server)?;
+            vec![server.to_owned()]
+        }
+        None => shared
+            .host
+            .status()
+            .into_iter()
+            .filter(|s| s.state == ServerState::Ready)
+            .map(|s| s.id)
+            .collect(),
+    };
+    let mut resources = Vec::new();
+    let mut templates = Vec::new();
+    let mut errors = BTreeMap::new();
+    for server in &servers {
+        match shared.host.list_resources(server).await {
+            Ok(list) => {
+                for r in list {
+                    let mut value = serde_json::to_value(&r).unwrap_or(Value::Null);
+                    value["server"] = json!(server);
+                    resources.push(value);
+                }
+            }
+            // A server without resources says so with "method not found": nothing to list.
+            Err(CallError::Rpc { code, .. }) if code == mcp_protocol::code::METHOD_NOT_FOUND => {
+                continue;
+            }
+            Err(e) => {
+                if one.is_some() {
+                    return Err(unavailable(&e));
+                }
+                errors.insert(server.clone(), e.to_string());
+                continue;
+            }
+        }
+        // Templates are optional even for a server with resources.
+        if let Ok(list) = shared.host.list_resource_templates(server).await {
+            for t in list {
+                let mut value = serde_json::to_value(&t).unwrap_or(Value::Null);
+                value["server"] = json!(server);
+                templates.push(value);
+            }
+        }
+    }
+    let mut value = json!({ "resources": resources, "resourceTemplates": templates });
+    if !errors.is_empty() {
+        value["errors"] = json!(errors);
+    }
+    Ok(json_result(value))
+}
+
+async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
+    let server = args.required_str("server")?;
+    let uri = args.required_str("uri")?;
+    known_server(shared, server)?;
+    let read = shared
+        .host
+        .read_resource(server, uri)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    let content = read
+        .contents
+        .into_iter()
+        .map(|c| ContentBlock::Resource(EmbeddedResource::new(c)))
+        .collect();
+    Ok(CallToolResult::new(content))
+}
+
+/// Reads the gateway file again and applies it. The mode stays what it was at start-up (the
+/// tools a client was given cannot change under it); a new mode is reported and waits for a
+/// restart.
+async fn reload(shared: &Shared) -> Result<CallToolResult, CallToolResult> {
+    let loaded = crate::file::load(&shared.path, &shared.env, shared.oauth.as_ref())
+        .map_err(|e| tool_error(ErrorKind::InvalidArguments, &e.to_string()))?;
+    let before = shared.file();
+    let old: BTreeMap<&String, Value> = before
+        .mcp_servers
+        .iter()
+        .map(|(id, s)| (id, serde_json::to_value(s).unwrap_or(Value::Null)))
+        .collect();
+    let new: BTreeMap<&String, Value> = loaded
+        .file
+        .mcp_servers
+        .iter()
+        .map(|(id, s)| (id, serde_json::to_value(s).unwrap_or(Value::Null)))
+        .collect();
+    let added: Vec<&String> = new
+        .keys()
+        .filter(|id| !old.contains_key(*id))
+        .copied()
+        .collect();
+    let removed: Vec<&String> = old
+        .keys()
+        .filter(|id| !new.contains_key(*id))
+        .copied()
+        .collect();
+    let changed: Vec<&String> = new
+        .iter()
+        .filter(|(id, v)| old.get(*id).is_some_and(|o| o != *v))
+        .map(|(id, _)| *id)
+        .collect();
+    let mut notes = loaded.warnings.clone();
+    if loaded.mode != shared.mode {
+        notes.push(format!(
+            "mode `{}` takes effect when the gateway is restarted; it serves `{}` until then",
+            loaded.mode.as_str(),
+            shared.mode.as_str()
+        ));
+    }
+    let summary = json!({
+        "added": added,
+        "removed": removed,
+        "changed": changed,
+    });
+    shared.host.reload(loaded.entries).await;
+    for server in shared.host.status() {
+        shared.mark_listed(&server.id);
+    }
+    shared.log.line(&format!(
+        "reloaded {}: {} added, {} removed, {} changed",
+        shared.path.display(),
+        summary["added"].as_array().map_or(0, Vec::len),
+        summary["removed"].as_array().map_or(0, Vec::len),
+        summary["changed"].as_array().map_or(0, Vec::len),
+    ));
+    shared.set_file(loaded.file);
+    let mut value = summary;
+    value["servers"] = list_servers(shared)
+        .structured_content
+        .and_then(|v| v.get("servers").cloned())
+        .unwrap_or(Value::Null);
+    if !notes.is_empty() {
+        value["notes"] = json!(notes);
+    }
+    Ok(json_result(value))
 }

@@ -1,1 +1,429 @@
-//! The gateway's meta mode.
+//! The gateway's meta mode: the gateway in process in front of the testkit's fake server,
+//! talked to by our own client over a pipe (as over stdio) and over Streamable HTTP.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use mcp_gateway::{Gateway, GatewayOptions};
+use mcp_host::config::Env;
+use mcp_protocol::schema::{CallToolParams, CallToolResult, Implementation};
+use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_session::Client;
+use serde_json::{Value, json};
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!(
+            "mcp-gateway-meta-{}-{n}-{what}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The fake server as an upstream entry, with `extra` fields merged in.
+fn fake(description: &str, extra: Value) -> Value {
+    let mut entry = json!({
+        "description": description,
+        "command": mcp_testkit::fake_server().display().to_string(),
+        "permission": {"default": "allow"},
+    });
+    if let (Some(entry), Value::Object(extra)) = (entry.as_object_mut(), extra) {
+        entry.extend(extra);
+    }
+    entry
+}
+
+/// A meta-mode gateway file with these servers (and top-level `extra` fields).
+fn write_file(dir: &Path, servers: Value, extra: Value) -> PathBuf {
+    let mut file = json!({
+        "mode": "meta",
+        "mcpServers": servers,
+        "logFile": dir.join("gateway.log"),
+    });
+    if let (Some(file), Value::Object(extra)) = (file.as_object_mut(), extra) {
+        file.extend(extra);
+    }
+    let path = dir.join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    path
+}
+
+async fn start(path: &Path) -> Gateway {
+    let loaded = mcp_gateway::load(path, &Env::new(), None).unwrap();
+    Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(Implementation::new("meta-test".into(), "0".into()))
+}
+
+/// Our client on one end of an in-memory pipe, the gateway serving the other, as over stdio.
+async fn over_pipe(gateway: &Gateway) -> Client {
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (their_read, their_write) = tokio::io::split(theirs);
+    let config = gateway.server_config();
+    let handler = gateway.clone();
+    tokio::spawn(async move {
+        let _ = mcp_stdio::serve(config, their_read, their_write, handler, 8 << 20).await;
+    });
+    let (our_read, our_write) = tokio::io::split(ours);
+    mcp_stdio::connect("gateway", our_read, our_write, client_config(), 8 << 20)
+        .await
+        .unwrap()
+}
+
+/// Our client over Streamable HTTP to the gateway on a loopback port.
+async fn over_http(gateway: &Gateway) -> Client {
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let config = mcp_http::HttpServerConfig::new(gateway.server_config());
+    let served = gateway.clone();
+    tokio::spawn(async move {
+        let _ = served.serve_http(listener, config).await;
+    });
+    let url = format!("http://{addr}/mcp");
+    mcp_http::connect(mcp_http::HttpConfig::new("gateway", url), client_config())
+        .await
+        .unwrap()
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let mut params = CallToolParams::new(tool.to_owned());
+    if let Value::Object(arguments) = arguments {
+        params.arguments = Some(arguments);
+    }
+    client
+        .call_tool(params, RequestOptions::DEFAULT)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: a protocol error instead of a tool result: {e}"))
+}
+
+fn text(result: &CallToolResult) -> String {
+    let json = serde_json::to_value(result).unwrap();
+    json["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[track_caller]
+fn assert_error(result: &CallToolResult, kind: &str) {
+    assert_eq!(result.is_error, Some(true), "not an error: {result:?}");
+    assert!(
+        text(result).starts_with(&format!("{kind}: ")),
+        "expected {kind}: {result:?}"
+    );
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.clone().unwrap()
+}
+
+/// Every meta tool, through `client`.
+async fn exercise(client: &Client) {
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "list-servers",
+            "list-tools",
+            "call-tool",
+            "list-resources",
+            "read-resource",
+            "reload-config"
+        ]
+    );
+
+    let servers = structured(&call(client, "list-servers", json!({})).await);
+    let servers = servers["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 2, "{servers:?}");
+    assert_eq!(servers[0]["id"], "broken");
+    assert_eq!(servers[0]["state"], "error");
+    assert!(servers[0]["lastError"].is_string(), "{servers:?}");
+    assert_eq!(servers[1]["id"], "fake");
+    assert_eq!(servers[1]["description"], "the testkit's fake server");
+    assert_eq!(servers[1]["state"], "ready");
+    assert!(servers[1]["tools"].as_u64().unwrap() > 5, "{servers:?}");
+
+    let listed = structured(&call(client, "list-tools", json!({"server": "fake"})).await);
+    let echo = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["description"], "Returns its message");
+    assert_eq!(
+        echo["inputSchema"]["properties"]["message"]["type"],
+        "string"
+    );
+    assert_error(
+        &call(client, "list-tools", json!({"server": "broken"})).await,
+        "UpstreamUnavailable",
+    );
+    assert_error(
+        &call(client, "list-tools", json!({"server": "nope"})).await,
+        "UpstreamUnavailable",
+    );
+    assert_error(
+        &call(client, "list-tools", json!({"server": 7})).await,
+        "InvalidArguments",
+    );
+
+    // The upstream's result comes back unchanged.
+    let echoed = call(
+        client,
+        "call-tool",
+        json!({"server": "fake", "tool": "echo", "arguments": {"message": "hi"}}),
+    )
+    .await;
+    assert_eq!(echoed.is_error, None, "{echoed:?}");
+    assert_eq!(text(&echoed), "hi");
+    assert_error(
+        &call(
+            client,
+            "call-tool",
+            json!({"server": "fake", "tool": "nope"}),
+        )
+        .await,
+        "UnknownTool",
+    );
+    assert_error(
+        &call(client, "call-tool", json!({"server": "fake"})).await,
+        "InvalidArguments",
+    );
+    assert_error(
+        &call(
+            client,
+            "call-tool",
+            json!({"server": "fake", "tool": "echo", "arguments": [1]}),
+        )
+        .await,
+        "InvalidArguments",
+    );
+    assert_error(
+        &call(
+            client,
+            "call-tool",
+            json!({"server": "broken", "tool": "echo"}),
+        )
+        .await,
+        "UpstreamUnavailable",
+    );
+    assert_error(
+        &call(client, "no-such-tool", json!({})).await,
+        "UnknownTool",
+    );
+
+    let resources = structured(&call(client, "list-resources", json!({"server": "fake"})).await);
+    assert_eq!(resources["resources"][0]["uri"], "fake://hello");
+    assert_eq!(resources["resources"][0]["server"], "fake");
+    assert_eq!(
+        resources["resourceTemplates"][0]["uriTemplate"],
+        "fake://{name}"
+    );
+    let all = structured(&call(client, "list-resources", json!({})).await);
+    assert_eq!(all["resources"].as_array().unwrap().len(), 1, "{all}");
+
+    let read = call(
+        client,
+        "read-resource",
+        json!({"server": "fake", "uri": "fake://hello"}),
+    )
+    .await;
+    let read = serde_json::to_value(&read).unwrap();
+    assert_eq!(read["content"][0]["type"], "resource", "{read}");
+    assert_eq!(read["content"][0]["resource"]["uri"], "fake://hello");
+    assert_error(
+        &call(
+            client,
+            "read-resource",
+            json!({"server": "fake", "uri": "other://x"}),
+        )
+        .await,
+        "UpstreamCallError",
+    );
+    assert_error(
+        &call(client, "read-resource", json!({"server": "fake"})).await,
+        "InvalidArguments",
+    );
+}
+
+fn two_servers() -> Value {
+    json!({
+        "fake": fake("the testkit's fake server", json!({})),
+        "broken": fake("exits at once", json!({"args": ["--exit-on-start", "3"]})),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_meta_tool_over_a_pipe() {
+    let dir = TempDir::new("pipe");
+    let gateway = start(&write_file(&dir.0, two_servers(), json!({}))).await;
+    let client = over_pipe(&gateway).await;
+    exercise(&client).await;
+    let log = std::fs::read_to_string(dir.0.join("gateway.log")).unwrap();
+    assert!(log.contains("meta mode: 2 upstream servers"), "{log}");
+    assert!(log.contains("call call-tool fake/echo"), "{log}");
+    assert!(
+        !log.contains("\"hi\""),
+        "arguments stay out of the log: {log}"
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_meta_tool_over_http() {
+    let dir = TempDir::new("http");
+    let gateway = start(&write_file(&dir.0, two_servers(), json!({}))).await;
+    let client = over_http(&gateway).await;
+    exercise(&client).await;
+    gateway.shutdown().await;
+}
+
+/// The pid the fake server reports: the same before and after means it was never restarted.
+async fn upstream_pid(client: &Client) -> String {
+    let result = call(
+        client,
+        "call-tool",
+        json!({"server": "fake", "tool": "pid"}),
+    )
+    .await;
+    assert_eq!(result.is_error, None, "{result:?}");
+    text(&result)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_rule_refuses_the_call_before_the_upstream() {
+    let dir = TempDir::new("deny");
+    let servers = json!({"fake": fake("f", json!({
+        "permission": {"default": "allow", "tools": {"crash": "deny"}},
+    }))});
+    let gateway = start(&write_file(&dir.0, servers, json!({}))).await;
+    let client = over_pipe(&gateway).await;
+    let pid = upstream_pid(&client).await;
+    // Had `crash` reached the server, it would have exited and been restarted.
+    let refused = call(
+        &client,
+        "call-tool",
+        json!({"server": "fake", "tool": "crash"}),
+    )
+    .await;
+    assert_error(&refused, "UpstreamCallError");
+    assert!(text(&refused).contains("denied"), "{refused:?}");
+    assert_eq!(upstream_pid(&client).await, pid);
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unattended_deny_refuses_what_would_ask_and_keeps_allow_rules() {
+    let dir = TempDir::new("unattended");
+    let servers = json!({"fake": fake("f", json!({
+        "permission": {"default": "ask", "tools": {"pid": "allow"}},
+    }))});
+    let gateway = start(&write_file(&dir.0, servers, json!({"unattended": "deny"}))).await;
+    let client = over_pipe(&gateway).await;
+    let pid = upstream_pid(&client).await;
+    let refused = call(
+        &client,
+        "call-tool",
+        json!({"server": "fake", "tool": "crash"}),
+    )
+    .await;
+    assert_error(&refused, "UpstreamCallError");
+    assert!(text(&refused).contains("denied"), "{refused:?}");
+    assert_eq!(upstream_pid(&client).await, pid);
+    gateway.shutdown().await;
+
+    // The same rules with `unattended` left at `allow`: the asking tool runs.
+    let dir = TempDir::new("attended");
+    let servers = json!({"fake": fake("f", json!({
+        "permission": {"default": "ask"},
+    }))});
+    let gateway = start(&write_file(&dir.0, servers, json!({}))).await;
+    let client = over_pipe(&gateway).await;
+    let echoed = call(
+        &client,
+        "call-tool",
+        json!({"server": "fake", "tool": "echo", "arguments": {"message": "ok"}}),
+    )
+    .await;
+    assert_eq!(text(&echoed), "ok");
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_applies_the_file_and_says_what_changed() {
+    let dir = TempDir::new("reload");
+    let path = write_file(
+        &dir.0,
+        json!({"fake": fake("f", json!({})), "gone": fake("g", json!({}))}),
+        json!({}),
+    );
+    let gateway = start(&path).await;
+    let client = over_pipe(&gateway).await;
+
+    write_file(
+        &dir.0,
+        json!({
+            "fake": fake("f", json!({"disabled_tools": ["echo"]})),
+            "new": fake("n", json!({})),
+        }),
+        json!({}),
+    );
+    let report = structured(&call(&client, "reload-config", json!({})).await);
+    assert_eq!(report["added"], json!(["new"]), "{report}");
+    assert_eq!(report["removed"], json!(["gone"]), "{report}");
+    assert_eq!(report["changed"], json!(["fake"]), "{report}");
+    let ids: Vec<&str> = report["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["fake", "new"]);
+
+    // The new entry holds: `echo` is no longer offered, and the new server is.
+    assert_error(
+        &call(
+            &client,
+            "call-tool",
+            json!({"server": "fake", "tool": "echo", "arguments": {"message": "x"}}),
+        )
+        .await,
+        "UnknownTool",
+    );
+    let echoed = call(
+        &client,
+        "call-tool",
+        json!({"server": "new", "tool": "echo", "arguments": {"message": "x"}}),
+    )
+    .await;
+    assert_eq!(text(&echoed), "x");
+
+    // A file that no longer parses leaves everything as it was.
+    std::fs::write(&path, "{ not json").unwrap();
+    let failed = call(&client, "reload-config", json!({})).await;
+    assert_error(&failed, "InvalidArguments");
+    assert!(text(&failed).contains("gateway.json"), "{failed:?}");
+    let servers = structured(&call(&client, "list-servers", json!({})).await);
+    assert_eq!(servers["servers"].as_array().unwrap().len(), 2);
+    gateway.shutdown().await;
+}
