@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use mcp_host::{CallError, HostEvent, ServerState};
 use mcp_protocol::schema::{
@@ -27,7 +28,7 @@ use mcp_protocol::schema::{
     ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, method,
 };
 use mcp_protocol::{ErrorObject, JsonObject, RawJson, RequestOptions, code};
-use mcp_session::{Client, RequestContext, SessionKey};
+use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
 use crate::server::{Shared, call_error_kind, encode, tool_error};
@@ -41,7 +42,14 @@ const MAX_PAGES: usize = 100;
 pub(crate) struct State {
     resources: Mutex<HashMap<String, String>>,
     templates: Mutex<HashMap<String, String>>,
+    /// The client of the last call that ended on each upstream, and when: a log entry the
+    /// upstream sent during that call may be relayed only after its answer (they travel
+    /// separately through the host), and belongs to that client all the same.
+    ended: Mutex<HashMap<String, (Peer, Instant)>>,
 }
+
+/// How long after a call a log entry from its upstream is still taken to be about it.
+const LATE_ENTRY: Duration = Duration::from_secs(1);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -214,7 +222,13 @@ fn relay(shared: &Shared, event: HostEvent) {
                 }
                 ServerNotification::LoggingMessage(_)
                 | ServerNotification::ElicitationComplete(_) => {
-                    match shared.routes.waiting_on(&server) {
+                    let recent = || {
+                        lock(&shared.passthrough.ended)
+                            .get(&server)
+                            .filter(|(_, at)| at.elapsed() < LATE_ENTRY)
+                            .map(|(peer, _)| peer.clone())
+                    };
+                    match shared.routes.waiting_on(&server).or_else(recent) {
                         Some(peer) => {
                             let _ = peer.notify(&method, params);
                         }
@@ -472,10 +486,11 @@ async fn call_tool(
         ));
     };
     let arguments = call.arguments.unwrap_or_default();
-    match shared
+    let outcome = shared
         .call_tool(&call.name, &server, &tool, arguments, context)
-        .await
-    {
+        .await;
+    lock(&shared.passthrough.ended).insert(server, (context.peer.unrelated(), Instant::now()));
+    match outcome {
         Ok(out) => encode(&out.result),
         // The upstream's own JSON-RPC error, as it sent it.
         Err(CallError::Rpc { code, message, .. }) => Err(ErrorObject::new(code, message)),

@@ -1,1 +1,708 @@
-//! The gateway's passthrough mode.
+//! The gateway's passthrough mode, in process, in front of the testkit's fake stdio server and
+//! of an in-process Streamable HTTP server (`Mem`, for logging, completion and subscriptions),
+//! talked to by our own client over a pipe (as over stdio) and over Streamable HTTP.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use mcp_gateway::{Gateway, GatewayOptions};
+use mcp_host::config::Env;
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ClientRequest, ElicitationCapability, Implementation,
+    SamplingCapability, ServerCapabilities, ServerNotification, method,
+};
+use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig, code};
+use mcp_session::{Client, Handler, Incoming, RequestContext};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!(
+            "mcp-gateway-passthrough-{}-{n}-{what}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The fake stdio server as an upstream entry, with these flags.
+fn fake(args: &[&str]) -> Value {
+    json!({
+        "command": mcp_testkit::fake_server().display().to_string(),
+        "args": args,
+        "permission": {"default": "allow"},
+    })
+}
+
+/// An HTTP upstream entry.
+fn http(url: &str) -> Value {
+    json!({"type": "http", "url": url, "permission": {"default": "allow"}})
+}
+
+async fn start(dir: &TempDir, servers: Value) -> Gateway {
+    let file = json!({
+        "mode": "passthrough",
+        "mcpServers": servers,
+        "logFile": dir.0.join("gateway.log"),
+    });
+    let path = dir.0.join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    load_and_start(&path).await
+}
+
+async fn load_and_start(path: &Path) -> Gateway {
+    let loaded = mcp_gateway::load(path, &Env::new(), None).unwrap();
+    Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
+}
+
+fn plain_client() -> ClientConfig {
+    ClientConfig::new(Implementation::new("passthrough-test".into(), "0".into()))
+}
+
+/// A client that declares sampling and elicitation.
+fn able_client() -> ClientConfig {
+    let mut config = plain_client();
+    config.capabilities.sampling = Some(SamplingCapability::new());
+    config.capabilities.elicitation =
+        serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).ok();
+    config
+}
+
+/// Our client on one end of an in-memory pipe, the gateway serving the other, as over stdio.
+async fn over_pipe(gateway: &Gateway, config: ClientConfig) -> Client {
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (their_read, their_write) = tokio::io::split(theirs);
+    let server = gateway.server_config();
+    let handler = gateway.clone();
+    tokio::spawn(async move {
+        let _ = mcp_stdio::serve(server, their_read, their_write, handler, 8 << 20).await;
+    });
+    let (our_read, our_write) = tokio::io::split(ours);
+    mcp_stdio::connect("gateway", our_read, our_write, config, 8 << 20)
+        .await
+        .unwrap()
+}
+
+/// The gateway over Streamable HTTP on a loopback port, optionally behind a bearer token;
+/// returns its URL.
+async fn serve_http(gateway: &Gateway, bearer: Option<&str>) -> String {
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut config = mcp_http::HttpServerConfig::new(gateway.server_config());
+    config.bearer_token = bearer.map(str::to_owned);
+    let served = gateway.clone();
+    tokio::spawn(async move {
+        let _ = served.serve_http(listener, config).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+async fn over_http(gateway: &Gateway, config: ClientConfig) -> Client {
+    let url = serve_http(gateway, None).await;
+    mcp_http::connect(mcp_http::HttpConfig::new("gateway", url), config)
+        .await
+        .unwrap()
+}
+
+async fn raw(client: &Client, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    let params = RawJson::encode(&params).unwrap();
+    match client
+        .request_raw(method, Some(params), RequestOptions::DEFAULT, None)
+        .await
+    {
+        Ok(raw) => Ok(raw.decode::<Value>().unwrap()),
+        Err(e) => match e.protocol() {
+            mcp_protocol::Error::Rpc { error, .. } => Err(error.clone()),
+            other => panic!("{method}: not a JSON-RPC error: {other}"),
+        },
+    }
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let mut params = CallToolParams::new(tool.to_owned());
+    if let Value::Object(arguments) = arguments {
+        params.arguments = Some(arguments);
+    }
+    client
+        .call_tool(params, RequestOptions::DEFAULT)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+fn text(result: &CallToolResult) -> String {
+    let json = serde_json::to_value(result).unwrap();
+    json["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Waits (up to 5 s) for a notification of `method`, skipping the others.
+async fn notification(rx: &mut mpsc::Receiver<Incoming>, method: &str) -> ServerNotification {
+    let wait = async {
+        loop {
+            match rx.recv().await {
+                Some(Incoming::Notification(n)) if n.method() == method => return n,
+                Some(_) => {}
+                None => panic!("the session ended before {method}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no {method} within 5 s"))
+}
+
+/// Whether a notification of `method` arrives within `wait`.
+async fn arrives(rx: &mut mpsc::Receiver<Incoming>, method: &str, wait: Duration) -> bool {
+    tokio::time::timeout(wait, async {
+        loop {
+            match rx.recv().await {
+                Some(Incoming::Notification(n)) if n.method() == method => return,
+                Some(_) => {}
+                None => std::future::pending::<()>().await,
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// Everything a single fake upstream offers, through `client`, names unchanged.
+async fn exercise_one_fake(client: &Client) {
+    let caps = &client.server_info().capabilities;
+    assert!(caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true));
+    assert!(caps.resources.is_some() && caps.prompts.is_some() && caps.logging.is_some());
+
+    // Every tool in one page, as the upstream named and described them, schemas included.
+    let listed = raw(client, "tools/list", json!({})).await.unwrap();
+    assert!(listed.get("nextCursor").is_none(), "{listed}");
+    let tools = listed["tools"].as_array().unwrap();
+    assert!(
+        tools.len() > 20,
+        "the fake's tools and the 5 generated ones"
+    );
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    assert_eq!(echo["inputSchema"]["type"], "object");
+    assert!(tools.iter().any(|t| t["name"] == "tool_00004"));
+
+    assert_eq!(
+        text(&call(client, "echo", json!({"message": "hi"})).await),
+        "hi"
+    );
+    let unknown = raw(
+        client,
+        "tools/call",
+        json!({"name": "nope", "arguments": {}}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(unknown.code, code::INVALID_PARAMS);
+
+    let resources = raw(client, "resources/list", json!({})).await.unwrap();
+    assert_eq!(resources["resources"][0]["uri"], "fake://hello");
+    let read = raw(client, "resources/read", json!({"uri": "fake://hello"}))
+        .await
+        .unwrap();
+    assert_eq!(read["contents"][0]["text"], "contents of fake://hello");
+    // The upstream's own error, code and all.
+    let missing = raw(client, "resources/read", json!({"uri": "other://x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, code::RESOURCE_NOT_FOUND);
+    let templates = raw(client, "resources/templates/list", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        templates["resourceTemplates"][0]["uriTemplate"],
+        "fake://{name}"
+    );
+
+    let prompts = raw(client, "prompts/list", json!({})).await.unwrap();
+    assert_eq!(prompts["prompts"][0]["name"], "greet");
+    let prompt = raw(
+        client,
+        "prompts/get",
+        json!({"name": "greet", "arguments": {"name": "Ada"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(prompt["messages"][0]["content"]["text"], "Hello, Ada!");
+
+    raw(client, "ping", json!({})).await.unwrap();
+
+    // Progress comes back under the client's own token.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut params = CallToolParams::new("progress".to_owned());
+    params.arguments = json!({"steps": 3, "delay_ms": 10}).as_object().cloned();
+    let result = client
+        .request_with_progress::<method::CallTool>(&params, RequestOptions::DEFAULT, Some(tx))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "3 steps");
+    let mut seen = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        seen.push(serde_json::to_value(&p.progress).unwrap());
+    }
+    assert_eq!(seen, [json!(1), json!(2), json!(3)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_upstream_passes_through_unchanged_over_pipe_and_http() {
+    let dir = TempDir::new("one");
+    let gateway = start(
+        &dir,
+        json!({"fake": fake(&["--tools", "5", "--page-size", "4"])}),
+    )
+    .await;
+    exercise_one_fake(&over_pipe(&gateway, plain_client()).await).await;
+    exercise_one_fake(&over_http(&gateway, plain_client()).await).await;
+    gateway.shutdown().await;
+}
+
+/// Answers the server requests that reach `client`: sampling and elicitation with canned
+/// results.
+fn answer_requests(client: &Client) {
+    let mut incoming = client.take_incoming().unwrap();
+    let client = client.clone();
+    tokio::spawn(async move {
+        while let Some(item) = incoming.recv().await {
+            if let Incoming::Request { id, request } = item {
+                let result = match request.method() {
+                    "sampling/createMessage" => json!({
+                        "role": "assistant", "model": "test",
+                        "content": {"type": "text", "text": "sampled by the client"},
+                    }),
+                    "elicitation/create" => {
+                        json!({"action": "accept", "content": {"name": "Ada"}})
+                    }
+                    _ => json!({}),
+                };
+                let _ = client.respond(&id, Ok(RawJson::encode(&result).unwrap()));
+            }
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_requests_reach_only_a_client_that_declared_them() {
+    let dir = TempDir::new("requests");
+    let gateway = start(&dir, json!({"fake": fake(&[])})).await;
+    for over_http_too in [false, true] {
+        let (able, plain) = if over_http_too {
+            (
+                over_http(&gateway, able_client()).await,
+                over_http(&gateway, plain_client()).await,
+            )
+        } else {
+            (
+                over_pipe(&gateway, able_client()).await,
+                over_pipe(&gateway, plain_client()).await,
+            )
+        };
+        answer_requests(&able);
+        let sampled = text(&call(&able, "sample", json!({})).await);
+        assert!(sampled.contains("sampled by the client"), "{sampled}");
+        let elicited = text(&call(&able, "elicit", json!({})).await);
+        assert!(elicited.contains("Ada"), "{elicited}");
+
+        let refused = text(&call(&plain, "sample", json!({})).await);
+        assert!(refused.contains("-32601"), "{refused}");
+        let refused = text(&call(&plain, "elicit", json!({})).await);
+        assert!(refused.contains("-32601"), "{refused}");
+    }
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_cancelled_upstream() {
+    let dir = TempDir::new("cancel");
+    let gateway = start(&dir, json!({"fake": fake(&[])})).await;
+    let client = over_http(&gateway, plain_client()).await;
+    let params = CallToolParams::new("hang".to_owned());
+    let hung = client
+        .call_tool(
+            params,
+            RequestOptions::DEFAULT.timeout(Duration::from_millis(300)),
+        )
+        .await;
+    assert!(hung.is_err_and(|e| e.is_timeout()));
+    // The client's cancellation ends the gateway's handler, which cancels the upstream call.
+    let mut stats = String::new();
+    for _ in 0..50 {
+        stats = text(&call(&client, "stats", json!({})).await);
+        if stats == "cancelled=1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(stats, "cancelled=1");
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_list_change_reaches_every_client() {
+    let dir = TempDir::new("changed");
+    let gateway = start(&dir, json!({"fake": fake(&[])})).await;
+    let a = over_pipe(&gateway, plain_client()).await;
+    let b = over_http(&gateway, plain_client()).await;
+    let mut a_in = a.take_incoming().unwrap();
+    let mut b_in = b.take_incoming().unwrap();
+    let before = a.list_all_tools().await.unwrap().len();
+    b.list_all_tools().await.unwrap();
+    assert_eq!(text(&call(&a, "grow", json!({})).await), "one more tool");
+    notification(&mut a_in, "notifications/tools/list_changed").await;
+    notification(&mut b_in, "notifications/tools/list_changed").await;
+    // The host listed the tools again before saying so.
+    assert_eq!(b.list_all_tools().await.unwrap().len(), before + 1);
+    gateway.shutdown().await;
+}
+
+/// An in-process upstream over Streamable HTTP with what the fake lacks: log entries,
+/// completion, resource subscriptions and updates.
+#[derive(Clone, Default)]
+struct Mem;
+
+fn mem_config() -> ServerConfig {
+    let mut config = ServerConfig::new(Implementation::new("mem".into(), "0".into()));
+    config.capabilities = serde_json::from_value::<ServerCapabilities>(json!({
+        "tools": {}, "resources": {"subscribe": true}, "prompts": {},
+        "completions": {}, "logging": {},
+    }))
+    .unwrap();
+    config.instructions = Some("mem keeps things in memory".into());
+    config
+}
+
+fn tool_text(s: &str) -> Value {
+    json!({"content": [{"type": "text", "text": s}]})
+}
+
+impl Handler for Mem {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let result = match request {
+            ClientRequest::ListTools(_) => json!({"tools": [
+                {"name": "log", "inputSchema": {"type": "object"}},
+                {"name": "touch", "inputSchema": {"type": "object", "properties": {"uri": {"type": "string"}}}},
+            ]}),
+            ClientRequest::CallTool(p) => match p.name.as_str() {
+                "log" => {
+                    let entry = json!({"level": "info", "logger": "mem", "data": "hello from mem"});
+                    let _ = context
+                        .peer
+                        .notify("notifications/message", RawJson::encode(&entry).ok());
+                    tool_text("logged")
+                }
+                "touch" => {
+                    let uri = p
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("uri"))
+                        .cloned()
+                        .unwrap_or_default();
+                    let _ = context.peer.unrelated().notify(
+                        "notifications/resources/updated",
+                        RawJson::encode(&json!({"uri": uri})).ok(),
+                    );
+                    tool_text("touched")
+                }
+                other => return Err(ErrorObject::new(code::INVALID_PARAMS, other.to_owned())),
+            },
+            ClientRequest::ListResources(_) => {
+                json!({"resources": [{"uri": "mem://a", "name": "a"}]})
+            }
+            ClientRequest::ListResourceTemplates(_) => {
+                json!({"resourceTemplates": [{"uriTemplate": "mem://{name}", "name": "mem"}]})
+            }
+            ClientRequest::ReadResource(p) if p.uri.starts_with("mem://") => {
+                json!({"contents": [{"uri": p.uri, "text": format!("mem holds {}", p.uri)}]})
+            }
+            ClientRequest::ReadResource(p) => {
+                return Err(ErrorObject::new(
+                    code::RESOURCE_NOT_FOUND,
+                    format!("not mine: {}", p.uri),
+                ));
+            }
+            ClientRequest::Subscribe(_) | ClientRequest::Unsubscribe(_) => json!({}),
+            ClientRequest::ListPrompts(_) => json!({"prompts": [{"name": "greet"}]}),
+            ClientRequest::GetPrompt(_) => json!({"messages": [
+                {"role": "user", "content": {"type": "text", "text": "mem greets"}}
+            ]}),
+            ClientRequest::Complete(p) => json!({"completion": {
+                "values": [format!("mem-{}", p.argument.value)], "hasMore": false
+            }}),
+            ClientRequest::SetLevel(_) => json!({}),
+            other => {
+                return Err(ErrorObject::new(
+                    code::METHOD_NOT_FOUND,
+                    other.method().to_owned(),
+                ));
+            }
+        };
+        Ok(RawJson::encode(&result).unwrap())
+    }
+}
+
+async fn start_mem() -> String {
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = mcp_http::serve_http(listener, mcp_http::HttpServerConfig::new(mem_config()), Mem)
+            .await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logging_completion_and_subscriptions_pass_through() {
+    let dir = TempDir::new("mem");
+    let gateway = start(&dir, json!({"mem": http(&start_mem().await)})).await;
+    let a = over_http(&gateway, plain_client()).await;
+    let b = over_pipe(&gateway, plain_client()).await;
+    assert_eq!(
+        a.server_info().instructions.as_deref(),
+        Some("mem keeps things in memory")
+    );
+    let caps = &a.server_info().capabilities;
+    assert!(caps.completions.is_some() && caps.logging.is_some());
+    assert_eq!(
+        caps.resources.as_ref().and_then(|r| r.subscribe),
+        Some(true)
+    );
+    let mut a_in = a.take_incoming().unwrap();
+    let mut b_in = b.take_incoming().unwrap();
+
+    raw(&a, "logging/setLevel", json!({"level": "info"}))
+        .await
+        .unwrap();
+    let completed = raw(
+        &a,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "x", "value": "pa"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(completed["completion"]["values"][0], "mem-pa");
+
+    // A log entry goes to the client whose call it belongs to.
+    b.list_all_tools().await.unwrap();
+    assert_eq!(text(&call(&a, "log", json!({})).await), "logged");
+    let ServerNotification::LoggingMessage(entry) =
+        notification(&mut a_in, "notifications/message").await
+    else {
+        unreachable!()
+    };
+    assert_eq!(entry.data, "hello from mem");
+    assert!(
+        !arrives(
+            &mut b_in,
+            "notifications/message",
+            Duration::from_millis(300)
+        )
+        .await
+    );
+
+    // resources/updated reaches the subscribed client only.
+    raw(&a, "resources/subscribe", json!({"uri": "mem://a"}))
+        .await
+        .unwrap();
+    call(&b, "touch", json!({"uri": "mem://a"})).await;
+    let ServerNotification::ResourceUpdated(updated) =
+        notification(&mut a_in, "notifications/resources/updated").await
+    else {
+        unreachable!()
+    };
+    assert_eq!(updated.uri, "mem://a");
+    assert!(
+        !arrives(
+            &mut b_in,
+            "notifications/resources/updated",
+            Duration::from_millis(300)
+        )
+        .await
+    );
+    raw(&a, "resources/unsubscribe", json!({"uri": "mem://a"}))
+        .await
+        .unwrap();
+    call(&b, "touch", json!({"uri": "mem://a"})).await;
+    assert!(
+        !arrives(
+            &mut a_in,
+            "notifications/resources/updated",
+            Duration::from_millis(300)
+        )
+        .await
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_upstreams_are_namespaced_and_routed() {
+    let dir = TempDir::new("several");
+    let gateway = start(
+        &dir,
+        json!({"fake": fake(&[]), "mem": http(&start_mem().await)}),
+    )
+    .await;
+    for client in [
+        over_pipe(&gateway, plain_client()).await,
+        over_http(&gateway, plain_client()).await,
+    ] {
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(tools.iter().all(|t| t.name.starts_with("mcp__")));
+        assert!(tools.iter().any(|t| t.name == "mcp__fake__echo"));
+        assert!(tools.iter().any(|t| t.name == "mcp__mem__log"));
+        assert_eq!(
+            text(&call(&client, "mcp__fake__echo", json!({"message": "ns"})).await),
+            "ns"
+        );
+        // A bare name that only one upstream has resolves too.
+        assert_eq!(
+            text(&call(&client, "touch", json!({"uri": "mem://b"})).await),
+            "touched"
+        );
+
+        let prompts = raw(&client, "prompts/list", json!({})).await.unwrap();
+        let names: Vec<&str> = prompts["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert_eq!(names, ["mcp__fake__greet", "mcp__mem__greet"]);
+        let got = raw(&client, "prompts/get", json!({"name": "mcp__mem__greet"}))
+            .await
+            .unwrap();
+        assert_eq!(got["messages"][0]["content"]["text"], "mem greets");
+        let got = raw(&client, "prompts/get", json!({"name": "mcp__fake__greet"}))
+            .await
+            .unwrap();
+        assert_eq!(got["messages"][0]["content"]["text"], "Hello, world!");
+
+        // Resources keep their URIs and go to the upstream that listed them (or whose
+        // template fits), else to whichever has them.
+        let listed = raw(&client, "resources/list", json!({})).await.unwrap();
+        assert_eq!(listed["resources"].as_array().unwrap().len(), 2);
+        let read = raw(&client, "resources/read", json!({"uri": "fake://hello"}))
+            .await
+            .unwrap();
+        assert_eq!(read["contents"][0]["text"], "contents of fake://hello");
+        let read = raw(&client, "resources/read", json!({"uri": "mem://zzz"}))
+            .await
+            .unwrap();
+        assert_eq!(read["contents"][0]["text"], "mem holds mem://zzz");
+        let completed = raw(
+            &client,
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "mcp__mem__greet"}, "argument": {"name": "x", "value": "q"}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(completed["completion"]["values"][0], "mem-q");
+    }
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_upstream_down_leaves_the_other_working() {
+    let dir = TempDir::new("down");
+    let gateway = start(
+        &dir,
+        json!({"fake": fake(&[]), "broken": fake(&["--exit-on-start", "3"])}),
+    )
+    .await;
+    let client = over_http(&gateway, plain_client()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__fake__echo"));
+    assert!(!tools.iter().any(|t| t.name.starts_with("mcp__broken__")));
+    assert_eq!(
+        text(&call(&client, "mcp__fake__echo", json!({"message": "up"})).await),
+        "up"
+    );
+    let refused = raw(
+        &client,
+        "tools/call",
+        json!({"name": "mcp__broken__echo", "arguments": {}}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code, code::INVALID_PARAMS);
+    let read = raw(&client, "resources/read", json!({"uri": "fake://hello"}))
+        .await
+        .unwrap();
+    assert_eq!(read["contents"][0]["text"], "contents of fake://hello");
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_upstream_ready_still_declares_tools_resources_and_prompts() {
+    let dir = TempDir::new("none");
+    let gateway = start(&dir, json!({"broken": fake(&["--exit-on-start", "3"])})).await;
+    let client = over_pipe(&gateway, plain_client()).await;
+    let caps = &client.server_info().capabilities;
+    assert!(caps.tools.is_some() && caps.resources.is_some() && caps.prompts.is_some());
+    assert!(client.list_all_tools().await.unwrap().is_empty());
+    gateway.shutdown().await;
+}
+
+/// SPEC.md §10: the token a client presents to an HTTP gateway (`--bearer-token-env`) is the
+/// gateway's own and never reaches an upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_token_is_not_passed_upstream() {
+    let upstream = mcp_testkit::fake_http::FakeHttp::start().await;
+    let dir = TempDir::new("token");
+    let gateway = start(&dir, json!({"up": http(&upstream.url)})).await;
+    let url = serve_http(&gateway, Some("front-door-secret")).await;
+
+    let refused = mcp_http::connect(
+        mcp_http::HttpConfig::new("gateway", url.clone()),
+        plain_client(),
+    )
+    .await;
+    assert!(refused.is_err(), "the gateway wants its token");
+
+    let mut config = mcp_http::HttpConfig::new("gateway", url);
+    config.auth = Some(std::sync::Arc::new(
+        mcp_http::StaticAuth::bearer("front-door-secret").unwrap(),
+    ));
+    let client = mcp_http::connect(config, plain_client()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools[0].name, "echo");
+    call(&client, "echo", json!({})).await;
+
+    let seen = upstream.seen();
+    assert!(seen.iter().any(|s| s.body["method"] == "tools/call"));
+    for s in &seen {
+        assert!(
+            s.headers.get("authorization").is_none(),
+            "the upstream saw an Authorization header: {:?}",
+            s.headers
+        );
+        assert!(
+            !format!("{:?}", s.headers).contains("front-door-secret"),
+            "the client's token reached the upstream"
+        );
+    }
+    gateway.shutdown().await;
+}
