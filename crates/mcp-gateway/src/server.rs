@@ -344,6 +344,8 @@ pub(crate) enum ErrorKind {
     ToolDisabled,
     UpstreamUnavailable,
     UpstreamCallError,
+    /// The permission rules (or `unattended`) refused the call; it never reached the upstream.
+    PermissionDenied,
     SchemaFetchError,
     InvalidArguments,
 }
@@ -356,6 +358,7 @@ impl ErrorKind {
             Self::ToolDisabled => "ToolDisabled",
             Self::UpstreamUnavailable => "UpstreamUnavailable",
             Self::UpstreamCallError => "UpstreamCallError",
+            Self::PermissionDenied => "PermissionDenied",
             Self::SchemaFetchError => "SchemaFetchError",
             Self::InvalidArguments => "InvalidArguments",
         }
@@ -382,6 +385,7 @@ pub(crate) fn call_error_kind(error: &CallError) -> ErrorKind {
             ErrorKind::UpstreamUnavailable
         }
         CallError::UnknownTool { .. } => ErrorKind::UnknownTool,
+        CallError::Denied { .. } => ErrorKind::PermissionDenied,
         _ => ErrorKind::UpstreamCallError,
     }
 }

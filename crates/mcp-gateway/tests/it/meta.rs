@@ -326,7 +326,7 @@ async fn a_deny_rule_refuses_the_call_before_the_upstream() {
         json!({"server": "fake", "tool": "crash"}),
     )
     .await;
-    assert_error(&refused, "UpstreamCallError");
+    assert_error(&refused, "PermissionDenied");
     assert!(text(&refused).contains("denied"), "{refused:?}");
     assert_eq!(upstream_pid(&client).await, pid);
     gateway.shutdown().await;
@@ -347,7 +347,7 @@ async fn unattended_deny_refuses_what_would_ask_and_keeps_allow_rules() {
         json!({"server": "fake", "tool": "crash"}),
     )
     .await;
-    assert_error(&refused, "UpstreamCallError");
+    assert_error(&refused, "PermissionDenied");
     assert!(text(&refused).contains("denied"), "{refused:?}");
     assert_eq!(upstream_pid(&client).await, pid);
     gateway.shutdown().await;
