@@ -677,9 +677,14 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
         );
     }
     for r in results {
-        let role = match r.leg.role {
-            Role::Client => "client scenarios, run with `mcp-conformance-client`",
-            Role::Server => "server scenarios, run against `mcp-conformance-server`",
+        let role = match (r.leg.role, r.leg.target) {
+            (Role::Client, _) => "client scenarios, run with `mcp-conformance-client`",
+            (Role::Server, Target::Direct) => {
+                "server scenarios, run against `mcp-conformance-server`"
+            }
+            (Role::Server, Target::Gateway) => {
+                "server scenarios, run through `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`"
+            }
         };
         let selection = match r.leg.tag {
             Some("extension") => "the extension scenarios".to_owned(),
