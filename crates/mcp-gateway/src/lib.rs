@@ -14,7 +14,7 @@
 //! - **meta** (seed 003): tools about the servers, for agents that cannot load tools
 //!   dynamically.
 //!
-//! [`file`] reads the gateway file and generates its JSON Schema; [`budget`] measures what
+//! [`file`](mod@file) reads the gateway file and generates its JSON Schema; [`budget`] measures what
 //! each way of exposing the tools costs a model.
 //!
 //! # Optional features
