@@ -27,6 +27,19 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A token store in a fresh directory of its own.
+fn new_store(name: &str) -> AuthStore {
+    AuthStore::new(temp_dir(name).join("mcp-auth.json"))
+}
+
+/// A context whose logins go through on their own: its user agent follows the authorization
+/// URL with the context's own fetcher, as a browser and a user who consents would.
+fn logging_in(store: Option<AuthStore>) -> OAuthContext {
+    let ctx = OAuthContext::new(store).unwrap();
+    ctx.clone()
+        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())))
+}
+
 fn host() -> Host {
     Host::new(HostOptions::new(
         Implementation::new("oauth-test".into(), "0".into()),
@@ -59,14 +72,10 @@ async fn echo(host: &Host) -> Result<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_store_reuse_and_refresh() {
     let fake = FakeAuth::start(FakeAuthOptions::default()).await;
-    let dir = temp_dir("login");
-    let store = AuthStore::new(dir.join("mcp-auth.json"));
+    let store = new_store("login");
 
     // First run: no token; the 401 leads to discovery, registration, login.
-    let ctx = OAuthContext::new(Some(store.clone())).unwrap();
-    let ctx = ctx
-        .clone()
-        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())));
+    let ctx = logging_in(Some(store.clone()));
     let host1 = host();
     host1.start(vec![entry(&fake, &ctx)]).await;
     let status = host1.server_status("remote").unwrap();
@@ -151,10 +160,7 @@ async fn no_metadata_suggests_a_static_header() {
         ..FakeAuthOptions::default()
     })
     .await;
-    let ctx = OAuthContext::new(None).unwrap();
-    let ctx = ctx
-        .clone()
-        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())));
+    let ctx = logging_in(None);
     let host = host();
     host.start(vec![entry(&fake, &ctx)]).await;
     let status = host.server_status("remote").unwrap();
@@ -176,14 +182,9 @@ async fn two_processes_never_refresh_the_same_token_at_once() {
         ..FakeAuthOptions::default()
     })
     .await;
-    let dir = temp_dir("shared");
-    let store = AuthStore::new(dir.join("mcp-auth.json"));
+    let store = new_store("shared");
     let url = Url::parse(&fake.url()).unwrap();
-    let first = OAuthContext::new(Some(store.clone())).unwrap();
-    let first = first
-        .clone()
-        .with_user_agent(Arc::new(AutoFollow::new(first.fetcher().clone())));
-    first
+    logging_in(Some(store.clone()))
         .hook_for("remote", url.clone(), Settings::new(url.clone()))
         .login()
         .await
@@ -302,12 +303,8 @@ async fn dpop_bound_tokens_a_proof_per_request_and_both_nonces() {
         ..FakeAuthOptions::default()
     })
     .await;
-    let dir = temp_dir("dpop");
-    let store = AuthStore::new(dir.join("mcp-auth.json"));
-    let ctx = OAuthContext::new(Some(store.clone())).unwrap();
-    let ctx = ctx
-        .clone()
-        .with_user_agent(Arc::new(AutoFollow::new(ctx.fetcher().clone())));
+    let store = new_store("dpop");
+    let ctx = logging_in(Some(store.clone()));
     let host1 = host();
     host1.start(vec![entry(&fake, &ctx)]).await;
     let status = host1.server_status("remote").unwrap();
