@@ -13,7 +13,9 @@ use mcp_oauth::{
 };
 use sha2::Digest as _;
 
-use crate::fake::{AS, CIMD, Config, IDP, MCP, ORIGIN, Prm, World, block_on, challenge, settings};
+use crate::fake::{
+    AS, CIMD, Config, IDP, MCP, ORIGIN, Prm, SIGNATURE_B64, World, block_on, challenge, settings,
+};
 
 fn unauthorized(world: &World, auth: &mut Authorizer) -> Result<(), AuthError> {
     let header = challenge(world);
@@ -655,7 +657,7 @@ fn client_credentials_with_basic_or_a_signed_assertion() {
         token
             .form("client_assertion")
             .unwrap()
-            .ends_with(".sig-secret")
+            .ends_with(&format!(".{SIGNATURE_B64}"))
     );
     let claims = world.claims.lock().unwrap()[0].clone();
     assert_eq!(claims["iss"], "machine");
@@ -832,7 +834,7 @@ fn no_secret_in_any_error_or_debug_string() {
         "reg-secret",
         "pre-registered-secret",
         "code-secret",
-        "sig-secret",
+        SIGNATURE_B64,
         "workload-jwt-secret",
         "id-token-secret",
         "id-jag-secret",

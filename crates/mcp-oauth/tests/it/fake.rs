@@ -21,6 +21,11 @@ pub(crate) const MCP: &str = "https://mcp.example.com/mcp";
 pub(crate) const ORIGIN: &str = "https://mcp.example.com";
 pub(crate) const AS: &str = "https://auth.example.com";
 pub(crate) const REDIRECT: &str = "http://127.0.0.1:33418/callback";
+/// The fake signer's signature of every client assertion; base64url, it ends the assertion
+/// as [`SIGNATURE_B64`].
+const SIGNATURE: &[u8] = b"sig-secret";
+/// [`SIGNATURE`] as the assertion carries it, base64url.
+pub(crate) const SIGNATURE_B64: &str = "c2lnLXNlY3JldA";
 pub(crate) const CIMD: &str = "https://app.example.com/client.json";
 pub(crate) const IDP: &str = "https://idp.example.com";
 
@@ -538,12 +543,9 @@ impl ClientAssertionSigner for World {
     fn sign(&self, claims_json: &[u8]) -> Result<String, String> {
         let claims: Value = serde_json::from_slice(claims_json).map_err(|e| e.to_string())?;
         self.claims.lock().unwrap().push(claims);
-        let enc = |s: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        Ok(format!(
-            "{}.{}.sig-secret",
-            enc(br#"{"alg":"ES256"}"#),
-            enc(claims_json)
-        ))
+        mcp_oauth::jws_compact(br#"{"alg":"ES256"}"#, claims_json, |_| {
+            Ok(SIGNATURE.to_vec())
+        })
     }
 }
 
