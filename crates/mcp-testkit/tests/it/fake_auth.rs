@@ -50,6 +50,31 @@ fn form(pairs: &[(&str, &str)]) -> String {
 const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
+/// A JSON document fetched with `GET`, after checking that it came with 200.
+async fn get_json(client: &Raw, url: &str) -> Value {
+    let (status, _, body) = call(client, Method::GET, url, &[], "").await;
+    assert_eq!(status, StatusCode::OK, "{url}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// A refresh-token grant at `fake`'s token endpoint for `client_id`: the status and the body.
+async fn refresh(
+    client: &Raw,
+    fake: &FakeAuth,
+    client_id: &str,
+    refresh_token: &str,
+) -> (StatusCode, String) {
+    let body = form(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("resource", &fake.resource()),
+        ("client_id", client_id),
+    ]);
+    let token_url = format!("{}/token", fake.issuer());
+    let (status, _, body) = call(client, Method::POST, &token_url, &[FORM], &body).await;
+    (status, body)
+}
+
 /// Registration, authorization with `verifier`'s challenge, and the code exchange with `sent`
 /// as the verifier: `(client_id, token answer)`.
 async fn login(client: &Raw, fake: &FakeAuth, verifier: &str, sent: &str) -> (String, Value) {
@@ -142,16 +167,12 @@ async fn the_whole_flow_by_hand() {
         .and_then(|s| s.split('"').next())
         .unwrap()
         .to_owned();
-    let (status, _, body) = call(&client, Method::GET, &prm_url, &[], "").await;
-    assert_eq!(status, StatusCode::OK);
-    let prm: Value = serde_json::from_str(&body).unwrap();
+    let prm = get_json(&client, &prm_url).await;
     assert_eq!(prm["resource"], fake.url());
     assert_eq!(prm["authorization_servers"], json!([fake.issuer()]));
 
     let meta_url = format!("{}/.well-known/oauth-authorization-server", fake.issuer());
-    let (status, _, body) = call(&client, Method::GET, &meta_url, &[], "").await;
-    assert_eq!(status, StatusCode::OK);
-    let meta: Value = serde_json::from_str(&body).unwrap();
+    let meta = get_json(&client, &meta_url).await;
     assert_eq!(meta["issuer"], fake.issuer());
     assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
 
@@ -162,7 +183,7 @@ async fn the_whole_flow_by_hand() {
     let (client_id, tokens) = login(&client, &fake, &verifier, &verifier).await;
     assert_eq!(tokens["status"], 200, "{tokens}");
     let access = tokens["access_token"].as_str().unwrap().to_owned();
-    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
 
     // With the token, a real MCP server answers.
     let bearer = format!("Bearer {access}");
@@ -173,32 +194,9 @@ async fn the_whole_flow_by_hand() {
     assert!(body.contains("fake-auth-mcp"), "{body}");
 
     // Refresh rotates: the old refresh token is dead afterwards.
-    let token_url = format!("{}/token", fake.issuer());
-    let refresh_form = |rt: &str| {
-        form(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", rt),
-            ("resource", &fake.resource()),
-            ("client_id", &client_id),
-        ])
-    };
-    let (status, _, body) = call(
-        &client,
-        Method::POST,
-        &token_url,
-        &[FORM],
-        &refresh_form(&refresh),
-    )
-    .await;
+    let (status, body) = refresh(&client, &fake, &client_id, &refresh_token).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, _, body) = call(
-        &client,
-        Method::POST,
-        &token_url,
-        &[FORM],
-        &refresh_form(&refresh),
-    )
-    .await;
+    let (status, body) = refresh(&client, &fake, &client_id, &refresh_token).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body.contains("invalid_grant"), "{body}");
 
@@ -241,31 +239,19 @@ async fn variants_move_the_documents() {
             .contains("resource_metadata")
     );
     let origin = fake.url().trim_end_matches("/mcp").to_owned();
-    let (status, _, body) = call(
+    let prm = get_json(
         &client,
-        Method::GET,
         &format!("{origin}/.well-known/oauth-protected-resource"),
-        &[],
-        "",
     )
     .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["resource"],
-        origin
-    );
+    assert_eq!(prm["resource"], origin);
     let issuer = fake.issuer();
     assert!(issuer.ends_with("/tenant1"));
-    let (status, _, body) = call(
+    let meta = get_json(
         &client,
-        Method::GET,
         &format!("{issuer}/.well-known/openid-configuration"),
-        &[],
-        "",
     )
     .await;
-    assert_eq!(status, StatusCode::OK);
-    let meta: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(meta["issuer"], "https://attacker.example.com");
     assert!(meta.get("code_challenge_methods_supported").is_none());
 
