@@ -42,12 +42,16 @@ use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientRequest, ContentBlock, ListToolsResult,
     ServerCapabilities, Tool,
 };
-use mcp_protocol::{ErrorObject, JsonObject, RawJson};
+use mcp_protocol::{ErrorObject, RawJson};
 use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
+use crate::args::{Args, invalid};
 use crate::file::{Category, GatewayFile, split_prefixed};
-use crate::server::{ErrorKind, Shared, call_error_kind, encode, tool_error};
+use crate::server::{
+    ErrorKind, Shared, call_error_kind, call_error_result, encode, tool_error,
+    tools_only_capabilities,
+};
 
 /// The tool that loads a category's definitions.
 pub(crate) const GET_TOOLS: &str = "get-category-tools";
@@ -62,7 +66,7 @@ const MAX_CATEGORY_LIST: usize = 8 << 10;
 const MAX_TOOL_DESCRIPTION: usize = 4 << 10;
 
 pub(crate) fn capabilities() -> ServerCapabilities {
-    serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default()
+    tools_only_capabilities()
 }
 
 pub(crate) fn instructions(_shared: &Shared) -> String {
@@ -472,27 +476,12 @@ pub(crate) async fn handle(
     }
 }
 
-/// A string argument, or the tool error saying what is wrong with it.
-fn string_arg<'a>(args: &'a JsonObject, name: &str) -> Result<&'a str, CallToolResult> {
-    match args.get(name) {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(tool_error(
-            ErrorKind::InvalidArguments,
-            &format!("`{name}` must be a string"),
-        )),
-        None => Err(tool_error(
-            ErrorKind::InvalidArguments,
-            &format!("`{name}` is required"),
-        )),
-    }
-}
-
 /// The category named by the arguments, or `UnknownCategory` listing the known ones.
 fn category_arg<'a>(
     file: &'a GatewayFile,
-    args: &'a JsonObject,
+    args: &'a Args,
 ) -> Result<(&'a str, &'a Category), CallToolResult> {
-    let name = string_arg(args, "category")?;
+    let name = args.required_str("category")?;
     match file.categories.get(name) {
         Some(category) => Ok((name, category)),
         None => {
@@ -529,29 +518,15 @@ fn unavailable_message(upstreams: &Upstreams, servers: &[&str]) -> String {
 }
 
 async fn get_tools(shared: &Shared, params: CallToolParams) -> CallToolResult {
-    let args = params.arguments.unwrap_or_default();
+    let args = Args(params.arguments.unwrap_or_default());
     let file = shared.file();
     let (name, category) = match category_arg(&file, &args) {
         Ok(found) => found,
         Err(e) => return e,
     };
-    let wanted: Option<Vec<&str>> = match args.get("toolNames") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => match items.iter().map(Value::as_str).collect() {
-            Some(names) => Some(names),
-            None => {
-                return tool_error(
-                    ErrorKind::InvalidArguments,
-                    "`toolNames` must be an array of strings",
-                );
-            }
-        },
-        Some(_) => {
-            return tool_error(
-                ErrorKind::InvalidArguments,
-                "`toolNames` must be an array of strings",
-            );
-        }
+    let wanted = match args.optional_strings("toolNames") {
+        Ok(wanted) => wanted,
+        Err(e) => return e,
     };
     let servers = category.upstreams();
     for server in &servers {
@@ -709,25 +684,19 @@ async fn call_tool(
     params: CallToolParams,
     context: &RequestContext,
 ) -> CallToolResult {
-    let args = params.arguments.unwrap_or_default();
+    let args = Args(params.arguments.unwrap_or_default());
     let file = shared.file();
     let (category_name, category) = match category_arg(&file, &args) {
         Ok(found) => found,
         Err(e) => return e,
     };
-    let name = match string_arg(&args, "name") {
+    let name = match args.required_str("name") {
         Ok(name) => name,
         Err(e) => return e,
     };
-    let arguments = match args.get("args") {
-        None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(_) => {
-            return tool_error(
-                ErrorKind::InvalidArguments,
-                "`args` must be an object (the tool's arguments)",
-            );
-        }
+    let arguments = match args.object("args") {
+        Ok(arguments) => arguments,
+        Err(e) => return e,
     };
     let shown_name = clean_text(name, 256);
     if is_disabled(category, name) {
@@ -756,13 +725,10 @@ async fn call_tool(
         [one] => (one.server.clone(), one.tool.name.clone(), one.shown.clone()),
         [_, _, ..] => {
             let names: Vec<&str> = found.iter().map(|x| x.shown.as_str()).collect();
-            return tool_error(
-                ErrorKind::InvalidArguments,
-                &format!(
-                    "`{shown_name}` is served by several servers of category `{category_name}`: call it by its prefixed name ({})",
-                    names.join(" or ")
-                ),
-            );
+            return invalid(&format!(
+                "`{shown_name}` is served by several servers of category `{category_name}`: call it by its prefixed name ({})",
+                names.join(" or ")
+            ));
         }
         [] => {
             if !is_configured(category, prefix, bare) {
@@ -809,7 +775,7 @@ async fn call_tool(
         .await
     {
         Ok(output) => output.result,
-        Err(e) => tool_error(call_error_kind(&e), &e.to_string()),
+        Err(e) => call_error_result(&e),
     }
 }
 

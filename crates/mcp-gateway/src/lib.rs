@@ -25,6 +25,7 @@
 //!
 //! Pre-1.0: the API may change between minor versions.
 
+mod args;
 pub mod budget;
 mod category;
 pub mod file;

@@ -16,11 +16,14 @@ use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientRequest, ContentBlock, EmbeddedResource, ListToolsResult,
     ServerCapabilities, Tool,
 };
-use mcp_protocol::{ErrorObject, JsonObject, RawJson};
+use mcp_protocol::{ErrorObject, RawJson};
 use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
-use crate::server::{ErrorKind, Shared, call_error_kind, encode, tool_error};
+use crate::args::{Args, invalid};
+use crate::server::{
+    ErrorKind, Shared, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
+};
 
 /// The names of the tools this mode serves.
 const LIST_SERVERS: &str = "list-servers";
@@ -32,7 +35,7 @@ const RELOAD_CONFIG: &str = "reload-config";
 
 /// Tools only; the list never changes (the servers behind it do, and `list-servers` says so).
 pub(crate) fn capabilities() -> ServerCapabilities {
-    serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default()
+    tools_only_capabilities()
 }
 
 /// What the log says at start-up: the mode, and each server with its state.
@@ -157,43 +160,6 @@ async fn call(shared: &Shared, params: CallToolParams, context: &RequestContext)
     outcome.unwrap_or_else(|error| error)
 }
 
-/// A tool's arguments, read the way a model's mistakes deserve: each problem is an
-/// `InvalidArguments` tool error naming the field.
-struct Args(JsonObject);
-
-impl Args {
-    fn optional_str(&self, key: &str) -> Result<Option<&str>, CallToolResult> {
-        match self.0.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(invalid(&format!(
-                "`{key}` must be a string, not {}",
-                json_kind(other)
-            ))),
-        }
-    }
-
-    fn required_str(&self, key: &str) -> Result<&str, CallToolResult> {
-        self.optional_str(key)?
-            .ok_or_else(|| invalid(&format!("`{key}` is required")))
-    }
-}
-
-fn invalid(message: &str) -> CallToolResult {
-    tool_error(ErrorKind::InvalidArguments, message)
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// A result for the model: the value as pretty JSON text, and as `structuredContent` for
 /// programs.
 fn json_result(value: Value) -> CallToolResult {
@@ -201,10 +167,6 @@ fn json_result(value: Value) -> CallToolResult {
     let mut result = CallToolResult::new(vec![ContentBlock::text(text)]);
     result.structured_content = Some(value);
     result
-}
-
-fn unavailable(error: &CallError) -> CallToolResult {
-    tool_error(call_error_kind(error), &error.to_string())
 }
 
 /// Checks that `server` is configured; an unknown id is `UpstreamUnavailable` with the ids
@@ -262,17 +224,7 @@ async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, Call
             known_server(shared, server)?;
             let status = shared.host.server_status(server);
             if let Some(status) = status.filter(|s| s.state != ServerState::Ready) {
-                return Err(tool_error(
-                    ErrorKind::UpstreamUnavailable,
-                    &format!(
-                        "server `{server}` is not ready (state {}){}",
-                        status.state,
-                        status
-                            .last_error
-                            .map(|e| format!(": {e}"))
-                            .unwrap_or_default()
-                    ),
-                ));
+                return Err(not_ready(server, &status));
             }
             vec![server.to_owned()]
         }
@@ -324,16 +276,7 @@ async fn call_tool(
 ) -> Result<CallToolResult, CallToolResult> {
     let server = args.required_str("server")?;
     let tool = args.required_str("tool")?;
-    let arguments = match args.0.get("arguments") {
-        None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(other) => {
-            return Err(invalid(&format!(
-                "`arguments` must be an object, not {}",
-                json_kind(other)
-            )));
-        }
-    };
+    let arguments = args.object("arguments")?;
     known_server(shared, server)?;
     // Only what the catalogue offers is callable: the file's `enabled_tools` and
     // `disabled_tools` hold here as everywhere. A tool the cached list lacks may be new, so
@@ -353,17 +296,7 @@ async fn call_tool(
                 .server_status(server)
                 .filter(|s| s.state != ServerState::Ready)
             {
-                return Err(tool_error(
-                    ErrorKind::UpstreamUnavailable,
-                    &format!(
-                        "server `{server}` is not ready (state {}){}",
-                        status.state,
-                        status
-                            .last_error
-                            .map(|e| format!(": {e}"))
-                            .unwrap_or_default()
-                    ),
-                ));
+                return Err(not_ready(server, &status));
             }
             return Err(tool_error(
                 ErrorKind::UnknownTool,
@@ -376,7 +309,7 @@ async fn call_tool(
         .await
     {
         Ok(output) => Ok(output.result),
-        Err(e) => Err(unavailable(&e)),
+        Err(e) => Err(call_error_result(&e)),
     }
 }
 
@@ -413,7 +346,7 @@ async fn list_resources(shared: &Shared, args: &Args) -> Result<CallToolResult, 
             }
             Err(e) => {
                 if one.is_some() {
-                    return Err(unavailable(&e));
+                    return Err(call_error_result(&e));
                 }
                 errors.insert(server.clone(), e.to_string());
                 continue;
@@ -443,7 +376,7 @@ async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, C
         .host
         .read_resource(server, uri)
         .await
-        .map_err(|e| unavailable(&e))?;
+        .map_err(|e| call_error_result(&e))?;
     let content = read
         .contents
         .into_iter()
@@ -457,7 +390,7 @@ async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, C
 /// restart.
 async fn reload(shared: &Shared) -> Result<CallToolResult, CallToolResult> {
     let loaded = crate::file::load(&shared.path, &shared.env, shared.oauth.as_ref())
-        .map_err(|e| tool_error(ErrorKind::InvalidArguments, &e.to_string()))?;
+        .map_err(|e| invalid(&e.to_string()))?;
     let before = shared.file();
     let old: BTreeMap<&String, Value> = before
         .mcp_servers

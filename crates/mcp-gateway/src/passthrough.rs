@@ -19,7 +19,7 @@
 //! whose call is waiting on that upstream, else to all.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_host::{CallError, HostEvent, ServerState};
@@ -31,7 +31,7 @@ use mcp_protocol::{ErrorObject, JsonObject, RawJson, RequestOptions, code};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
-use crate::server::{Shared, call_error_kind, encode, tool_error};
+use crate::server::{Shared, call_error_result, encode, lock};
 
 /// How many pages of one upstream list are followed before the rest is dropped.
 const MAX_PAGES: usize = 100;
@@ -50,10 +50,6 @@ pub(crate) struct State {
 
 /// How long after a call a log entry from its upstream is still taken to be about it.
 const LATE_ENTRY: Duration = Duration::from_secs(1);
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Every configured upstream, ready or not, by id.
 fn configured(shared: &Shared) -> Vec<String> {
@@ -445,8 +441,7 @@ fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
         .tools()
         .iter()
         .map(|t| {
-            let mut tool = (*t.source).clone();
-            tool.input_schema = Some((*t.parameters).clone());
+            let mut tool = crate::category::listed_tool(t);
             if multi {
                 tool.name = namespaced(&t.server, &t.tool);
             }
@@ -494,7 +489,7 @@ async fn call_tool(
         Ok(out) => encode(&out.result),
         // The upstream's own JSON-RPC error, as it sent it.
         Err(CallError::Rpc { code, message, .. }) => Err(ErrorObject::new(code, message)),
-        Err(e) => encode(&tool_error(call_error_kind(&e), &e.to_string())),
+        Err(e) => encode(&call_error_result(&e)),
     }
 }
 

@@ -18,11 +18,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use mcp_host::permission::{CallRequest, Decision, Policy};
-use mcp_host::{CallError, CallOptions, Host, HostOptions, RequestHandler, ToolOutput};
+use mcp_host::{
+    CallError, CallOptions, Host, HostOptions, RequestHandler, ServerStatus, ToolOutput,
+};
 use mcp_protocol::schema::{
     CallToolResult, ClientCapabilities, ClientNotification, ClientRequest, ContentBlock,
-    ElicitationCapability, Implementation, ProgressParams, RootsCapability, SamplingCapability,
-    ServerRequest,
+    ElicitationCapability, Implementation, ListChangedCapability, ProgressParams, RootsCapability,
+    SamplingCapability, ServerCapabilities, ServerRequest,
 };
 use mcp_protocol::{ClientInfo, ErrorObject, JsonObject, RawJson, RequestOptions, ServerConfig};
 use mcp_session::{Handler, Peer, RequestContext, SessionKey};
@@ -90,7 +92,8 @@ pub(crate) struct Shared {
     pub(crate) passthrough: crate::passthrough::State,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks `m`; a panic elsewhere while it was held leaves data that is still usable here.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -388,6 +391,36 @@ pub(crate) fn call_error_kind(error: &CallError) -> ErrorKind {
         CallError::Denied { .. } => ErrorKind::PermissionDenied,
         _ => ErrorKind::UpstreamCallError,
     }
+}
+
+/// The tool error for a failed upstream call: its kind, then what the host said.
+pub(crate) fn call_error_result(error: &CallError) -> CallToolResult {
+    tool_error(call_error_kind(error), &error.to_string())
+}
+
+/// The `UpstreamUnavailable` tool error for a configured server that is not ready.
+pub(crate) fn not_ready(server: &str, status: &ServerStatus) -> CallToolResult {
+    let why = status
+        .last_error
+        .as_deref()
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default();
+    tool_error(
+        ErrorKind::UpstreamUnavailable,
+        &format!(
+            "server `{server}` is not ready (state {}){why}",
+            status.state
+        ),
+    )
+}
+
+/// What category and meta modes declare: tools only, a list that never changes.
+pub(crate) fn tools_only_capabilities() -> ServerCapabilities {
+    let mut tools = ListChangedCapability::new();
+    tools.list_changed = Some(false);
+    let mut capabilities = ServerCapabilities::default();
+    capabilities.tools = Some(tools);
+    capabilities
 }
 
 /// Encodes a result for the session; a value that cannot be encoded becomes an internal
