@@ -38,7 +38,7 @@ use url::Url;
 use crate::challenge::BearerChallenge;
 use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
 use crate::dpop::{self, Credentials, DpopKey, Prover};
-use crate::error::{AuthError, Error, cut_short, shown_url};
+use crate::error::{AuthError, Error, cut_short, shown, shown_url};
 use crate::flow::{self, ClientAuth, Grant, TokenError};
 use crate::http::{
     ClientAssertionSigner, Clock, DpopSigner, HttpClient, HttpRequest, HttpResponse, Randomness,
@@ -639,7 +639,7 @@ impl Authorizer {
                     }
                     None => {
                         return Err(AuthError::NoMetadata {
-                            server: server.to_string(),
+                            server: shown(&server),
                         });
                     }
                 }
@@ -740,7 +740,7 @@ impl Authorizer {
             .body(Vec::new())
             .map_err(|_| AuthError::Transport {
                 what,
-                url: shown_url(Some(url.scheme()), url.host_str(), url.port(), url.path()),
+                url: shown(url),
                 source: TransportError::new("the URL cannot be requested"),
             })?;
         self.send(what, request).await
@@ -782,7 +782,7 @@ impl Authorizer {
         self.discovered
             .clone()
             .ok_or_else(|| AuthError::NoMetadata {
-                server: self.settings.server_url.to_string(),
+                server: shown(&self.settings.server_url),
             })
     }
 
@@ -901,7 +901,7 @@ impl Authorizer {
                     Ok(reg) => reg,
                     Err(_) if d.source == MetadataSource::DefaultEndpoints => {
                         return Err(AuthError::NoMetadata {
-                            server: self.settings.server_url.to_string(),
+                            server: shown(&self.settings.server_url),
                         });
                     }
                     Err(e) => return Err(e.into()),

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use url::Url;
 
-use crate::error::Error;
+use crate::error::{Error, cut_short, shown};
 
 /// The URLs to try for the protected resource metadata of `server`: the one the 401's
 /// `resource_metadata` named, if any, then the path-inserted well-known URL (when the endpoint
@@ -124,8 +124,8 @@ impl ProtectedResourceMetadata {
         })?;
         if !resource_allowed(&doc.resource, server) {
             return Err(Error::ResourceMismatch {
-                resource: doc.resource,
-                server: server.to_string(),
+                resource: cut_short(&doc.resource),
+                server: shown(server),
             });
         }
         if doc.authorization_servers.is_empty() {
@@ -329,6 +329,16 @@ mod tests {
         ));
         let empty = br#"{"resource":"https://mcp.example.com/mcp","authorization_servers":[]}"#;
         assert!(ProtectedResourceMetadata::parse(empty, &server).is_err());
+        // The server's URL may carry a key in its query or userinfo: the error leaves both out.
+        let keyed = url("https://user:pw@mcp.example.com/mcp?key=SECRET");
+        let shown = ProtectedResourceMetadata::parse(other, &keyed)
+            .unwrap_err()
+            .to_string();
+        assert!(shown.contains("https://mcp.example.com/mcp"), "{shown}");
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("pw"),
+            "{shown}"
+        );
 
         let asm = br#"{"issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","code_challenge_methods_supported":["S256"]}"#;
         let meta = AuthorizationServerMetadata::parse(asm, "https://auth.example.com").unwrap();

@@ -25,6 +25,11 @@ pub(crate) fn shown_url(
     }
 }
 
+/// A [`url::Url`] as an error shows it: [`shown_url`] of its parts.
+pub(crate) fn shown(url: &url::Url) -> String {
+    shown_url(Some(url.scheme()), url.host_str(), url.port(), url.path())
+}
+
 /// Where a JSON document that holds secrets (a registration answer, the token store) went
 /// wrong, without serde_json's own message, which may quote the offending value.
 pub(crate) fn json_position(e: &serde_json::Error) -> String {

@@ -238,6 +238,14 @@ fn no_metadata_and_no_oauth_suggests_a_static_header() {
     let mut auth = world.authorizer(s);
     let err = block_on(auth.handle_challenge(401, &["Bearer"])).unwrap_err();
     assert!(matches!(err, AuthError::NoMetadata { .. }), "{err}");
+
+    // The message names the server without the key its URL's query carries.
+    let keyed = url::Url::parse(&format!("{MCP}?key=SECRET")).unwrap();
+    let mut auth = world.authorizer(mcp_oauth::Settings::new(keyed));
+    let err = block_on(auth.handle_challenge(401, &[])).unwrap_err();
+    assert!(matches!(err, AuthError::NoMetadata { .. }), "{err}");
+    let shown = err.to_string();
+    assert!(shown.contains(MCP) && !shown.contains("SECRET"), "{shown}");
 }
 
 #[test]
