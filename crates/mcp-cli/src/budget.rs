@@ -21,10 +21,7 @@ use crate::output::{Out, Table, cell};
 pub(crate) async fn run(cx: &Context, out: &Out, gateway: Option<&Path>) -> Result<(), Failure> {
     let (host, file) = match gateway {
         Some(path) => {
-            let oauth = live::oauth(cx)?;
-            let loaded = mcp_gateway::load(path, &cx.env, Some(&oauth)).map_err(|e| {
-                Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`")
-            })?;
+            let loaded = crate::gateway::load(cx, path)?;
             for warning in &loaded.warnings {
                 out.note(&format!("mcp-host: warning: {warning}"));
             }
@@ -42,14 +39,9 @@ pub(crate) async fn run(cx: &Context, out: &Out, gateway: Option<&Path>) -> Resu
     let mut not_ready = Vec::new();
     for status in host.status() {
         if status.enabled && status.state != ServerState::Ready {
-            let why = status
-                .last_error
-                .as_deref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default();
             out.note(&format!(
-                "mcp-host: server `{}` is {}{why}; its tools are not measured",
-                status.id, status.state
+                "mcp-host: {}; its tools are not measured",
+                live::not_ready(&status).message
             ));
             not_ready.push(status.id);
         }

@@ -21,10 +21,7 @@ pub(crate) async fn serve(
     http: Option<SocketAddr>,
     bearer_token_env: Option<&str>,
 ) -> Result<(), Failure> {
-    let oauth = live::oauth(cx)?;
-    let loaded = mcp_gateway::load(file, &cx.env, Some(&oauth)).map_err(|e| {
-        Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`")
-    })?;
+    let loaded = load(cx, file)?;
     let bearer = match bearer_token_env {
         Some(var) => Some(cx.env.var(var).map(str::to_owned).ok_or_else(|| {
             Failure::usage(format!(
@@ -57,6 +54,13 @@ pub(crate) async fn serve(
             served.map_err(|e| Failure::new(Code::Other, format!("serving HTTP: {e}")))
         }
     }
+}
+
+/// Reads the gateway file at `path`, its upstream servers' tokens in this user's store.
+pub(crate) fn load(cx: &Context, path: &Path) -> Result<mcp_gateway::Loaded, Failure> {
+    let oauth = live::oauth(cx)?;
+    mcp_gateway::load(path, &cx.env, Some(&oauth))
+        .map_err(|e| Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`"))
 }
 
 /// Prints the gateway file's JSON Schema.

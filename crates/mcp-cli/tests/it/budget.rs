@@ -94,6 +94,7 @@ fn nothing_ready_is_an_error() {
         .code(0);
     u.run(&["budget"])
         .code(4)
-        .err_has("server `missing` is error")
+        .err_has("server `missing` did not become ready (state error)")
+        .err_has("its tools are not measured")
         .err_has("nothing to measure");
 }
