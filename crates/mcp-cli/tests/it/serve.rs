@@ -118,6 +118,8 @@ fn serve_over_stdio_speaks_mcp_on_stdout_and_logs_on_stderr() {
 struct HttpGateway {
     child: Child,
     addr: String,
+    /// Everything on stderr, read to the end by a thread once the gateway has exited.
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl HttpGateway {
@@ -158,10 +160,22 @@ impl HttpGateway {
             }
         };
         // Keep draining stderr so that the gateway never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+        let stderr = std::thread::spawn(move || {
+            let _ = stderr.read_to_string(&mut seen);
+            seen
         });
-        Self { child, addr }
+        Self {
+            child,
+            addr,
+            stderr: Some(stderr),
+        }
+    }
+
+    /// Stops the gateway: everything it wrote on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stderr.take().unwrap().join().unwrap()
     }
 
     /// A raw `initialize` POST: the status line's code.
@@ -240,6 +254,12 @@ fn serve_over_http_with_a_bearer_token_refuses_requests_without_it() {
     assert_eq!(gateway.post_status(None), 401);
     assert_eq!(gateway.post_status(Some("Bearer wrong")), 401);
     assert_eq!(gateway.post_status(Some("Bearer s3cret-token")), 200);
+    let stderr = gateway.stop();
+    assert!(stderr.contains("listening on"), "{stderr}");
+    assert!(
+        !stderr.contains("s3cret-token"),
+        "the token was logged: {stderr}"
+    );
 }
 
 #[test]
