@@ -92,7 +92,7 @@ pub enum Unattended {
 /// How the gateway reaches an upstream server. `mcp-host`'s loader reads these entries; the
 /// fields it accepts beyond seed 004's (`cwd`, `enabled`, `permission`, …) are listed so that
 /// editors know them.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct UpstreamServer {
     /// What the server is for (seed 004 requires it; the gateway shows it in meta mode and in
     /// logs).
@@ -138,6 +138,28 @@ pub struct UpstreamServer {
     /// `protocol_version`, …); see `docs/configuration.md`.
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+// The names of `env`, `headers` and the other fields, never their values, nor the URL,
+// the arguments or `oauth`: any of them may hold a secret written in the file.
+impl std::fmt::Debug for UpstreamServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamServer")
+            .field("description", &self.description)
+            .field("kind", &self.kind)
+            .field("command", &self.command)
+            .field("args", &self.args.len())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("url", &self.url.as_ref().map(|_| "<redacted>"))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("enabled", &self.enabled)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("permission", &self.permission)
+            .field("oauth", &self.oauth.as_ref().map(|_| "<redacted>"))
+            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// An upstream transport.
@@ -372,6 +394,35 @@ mod tests {
         assert_eq!(split_prefixed("read_file"), (None, "read_file"));
         assert_eq!(split_prefixed("mcp____x"), (None, "mcp____x"));
         assert_eq!(split_prefixed("mcp__a__b__c"), (Some("a"), "b__c"));
+    }
+
+    #[test]
+    fn debug_output_keeps_secret_values_out() {
+        let server: UpstreamServer = serde_json::from_value(serde_json::json!({
+            "type": "http",
+            "url": "https://example.invalid/mcp?key=url-secret",
+            "headers": {"Authorization": "Bearer header-secret"},
+            "env": {"API_KEY": "env-secret"},
+            "args": ["--token", "arg-secret"],
+            "oauth": {"clientSecret": "oauth-secret"},
+            "api_token": "other-secret",
+        }))
+        .expect("parses");
+        let debug = format!("{server:?}");
+        assert!(
+            debug.contains("Authorization") && debug.contains("API_KEY"),
+            "{debug}"
+        );
+        for secret in [
+            "url-secret",
+            "header-secret",
+            "env-secret",
+            "arg-secret",
+            "oauth-secret",
+            "other-secret",
+        ] {
+            assert!(!debug.contains(secret), "{secret} in {debug}");
+        }
     }
 
     #[test]
