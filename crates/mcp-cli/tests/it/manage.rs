@@ -201,20 +201,19 @@ fn bad_ids_and_missing_values_are_usage_errors() {
     assert!(!u.project_file().exists(), "nothing was written");
 }
 
+/// Adds `id` at `https://global.example/mcp` to the global file.
+fn add_global(u: &User, id: &str) {
+    u.run(&["add", id, "https://global.example/mcp", "--scope", "global"])
+        .code(0);
+}
+
 #[test]
 fn list_shows_sources_and_layers() {
     let u = User::new();
     u.run(&["list"])
         .code(0)
         .out_has("no MCP servers configured");
-    u.run(&[
-        "add",
-        "shared",
-        "https://global.example/mcp",
-        "--scope",
-        "global",
-    ])
-    .code(0);
+    add_global(&u, "shared");
     u.run(&["add", "g", "https://g.example/mcp", "--scope", "global"])
         .code(0);
     u.run(&["add", "shared", "https://project.example/mcp"])
@@ -250,14 +249,7 @@ fn list_shows_sources_and_layers() {
 #[test]
 fn remove_from_project_leaves_the_global_one_effective() {
     let u = User::new();
-    u.run(&[
-        "add",
-        "s",
-        "https://global.example/mcp",
-        "--scope",
-        "global",
-    ])
-    .code(0);
+    add_global(&u, "s");
     u.run(&["add", "s", "https://project.example/mcp"]).code(0);
     u.run(&["remove", "s"])
         .code(0)
@@ -282,14 +274,7 @@ fn remove_from_project_leaves_the_global_one_effective() {
 #[test]
 fn enable_and_disable_per_layer() {
     let u = User::new();
-    u.run(&[
-        "add",
-        "s",
-        "https://global.example/mcp",
-        "--scope",
-        "global",
-    ])
-    .code(0);
+    add_global(&u, "s");
     // The project layer switches the global server off without repeating it.
     u.run(&["disable", "s"]).code(0);
     let list = u.run(&["list", "--json"]).json();
