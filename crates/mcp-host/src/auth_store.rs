@@ -23,7 +23,7 @@ use mcp_oauth::store::{AuthFile, ServerTokens};
 use serde_json::Value;
 use url::Url;
 
-use crate::config::{ConfigPaths, Env};
+use crate::config::{ConfigPaths, Env, shown_url};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
 
 /// The token store's file name.
@@ -64,8 +64,9 @@ pub enum AuthStoreError {
     },
 }
 
-/// One server's stored tokens and the endpoint they belong to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One server's stored tokens and the endpoint they belong to. `Debug` shows the endpoint as
+/// [`shown_url`] does (its query may carry a key) and the tokens redacted.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoredTokens {
     /// The MCP endpoint the tokens were obtained for; `None` for an entry written by another
@@ -73,6 +74,19 @@ pub struct StoredTokens {
     pub url: Option<String>,
     /// The tokens (secrets print as `[redacted]`).
     pub tokens: ServerTokens,
+}
+
+impl std::fmt::Debug for StoredTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self
+            .url
+            .as_deref()
+            .map(|u| Url::parse(u).map_or_else(|_| "[not a URL]".to_owned(), |u| shown_url(&u)));
+        f.debug_struct("StoredTokens")
+            .field("url", &url)
+            .field("tokens", &self.tokens)
+            .finish()
+    }
 }
 
 impl StoredTokens {

@@ -197,12 +197,13 @@ fn a_corrupt_file_is_named_never_quoted_and_left_alone() {
 fn debug_output_never_shows_tokens() {
     let dir = temp_dir();
     let store = AuthStore::new(dir.join("mcp-auth.json"));
-    let u = url("https://a/mcp");
+    let u = url("https://a/mcp?key=URL-PLANTED");
     store
         .update("s", &u, |_| Some(tokens("at-PLANTED")))
         .unwrap();
     let shown = format!("{:?} {store:?}", store.load().unwrap());
     assert!(!shown.contains("PLANTED"), "{shown}");
+    assert!(shown.contains("https://a/mcp?[redacted]"), "{shown}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
