@@ -3,34 +3,15 @@
 //! Every acceptance line of seed 004 §10 and every error kind, on both transports.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use mcp_gateway::{Gateway, GatewayOptions};
-use mcp_http::{HttpConfig, HttpServerConfig};
-use mcp_protocol::schema::{CallToolParams, CallToolResult, Implementation};
-use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_protocol::RequestOptions;
+use mcp_protocol::schema::{CallToolParams, CallToolResult};
 use mcp_session::Client;
 use serde_json::{Value, json};
 
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new() -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("gw-cat-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::{TempDir, call, over_http, over_pipe, plain_client};
 
 fn fake(args: &[&str]) -> Value {
     json!({"description": "the fake server", "command": mcp_testkit::fake_server(), "args": args})
@@ -40,11 +21,11 @@ fn fake(args: &[&str]) -> Value {
 struct Running {
     gateway: Gateway,
     log: PathBuf,
-    _dir: Dir,
+    _dir: TempDir,
 }
 
 async fn start(file: Value) -> Running {
-    let dir = Dir::new();
+    let dir = TempDir::new("category");
     let path = dir.0.join("gateway.json");
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
     let loaded = mcp_gateway::load(&path, &mcp_host::config::Env::from_process(), None).unwrap();
@@ -67,45 +48,14 @@ impl Running {
     /// A client over an in-memory stdio pipe, and one over HTTP.
     async fn clients(&self) -> Vec<(&'static str, Client)> {
         let session = || {
-            let mut c = ClientConfig::new(Implementation::new("it".into(), "0".into()));
+            let mut c = plain_client("it");
             c.request_timeout = Duration::from_secs(20);
             c
         };
-        let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_io);
-        let (client_read, client_write) = tokio::io::split(client_io);
-        tokio::spawn(mcp_stdio::serve(
-            self.gateway.server_config(),
-            server_read,
-            server_write,
-            self.gateway.clone(),
-            8 << 20,
-        ));
-        let stdio = mcp_stdio::connect("gw", client_read, client_write, session(), 8 << 20)
-            .await
-            .unwrap();
-        let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
-            .await
-            .unwrap();
-        tokio::spawn(self.gateway.clone().serve_http(
-            listener,
-            HttpServerConfig::new(self.gateway.server_config()),
-        ));
-        let url = format!("http://127.0.0.1:{}/mcp", addr.port());
-        let http = mcp_http::connect(HttpConfig::new("gw", url), session())
-            .await
-            .unwrap();
+        let stdio = over_pipe(&self.gateway, session()).await;
+        let http = over_http(&self.gateway, session()).await;
         vec![("stdio", stdio), ("http", http)]
     }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
-    let mut params = CallToolParams::new(tool.to_owned());
-    params.arguments = serde_json::from_value(args).unwrap();
-    client
-        .call_tool(params, RequestOptions::DEFAULT)
-        .await
-        .unwrap()
 }
 
 async fn load(client: &Client, args: Value) -> Value {

@@ -6,3 +6,4 @@
 mod category;
 mod meta;
 mod passthrough;
+mod support;

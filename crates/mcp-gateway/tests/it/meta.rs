@@ -2,36 +2,20 @@
 //! talked to by our own client over a pipe (as over stdio) and over Streamable HTTP.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use mcp_gateway::{Gateway, GatewayOptions};
-use mcp_host::config::Env;
-use mcp_protocol::schema::{CallToolParams, CallToolResult, Implementation};
-use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_gateway::Gateway;
+use mcp_protocol::schema::CallToolResult;
 use mcp_session::Client;
 use serde_json::{Value, json};
 
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
+use crate::support::{TempDir, call, load_and_start as start, plain_client, text};
 
-impl TempDir {
-    fn new(what: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!(
-            "mcp-gateway-meta-{}-{n}-{what}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
+async fn over_pipe(gateway: &Gateway) -> Client {
+    crate::support::over_pipe(gateway, plain_client("meta-test")).await
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+async fn over_http(gateway: &Gateway) -> Client {
+    crate::support::over_http(gateway, plain_client("meta-test")).await
 }
 
 /// The fake server as an upstream entry, with `extra` fields merged in.
@@ -60,65 +44,6 @@ fn write_file(dir: &Path, servers: Value, extra: Value) -> PathBuf {
     let path = dir.join("gateway.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
     path
-}
-
-async fn start(path: &Path) -> Gateway {
-    let loaded = mcp_gateway::load(path, &Env::new(), None).unwrap();
-    Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
-}
-
-fn client_config() -> ClientConfig {
-    ClientConfig::new(Implementation::new("meta-test".into(), "0".into()))
-}
-
-/// Our client on one end of an in-memory pipe, the gateway serving the other, as over stdio.
-async fn over_pipe(gateway: &Gateway) -> Client {
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    let (their_read, their_write) = tokio::io::split(theirs);
-    let config = gateway.server_config();
-    let handler = gateway.clone();
-    tokio::spawn(async move {
-        let _ = mcp_stdio::serve(config, their_read, their_write, handler, 8 << 20).await;
-    });
-    let (our_read, our_write) = tokio::io::split(ours);
-    mcp_stdio::connect("gateway", our_read, our_write, client_config(), 8 << 20)
-        .await
-        .unwrap()
-}
-
-/// Our client over Streamable HTTP to the gateway on a loopback port.
-async fn over_http(gateway: &Gateway) -> Client {
-    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let config = mcp_http::HttpServerConfig::new(gateway.server_config());
-    let served = gateway.clone();
-    tokio::spawn(async move {
-        let _ = served.serve_http(listener, config).await;
-    });
-    let url = format!("http://{addr}/mcp");
-    mcp_http::connect(mcp_http::HttpConfig::new("gateway", url), client_config())
-        .await
-        .unwrap()
-}
-
-async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
-    let mut params = CallToolParams::new(tool.to_owned());
-    if let Value::Object(arguments) = arguments {
-        params.arguments = Some(arguments);
-    }
-    client
-        .call_tool(params, RequestOptions::DEFAULT)
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: a protocol error instead of a tool result: {e}"))
-}
-
-fn text(result: &CallToolResult) -> String {
-    let json = serde_json::to_value(result).unwrap();
-    json["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[track_caller]
@@ -310,6 +235,21 @@ async fn upstream_pid(client: &Client) -> String {
     text(&result)
 }
 
+/// Calls the fake's `crash` and checks it was refused as `PermissionDenied` without reaching
+/// the server: had it, the server would have exited and been restarted with another pid.
+async fn assert_crash_refused_before_the_upstream(client: &Client) {
+    let pid = upstream_pid(client).await;
+    let refused = call(
+        client,
+        "call-tool",
+        json!({"server": "fake", "tool": "crash"}),
+    )
+    .await;
+    assert_error(&refused, "PermissionDenied");
+    assert!(text(&refused).contains("denied"), "{refused:?}");
+    assert_eq!(upstream_pid(client).await, pid);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deny_rule_refuses_the_call_before_the_upstream() {
     let dir = TempDir::new("deny");
@@ -318,17 +258,7 @@ async fn a_deny_rule_refuses_the_call_before_the_upstream() {
     }))});
     let gateway = start(&write_file(&dir.0, servers, json!({}))).await;
     let client = over_pipe(&gateway).await;
-    let pid = upstream_pid(&client).await;
-    // Had `crash` reached the server, it would have exited and been restarted.
-    let refused = call(
-        &client,
-        "call-tool",
-        json!({"server": "fake", "tool": "crash"}),
-    )
-    .await;
-    assert_error(&refused, "PermissionDenied");
-    assert!(text(&refused).contains("denied"), "{refused:?}");
-    assert_eq!(upstream_pid(&client).await, pid);
+    assert_crash_refused_before_the_upstream(&client).await;
     gateway.shutdown().await;
 }
 
@@ -340,16 +270,7 @@ async fn unattended_deny_refuses_what_would_ask_and_keeps_allow_rules() {
     }))});
     let gateway = start(&write_file(&dir.0, servers, json!({"unattended": "deny"}))).await;
     let client = over_pipe(&gateway).await;
-    let pid = upstream_pid(&client).await;
-    let refused = call(
-        &client,
-        "call-tool",
-        json!({"server": "fake", "tool": "crash"}),
-    )
-    .await;
-    assert_error(&refused, "PermissionDenied");
-    assert!(text(&refused).contains("denied"), "{refused:?}");
-    assert_eq!(upstream_pid(&client).await, pid);
+    assert_crash_refused_before_the_upstream(&client).await;
     gateway.shutdown().await;
 
     // The same rules with `unattended` left at `allow`: the asking tool runs.

@@ -2,43 +2,19 @@
 //! of an in-process Streamable HTTP server (`Mem`, for logging, completion and subscriptions),
 //! talked to by our own client over a pipe (as over stdio) and over Streamable HTTP.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use mcp_gateway::{Gateway, GatewayOptions};
-use mcp_host::config::Env;
+use mcp_gateway::Gateway;
 use mcp_protocol::schema::{
-    CallToolParams, CallToolResult, ClientRequest, ElicitationCapability, Implementation,
-    SamplingCapability, ServerCapabilities, ServerNotification, method,
+    CallToolParams, ClientRequest, ElicitationCapability, Implementation, SamplingCapability,
+    ServerCapabilities, ServerNotification, method,
 };
 use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig, code};
 use mcp_session::{Client, Handler, Incoming, RequestContext};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!(
-            "mcp-gateway-passthrough-{}-{n}-{what}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::{TempDir, call, load_and_start, over_http, over_pipe, serve_http, text};
 
 /// The fake stdio server as an upstream entry, with these flags.
 fn fake(args: &[&str]) -> Value {
@@ -65,13 +41,8 @@ async fn start(dir: &TempDir, servers: Value) -> Gateway {
     load_and_start(&path).await
 }
 
-async fn load_and_start(path: &Path) -> Gateway {
-    let loaded = mcp_gateway::load(path, &Env::new(), None).unwrap();
-    Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
-}
-
 fn plain_client() -> ClientConfig {
-    ClientConfig::new(Implementation::new("passthrough-test".into(), "0".into()))
+    crate::support::plain_client("passthrough-test")
 }
 
 /// A client that declares sampling and elicitation.
@@ -81,43 +52,6 @@ fn able_client() -> ClientConfig {
     config.capabilities.elicitation =
         serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).ok();
     config
-}
-
-/// Our client on one end of an in-memory pipe, the gateway serving the other, as over stdio.
-async fn over_pipe(gateway: &Gateway, config: ClientConfig) -> Client {
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    let (their_read, their_write) = tokio::io::split(theirs);
-    let server = gateway.server_config();
-    let handler = gateway.clone();
-    tokio::spawn(async move {
-        let _ = mcp_stdio::serve(server, their_read, their_write, handler, 8 << 20).await;
-    });
-    let (our_read, our_write) = tokio::io::split(ours);
-    mcp_stdio::connect("gateway", our_read, our_write, config, 8 << 20)
-        .await
-        .unwrap()
-}
-
-/// The gateway over Streamable HTTP on a loopback port, optionally behind a bearer token;
-/// returns its URL.
-async fn serve_http(gateway: &Gateway, bearer: Option<&str>) -> String {
-    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let mut config = mcp_http::HttpServerConfig::new(gateway.server_config());
-    config.bearer_token = bearer.map(str::to_owned);
-    let served = gateway.clone();
-    tokio::spawn(async move {
-        let _ = served.serve_http(listener, config).await;
-    });
-    format!("http://{addr}/mcp")
-}
-
-async fn over_http(gateway: &Gateway, config: ClientConfig) -> Client {
-    let url = serve_http(gateway, None).await;
-    mcp_http::connect(mcp_http::HttpConfig::new("gateway", url), config)
-        .await
-        .unwrap()
 }
 
 async fn raw(client: &Client, method: &str, params: Value) -> Result<Value, ErrorObject> {
@@ -132,25 +66,6 @@ async fn raw(client: &Client, method: &str, params: Value) -> Result<Value, Erro
             other => panic!("{method}: not a JSON-RPC error: {other}"),
         },
     }
-}
-
-async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
-    let mut params = CallToolParams::new(tool.to_owned());
-    if let Value::Object(arguments) = arguments {
-        params.arguments = Some(arguments);
-    }
-    client
-        .call_tool(params, RequestOptions::DEFAULT)
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"))
-}
-
-fn text(result: &CallToolResult) -> String {
-    let json = serde_json::to_value(result).unwrap();
-    json["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// Waits (up to 5 s) for a notification of `method`, skipping the others.

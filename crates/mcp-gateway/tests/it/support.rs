@@ -1,0 +1,104 @@
+//! What the mode tests share: a scratch directory, starting a gateway from its file, our
+//! client in front of it over a pipe (as over stdio) or over Streamable HTTP, and reading a
+//! tool result.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use mcp_gateway::{Gateway, GatewayOptions};
+use mcp_host::config::Env;
+use mcp_protocol::schema::{CallToolParams, CallToolResult, Implementation};
+use mcp_protocol::{ClientConfig, RequestOptions};
+use mcp_session::Client;
+use serde_json::Value;
+
+/// A directory removed when dropped.
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(what: &str) -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir =
+            std::env::temp_dir().join(format!("mcp-gateway-it-{}-{n}-{what}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Loads the gateway file at `path` and starts the gateway it describes.
+pub(crate) async fn load_and_start(path: &Path) -> Gateway {
+    let loaded = mcp_gateway::load(path, &Env::new(), None).unwrap();
+    Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
+}
+
+/// A client that declares nothing.
+pub(crate) fn plain_client(name: &str) -> ClientConfig {
+    ClientConfig::new(Implementation::new(name.into(), "0".into()))
+}
+
+/// Our client on one end of an in-memory pipe, the gateway serving the other, as over stdio.
+pub(crate) async fn over_pipe(gateway: &Gateway, config: ClientConfig) -> Client {
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (their_read, their_write) = tokio::io::split(theirs);
+    let server = gateway.server_config();
+    let handler = gateway.clone();
+    tokio::spawn(async move {
+        let _ = mcp_stdio::serve(server, their_read, their_write, handler, 8 << 20).await;
+    });
+    let (our_read, our_write) = tokio::io::split(ours);
+    mcp_stdio::connect("gateway", our_read, our_write, config, 8 << 20)
+        .await
+        .unwrap()
+}
+
+/// The gateway over Streamable HTTP on a loopback port, optionally behind a bearer token;
+/// returns its URL.
+pub(crate) async fn serve_http(gateway: &Gateway, bearer: Option<&str>) -> String {
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut config = mcp_http::HttpServerConfig::new(gateway.server_config());
+    config.bearer_token = bearer.map(str::to_owned);
+    let served = gateway.clone();
+    tokio::spawn(async move {
+        let _ = served.serve_http(listener, config).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// Our client over Streamable HTTP to the gateway on a loopback port.
+pub(crate) async fn over_http(gateway: &Gateway, config: ClientConfig) -> Client {
+    let url = serve_http(gateway, None).await;
+    mcp_http::connect(mcp_http::HttpConfig::new("gateway", url), config)
+        .await
+        .unwrap()
+}
+
+/// Calls `tool` with `arguments` (an object); a protocol error fails the test.
+pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let mut params = CallToolParams::new(tool.to_owned());
+    if let Value::Object(arguments) = arguments {
+        params.arguments = Some(arguments);
+    }
+    client
+        .call_tool(params, RequestOptions::DEFAULT)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: a protocol error instead of a tool result: {e}"))
+}
+
+/// The text of the result's first content block (empty if it has none).
+pub(crate) fn text(result: &CallToolResult) -> String {
+    let json = serde_json::to_value(result).unwrap();
+    json["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
