@@ -345,6 +345,16 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
                     ),
                 });
             }
+            // `__` separates the parts of `mcp__<server>__<tool>`; an id holding it would make
+            // a prefixed tool name mean two things.
+            if server.contains("__") {
+                return Err(FileError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "categories.{name}: server id `{server}` contains `__`, which separates the parts of `mcp__<server>__<tool>`; rename the server"
+                    ),
+                });
+            }
         }
         let mut seen = BTreeSet::new();
         for tool in &category.tools.include_names {
@@ -438,6 +448,18 @@ mod tests {
         let file: GatewayFile = serde_json::from_str(text).expect("parses");
         assert_eq!(file.categories["fs"].upstreams(), vec!["serena"]);
         assert_eq!(file.categories["fs"].tools.overrides.len(), 2);
+    }
+
+    #[test]
+    fn a_category_server_id_with_a_double_underscore_is_refused() {
+        let path = std::env::temp_dir().join(format!("gw-dunder-{}.json", std::process::id()));
+        let text = r#"{"mcpServers": {"a__b": {"command": "x"}},
+            "categories": {"c": {"description": "d", "server": "a__b"}}}"#;
+        std::fs::write(&path, text).expect("written");
+        let outcome = load(&path, &Env::new(), None);
+        let _ = std::fs::remove_file(&path);
+        let e = outcome.expect_err("refused");
+        assert!(e.to_string().contains("`a__b` contains `__`"), "{e}");
     }
 
     #[test]
