@@ -30,6 +30,7 @@
 
 mod client;
 mod error;
+pub mod headers;
 mod server;
 pub mod sse;
 
