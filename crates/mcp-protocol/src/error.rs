@@ -68,6 +68,15 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// A 2026-07-28 request needed input (an elicitation, a sampling, the roots) that the
+    /// host could not give, so it was not retried.
+    #[error("{method} needs input the host could not give: {detail}")]
+    InputUnavailable {
+        /// The method of the request that asked for input.
+        method: String,
+        /// Which input, and why not.
+        detail: String,
+    },
     /// The session is closed; nothing more can be sent.
     #[error("session closed: {0}")]
     Closed(String),

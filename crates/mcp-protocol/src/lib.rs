@@ -11,20 +11,24 @@
 //!
 //! - [`decode`] and [`Message::encode`]: frames to messages and back. Payloads stay raw
 //!   ([`RawJson`]) until the code that knows their type decodes them.
-//! - [`ClientSession`]: what a host runs for each server. [`ServerSession`]: what a gateway
-//!   runs for each client.
+//! - [`ClientSession`]: what a host runs for each server, in whichever era the server speaks
+//!   (the 2025-11-25 handshake, or the stateless 2026-07-28 revision with `server/discover`,
+//!   the per-request `_meta` envelope and multi round-trip results). [`ServerSession`]: what a
+//!   gateway runs for each client.
 //! - [`schema`]: the wire types, and [`schema::method`] markers tying each request to its one
 //!   result type.
 //! - [`ProtocolVersion`]: the known revisions as an enumerated set.
 //!
 //! # Example
 //!
-//! A client session driven by hand; a transport does exactly this in a loop.
+//! A client session driven by hand; a transport does exactly this in a loop. The client speaks
+//! both eras, so it first asks `server/discover`; this server is a 2025-11-25 one, which does
+//! not know the method, so the session falls back to the `initialize` handshake by itself.
 //!
 //! ```
 //! use std::time::Instant;
 //! use mcp_protocol::schema::Implementation;
-//! use mcp_protocol::{ClientConfig, ClientEvent, ClientSession, decode};
+//! use mcp_protocol::{ClientConfig, ClientEvent, ClientSession, Era, decode};
 //!
 //! let now = Instant::now();
 //! let info = Implementation::new("my-host".into(), "1.0.0".into());
@@ -32,14 +36,18 @@
 //! session.initialize(now).unwrap();
 //!
 //! // The transport writes this frame to the server...
-//! let initialize = session.poll_transmit().unwrap().encode();
-//! assert!(initialize.starts_with(br#"{"jsonrpc":"2.0","id":0,"method":"initialize""#));
+//! let probe = session.poll_transmit().unwrap();
+//! assert_eq!(probe.method(), Some("server/discover"));
 //!
-//! // ...and feeds the server's answer back.
-//! let answer = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25",
+//! // ...and feeds the server's answers back.
+//! let unknown = br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found"}}"#;
+//! session.handle_decoded(now, decode(unknown).unwrap());
+//! assert_eq!(session.poll_transmit().unwrap().method(), Some("initialize"));
+//! let answer = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25",
 //!     "capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
 //! session.handle_decoded(now, decode(answer).unwrap());
-//! assert!(matches!(session.poll_event(), Some(ClientEvent::Ready(_))));
+//! let Some(ClientEvent::Ready(server)) = session.poll_event() else { panic!() };
+//! assert_eq!(server.era, Era::Handshake);
 //! // notifications/initialized is next on the wire.
 //! assert_eq!(session.poll_transmit().unwrap().method(), Some("notifications/initialized"));
 //! ```

@@ -356,7 +356,7 @@ impl Client {
     pub fn respond(&self, id: &RequestId, outcome: Result<RawJson, ErrorObject>) -> Result<bool> {
         self.core
             .with_session(|state| match outcome {
-                Ok(result) => state.session.respond(id, result),
+                Ok(result) => state.session.respond(now(), id, result),
                 Err(error) => state.session.respond_error(id, error),
             })
             .map_err(|e| Error::new(&self.core.name, e))

@@ -283,6 +283,13 @@ impl Core {
         self.with_session(|state| state.session.fail(id, detail))
     }
 
+    /// The server refused a request without a JSON-RPC answer (an HTTP status whose body is
+    /// no JSON-RPC error): to the `server/discover` probe that means a handshake-era server,
+    /// so the session falls back to `initialize`; any other request fails with `detail`.
+    pub fn reject_request(self: &Arc<Self>, id: &RequestId, detail: &str) -> bool {
+        self.with_session(|state| state.session.reject(now(), id, detail))
+    }
+
     /// Records something the host may want to see, that did not end the connection.
     pub fn diagnostic(self: &Arc<Self>, text: String) {
         self.lock().diagnostic(text);

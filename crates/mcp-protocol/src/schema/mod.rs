@@ -10,6 +10,7 @@ mod common;
 mod content;
 mod lifecycle;
 mod resources;
+mod stateless;
 mod tools;
 mod utilities;
 
@@ -38,6 +39,11 @@ pub use resources::{
     GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
     ResourceTemplate, ResourceUriParams,
+};
+pub(crate) use stateless::Envelope;
+pub use stateless::{
+    AcknowledgedParams, CacheHint, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
+    ListenParams, ResultType, SubscriptionFilter, meta_key,
 };
 pub use tools::{
     CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations, ToolExecution,
@@ -145,6 +151,11 @@ pub mod method {
         Elicit = "elicitation/create", ElicitParams => ElicitResult;
         /// `roots/list` (server to client).
         ListRoots = "roots/list", EmptyParams => ListRootsResult;
+        /// `server/discover` (2026-07-28): the versions and capabilities of a stateless server.
+        Discover = "server/discover", EmptyParams => DiscoverResult;
+        /// `subscriptions/listen` (2026-07-28): a long-lived request whose stream carries the
+        /// notifications the client opted in to.
+        Listen = "subscriptions/listen", ListenParams => EmptyResult;
     }
 
     notifications! {
@@ -168,6 +179,9 @@ pub mod method {
         RootsListChanged = "notifications/roots/list_changed", EmptyParams;
         /// `notifications/elicitation/complete`: a URL-mode elicitation finished.
         ElicitationComplete = "notifications/elicitation/complete", ElicitationCompleteParams;
+        /// `notifications/subscriptions/acknowledged` (2026-07-28): the first message of a
+        /// `subscriptions/listen` stream.
+        SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged", AcknowledgedParams;
     }
 }
 
@@ -265,6 +279,10 @@ routed! {
         Complete(Complete),
         /// `logging/setLevel`.
         SetLevel(SetLevel),
+        /// `server/discover`.
+        Discover(Discover),
+        /// `subscriptions/listen`.
+        Listen(Listen),
     }
     params = RequestMethod;
 }
@@ -318,6 +336,8 @@ routed! {
         PromptListChanged(PromptListChanged),
         /// `notifications/elicitation/complete`.
         ElicitationComplete(ElicitationComplete),
+        /// `notifications/subscriptions/acknowledged`.
+        SubscriptionsAcknowledged(SubscriptionsAcknowledged),
     }
     params = NotificationMethod;
 }

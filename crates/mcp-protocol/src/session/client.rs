@@ -9,12 +9,15 @@ use crate::jsonrpc::{
     RequestId, Response, code,
 };
 use crate::schema::{
-    ClientCapabilities, CreateMessageParams, ElicitParams, Implementation, InitializeParams,
-    InitializeResult, NotificationMethod, ProgressParams, RequestMethod, ServerCapabilities,
-    ServerNotification, ServerRequest, method, supported_versions,
+    ClientCapabilities, CreateMessageParams, DiscoverResult, ElicitParams, Envelope,
+    Implementation, InitializeParams, InitializeResult, LoggingLevel, NotificationMethod,
+    ProgressParams, RequestMethod, ResultType, ServerCapabilities, ServerNotification,
+    ServerRequest, meta_key, method, supported_versions,
 };
+use crate::session::input::Inputs;
 use crate::session::pending::{Core, Matched, RequestOptions};
 use crate::version::{Era, ProtocolVersion};
+use crate::wire::JsonObject;
 
 /// How a client session introduces itself and how long it waits.
 #[derive(Debug, Clone)]
@@ -22,27 +25,69 @@ use crate::version::{Era, ProtocolVersion};
 pub struct ClientConfig {
     /// Sent as `clientInfo`.
     pub client_info: Implementation,
-    /// Sent as `capabilities`; server requests for anything absent here are refused.
+    /// Sent as `capabilities` (in `initialize`, or in every request's `_meta`); server
+    /// requests for anything absent here are refused.
     pub capabilities: ClientCapabilities,
-    /// The version offered in `initialize`.
+    /// The version offered in `initialize` when the server speaks the handshake era.
     pub protocol_version: ProtocolVersion,
-    /// The versions the client accepts in the server's answer.
+    /// The versions the client speaks. Both eras listed: the session finds out which one the
+    /// server speaks (`server/discover` first, `initialize` if that fails). One era only: the
+    /// era is pinned and never negotiated.
     pub supported_versions: Vec<ProtocolVersion>,
     /// The hard timeout of a request whose options name none, `initialize` included.
     pub request_timeout: Duration,
+    /// How long the `server/discover` probe may go unanswered before the server is taken
+    /// for a handshake-era one (a server that ignores unknown methods never answers).
+    pub probe_timeout: Duration,
+    /// The era this server spoke before (a transport's cache, per origin or per process):
+    /// [`Era::Handshake`] skips the probe, and the session probes anyway if `initialize`
+    /// is answered as only a stateless server would.
+    pub cached_era: Option<Era>,
+    /// The stateless era's per-request log level: without one, the server sends no log
+    /// entries. The handshake era uses `logging/setLevel` instead.
+    pub log_level: Option<LoggingLevel>,
 }
 
 impl ClientConfig {
-    /// A client that declares no capabilities, offers 2025-11-25 and accepts every
-    /// handshake-era version, with a 60-second request timeout.
+    /// A client that declares no capabilities and speaks every known version of both eras,
+    /// offering 2025-11-25 to a handshake-era server, with a 60-second request timeout and a
+    /// 10-second probe.
     pub fn new(client_info: Implementation) -> Self {
         Self {
             client_info,
             capabilities: ClientCapabilities::new(),
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
-            supported_versions: ProtocolVersion::HANDSHAKE.to_vec(),
+            supported_versions: ProtocolVersion::KNOWN.to_vec(),
             request_timeout: Duration::from_secs(60),
+            probe_timeout: Duration::from_secs(10),
+            cached_era: None,
+            log_level: None,
         }
+    }
+
+    /// The newest stateless-era version the client speaks, if any.
+    fn stateless_offer(&self) -> Option<ProtocolVersion> {
+        self.newest(Era::Stateless)
+    }
+
+    /// The version to offer in `initialize`: the configured one if the client speaks it, else
+    /// the newest handshake-era one it speaks.
+    fn handshake_offer(&self) -> Option<ProtocolVersion> {
+        let preferred = &self.protocol_version;
+        if preferred.era() == Some(Era::Handshake) && self.supported_versions.contains(preferred) {
+            return Some(preferred.clone());
+        }
+        self.newest(Era::Handshake)
+    }
+
+    fn newest(&self, era: Era) -> Option<ProtocolVersion> {
+        self.speaks(era).max().cloned()
+    }
+
+    fn speaks(&self, era: Era) -> impl Iterator<Item = &ProtocolVersion> {
+        self.supported_versions
+            .iter()
+            .filter(move |v| v.era() == Some(era))
     }
 }
 
@@ -58,13 +103,20 @@ pub struct ServerInfo {
     pub implementation: Implementation,
     /// The server's hint for the model (untrusted).
     pub instructions: Option<String>,
+    /// The era the session speaks with this server.
+    pub era: Era,
+    /// How that era was chosen, for a person: "server/discover listed 2026-07-28", "the
+    /// configuration pins 2025-06-18", "server/discover failed (-32601 …); initialize
+    /// agreed on 2025-11-25".
+    pub negotiation: String,
 }
 
 /// Something the caller of a [`ClientSession`] must act on, from [`ClientSession::poll_event`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ClientEvent {
-    /// The handshake finished; requests may be sent.
+    /// The handshake (or, in the stateless era, `server/discover`) finished; requests may be
+    /// sent.
     Ready(ServerInfo),
     /// A request we sent ended: a result to decode by its method's type, or why it failed.
     Response {
@@ -105,17 +157,27 @@ pub enum ClientEvent {
     Closed(Error),
 }
 
-/// The lifecycle of a client session.
+/// The lifecycle of a client session, both eras (SPEC-2026 §2).
 ///
 /// ```text
-///            initialize()            result, version ok          close() / transport end
-///   Idle ───────────────> Initializing ───────────────> Operating ───────────────> Closed
-///                            │  │  error with data.supported: retry once ↺
-///                            │  └─ version unsupported, error, timeout ────────────> Closed
+///            initialize()   modern supportedVersions (or -32022 naming one: re-probe once)
+///   Idle ──> Discovering ───────────────────────────────────────────────> Operating(stateless)
+///    │          │ any other answer, a refusal without JSON-RPC, no answer in time
+///    │          v                         result, version ok
+///    └────> Initializing ───────────────────────────────────> Operating(handshake)
+///  (handshake  │  -32022 naming a stateless version: probe again, once ↑
+///   only, or   └─ version unsupported, error, timeout ─────────────────────> Closed
+///   cached)
 /// ```
 #[derive(Debug)]
 enum State {
     Idle,
+    /// `server/discover` is out: the era is not known yet (or is, when pinned).
+    Discovering {
+        id: RequestId,
+        offered: ProtocolVersion,
+        retried: bool,
+    },
     Initializing {
         id: RequestId,
         offered: ProtocolVersion,
@@ -124,6 +186,14 @@ enum State {
     Operating(Box<ServerInfo>),
     Closed,
 }
+
+/// Requests the stateless era removed: a session in that era refuses to send them.
+const REMOVED_IN_STATELESS: [&str; 4] = [
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 
 /// The sans-IO client session: it allocates ids, tracks requests and their deadlines, answers
 /// pings, refuses what the host did not declare, and never reads the clock.
@@ -142,6 +212,13 @@ pub struct ClientSession {
     events: VecDeque<ClientEvent>,
     /// Why the session ended, for every later call that finds it closed.
     closed_reason: Option<String>,
+    /// How the era is being chosen so far, for [`ServerInfo::negotiation`].
+    negotiation: String,
+    /// Whether `initialize` was answered as only a stateless server would, and the session
+    /// probed again: once only, so that two confused servers cannot loop.
+    reprobed: bool,
+    /// The stateless era's multi round-trip requests and the input they wait for.
+    inputs: Inputs,
 }
 
 impl ClientSession {
@@ -154,6 +231,20 @@ impl ClientSession {
             core: Core::default(),
             events: VecDeque::new(),
             closed_reason: None,
+            negotiation: String::new(),
+            reprobed: false,
+            inputs: Inputs::default(),
+        }
+    }
+
+    /// The version the requests now queued carry in `_meta` (and, over HTTP, in
+    /// `MCP-Protocol-Version`): the probe's while discovering, the negotiated one in the
+    /// stateless era; `None` in the handshake era, whose transports follow its own rules.
+    pub fn stamped_version(&self) -> Option<&ProtocolVersion> {
+        match &self.state {
+            State::Discovering { offered, .. } => Some(offered),
+            State::Operating(info) if info.era == Era::Stateless => Some(&info.protocol_version),
+            _ => None,
         }
     }
 
@@ -180,19 +271,51 @@ impl ClientSession {
         matches!(self.state, State::Closed)
     }
 
-    /// How many requests are waiting for an answer.
+    /// How many requests are waiting for an answer (or, in the stateless era, for the input
+    /// their retry needs).
     pub fn in_flight(&self) -> usize {
-        self.core.pending_len()
+        self.core.pending_len() + self.inputs.waiting_len()
     }
 
-    /// Starts the handshake by queueing `initialize`.
+    /// Starts the session: the `server/discover` probe when the client speaks the stateless
+    /// era, else (or when the cache says the server speaks the handshake era) `initialize`.
     pub fn initialize(&mut self, now: Instant) -> Result<RequestId, Error> {
         match self.state {
             State::Idle => {}
             State::Closed => return Err(self.closed_error()),
             _ => return Err(Error::ApiMisuse("initialize was already sent".to_owned())),
         }
-        let offered = self.config.protocol_version.clone();
+        let stateless = self.config.stateless_offer();
+        let handshake = self.config.handshake_offer();
+        match (stateless, handshake) {
+            (Some(version), None) => {
+                self.negotiation = format!("the configuration pins {version}");
+                self.probe(now, version, false)
+            }
+            (Some(version), Some(_)) if self.config.cached_era != Some(Era::Handshake) => {
+                self.probe(now, version, false)
+            }
+            (_, Some(version)) => {
+                self.negotiation = if self.config.cached_era == Some(Era::Handshake) {
+                    "this server spoke the handshake era before; ".to_owned()
+                } else if self.config.supported_versions.len() == 1 {
+                    format!("the configuration pins {version}; ")
+                } else {
+                    String::new()
+                };
+                self.start_initialize(now, version)
+            }
+            (None, None) => Err(Error::ApiMisuse(
+                "the client supports no protocol version this crate knows".to_owned(),
+            )),
+        }
+    }
+
+    fn start_initialize(
+        &mut self,
+        now: Instant,
+        offered: ProtocolVersion,
+    ) -> Result<RequestId, Error> {
         let id = self.send_initialize(now, offered.clone())?;
         self.state = State::Initializing {
             id: id.clone(),
@@ -200,6 +323,60 @@ impl ClientSession {
             retried: false,
         };
         Ok(id)
+    }
+
+    /// Sends `server/discover` stamped with `version`. While a handshake-era fallback is
+    /// possible it waits only [`ClientConfig::probe_timeout`].
+    fn probe(
+        &mut self,
+        now: Instant,
+        version: ProtocolVersion,
+        retried: bool,
+    ) -> Result<RequestId, Error> {
+        let timeout = if self.config.handshake_offer().is_some() {
+            self.config.probe_timeout
+        } else {
+            self.config.request_timeout
+        };
+        let envelope = self.envelope(&version);
+        let id = self.core.send_request(
+            now,
+            <method::Discover as RequestMethod>::METHOD,
+            None,
+            RequestOptions::DEFAULT.timeout(timeout),
+            self.config.request_timeout,
+            Some(&envelope),
+        )?;
+        self.state = State::Discovering {
+            id: id.clone(),
+            offered: version,
+            retried,
+        };
+        Ok(id)
+    }
+
+    /// The stateless era's per-request `_meta` members.
+    fn envelope(&self, version: &ProtocolVersion) -> JsonObject {
+        let mut meta = JsonObject::new();
+        let mut put = |key: &str, value: serde_json::Result<serde_json::Value>| {
+            // Our own types always encode: they have string keys only.
+            if let Ok(value) = value {
+                meta.insert(key.to_owned(), value);
+            }
+        };
+        put(meta_key::PROTOCOL_VERSION, serde_json::to_value(version));
+        put(
+            meta_key::CLIENT_CAPABILITIES,
+            serde_json::to_value(&self.config.capabilities),
+        );
+        put(
+            meta_key::CLIENT_INFO,
+            serde_json::to_value(&self.config.client_info),
+        );
+        if let Some(level) = &self.config.log_level {
+            put(meta_key::LOG_LEVEL, serde_json::to_value(level));
+        }
+        meta
     }
 
     fn send_initialize(
@@ -219,6 +396,7 @@ impl ClientSession {
             Some(params),
             RequestOptions::DEFAULT,
             self.config.request_timeout,
+            None,
         )
     }
 
@@ -238,23 +416,56 @@ impl ClientSession {
                 "initialize is sent by ClientSession::initialize".to_owned(),
             ));
         }
-        match &self.state {
-            State::Operating(_) => {}
+        let stateless = match &self.state {
+            State::Operating(info) => {
+                (info.era == Era::Stateless).then(|| info.protocol_version.clone())
+            }
             State::Closed => return Err(self.closed_error()),
-            _ if method == <method::Ping as RequestMethod>::METHOD => {}
+            State::Idle | State::Initializing { .. }
+                if method == <method::Ping as RequestMethod>::METHOD =>
+            {
+                None
+            }
             _ => {
                 return Err(Error::ApiMisuse(format!(
                     "{method} cannot be sent before the handshake has finished"
                 )));
             }
-        }
+        };
         if params.as_ref().is_some_and(|p| !p.is_object()) {
             return Err(Error::ApiMisuse(format!(
                 "{method} params must be a JSON object"
             )));
         }
-        self.core
-            .send_request(now, method, params, options, self.config.request_timeout)
+        let Some(version) = stateless else {
+            return self.core.send_request(
+                now,
+                method,
+                params,
+                options,
+                self.config.request_timeout,
+                None,
+            );
+        };
+        if REMOVED_IN_STATELESS.contains(&method) {
+            return Err(Error::ApiMisuse(format!(
+                "{method} does not exist in MCP {version}"
+            )));
+        }
+        let envelope = self.envelope(&version);
+        let kept = Inputs::may_ask(method).then(|| params.clone());
+        let id = self.core.send_request(
+            now,
+            method,
+            params,
+            options,
+            self.config.request_timeout,
+            Some(&envelope),
+        )?;
+        if let Some(params) = kept {
+            self.inputs.track(id.clone(), method, params, options);
+        }
+        Ok(id)
     }
 
     /// Sends a typed request; decode its [`ClientEvent::Response`] with
@@ -277,6 +488,13 @@ impl ClientSession {
                 N::METHOD
             )));
         }
+        if self.era == Era::Stateless
+            && N::METHOD == <method::RootsListChanged as NotificationMethod>::METHOD
+        {
+            return Err(Error::ApiMisuse(
+                "notifications/roots/list_changed does not exist in MCP 2026-07-28".to_owned(),
+            ));
+        }
         if N::METHOD == <method::RootsListChanged as NotificationMethod>::METHOD
             && self
                 .config
@@ -298,22 +516,53 @@ impl ClientSession {
     /// [`Error::Cancelled`], and a late answer is dropped. `initialize` cannot be cancelled.
     /// Returns `false` if the request had already ended.
     pub fn cancel(&mut self, id: &RequestId, reason: Option<&str>) -> Result<bool, Error> {
-        if let State::Initializing { id: init, .. } = &self.state
+        if let State::Initializing { id: init, .. } | State::Discovering { id: init, .. } =
+            &self.state
             && init == id
         {
             return Err(Error::ApiMisuse(
                 "initialize must not be cancelled".to_owned(),
             ));
         }
-        let Some(p) = self.core.abandon(id, reason, true) else {
+        if self.inputs.is_waiting(id) {
+            // Nothing is on the wire: the server forgot the request when it asked for input.
+            let method = self
+                .inputs
+                .get_mut(id)
+                .map(|t| t.method.clone())
+                .unwrap_or_default();
+            let unanswered = self.inputs.forget(id);
+            self.withdraw_inputs(unanswered);
+            self.events.push_back(ClientEvent::Response {
+                id: id.clone(),
+                method: method.clone(),
+                outcome: Err(Error::Cancelled { method }),
+            });
+            return Ok(true);
+        }
+        let wire = self.inputs.wire_of(id);
+        let Some(p) = self.core.abandon(&wire, reason, true) else {
             return Ok(false);
         };
+        let (logical, _) = self.inputs.end(&wire);
         self.events.push_back(ClientEvent::Response {
-            id: id.clone(),
+            id: logical,
             method: p.method.clone(),
             outcome: Err(Error::Cancelled { method: p.method }),
         });
         Ok(true)
+    }
+
+    /// Tells the caller to drop input requests it was handed and that nobody waits for now.
+    fn withdraw_inputs(&mut self, ids: Vec<RequestId>) {
+        for id in ids {
+            if self.core.inbound.remove(&id).is_some() {
+                self.events.push_back(ClientEvent::RequestCancelled {
+                    id,
+                    reason: Some("the request that needed this input has ended".to_owned()),
+                });
+            }
+        }
     }
 
     /// Fails a request whose answer the transport could not deliver (a response line over the
@@ -321,12 +570,14 @@ impl ClientSession {
     /// dropped. The server is not told; it has already answered. Returns `false` if the request
     /// was not in flight.
     pub fn fail(&mut self, id: &RequestId, detail: &str) -> bool {
-        if let State::Initializing { id: init, .. } = &self.state
+        if let State::Initializing { id: init, .. } | State::Discovering { id: init, .. } =
+            &self.state
             && init == id
         {
+            let method = self.core.method_of(id).unwrap_or("initialize").to_owned();
             let _ = self.core.abandon(id, None, false);
             self.close_with(Error::Transport {
-                method: "initialize".to_owned(),
+                method,
                 detail: detail.to_owned(),
             });
             return true;
@@ -334,8 +585,9 @@ impl ClientSession {
         let Some(p) = self.core.abandon(id, None, false) else {
             return false;
         };
+        let (logical, _) = self.inputs.end(id);
         self.events.push_back(ClientEvent::Response {
-            id: id.clone(),
+            id: logical,
             method: p.method.clone(),
             outcome: Err(Error::Transport {
                 method: p.method,
@@ -345,20 +597,79 @@ impl ClientSession {
         true
     }
 
+    /// Fails a request the server refused without a JSON-RPC answer (an HTTP 400, 404 or 405
+    /// whose body is no JSON-RPC error, say). To the `server/discover` probe that is the
+    /// answer of a handshake-era server, so the session falls back to `initialize`; any other
+    /// request fails as [`fail`](Self::fail) would. Returns `false` if the request was not in
+    /// flight.
+    pub fn reject(&mut self, now: Instant, id: &RequestId, detail: &str) -> bool {
+        if let State::Discovering { id: probe, .. } = &self.state
+            && probe == id
+        {
+            let _ = self.core.abandon(id, None, false);
+            self.fall_back(now, format!("server/discover was refused ({detail})"));
+            return true;
+        }
+        self.fail(id, detail)
+    }
+
     /// Answers a server request that [`ClientEvent::Request`] delivered. Returns `false` if
     /// the server has withdrawn it (the answer is dropped, as the spec asks).
-    pub fn respond(&mut self, id: &RequestId, result: RawJson) -> Result<bool, Error> {
+    ///
+    /// In the stateless era the request may be one of the inputs a multi round-trip request
+    /// waits for; once all are answered, that request is sent again with them.
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        id: &RequestId,
+        result: RawJson,
+    ) -> Result<bool, Error> {
         if self.core.inbound.remove(id).is_none() {
             return Ok(false);
+        }
+        if let Some((logical, key)) = self.inputs.take_asked(id) {
+            let value: serde_json::Value = result
+                .decode()
+                .map_err(|e| Error::ApiMisuse(format!("the answer is not JSON: {e}")))?;
+            let ready = match self.inputs.get_mut(&logical) {
+                Some(t) => {
+                    t.answers.insert(key, value);
+                    t.waiting.is_empty()
+                }
+                None => false,
+            };
+            if ready {
+                self.retry(now, &logical);
+            }
+            return Ok(true);
         }
         self.core.push_result(id.clone(), result);
         Ok(true)
     }
 
-    /// Refuses a server request that [`ClientEvent::Request`] delivered.
+    /// Refuses a server request that [`ClientEvent::Request`] delivered. In the stateless era,
+    /// refusing an input fails the request that needed it with [`Error::InputUnavailable`].
     pub fn respond_error(&mut self, id: &RequestId, error: ErrorObject) -> Result<bool, Error> {
         if self.core.inbound.remove(id).is_none() {
             return Ok(false);
+        }
+        if let Some((logical, key)) = self.inputs.take_asked(id) {
+            let method = self
+                .inputs
+                .get_mut(&logical)
+                .map(|t| t.method.clone())
+                .unwrap_or_default();
+            let unanswered = self.inputs.forget(&logical);
+            self.withdraw_inputs(unanswered);
+            self.events.push_back(ClientEvent::Response {
+                id: logical,
+                method: method.clone(),
+                outcome: Err(Error::InputUnavailable {
+                    method,
+                    detail: format!("{key}: {}", error.message),
+                }),
+            });
+            return Ok(true);
         }
         self.core.push_error_object(Some(id.clone()), error);
         Ok(true)
@@ -382,9 +693,17 @@ impl ClientSession {
             self.closed_reason = Some(reason.clone());
         }
         for (id, p) in self.core.drain_pending() {
+            let (logical, _) = self.inputs.end(&id);
             self.events.push_back(ClientEvent::Response {
-                id,
+                id: logical,
                 method: p.method,
+                outcome: Err(ended.clone()),
+            });
+        }
+        for (logical, method, _) in self.inputs.drain_waiting() {
+            self.events.push_back(ClientEvent::Response {
+                id: logical,
+                method,
                 outcome: Err(ended.clone()),
             });
         }
@@ -474,7 +793,8 @@ impl ClientSession {
         }
     }
 
-    /// Ends a request with its answer, advancing the handshake if it was `initialize`.
+    /// Ends a request with its answer, advancing the handshake if it was `initialize` or the
+    /// probe, and driving a multi round-trip request to its retry.
     fn finish(&mut self, now: Instant, id: RequestId, outcome: Result<RawJson, Error>) {
         let pending = match self.core.match_response(&id) {
             Matched::Pending(_, p) => p,
@@ -486,17 +806,285 @@ impl ClientSession {
                 return;
             }
         };
-        if let State::Initializing { id: init, .. } = &self.state
-            && *init == id
-        {
-            self.finish_initialize(now, outcome);
-            return;
+        match &self.state {
+            State::Initializing { id: init, .. } if *init == id => {
+                return self.finish_initialize(now, outcome);
+            }
+            State::Discovering { id: probe, .. } if *probe == id => {
+                return self.finish_discover(now, outcome);
+            }
+            _ => {}
         }
+        let mut outcome = outcome;
+        if self.era == Era::Stateless
+            && let Ok(raw) = &outcome
+        {
+            match Envelope::peek(raw).map(|e| e.result_type) {
+                Ok(ResultType::Complete) => {}
+                Ok(ResultType::InputRequired) => {
+                    let raw = raw.clone();
+                    return self.input_required(now, id, &pending.method, &raw);
+                }
+                Ok(other) => {
+                    outcome = Err(Error::InvalidResult {
+                        method: pending.method.clone(),
+                        detail: format!("unknown resultType {:?}", other.as_str()),
+                    });
+                }
+                Err(e) => {
+                    outcome = Err(Error::InvalidResult {
+                        method: pending.method.clone(),
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
+        let (logical, unanswered) = self.inputs.end(&id);
+        self.withdraw_inputs(unanswered);
         self.events.push_back(ClientEvent::Response {
-            id,
+            id: logical,
             method: pending.method,
             outcome,
         });
+    }
+
+    /// A stateless-era request answered with `input_required`: hand each input request to
+    /// the caller, or retry at once when the server sent only its state.
+    fn input_required(&mut self, now: Instant, wire: RequestId, method: &str, raw: &RawJson) {
+        let logical = self.inputs.logical(&wire);
+        self.inputs.answered(&wire);
+        let asked = match self.read_input_requests(&logical, method, raw) {
+            Ok(asked) => asked,
+            Err(detail) => {
+                let unanswered = self.inputs.forget(&logical);
+                self.withdraw_inputs(unanswered);
+                self.events.push_back(ClientEvent::Response {
+                    id: logical,
+                    method: method.to_owned(),
+                    outcome: Err(Error::InvalidResult {
+                        method: method.to_owned(),
+                        detail,
+                    }),
+                });
+                return;
+            }
+        };
+        if asked.is_empty() {
+            return self.retry(now, &logical);
+        }
+        for (key, request) in asked {
+            let id = RequestId::String(format!("input/{logical}/{key}"));
+            self.core
+                .inbound
+                .insert(id.clone(), request.method().to_owned());
+            self.inputs.ask(id.clone(), key, &logical);
+            self.events.push_back(ClientEvent::Request { id, request });
+        }
+    }
+
+    /// Checks an `input_required` result before anything is asked: the method may ask, the
+    /// server has not asked too often, every input is one the client declared.
+    fn read_input_requests(
+        &mut self,
+        logical: &RequestId,
+        method: &str,
+        raw: &RawJson,
+    ) -> Result<Vec<(String, ServerRequest)>, String> {
+        let result: crate::schema::InputRequiredResult = raw.decode().map_err(|e| e.to_string())?;
+        let Some(tracked) = self.inputs.get_mut(logical) else {
+            return Err(format!(
+                "input_required answers only tools/call, prompts/get and resources/read, not {method}"
+            ));
+        };
+        tracked.rounds += 1;
+        if tracked.rounds > crate::session::input::MAX_ROUNDS {
+            return Err(format!(
+                "the server asked for input {} times; giving up",
+                crate::session::input::MAX_ROUNDS
+            ));
+        }
+        let requests = result.input_requests.unwrap_or_default();
+        if requests.is_empty() && result.request_state.is_none() {
+            return Err("input_required with neither inputRequests nor requestState".to_owned());
+        }
+        tracked.request_state = result.request_state;
+        tracked.answers = JsonObject::new();
+        let mut asked = Vec::with_capacity(requests.len());
+        for (key, input) in requests {
+            let request =
+                ServerRequest::decode(&input.method, input.params.as_ref()).map_err(|e| {
+                    format!("inputRequests.{key}: invalid {} params: {e}", input.method)
+                })?;
+            if !matches!(
+                request,
+                ServerRequest::CreateMessage(_)
+                    | ServerRequest::Elicit(_)
+                    | ServerRequest::ListRoots(_)
+            ) {
+                return Err(format!(
+                    "inputRequests.{key} is {}, which is not an input request",
+                    input.method
+                ));
+            }
+            self.check_declared(&request)
+                .map_err(|(_, why)| format!("inputRequests.{key}: {why} (not declared)"))?;
+            asked.push((key, request));
+        }
+        Ok(asked)
+    }
+
+    /// Sends a multi round-trip request again, with a new id: the caller's parameters, the
+    /// answers under the server's keys, and the server's state exactly as it came.
+    fn retry(&mut self, now: Instant, logical: &RequestId) {
+        let Some(version) = self.stamped_version().cloned() else {
+            return;
+        };
+        let envelope = self.envelope(&version);
+        let Some(t) = self.inputs.get_mut(logical) else {
+            return;
+        };
+        let method = t.method.clone();
+        let params = retry_params(t.params.as_ref(), &t.answers, t.request_state.as_deref());
+        let options = t.options;
+        let sent = params.and_then(|params| {
+            self.core.send_request(
+                now,
+                &method,
+                Some(params),
+                options,
+                self.config.request_timeout,
+                Some(&envelope),
+            )
+        });
+        match sent {
+            Ok(wire) => self.inputs.resent(wire, logical.clone()),
+            Err(e) => {
+                let _ = self.inputs.forget(logical);
+                self.events.push_back(ClientEvent::Response {
+                    id: logical.clone(),
+                    method,
+                    outcome: Err(e),
+                });
+            }
+        }
+    }
+
+    /// The answer to the `server/discover` probe decides the era (SPEC-2026 §2).
+    fn finish_discover(&mut self, now: Instant, outcome: Result<RawJson, Error>) {
+        let State::Discovering {
+            offered, retried, ..
+        } = &self.state
+        else {
+            return;
+        };
+        let (offered, retried) = (offered.clone(), *retried);
+        let stateless: Vec<ProtocolVersion> = self.config.speaks(Era::Stateless).cloned().collect();
+        match outcome {
+            Ok(raw) => {
+                let result: DiscoverResult = raw.decode().unwrap_or_default();
+                let listed = result.supported_versions.clone().unwrap_or_default();
+                match ProtocolVersion::best_mutual(listed.iter().map(String::as_str), &stateless) {
+                    Some(version) => self.operate_stateless(result, version),
+                    None => self.fall_back(
+                        now,
+                        format!(
+                            "server/discover listed no 2026-07-28-era version ({})",
+                            if listed.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                listed.join(", ")
+                            }
+                        ),
+                    ),
+                }
+            }
+            Err(Error::Rpc { method, error }) => match error.code {
+                code::UNSUPPORTED_PROTOCOL_VERSION => {
+                    let listed = supported_versions(error.data.as_ref());
+                    let handshake: Vec<ProtocolVersion> =
+                        self.config.speaks(Era::Handshake).cloned().collect();
+                    if let Some(version) =
+                        ProtocolVersion::best_mutual(listed.iter().copied(), &stateless)
+                        && !retried
+                    {
+                        self.negotiation =
+                            format!("server/discover with {offered} was refused (-32022); ");
+                        if let Err(e) = self.probe(now, version, true) {
+                            self.close_with(e);
+                        }
+                    } else if let Some(version) =
+                        ProtocolVersion::best_mutual(listed.iter().copied(), &handshake)
+                    {
+                        let why = format!(
+                            "server/discover: the server supports only {}",
+                            listed.join(", ")
+                        );
+                        self.fall_back_to(now, why, Some(version));
+                    } else {
+                        self.close_with(Error::Rpc { method, error });
+                    }
+                }
+                // A stateless server that refused this request: falling back would hide why.
+                code::HEADER_MISMATCH | code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+                    self.close_with(Error::Rpc { method, error });
+                }
+                other => self.fall_back(
+                    now,
+                    format!("server/discover failed ({other} {})", error.message),
+                ),
+            },
+            Err(Error::Timeout { waited_ms, .. }) => self.fall_back(
+                now,
+                format!("no answer to server/discover within {waited_ms} ms"),
+            ),
+            Err(other) => self.close_with(other),
+        }
+    }
+
+    /// The server is not a stateless one: `initialize`, if the client speaks the handshake
+    /// era; otherwise the session ends with why.
+    fn fall_back(&mut self, now: Instant, why: String) {
+        self.fall_back_to(now, why, None);
+    }
+
+    /// [`fall_back`](Self::fall_back), offering `version` when the server named the ones it
+    /// speaks.
+    fn fall_back_to(&mut self, now: Instant, why: String, version: Option<ProtocolVersion>) {
+        match version.or_else(|| self.config.handshake_offer()) {
+            Some(version) => {
+                self.negotiation = format!("{why}; ");
+                if let Err(e) = self.start_initialize(now, version) {
+                    self.close_with(e);
+                }
+            }
+            None => self.close_with(Error::Protocol(format!(
+                "{why}, and the client is configured to speak only the 2026-07-28 era"
+            ))),
+        }
+    }
+
+    fn operate_stateless(&mut self, result: DiscoverResult, version: ProtocolVersion) {
+        let how = if self.negotiation.is_empty() {
+            format!("server/discover listed {version}")
+        } else if self.negotiation.ends_with("; ") {
+            format!("{}server/discover listed {version}", self.negotiation)
+        } else {
+            self.negotiation.clone()
+        };
+        let implementation = result
+            .implementation()
+            .unwrap_or_else(|| Implementation::new(String::new(), String::new()));
+        let info = ServerInfo {
+            protocol_version: version,
+            capabilities: result.capabilities.unwrap_or_default(),
+            implementation,
+            instructions: result.instructions,
+            era: Era::Stateless,
+            negotiation: how,
+        };
+        self.era = Era::Stateless;
+        self.state = State::Operating(Box::new(info.clone()));
+        self.events.push_back(ClientEvent::Ready(info));
     }
 
     fn finish_initialize(&mut self, now: Instant, outcome: Result<RawJson, Error>) {
@@ -516,6 +1104,17 @@ impl ClientSession {
                     &self.config.supported_versions,
                 );
                 match mutual {
+                    // Only a stateless server names a stateless version: probe it, once.
+                    Some(version) if version.era() == Some(Era::Stateless) && !self.reprobed => {
+                        self.reprobed = true;
+                        self.negotiation = format!(
+                            "{}initialize was refused with -32022 naming {version}; ",
+                            self.negotiation
+                        );
+                        if let Err(e) = self.probe(now, version, true) {
+                            self.close_with(e);
+                        }
+                    }
                     Some(version) if !retried && version != offered => {
                         match self.send_initialize(now, version.clone()) {
                             Ok(id) => {
@@ -546,17 +1145,23 @@ impl ClientSession {
         if !ProtocolVersion::client_accepts(
             &result.protocol_version,
             &self.config.supported_versions,
-        ) {
+        ) || result.protocol_version.era() != Some(Era::Handshake)
+        {
             return self.close_with(Error::VersionMismatch {
                 requested: offered,
                 offered: result.protocol_version,
             });
         }
         let info = ServerInfo {
+            negotiation: format!(
+                "{}initialize agreed on {}",
+                self.negotiation, result.protocol_version
+            ),
             protocol_version: result.protocol_version,
             capabilities: result.capabilities,
             implementation: result.server_info,
             instructions: result.instructions,
+            era: Era::Handshake,
         };
         self.core
             .outbox
@@ -570,6 +1175,16 @@ impl ClientSession {
 
     fn handle_request(&mut self, request: Request) {
         let Request { id, method, params } = request;
+        if self.era == Era::Stateless {
+            // The stateless era has no server-to-client requests: input comes by
+            // `input_required` results, and ping is gone.
+            self.core.push_error(
+                Some(id),
+                code::METHOD_NOT_FOUND,
+                format!("{method}: MCP 2026-07-28 has no server-to-client requests"),
+            );
+            return;
+        }
         if method == <method::Ping as RequestMethod>::METHOD {
             self.core.push_result(id, RawJson::empty_object());
             return;
@@ -640,7 +1255,17 @@ impl ClientSession {
         match routed {
             ServerNotification::Progress(params) => {
                 if let Some(id) = self.core.progress(now, &params.progress_token) {
+                    let id = self.inputs.logical(&id);
                     self.events.push_back(ClientEvent::Progress { id, params });
+                }
+            }
+            // On stdio a stateless server ends a `subscriptions/listen` stream by cancelling
+            // it, and cancels nothing else.
+            ServerNotification::Cancelled(params) if self.era == Era::Stateless => {
+                if let Some(id) = params.request_id
+                    && self.core.method_of(&id) == Some(<method::Listen as RequestMethod>::METHOD)
+                {
+                    self.finish(now, id, Ok(RawJson::empty_object()));
                 }
             }
             ServerNotification::Cancelled(params) => {
@@ -661,6 +1286,12 @@ impl ClientSession {
     /// `notifications/cancelled`. A timed-out `initialize` ends the session.
     pub fn handle_timeout(&mut self, now: Instant) {
         for id in self.core.expired(now) {
+            if matches!(&self.state, State::Discovering { id: probe, .. } if *probe == id) {
+                if let Some(p) = self.core.abandon(&id, None, false) {
+                    self.finish_discover(now, Err(p.timeout(now)));
+                }
+                continue;
+            }
             let is_init =
                 matches!(&self.state, State::Initializing { id: init, .. } if *init == id);
             // initialize must not be cancelled, so no notification for it.
@@ -672,8 +1303,9 @@ impl ClientSession {
                 self.close_with(error);
                 return;
             }
+            let (logical, _) = self.inputs.end(&id);
             self.events.push_back(ClientEvent::Response {
-                id,
+                id: logical,
                 method: p.method,
                 outcome: Err(error),
             });
@@ -738,6 +1370,37 @@ fn check_elicitation(
         ));
     }
     Ok(())
+}
+
+/// The parameters of a multi round-trip retry: the caller's own, plus `inputResponses` when
+/// the server asked for input and `requestState` exactly as the server sent it (never one it
+/// did not send).
+fn retry_params(
+    params: Option<&RawJson>,
+    answers: &JsonObject,
+    request_state: Option<&str>,
+) -> Result<RawJson, Error> {
+    let mut obj: JsonObject = match params {
+        Some(raw) => raw
+            .decode()
+            .map_err(|e| Error::ApiMisuse(format!("params must be a JSON object: {e}")))?,
+        None => JsonObject::new(),
+    };
+    obj.remove("inputResponses");
+    obj.remove("requestState");
+    if !answers.is_empty() {
+        obj.insert(
+            "inputResponses".to_owned(),
+            serde_json::Value::Object(answers.clone()),
+        );
+    }
+    if let Some(state) = request_state {
+        obj.insert(
+            "requestState".to_owned(),
+            serde_json::Value::String(state.to_owned()),
+        );
+    }
+    RawJson::encode(&obj).map_err(|e| Error::ApiMisuse(e.to_string()))
 }
 
 /// Decodes the result of a request by the type its method defines.

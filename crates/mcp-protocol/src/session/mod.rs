@@ -4,6 +4,7 @@
 //! Neither reads the clock: every call that depends on time takes `now`.
 
 mod client;
+mod input;
 mod pending;
 mod server;
 

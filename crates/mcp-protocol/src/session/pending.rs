@@ -11,6 +11,7 @@ use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, RawJson, RequestId, Response,
 };
 use crate::schema::{CancelledParams, ProgressToken};
+use crate::wire::JsonObject;
 
 /// How long a request may wait, and whether progress keeps it alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +112,8 @@ pub(crate) enum Matched {
 }
 
 impl Core {
-    /// Registers a request and queues it. `params` gains a progress token if asked.
+    /// Registers a request and queues it. `params._meta` gains a progress token if asked, and
+    /// the members of `envelope` (the stateless era's per-request fields) if given.
     pub(crate) fn send_request(
         &mut self,
         now: Instant,
@@ -119,18 +121,16 @@ impl Core {
         params: Option<RawJson>,
         options: RequestOptions,
         default_timeout: Duration,
+        envelope: Option<&JsonObject>,
     ) -> Result<RequestId, Error> {
         let id = RequestId::Number(self.next_id);
-        self.next_id += 1;
-        let mut token = None;
-        let params = if options.progress {
-            let t = ProgressToken(id.clone());
-            let params = with_progress_token(params, &t)?;
-            token = Some(t);
-            Some(params)
+        let token = options.progress.then(|| ProgressToken(id.clone()));
+        let params = if token.is_some() || envelope.is_some() {
+            Some(with_meta(params, token.as_ref(), envelope)?)
         } else {
             params
         };
+        self.next_id += 1;
         let hard_deadline = now + options.timeout.unwrap_or(default_timeout);
         let deadline = match options.idle_timeout {
             Some(idle) => (now + idle).min(hard_deadline),
@@ -301,25 +301,35 @@ impl Core {
     }
 }
 
-/// Adds `_meta.progressToken` to a params object, creating both if needed.
-fn with_progress_token(params: Option<RawJson>, token: &ProgressToken) -> Result<RawJson, Error> {
-    let mut obj: crate::wire::JsonObject = match &params {
+/// Adds `_meta.progressToken` and the envelope's members to a params object, creating both
+/// if needed: one decode and one encode, whatever is added.
+fn with_meta(
+    params: Option<RawJson>,
+    token: Option<&ProgressToken>,
+    envelope: Option<&JsonObject>,
+) -> Result<RawJson, Error> {
+    let mut obj: JsonObject = match &params {
         Some(raw) => raw
             .decode()
             .map_err(|e| Error::ApiMisuse(format!("params must be a JSON object: {e}")))?,
-        None => crate::wire::JsonObject::new(),
+        None => JsonObject::new(),
     };
     let meta = obj
         .entry("_meta")
-        .or_insert_with(|| serde_json::Value::Object(crate::wire::JsonObject::new()));
+        .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
     let serde_json::Value::Object(meta) = meta else {
         return Err(Error::ApiMisuse(
             "params `_meta` must be an object".to_owned(),
         ));
     };
-    meta.insert(
-        "progressToken".to_owned(),
-        serde_json::to_value(token).unwrap_or(serde_json::Value::Null),
-    );
+    if let Some(token) = token {
+        meta.insert(
+            "progressToken".to_owned(),
+            serde_json::to_value(token).unwrap_or(serde_json::Value::Null),
+        );
+    }
+    for (key, value) in envelope.into_iter().flatten() {
+        meta.insert(key.clone(), value.clone());
+    }
     RawJson::encode(&obj).map_err(|e| Error::ApiMisuse(e.to_string()))
 }

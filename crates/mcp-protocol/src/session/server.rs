@@ -503,8 +503,14 @@ impl ServerSession {
                 )));
             }
         }
-        self.core
-            .send_request(now, method, params, options, self.config.request_timeout)
+        self.core.send_request(
+            now,
+            method,
+            params,
+            options,
+            self.config.request_timeout,
+            None,
+        )
     }
 
     /// Sends a notification. Before the handshake ends only log entries may go; list_changed

@@ -8,7 +8,9 @@
 //! `{"advance_ms": N}` moves the clock (and fires timers), and `{"do": ..}` is a command:
 //! `initialize`, `request` (`method`, `params`, `timeout_ms`, `idle_ms`, `progress`), `cancel`
 //! (`id`, `reason`), `respond` (`id`, `result`), `respond_error` (`id`, `code`, `message`),
-//! `notify` (`method`, `params`), `close`. Lines starting with `#` are comments.
+//! `notify` (`method`, `params`), `reject` (`id`, `detail`: a refusal without JSON-RPC),
+//! `close`. Lines starting with `#` are comments. A client speaks the handshake era unless
+//! the first line lists `supportedVersions`; `cachedEra` and `probe_ms` set the probe.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -16,11 +18,12 @@ use std::time::{Duration, Instant};
 
 use mcp_protocol::schema::{ClientCapabilities, Implementation, ServerCapabilities};
 use mcp_protocol::{
-    ClientConfig, ClientSession, ErrorObject, ProtocolVersion, RawJson, RequestId, RequestOptions,
-    ServerConfig, ServerSession, decode,
+    ClientConfig, ClientSession, Era, ErrorObject, ProtocolVersion, RawJson, RequestId,
+    RequestOptions, ServerConfig, ServerSession, decode,
 };
 use serde_json::Value;
 
+#[allow(clippy::large_enum_variant)] // one per transcript
 enum Session {
     Client(ClientSession),
     Server(ServerSession),
@@ -47,6 +50,18 @@ impl Session {
                 }
                 if let Some(v) = config["protocolVersion"].as_str() {
                     c.protocol_version = ProtocolVersion::parse(v);
+                }
+                // The transcripts written for the handshake era speak only it; a stateless-era
+                // transcript lists what it speaks.
+                c.supported_versions = match config.get("supportedVersions") {
+                    Some(list) => serde_json::from_value(list.clone()).unwrap(),
+                    None => ProtocolVersion::HANDSHAKE.to_vec(),
+                };
+                if config["cachedEra"].as_str() == Some("handshake") {
+                    c.cached_era = Some(Era::Handshake);
+                }
+                if let Some(t) = config["probe_ms"].as_u64() {
+                    c.probe_timeout = Duration::from_millis(t);
                 }
                 if let Some(t) = timeout {
                     c.request_timeout = t;
@@ -116,7 +131,13 @@ impl Session {
             (Self::Client(s), "cancel") => {
                 format!("{:?}", s.cancel(&id(step), step["reason"].as_str()))
             }
-            (Self::Client(s), "respond") => format!("{:?}", s.respond(&id(step), result.unwrap())),
+            (Self::Client(s), "respond") => {
+                format!("{:?}", s.respond(now, &id(step), result.unwrap()))
+            }
+            (Self::Client(s), "reject") => format!(
+                "{:?}",
+                s.reject(now, &id(step), step["detail"].as_str().unwrap_or(""))
+            ),
             (Self::Client(s), "respond_error") => {
                 format!("{:?}", s.respond_error(&id(step), error()))
             }

@@ -147,7 +147,7 @@ proptest! {
                 }
                 Step::Respond(i) => {
                     if let Some(id) = theirs.get(i).cloned()
-                        && client.respond(&id, crate::RawJson::empty_object()).unwrap() {
+                        && client.respond(now, &id, crate::RawJson::empty_object()).unwrap() {
                             prop_assert!(owed.remove(&id), "respond accepted an id never delivered");
                         }
                 }
