@@ -1,0 +1,94 @@
+//! `mcp-bench`: our crates, the official Rust SDK (rmcp), the TypeScript SDK and the Python SDK
+//! side by side (issue 11). `cargo xtask bench` installs the other SDKs, builds this in release
+//! and runs `mcp-bench run`, which writes `docs/benchmarks.md`.
+//!
+//! Three roles, one binary:
+//!
+//! - `mcp-bench server <ours|rmcp|raw> stdio|http [--port P] [--tools N]`: a server with the
+//!   benchmark's tools (`echo`, `big`, and N generated ones, paginated); `raw` is the floor,
+//!   an HTTP echo of the request body (the stdio floor is `cat`).
+//! - `mcp-bench client <ours|rmcp|raw> <spec>`: connects as the JSON spec says, runs one
+//!   workload, prints one JSON line of results. The TypeScript and Python clients
+//!   (`bench/ts/client.mjs`, `bench/py/client.py`) take the same spec and print the same line.
+//! - `mcp-bench run ...`: the driver, which runs every row, implementations interleaved per
+//!   repetition, and renders the page.
+
+// A benchmark reports on the terminal, and a failed invariant is a broken run.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
+
+mod driver;
+mod ours;
+mod raw;
+mod render;
+mod rmcp_sdk;
+mod workload;
+
+use anyhow::{Context as _, bail};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(role) = args.first() else {
+        bail!("usage: mcp-bench server|client|run ...");
+    };
+    match role.as_str() {
+        "server" => server(&args[1..]),
+        "client" => {
+            let [imp, spec] = &args[1..] else {
+                bail!("usage: mcp-bench client <ours|rmcp|raw> <spec json>");
+            };
+            let spec = workload::Spec::parse(spec)?;
+            let result = runtime()?.block_on(async {
+                match imp.as_str() {
+                    "ours" => ours::client(&spec).await,
+                    "rmcp" => rmcp_sdk::client(&spec).await,
+                    "raw" => raw::client(&spec).await,
+                    other => bail!("unknown client `{other}`"),
+                }
+            })?;
+            println!("{result}");
+            Ok(())
+        }
+        "run" => driver::run(&args[1..]),
+        other => bail!("unknown role `{other}`"),
+    }
+}
+
+/// The runtime a consumer gets from `#[tokio::main]`: multi-threaded, one worker per core.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn server(args: &[String]) -> anyhow::Result<()> {
+    let (Some(imp), Some(transport)) = (args.first(), args.get(1)) else {
+        bail!("usage: mcp-bench server <ours|rmcp|raw> stdio|http [--port P] [--tools N]");
+    };
+    let mut port = 0u16;
+    let mut tools = 0usize;
+    let mut rest = args[2..].iter();
+    while let Some(flag) = rest.next() {
+        let value = rest.next().with_context(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--port" => port = value.parse()?,
+            "--tools" => tools = value.parse()?,
+            other => bail!("unknown flag {other}"),
+        }
+    }
+    let http = match transport.as_str() {
+        "stdio" => None,
+        "http" => Some(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+        other => bail!("unknown transport `{other}`"),
+    };
+    runtime()?.block_on(async {
+        match imp.as_str() {
+            "ours" => ours::server(http, tools).await,
+            "rmcp" => rmcp_sdk::server(http, tools).await,
+            "raw" => match http {
+                Some(addr) => raw::echo_server(addr).await,
+                None => bail!("the raw stdio server is `cat`"),
+            },
+            other => bail!("unknown server `{other}`"),
+        }
+    })
+}
