@@ -78,10 +78,16 @@ pub fn authorization_url(
 
 /// Checks the redirect back from the authorization server and takes its code.
 ///
-/// The `state` must be the one sent. RFC 9207: when the server advertises
-/// `authorization_response_iss_parameter_supported`, `iss` must be present; whenever it is
-/// present it must equal the issuer exactly. Only then is an `error` in the redirect trusted
-/// enough to be shown.
+/// RFC 9207 and MCP 2026-07-28 (`index.mdx` §Authorization Response Validation), before
+/// anything else in the redirect is looked at: `iss`, form-decoded, must be byte-equal to the
+/// issuer of the validated metadata (`meta.issuer`, the string the metadata stated) whenever it
+/// is present, advertised or not, with no case folding and no port, slash or percent-encoding
+/// normalisation; when the server advertises
+/// `authorization_response_iss_parameter_supported` it must be present; a redirect with more
+/// than one `iss` is refused (which one would count?). Neither advertised nor present: the
+/// redirect is taken. Then the `state` must be the one sent. Only a redirect that passes both
+/// has its `error` and `error_description` shown: a forged redirect's text is never displayed
+/// or acted on, and no code from it reaches a token endpoint.
 pub fn code_from_redirect(
     redirect: &Url,
     expected_state: &str,
@@ -93,6 +99,11 @@ pub fn code_from_redirect(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
     };
+    if redirect.query_pairs().filter(|(k, _)| k == "iss").count() > 1 {
+        return Err(Error::Redirect(
+            "the redirect has more than one iss; refused".to_owned(),
+        ));
+    }
     match get("iss") {
         Some(iss) if iss != meta.issuer => {
             return Err(Error::Redirect(format!(
@@ -541,18 +552,43 @@ mod tests {
         assert_eq!(code_from_redirect(&ok, "st-1", &m).unwrap().secret(), "abc");
         let bad_state = Url::parse("http://x/cb?code=abc&state=other").unwrap();
         assert!(code_from_redirect(&bad_state, "st-1", &m).is_err());
-        let bad_iss =
-            Url::parse("http://x/cb?code=abc&state=st-1&iss=https://evil.example&error=x").unwrap();
+        // A forged redirect's own words are never shown: not with a wrong iss, nor with a
+        // missing one the server promised.
+        let forged = "error=access_denied&error_description=FORGED-TEXT";
+        let bad_iss = Url::parse(&format!(
+            "http://x/cb?state=st-1&iss=https://evil.example&{forged}"
+        ))
+        .unwrap();
         let err = code_from_redirect(&bad_iss, "st-1", &m)
             .unwrap_err()
             .to_string();
+        assert!(err.contains("is not the issuer"), "{err}");
         assert!(
-            err.contains("is not the issuer") && !err.contains("error=x"),
+            !err.contains("access_denied") && !err.contains("FORGED"),
             "{err}"
         );
         let promised = meta(r#","authorization_response_iss_parameter_supported":true"#);
         let missing = Url::parse("http://x/cb?code=abc&state=st-1").unwrap();
         assert!(code_from_redirect(&missing, "st-1", &promised).is_err());
+        let missing_with_error = Url::parse(&format!("http://x/cb?state=st-1&{forged}")).unwrap();
+        let err = code_from_redirect(&missing_with_error, "st-1", &promised)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("has no iss") && !err.contains("FORGED"),
+            "{err}"
+        );
+        assert_eq!(
+            code_from_redirect(
+                &Url::parse("http://x/cb?code=abc&state=st-1&iss=https://auth.example.com")
+                    .unwrap(),
+                "st-1",
+                &promised
+            )
+            .unwrap()
+            .secret(),
+            "abc"
+        );
         let denied =
             Url::parse("http://x/cb?state=st-1&error=access_denied&error_description=no").unwrap();
         assert!(
@@ -561,6 +597,45 @@ mod tests {
                 .to_string()
                 .contains("access_denied no")
         );
+    }
+
+    #[test]
+    fn iss_is_compared_byte_for_byte_after_form_decoding() {
+        let check = |issuer: &str, iss_query: &str| {
+            let body = format!(
+                r#"{{"issuer":"{issuer}","authorization_endpoint":"https://a/x","token_endpoint":"https://a/t"}}"#
+            );
+            let m = AuthorizationServerMetadata::parse(body.as_bytes(), issuer).unwrap();
+            let url =
+                Url::parse(&format!("http://127.0.0.1/cb?code=c&state=s&{iss_query}")).unwrap();
+            code_from_redirect(&url, "s", &m).is_ok()
+        };
+        let issuer = "https://auth.example.com";
+        assert!(check(issuer, "iss=https://auth.example.com"));
+        assert!(
+            check(issuer, "iss=https%3A%2F%2Fauth.example.com"),
+            "form-decoded first"
+        );
+        for normalised in [
+            "iss=https://auth.example.com/",
+            "iss=HTTPS://auth.example.com",
+            "iss=https://AUTH.example.com",
+            "iss=https://auth.example.com:443",
+            "iss=https://auth.example.com%2F",
+            "iss=https://auth.example.com&iss=https://auth.example.com",
+        ] {
+            assert!(!check(issuer, normalised), "{normalised} was accepted");
+        }
+        // An issuer that holds a percent sign is compared with the decoded `iss`, not
+        // re-encoded or decoded itself.
+        let odd = "https://auth.example.com/t%41";
+        assert!(check(odd, "iss=https://auth.example.com/t%2541"));
+        assert!(!check(odd, "iss=https://auth.example.com/tA"));
+        assert!(!check(odd, "iss=https://auth.example.com/t%41"));
+        // An issuer without a path, as the conformance servers state it, is not given one.
+        let bare = "http://localhost:3000";
+        assert!(check(bare, "iss=http://localhost:3000"));
+        assert!(!check(bare, "iss=http://localhost:3000/"));
     }
 
     #[test]

@@ -416,15 +416,28 @@ fn iss_in_the_redirect() {
             "{supported} {iss:?}"
         );
     }
-    // A trailing slash is another issuer (exact string compare).
-    let world = World::new(Config {
-        iss_supported: true,
-        iss_in_redirect: Some(format!("{AS}/")),
-        ..Config::default()
-    });
-    let mut auth = world.authorizer(settings());
-    assert!(unauthorized(&world, &mut auth).is_err());
-    assert!(world.token_requests().is_empty());
+    // A trailing slash, a default port or another case is another issuer (exact string
+    // compare), advertised or not; the code never reaches the token endpoint.
+    for (supported, iss) in [
+        (true, format!("{AS}/")),
+        (true, "https://auth.example.com:443".to_owned()),
+        (false, "HTTPS://AUTH.EXAMPLE.COM".to_owned()),
+        (false, format!("{AS}/")),
+    ] {
+        let world = World::new(Config {
+            iss_supported: supported,
+            iss_in_redirect: Some(iss.clone()),
+            ..Config::default()
+        });
+        let mut auth = world.authorizer(settings());
+        let err = unauthorized(&world, &mut auth).unwrap_err();
+        assert!(
+            matches!(err, AuthError::Protocol(Error::Redirect(_))),
+            "{iss}: {err}"
+        );
+        assert!(world.token_requests().is_empty(), "{iss}");
+        assert!(auth.tokens().is_none(), "{iss}");
+    }
 }
 
 #[test]
