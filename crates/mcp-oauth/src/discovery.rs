@@ -347,6 +347,34 @@ mod tests {
             AuthorizationServerMetadata::parse(asm, "https://auth.example.com/"),
             Err(Error::IssuerMismatch { .. })
         ));
+        // MCP 2026-07-28, RFC 8414 §3.3: identical strings, no URL normalisation either way.
+        for asked in [
+            "https://auth.example.com:443",
+            "HTTPS://auth.example.com",
+            "https://Auth.example.com",
+            "https://auth.example.com/.",
+        ] {
+            assert!(
+                matches!(
+                    AuthorizationServerMetadata::parse(asm, asked),
+                    Err(Error::IssuerMismatch { .. })
+                ),
+                "{asked}"
+            );
+        }
+        let slashed = String::from_utf8(asm.to_vec()).unwrap().replacen(
+            r#""issuer":"https://auth.example.com""#,
+            r#""issuer":"https://auth.example.com/""#,
+            1,
+        );
+        assert!(
+            AuthorizationServerMetadata::parse(slashed.as_bytes(), "https://auth.example.com/")
+                .is_ok()
+        );
+        assert!(
+            AuthorizationServerMetadata::parse(slashed.as_bytes(), "https://auth.example.com")
+                .is_err()
+        );
         let no_pkce = br#"{"issuer":"https://a","authorization_endpoint":"https://a/x","token_endpoint":"https://a/t"}"#;
         let meta = AuthorizationServerMetadata::parse(no_pkce, "https://a").unwrap();
         assert!(matches!(

@@ -144,6 +144,30 @@ fn path_inserted_then_root_prm_and_the_resource_is_sent_byte_for_byte() {
 }
 
 #[test]
+fn the_prm_resource_string_is_echoed_unnormalised() {
+    // A `resource` that `url::Url` would rewrite (host case, default port): it stands for the
+    // server (same origin), and goes out exactly as the document wrote it.
+    for resource in [
+        "https://MCP.example.com:443/mcp",
+        "https://mcp.example.com/mcp/",
+    ] {
+        let (world, auth) = logged_in(Config {
+            prm_resource: Some(resource.to_owned()),
+            ..Config::default()
+        });
+        assert_eq!(auth.resource(), Some(resource));
+        assert_eq!(
+            query(&world.authorize_urls()[0], "resource").as_deref(),
+            Some(resource)
+        );
+        assert_eq!(
+            world.token_requests()[0].form("resource").as_deref(),
+            Some(resource)
+        );
+    }
+}
+
+#[test]
 fn authorization_server_metadata_in_rfc_8414_then_oidc_order_with_a_path() {
     let tenant = format!("{AS}/tenant1");
     let (world, auth) = logged_in(Config {
