@@ -45,9 +45,9 @@ use crate::http::{
     TransportError, UserAgent,
 };
 use crate::pkce::{Pkce, state_from_random};
-use crate::registration::{self, Identity};
+use crate::registration::{self, ApplicationType, Identity};
 use crate::secret::{ClientSecret, JwtAssertion};
-use crate::store::ServerTokens;
+use crate::store::{ClientRegistration, ServerTokens};
 
 /// Which grant obtains tokens for a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +114,13 @@ pub struct Settings {
     pub registration_url: Option<String>,
     /// A pre-registered client id: used before any other identity.
     pub client_id: Option<String>,
+    /// The `issuer` of the authorization server the pre-registered client belongs to,
+    /// compared byte for byte with the one in use. Credentials are bound to one authorization
+    /// server (MCP `client-registration.mdx` §Authorization Server Binding): with another one
+    /// they are not sent and authorization stops with [`AuthError::ClientIssuerMismatch`].
+    /// When `None`, the client is bound to the first authorization server it is used with (or
+    /// the one its stored tokens came from).
+    pub client_issuer: Option<String>,
     /// Its secret, for a confidential client.
     pub client_secret: Option<ClientSecret>,
     /// The host's Client ID Metadata Document URL (`https` with a path), used as `client_id`
@@ -124,6 +131,10 @@ pub struct Settings {
     pub scope: Option<String>,
     /// `client_name` for dynamic registration.
     pub client_name: String,
+    /// The `application_type` dynamic registration states; `None` (the default) takes it
+    /// from the user agent's redirect URI ([`ApplicationType::for_redirect_uris`]: `native`
+    /// for loopback and custom schemes, `web` for a public `https` page).
+    pub application_type: Option<ApplicationType>,
     /// Authorization attempts allowed between two successful requests (step-up loops end
     /// here; conformance `auth/scope-retry-limit`). Default 3.
     pub max_authorization_attempts: u32,
@@ -149,10 +160,12 @@ impl Settings {
             token_url: None,
             registration_url: None,
             client_id: None,
+            client_issuer: None,
             client_secret: None,
             client_metadata_url: None,
             scope: None,
             client_name: "mcp-host".to_owned(),
+            application_type: None,
             max_authorization_attempts: 3,
             refresh_margin_ms: 60_000,
             grant: GrantType::AuthorizationCode,
@@ -280,10 +293,21 @@ impl Client {
         Some(Self {
             client_id: tokens.client_id.clone()?,
             secret: tokens.client_secret.clone(),
-            method: None,
+            method: tokens.token_endpoint_auth_method.clone(),
             issuer: issuer.to_owned(),
             registered: true,
         })
+    }
+
+    /// A registration kept for `issuer`.
+    fn registered(registration: &ClientRegistration, issuer: &str) -> Self {
+        Self {
+            client_id: registration.client_id.clone(),
+            secret: registration.client_secret.clone(),
+            method: registration.token_endpoint_auth_method.clone(),
+            issuer: issuer.to_owned(),
+            registered: true,
+        }
     }
 }
 
@@ -308,6 +332,13 @@ pub struct Authorizer {
     requested_scope: Option<String>,
     /// The authorization server's last DPoP nonce (RFC 9449 §8), by the origin it came from.
     as_nonce: Option<(String, String)>,
+    /// Dynamic registrations by the `issuer` of their authorization server: loaded from the
+    /// store and made here.
+    registrations: std::collections::BTreeMap<String, ClientRegistration>,
+    /// The issuers registered at since the host last took them, for the store.
+    registered_since: Vec<String>,
+    /// The issuer the pre-registered client was first used with, when the settings name none.
+    pre_registered_issuer: Option<String>,
 }
 
 impl fmt::Debug for Authorizer {
@@ -335,6 +366,9 @@ impl Authorizer {
             refreshed_in_chain: false,
             requested_scope: None,
             as_nonce: None,
+            registrations: std::collections::BTreeMap::new(),
+            registered_since: Vec::new(),
+            pre_registered_issuer: None,
         }
     }
 
@@ -354,12 +388,52 @@ impl Authorizer {
         };
         let tokens = tokens.filter(usable);
         self.requested_scope = tokens.as_ref().and_then(|t| t.scope.clone());
+        // Tokens issued to the configured client say which authorization server it belongs
+        // to, when the settings do not.
+        if let Some(t) = &tokens
+            && t.client_id.is_some()
+            && t.client_id == self.settings.client_id
+            && self.pre_registered_issuer.is_none()
+        {
+            self.pre_registered_issuer.clone_from(&t.issuer);
+        }
         self.tokens = tokens;
     }
 
     /// The tokens to persist: `None` means the store entry for this server must be removed.
     pub fn tokens(&self) -> Option<&ServerTokens> {
         self.tokens.as_ref()
+    }
+
+    /// Loads the dynamic registrations the store keeps, by the `issuer` of their
+    /// authorization server (the file's `clients`). A registration is only ever used with the
+    /// authorization server whose metadata states exactly that issuer. Registrations made here
+    /// and not yet taken ([`take_registrations`](Self::take_registrations)) are kept.
+    pub fn set_registrations(
+        &mut self,
+        registrations: std::collections::BTreeMap<String, ClientRegistration>,
+    ) {
+        let pending: Vec<(String, ClientRegistration)> = self
+            .registered_since
+            .iter()
+            .filter_map(|i| Some((i.clone(), self.registrations.get(i)?.clone())))
+            .collect();
+        self.registrations = registrations;
+        self.registrations.extend(pending);
+    }
+
+    /// The registrations made since the last call, by issuer: the host adds them to its store
+    /// (they serve every server that uses the same authorization server). Check after every
+    /// call that may log in, whether or not [`take_changed`](Self::take_changed) says so: a
+    /// registration outlives a login that failed after it.
+    pub fn take_registrations(&mut self) -> Vec<(String, ClientRegistration)> {
+        std::mem::take(&mut self.registered_since)
+            .into_iter()
+            .filter_map(|i| {
+                let registration = self.registrations.get(&i)?.clone();
+                Some((i, registration))
+            })
+            .collect()
     }
 
     /// Whether the tokens changed since the last call (a login, a refresh, tokens forgotten):
@@ -760,6 +834,32 @@ impl Authorizer {
             .map_err(|source| AuthError::Transport { what, url, source })
     }
 
+    /// Pre-registered credentials belong to one authorization server: the configured
+    /// [`Settings::client_issuer`], else the first one they were used with here or their
+    /// stored tokens came from. Refuses another `issuer` (byte for byte) before anything is
+    /// sent to it, and otherwise binds them to this one.
+    fn check_configured_client(&mut self, issuer: &str) -> Result<(), AuthError> {
+        if self.settings.client_id.is_none() {
+            return Ok(());
+        }
+        let bound = self
+            .settings
+            .client_issuer
+            .as_deref()
+            .or(self.pre_registered_issuer.as_deref());
+        match bound {
+            Some(bound) if bound != issuer => Err(AuthError::ClientIssuerMismatch {
+                configured: bound.to_owned(),
+                found: issuer.to_owned(),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.pre_registered_issuer = Some(issuer.to_owned());
+                Ok(())
+            }
+        }
+    }
+
     /// Refuses once the attempts of this challenge chain are used up.
     fn check_attempts(&self, scope: Option<&str>) -> Result<(), AuthError> {
         if self.attempts >= self.settings.max_authorization_attempts {
@@ -853,6 +953,7 @@ impl Authorizer {
         scope: Option<&str>,
     ) -> Result<Client, AuthError> {
         let issuer = d.meta.issuer.clone();
+        self.check_configured_client(&issuer)?;
         let configured = self
             .settings
             .client_id
@@ -862,6 +963,17 @@ impl Authorizer {
             if let Some(client) = self.client.as_ref().filter(|c| c.issuer == issuer) {
                 return Ok(client.clone());
             }
+            // A registration kept for exactly this issuer, made for this redirect URI.
+            if let Some(client) = self
+                .registrations
+                .get(&issuer)
+                .filter(|r| r.fits(redirect_uri))
+                .map(|r| Client::registered(r, &issuer))
+            {
+                self.client = Some(client.clone());
+                return Ok(client);
+            }
+            // Tokens from before registrations were kept by issuer: their own client.
             if let Some(client) = self
                 .tokens
                 .as_ref()
@@ -886,16 +998,23 @@ impl Authorizer {
                 registered: false,
             },
             Some(Identity::Register { endpoint }) => {
+                let redirect_uris = [redirect_uri.to_owned()];
+                let application_type = self
+                    .settings
+                    .application_type
+                    .unwrap_or_else(|| ApplicationType::for_redirect_uris(&redirect_uris));
                 let request = registration::registration_request(
                     &endpoint,
                     &self.settings.client_name,
-                    &[redirect_uri.to_owned()],
+                    &redirect_uris,
+                    application_type,
                     scope,
                 )?;
                 let answer = self.send("registration", request).await?;
                 let registered = registration::registration_from_response(
                     answer.status().as_u16(),
                     answer.body(),
+                    &redirect_uris,
                 );
                 let reg = match registered {
                     Ok(reg) => reg,
@@ -906,13 +1025,17 @@ impl Authorizer {
                     }
                     Err(e) => return Err(e.into()),
                 };
-                Client {
-                    client_id: reg.client_id,
-                    secret: reg.client_secret,
-                    method: reg.token_endpoint_auth_method,
-                    issuer,
-                    registered: true,
-                }
+                let kept = ClientRegistration::new(
+                    reg.client_id,
+                    reg.client_secret,
+                    reg.token_endpoint_auth_method,
+                    redirect_uris.to_vec(),
+                );
+                let client = Client::registered(&kept, &issuer);
+                self.registrations.insert(issuer.clone(), kept);
+                self.registered_since.retain(|i| *i != issuer);
+                self.registered_since.push(issuer);
+                client
             }
             Some(Identity::PreRegistered {
                 client_id,
@@ -953,6 +1076,7 @@ impl Authorizer {
             )
             .into());
         }
+        self.check_configured_client(&d.meta.issuer)?;
         let configured = self.settings.client_id.as_ref().map(|id| Client {
             client_id: id.clone(),
             secret: self.settings.client_secret.clone(),
@@ -986,6 +1110,7 @@ impl Authorizer {
     /// secret, else a `private_key_jwt` assertion from the signer.
     async fn client_credentials_grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
         let d = self.discovered()?;
+        self.check_configured_client(&d.meta.issuer)?;
         let client_id = self
             .settings
             .client_id
@@ -1036,6 +1161,7 @@ impl Authorizer {
     /// exchange, SEP-990). The client authenticates with its secret when it has one.
     async fn assertion_grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
         let d = self.discovered()?;
+        self.check_configured_client(&d.meta.issuer)?;
         let (grant, needs) = match self.settings.grant {
             GrantType::IdentityAssertion => ("identity assertion", "an identity provider"),
             _ => ("jwt-bearer", "an assertion"),
@@ -1203,6 +1329,7 @@ impl Authorizer {
             None
         };
         kept.issuer = Some(client.issuer.clone());
+        kept.token_endpoint_auth_method.clone_from(&client.method);
         kept.dpop_key = dpop_key;
         self.tokens = Some(kept);
         self.changed = true;

@@ -77,6 +77,18 @@ pub enum Error {
     /// Dynamic client registration failed.
     #[error("client registration failed: {0}")]
     Registration(String),
+    /// Dynamic registration was refused because of the redirect URIs (RFC 7591
+    /// `invalid_redirect_uri`, or `invalid_client_metadata` about a redirect): the server
+    /// accepts other redirect URIs than this host's, so registering again will not help.
+    #[error(
+        "the authorization server refused to register the redirect URI {redirect_uris} ({detail}); configure a pre-registered client_id for this server, or a client ID metadata document URL"
+    )]
+    RedirectUriRefused {
+        /// The redirect URIs sent (loopback or public callback URLs, not secrets).
+        redirect_uris: String,
+        /// The server's `error` and `error_description`, cut short.
+        detail: String,
+    },
     /// The redirect back from the authorization server is not to be trusted or carries no code.
     #[error("{0}")]
     Redirect(String),
@@ -142,6 +154,18 @@ pub enum AuthError {
     NoClientIdentity {
         /// The authorization server.
         issuer: String,
+    },
+    /// The configured (pre-registered) client belongs to another authorization server than
+    /// the one the server now names: its credentials are not sent there (MCP
+    /// `client-registration.mdx` §Authorization Server Binding).
+    #[error(
+        "the configured client_id belongs to authorization server {configured:?}, but the server now uses {found:?}; its credentials are not sent there: configure a client registered at {found:?} (or remove client_id to register dynamically)"
+    )]
+    ClientIssuerMismatch {
+        /// The issuer the client belongs to.
+        configured: String,
+        /// The issuer in use now.
+        found: String,
     },
     /// The user agent brought no redirect back.
     #[error("authorization in the browser did not complete: {0}")]

@@ -154,9 +154,10 @@ pub enum ClientAuth {
 }
 
 impl ClientAuth {
-    /// The method for a client with `secret`: the one its registration named if the server
-    /// supports it, else basic when supported (RFC 8414's default when the server lists none),
-    /// else post; `none` without a secret.
+    /// The method for a client with `secret`: the one its registration answer named
+    /// (`token_endpoint_auth_method`, RFC 7591 §3.2.1: what the server actually registered,
+    /// which wins over what its metadata lists), else basic when supported (RFC 8414's
+    /// default when the server lists none), else post; `none` without a secret.
     pub fn choose(
         meta: &AuthorizationServerMetadata,
         registered: Option<&str>,
@@ -171,10 +172,8 @@ impl ClientAuth {
             .unwrap_or_else(|| vec!["client_secret_basic".to_owned()]);
         let has = |m: &str| supported.iter().any(|s| s == m);
         match registered {
-            Some("client_secret_post") if has("client_secret_post") => Self::Post(secret.clone()),
-            Some("client_secret_basic") if has("client_secret_basic") => {
-                Self::Basic(secret.clone())
-            }
+            Some("client_secret_post") => Self::Post(secret.clone()),
+            Some("client_secret_basic") => Self::Basic(secret.clone()),
             Some("none") => Self::None,
             _ if has("client_secret_basic") => Self::Basic(secret.clone()),
             _ if has("client_secret_post") => Self::Post(secret.clone()),
@@ -657,7 +656,27 @@ mod tests {
         );
         assert_eq!(
             ClientAuth::choose(&both, Some("client_secret_post"), Some(&secret)),
-            ClientAuth::Post(secret)
+            ClientAuth::Post(secret.clone())
+        );
+        // The registration answer is what the server registered: it wins over the list.
+        assert_eq!(
+            ClientAuth::choose(&post_only, Some("client_secret_basic"), Some(&secret)),
+            ClientAuth::Basic(secret.clone())
+        );
+        let basic_only =
+            meta(r#","token_endpoint_auth_methods_supported":["client_secret_basic"]"#);
+        assert_eq!(
+            ClientAuth::choose(&basic_only, Some("client_secret_post"), Some(&secret)),
+            ClientAuth::Post(secret.clone())
+        );
+        assert_eq!(
+            ClientAuth::choose(&basic_only, Some("none"), Some(&secret)),
+            ClientAuth::None
+        );
+        assert_eq!(
+            ClientAuth::choose(&post_only, Some("private_key_jwt"), Some(&secret)),
+            ClientAuth::Post(secret),
+            "a method this client cannot use: the metadata decides"
         );
     }
 

@@ -60,11 +60,70 @@ fn is_metadata_document_url(url: &str) -> bool {
     url::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.path().len() > 1)
 }
 
-/// An RFC 7591 registration request for a native (loopback redirect) client.
+/// The OpenID Connect Dynamic Client Registration `application_type` a registration states;
+/// MCP 2026-07-28 (`client-registration.mdx` §Application Type, SEP-837) makes it mandatory,
+/// because an authorization server that assumes `web` (the OIDC default) refuses the loopback
+/// and custom-scheme redirect URIs that desktop and command-line hosts use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApplicationType {
+    /// A desktop, command-line or mobile client: loopback (`127.0.0.1`, `[::1]`,
+    /// `localhost`) or custom-scheme redirect URIs.
+    Native,
+    /// A client whose redirect URIs are `https` pages on a public host.
+    Web,
+}
+
+impl ApplicationType {
+    /// The type the redirect URIs call for: `native` when every one of them is a loopback or
+    /// `localhost` URL or uses a custom scheme (a CLI, desktop or mobile host), `web`
+    /// otherwise. An empty list is `native`: a client without a browser page of its own.
+    pub fn for_redirect_uris(redirect_uris: &[String]) -> Self {
+        if redirect_uris.iter().all(|u| is_native_redirect_uri(u)) {
+            Self::Native
+        } else {
+            Self::Web
+        }
+    }
+
+    /// The value on the wire: `native` or `web`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Web => "web",
+        }
+    }
+}
+
+/// A redirect URI only a native client has: a loopback or `localhost` host over `http` or
+/// `https`, or a custom scheme (RFC 8252 §7.1, §7.3). A URI that does not parse is not taken
+/// as native.
+fn is_native_redirect_uri(uri: &str) -> bool {
+    let Ok(url) = url::Url::parse(uri) else {
+        return false;
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return true;
+    }
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => {
+            d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
+        }
+        None => false,
+    }
+}
+
+/// An RFC 7591 registration request: the redirect URIs, the `application_type` (MCP
+/// 2026-07-28 requires it), `grant_types` with `refresh_token` beside `authorization_code`
+/// (SEP-2207: a server that honours the list issues refresh tokens only to clients that ask),
+/// and a public client (`none`); the answer says which authentication the server settled on.
 pub fn registration_request(
     endpoint: &str,
     client_name: &str,
     redirect_uris: &[String],
+    application_type: ApplicationType,
     scope: Option<&str>,
 ) -> Result<http::Request<Vec<u8>>, Error> {
     let mut body = serde_json::json!({
@@ -73,7 +132,7 @@ pub fn registration_request(
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
-        "application_type": "native",
+        "application_type": application_type.as_str(),
     });
     if let Some(scope) = scope {
         body["scope"] = serde_json::Value::String(scope.to_owned());
@@ -109,9 +168,37 @@ struct RawRegistration {
     token_endpoint_auth_method: Option<String>,
 }
 
-/// Reads a registration answer (201 or 200).
-pub fn registration_from_response(status: u16, body: &[u8]) -> Result<Registration, Error> {
+#[derive(Deserialize)]
+struct RawRegistrationError {
+    error: String,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// Reads a registration answer (201 or 200) to a request that named `redirect_uris`.
+///
+/// A refusal because of the redirect URIs (RFC 7591 §3.2.2 `invalid_redirect_uri`, or
+/// `invalid_client_metadata` whose description speaks of a redirect) is
+/// [`Error::RedirectUriRefused`], which names the URIs and what to do instead; any other
+/// refusal is [`Error::Registration`] with the server's words, cut short.
+pub fn registration_from_response(
+    status: u16,
+    body: &[u8],
+    redirect_uris: &[String],
+) -> Result<Registration, Error> {
     if !(200..300).contains(&status) {
+        if let Ok(e) = serde_json::from_slice::<RawRegistrationError>(body) {
+            let description = e.error_description.unwrap_or_default();
+            let about_redirect = e.error == "invalid_redirect_uri"
+                || (e.error == "invalid_client_metadata"
+                    && description.to_ascii_lowercase().contains("redirect"));
+            if about_redirect {
+                return Err(Error::RedirectUriRefused {
+                    redirect_uris: cut_short(&redirect_uris.join(" ")),
+                    detail: cut_short(format!("{} {description}", e.error).trim_end()),
+                });
+            }
+        }
         let text = cut_short(&String::from_utf8_lossy(body));
         return Err(Error::Registration(format!("HTTP {status}: {text}")));
     }
@@ -175,11 +262,49 @@ mod tests {
     }
 
     #[test]
+    fn application_type_follows_the_redirect_uris() {
+        let of = |uris: &[&str]| {
+            ApplicationType::for_redirect_uris(
+                &uris.iter().map(|u| (*u).to_owned()).collect::<Vec<_>>(),
+            )
+        };
+        for native in [
+            "http://127.0.0.1:33418/callback",
+            "http://127.0.0.1/callback",
+            "http://127.8.9.1/cb",
+            "http://[::1]:8080/cb",
+            "http://localhost:3000/callback",
+            "http://LOCALHOST/cb",
+            "https://app.localhost/cb",
+            "com.example.app:/oauth2redirect",
+            "myapp://callback",
+        ] {
+            assert_eq!(of(&[native]), ApplicationType::Native, "{native}");
+        }
+        for web in [
+            "https://app.example.com/callback",
+            "http://app.example.com/callback",
+            "https://localhost.example.com/cb",
+            "not a url",
+        ] {
+            assert_eq!(of(&[web]), ApplicationType::Web, "{web}");
+        }
+        assert_eq!(
+            of(&["http://127.0.0.1/cb", "https://app.example.com/cb"]),
+            ApplicationType::Web,
+            "a public page among them makes a web client"
+        );
+        assert_eq!(of(&[]), ApplicationType::Native);
+    }
+
+    #[test]
     fn registration_round_trip() {
+        let uris = ["http://127.0.0.1:33418/callback".to_owned()];
         let req = registration_request(
             "https://a/register",
             "mcp-host",
-            &["http://127.0.0.1:33418/callback".into()],
+            &uris,
+            ApplicationType::Native,
             Some("read"),
         )
         .unwrap();
@@ -189,22 +314,56 @@ mod tests {
             body["grant_types"],
             serde_json::json!(["authorization_code", "refresh_token"])
         );
+        assert_eq!(body["redirect_uris"], serde_json::json!(uris));
         assert_eq!(body["scope"], "read");
-        let reg = registration_from_response(201, br#"{"client_id":"c-9","client_secret":"s-9","token_endpoint_auth_method":"client_secret_basic"}"#).unwrap();
+        let web = registration_request(
+            "https://a/register",
+            "mcp-host",
+            &["https://app.example.com/cb".to_owned()],
+            ApplicationType::Web,
+            None,
+        )
+        .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(web.body()).unwrap();
+        assert_eq!(body["application_type"], "web");
+        assert!(body.get("scope").is_none());
+        let reg = registration_from_response(201, br#"{"client_id":"c-9","client_secret":"s-9","token_endpoint_auth_method":"client_secret_basic"}"#, &uris).unwrap();
         assert_eq!(reg.client_id, "c-9");
         assert!(!format!("{reg:?}").contains("s-9"));
-        assert!(
-            registration_from_response(400, br#"{"error":"invalid_redirect_uri"}"#)
-                .unwrap_err()
-                .to_string()
-                .contains("invalid_redirect_uri")
-        );
+    }
+
+    #[test]
+    fn a_redirect_uri_refusal_says_so() {
+        let uris = ["http://127.0.0.1:33418/callback".to_owned()];
+        for body in [
+            br#"{"error":"invalid_redirect_uri","error_description":"loopback not allowed"}"#.as_slice(),
+            br#"{"error":"invalid_client_metadata","error_description":"Redirect URI must be https"}"#,
+        ] {
+            let err = registration_from_response(400, body, &uris).unwrap_err();
+            assert!(matches!(err, Error::RedirectUriRefused { .. }), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains("http://127.0.0.1:33418/callback") && text.contains("client_id"),
+                "{text}"
+            );
+        }
+        let other = registration_from_response(
+            400,
+            br#"{"error":"invalid_client_metadata","error_description":"bad logo_uri"}"#,
+            &uris,
+        )
+        .unwrap_err();
+        assert!(matches!(other, Error::Registration(_)), "{other}");
+        assert!(other.to_string().contains("bad logo_uri"));
+        let html = registration_from_response(500, b"<html>oops</html>", &uris).unwrap_err();
+        assert!(matches!(html, Error::Registration(_)), "{html}");
     }
 
     #[test]
     fn a_malformed_answer_is_reported_without_its_values() {
-        let err = registration_from_response(201, br#"{"client_id":7,"client_secret":"s3cr3t"}"#)
-            .unwrap_err();
+        let err =
+            registration_from_response(201, br#"{"client_id":7,"client_secret":"s3cr3t"}"#, &[])
+                .unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
         assert!(
             !err.to_string().contains("s3cr3t") && !err.to_string().contains("`7`"),

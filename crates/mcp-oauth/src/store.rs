@@ -1,7 +1,20 @@
-//! The token store's contents: seed 000's `mcp-auth.json` (`{"version":1,"servers":{...}}`,
-//! `expires_at` in milliseconds), as types whose secrets never print, and the rules for
-//! updating them. Reading and writing the file (atomically, mode 0600, under a lock) is the
-//! host's: this crate does no I/O.
+//! The token store's contents: `mcp-auth.json`, as types whose secrets never print, and the
+//! rules for updating them. Reading and writing the file (atomically, mode 0600, under a lock)
+//! is the host's: this crate does no I/O.
+//!
+//! Version 2 (written since MCP 2026-07-28 support) is
+//! `{"version":2,"servers":{<server id>:{...}},"clients":{<issuer>:{...}}}`: the tokens of each
+//! server (seed 000's members, `expires_at` in milliseconds, plus the `issuer` that issued them
+//! and the `token_endpoint_auth_method` of their client), and beside them the clients
+//! registered dynamically, keyed by the authorization server's `issuer` exactly as its metadata
+//! states it (MCP `client-registration.mdx` §Authorization Server Binding: credentials are
+//! bound to one authorization server and never presented to another; a registration serves
+//! every server that uses that authorization server).
+//!
+//! Version 1 (seed 000's `{"version":1,"servers":{...}}`) is still read, and nothing in it is
+//! lost: its server entries are kept as they are, and an entry with an `issuer`, a `client_id`
+//! and a `client_secret` (a secret was only ever stored for a dynamically registered client)
+//! also becomes that issuer's registration. The next write is version 2.
 
 use std::collections::BTreeMap;
 
@@ -34,6 +47,10 @@ pub struct ServerTokens {
     pub client_secret: Option<ClientSecret>,
     /// The authorization server that issued them: credentials are never reused with another.
     pub issuer: Option<String>,
+    /// How the client authenticates at the token endpoint, as its registration answer said
+    /// (RFC 7591 `token_endpoint_auth_method`): a refresh after a restart authenticates the
+    /// way the authorization server registered.
+    pub token_endpoint_auth_method: Option<String>,
     /// The DPoP key (RFC 9449) the tokens were asked for with: every request with a `DPoP`
     /// token and every refresh proves it. Tokens of type `DPoP` without it cannot be used.
     pub dpop_key: Option<DpopKey>,
@@ -58,6 +75,7 @@ impl ServerTokens {
             client_id: previous.and_then(|p| p.client_id.clone()),
             client_secret: previous.and_then(|p| p.client_secret.clone()),
             issuer: previous.and_then(|p| p.issuer.clone()),
+            token_endpoint_auth_method: previous.and_then(|p| p.token_endpoint_auth_method.clone()),
             dpop_key: None,
         }
     }
@@ -75,19 +93,102 @@ impl ServerTokens {
     }
 }
 
+/// A client registered dynamically (RFC 7591) at one authorization server: kept under that
+/// server's `issuer`, reused for every MCP server it protects, never shown to another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientRegistration {
+    /// The client id the authorization server issued.
+    pub client_id: String,
+    /// Its secret, when the server made the client confidential.
+    pub client_secret: Option<ClientSecret>,
+    /// How it authenticates at the token endpoint, as the registration answer said.
+    pub token_endpoint_auth_method: Option<String>,
+    /// The redirect URIs registered; empty when unknown (migrated from version 1).
+    pub redirect_uris: Vec<String>,
+}
+
+impl ClientRegistration {
+    /// A registration of `client_id` for `redirect_uris`.
+    pub fn new(
+        client_id: String,
+        client_secret: Option<ClientSecret>,
+        token_endpoint_auth_method: Option<String>,
+        redirect_uris: Vec<String>,
+    ) -> Self {
+        Self {
+            client_id,
+            client_secret,
+            token_endpoint_auth_method,
+            redirect_uris,
+        }
+    }
+
+    /// Whether the registration can be used with `redirect_uri`: it was registered (a loopback
+    /// URI on any port, as RFC 8252 §7.3 has authorization servers accept), or the registered
+    /// URIs are unknown. A registration for other URIs would only be refused at the
+    /// authorization endpoint, so the client registers again instead.
+    pub fn fits(&self, redirect_uri: &str) -> bool {
+        self.redirect_uris.is_empty()
+            || self
+                .redirect_uris
+                .iter()
+                .any(|r| same_redirect_uri(r, redirect_uri))
+    }
+}
+
+/// Whether two redirect URIs are the same, ignoring the port of a loopback IP literal.
+fn same_redirect_uri(registered: &str, used: &str) -> bool {
+    if registered == used {
+        return true;
+    }
+    let (Ok(mut a), Ok(mut b)) = (url::Url::parse(registered), url::Url::parse(used)) else {
+        return false;
+    };
+    let loopback = |u: &url::Url| match u.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        _ => false,
+    };
+    if !(loopback(&a) && loopback(&b)) {
+        return false;
+    }
+    let _ = a.set_port(None);
+    let _ = b.set_port(None);
+    a == b
+}
+
 /// The whole `mcp-auth.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct AuthFile {
     /// Tokens by server id.
     pub servers: BTreeMap<String, ServerTokens>,
+    /// Dynamically registered clients by the `issuer` of their authorization server.
+    pub clients: BTreeMap<String, ClientRegistration>,
 }
+
+/// The version [`AuthFile::encode`] writes.
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct RawFile {
     version: u32,
     #[serde(default)]
     servers: BTreeMap<String, RawTokens>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    clients: BTreeMap<String, RawClient>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RawClient {
+    client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token_endpoint_auth_method: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    redirect_uris: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -107,6 +208,8 @@ struct RawTokens {
     client_secret: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     issuer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token_endpoint_auth_method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dpop_key: Option<RawDpopKey>,
 }
@@ -141,7 +244,8 @@ fn bearer() -> String {
 }
 
 impl AuthFile {
-    /// Reads the file's contents. An unknown `version` is refused rather than misread.
+    /// Reads the file's contents, version 2 or 1 (see the module doc for what a version 1
+    /// file becomes). An unknown `version` is refused rather than misread.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         // serde_json's own message may quote a value (a token in the wrong place): say only
         // where the problem is.
@@ -151,13 +255,26 @@ impl AuthFile {
                 json_position(&e)
             ))
         })?;
-        if raw.version != 1 {
+        if !(1..=VERSION).contains(&raw.version) {
             return Err(Error::Store(format!(
-                "mcp-auth.json has version {}, only 1 is known",
+                "mcp-auth.json has version {}, only 1 and {VERSION} are known",
                 raw.version
             )));
         }
-        let servers = raw
+        let mut clients: BTreeMap<String, ClientRegistration> = raw
+            .clients
+            .into_iter()
+            .map(|(issuer, c)| {
+                let client = ClientRegistration {
+                    client_id: c.client_id,
+                    client_secret: c.client_secret.map(ClientSecret::new),
+                    token_endpoint_auth_method: c.token_endpoint_auth_method,
+                    redirect_uris: c.redirect_uris,
+                };
+                (issuer, client)
+            })
+            .collect();
+        let servers: BTreeMap<String, ServerTokens> = raw
             .servers
             .into_iter()
             .map(|(id, t)| {
@@ -170,12 +287,29 @@ impl AuthFile {
                     client_id: t.client_id,
                     client_secret: t.client_secret.map(ClientSecret::new),
                     issuer: t.issuer,
+                    token_endpoint_auth_method: t.token_endpoint_auth_method,
                     dpop_key: t.dpop_key.as_ref().and_then(RawDpopKey::to_key),
                 };
                 (id, tokens)
             })
             .collect();
-        Ok(Self { servers })
+        if raw.version == 1 {
+            for t in servers.values() {
+                if let (Some(issuer), Some(client_id), Some(secret)) =
+                    (&t.issuer, &t.client_id, &t.client_secret)
+                {
+                    clients
+                        .entry(issuer.clone())
+                        .or_insert_with(|| ClientRegistration {
+                            client_id: client_id.clone(),
+                            client_secret: Some(secret.clone()),
+                            token_endpoint_auth_method: t.token_endpoint_auth_method.clone(),
+                            redirect_uris: Vec::new(),
+                        });
+                }
+            }
+        }
+        Ok(Self { servers, clients })
     }
 
     /// The file's contents, pretty-printed. This is the one place secrets are written out: to
@@ -194,14 +328,29 @@ impl AuthFile {
                     client_id: t.client_id.clone(),
                     client_secret: t.client_secret.as_ref().map(|s| s.secret().to_owned()),
                     issuer: t.issuer.clone(),
+                    token_endpoint_auth_method: t.token_endpoint_auth_method.clone(),
                     dpop_key: t.dpop_key.as_ref().map(RawDpopKey::from_key),
                 };
                 (id.clone(), raw)
             })
             .collect();
+        let clients = self
+            .clients
+            .iter()
+            .map(|(issuer, c)| {
+                let raw = RawClient {
+                    client_id: c.client_id.clone(),
+                    client_secret: c.client_secret.as_ref().map(|s| s.secret().to_owned()),
+                    token_endpoint_auth_method: c.token_endpoint_auth_method.clone(),
+                    redirect_uris: c.redirect_uris.clone(),
+                };
+                (issuer.clone(), raw)
+            })
+            .collect();
         let raw = RawFile {
-            version: 1,
+            version: VERSION,
             servers,
+            clients,
         };
         let mut out = serde_json::to_vec_pretty(&raw).unwrap_or_default();
         out.push(b'\n');
@@ -273,9 +422,88 @@ mod tests {
     }
 
     #[test]
+    fn a_version_1_file_is_migrated_losing_nothing() {
+        let v1 = r#"{"version":1,"servers":{
+            "dcr": {"access_token":"at-1","refresh_token":"rt-1","client_id":"reg-1",
+                    "client_secret":"cs-1","issuer":"https://as.example"},
+            "cimd": {"access_token":"at-2","client_id":"https://app.example/c.json",
+                     "issuer":"https://other.example"},
+            "old": {"access_token":"at-3","client_id":"c","client_secret":"s"}
+        }}"#;
+        let file = AuthFile::parse(v1.as_bytes()).unwrap();
+        assert_eq!(file.servers.len(), 3, "every server entry is kept");
+        let dcr = &file.servers["dcr"];
+        assert_eq!(
+            (
+                dcr.client_id.as_deref(),
+                dcr.client_secret.as_ref().map(ClientSecret::secret),
+                dcr.issuer.as_deref()
+            ),
+            (Some("reg-1"), Some("cs-1"), Some("https://as.example"))
+        );
+        // A stored secret only ever came from a registration: it becomes the issuer's.
+        assert_eq!(
+            file.clients.keys().collect::<Vec<_>>(),
+            ["https://as.example"],
+            "without a secret or an issuer an entry is not taken for a registration"
+        );
+        let reg = &file.clients["https://as.example"];
+        assert_eq!(
+            (
+                reg.client_id.as_str(),
+                reg.client_secret.as_ref().map(ClientSecret::secret)
+            ),
+            ("reg-1", Some("cs-1"))
+        );
+        assert!(reg.redirect_uris.is_empty() && reg.fits("http://127.0.0.1:1/callback"));
+        // Written back as version 2, and read again unchanged.
+        let encoded = file.encode();
+        assert!(
+            String::from_utf8(encoded.clone())
+                .unwrap()
+                .contains("\"version\": 2")
+        );
+        assert_eq!(AuthFile::parse(&encoded).unwrap(), file);
+    }
+
+    #[test]
+    fn registrations_are_kept_by_issuer_and_never_printed() {
+        let mut file = AuthFile::parse(FILE.as_bytes()).unwrap();
+        file.clients.insert(
+            "http://localhost:3000".into(),
+            ClientRegistration::new(
+                "as1-client".into(),
+                Some(ClientSecret::new("as1-secret")),
+                Some("client_secret_post".into()),
+                vec!["http://127.0.0.1:4000/callback".into()],
+            ),
+        );
+        file.clients.insert(
+            "http://localhost:3000/".into(),
+            ClientRegistration::new("as2-client".into(), None, Some("none".into()), Vec::new()),
+        );
+        let back = AuthFile::parse(&file.encode()).unwrap();
+        assert_eq!(back, file);
+        assert_eq!(
+            back.clients["http://localhost:3000/"].client_id, "as2-client",
+            "issuers are byte strings: a slash makes another authorization server"
+        );
+        let shown = format!("{back:?}");
+        assert!(!shown.contains("as1-secret"), "{shown}");
+        let reg = &back.clients["http://localhost:3000"];
+        assert!(reg.fits("http://127.0.0.1:4000/callback"));
+        assert!(
+            reg.fits("http://127.0.0.1:5123/callback"),
+            "any loopback port"
+        );
+        assert!(!reg.fits("http://127.0.0.1:4000/other"));
+        assert!(!reg.fits("https://app.example/callback"));
+    }
+
+    #[test]
     fn bad_files_are_refused_without_quoting_them() {
-        let err = AuthFile::parse(br#"{"version":2,"servers":{}}"#).unwrap_err();
-        assert!(err.to_string().contains("version 2"));
+        let err = AuthFile::parse(br#"{"version":3,"servers":{}}"#).unwrap_err();
+        assert!(err.to_string().contains("version 3"));
         let err = AuthFile::parse(
             br#"{"version":1,"servers":{"x":{"access_token":"at","expires_at":"rt-secret"}}}"#,
         )

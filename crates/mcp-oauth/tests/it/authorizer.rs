@@ -667,6 +667,94 @@ fn token_endpoint_authentication_follows_registration() {
 }
 
 #[test]
+fn the_registration_answer_decides_token_endpoint_authentication() {
+    // The metadata lists both; the registration answer names one: that one is used, also
+    // after a restart, from the store.
+    for (method, basic) in [("client_secret_post", false), ("client_secret_basic", true)] {
+        let (world, auth) = logged_in(Config {
+            auth_methods: Some(vec![
+                "client_secret_basic".to_owned(),
+                "client_secret_post".to_owned(),
+            ]),
+            reg_secret: Some("reg-secret".to_owned()),
+            reg_method: Some(method.to_owned()),
+            prm: Prm::PathInserted,
+            ..Config::default()
+        });
+        let token = &world.token_requests()[0];
+        assert_eq!(token.authorization.is_some(), basic, "{method}");
+        assert_eq!(token.form("client_secret").is_some(), !basic, "{method}");
+
+        let mut file = AuthFile::default();
+        file.servers
+            .insert("s".into(), auth.tokens().cloned().unwrap());
+        let mut again = world.authorizer(settings());
+        again.set_tokens(AuthFile::parse(&file.encode()).unwrap().servers.remove("s"));
+        world.clear_log();
+        world.advance(3_600_000);
+        assert!(block_on(again.refresh_if_needed()).unwrap());
+        let refresh = &world.token_requests()[0];
+        assert_eq!(
+            refresh.authorization.is_some(),
+            basic,
+            "{method} after a restart"
+        );
+        assert_eq!(
+            refresh.form("client_secret").is_some(),
+            !basic,
+            "{method} after a restart"
+        );
+    }
+}
+
+#[test]
+fn registration_states_its_application_type_and_grant_types() {
+    let (world, _) = logged_in(Config::default());
+    let body: serde_json::Value = serde_json::from_str(&world.registrations()[0].body).unwrap();
+    assert_eq!(
+        body["application_type"], "native",
+        "a loopback redirect URI"
+    );
+    assert_eq!(
+        body["grant_types"],
+        serde_json::json!(["authorization_code", "refresh_token"])
+    );
+
+    let world = World::new(Config::default());
+    let mut s = settings();
+    s.application_type = Some(mcp_oauth::registration::ApplicationType::Web);
+    let mut auth = world.authorizer(s);
+    unauthorized(&world, &mut auth).unwrap();
+    let body: serde_json::Value = serde_json::from_str(&world.registrations()[0].body).unwrap();
+    assert_eq!(body["application_type"], "web", "configured");
+}
+
+#[test]
+fn a_registration_refused_for_the_redirect_uri_is_a_clear_error() {
+    let (world, err) = refused(Config {
+        reg_refused: Some(serde_json::json!({
+            "error": "invalid_redirect_uri",
+            "error_description": "only https redirect URIs"
+        })),
+        ..Config::default()
+    });
+    assert!(
+        matches!(err, AuthError::Protocol(Error::RedirectUriRefused { .. })),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(crate::fake::REDIRECT) && text.contains("only https redirect URIs"),
+        "{text}"
+    );
+    assert!(
+        world.authorize_urls().is_empty(),
+        "no browser without a client"
+    );
+    assert!(world.token_requests().is_empty());
+}
+
+#[test]
 fn client_credentials_with_basic_or_a_signed_assertion() {
     let world = World::new(Config::default());
     let mut s = settings();
@@ -813,6 +901,187 @@ fn a_moved_authorization_server_gets_its_own_registration() {
         );
     }
     assert_eq!(auth.tokens().unwrap().issuer.as_deref(), Some(second));
+    // Each authorization server's registration is kept under its own issuer, for the store.
+    let made = auth.take_registrations();
+    assert_eq!(
+        made.iter()
+            .map(|(i, r)| (i.as_str(), r.client_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(AS, "client-1"), (second, "client-4")]
+    );
+    assert!(auth.take_registrations().is_empty(), "taken once");
+
+    // Back to the first: its own registration again, nothing registered, AS2's id unseen.
+    auth.request_succeeded();
+    move_to(&world, AS);
+    world.clear_log();
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.registrations().is_empty(), "{:?}", world.urls());
+    assert_eq!(
+        query(&world.authorize_urls()[0], "client_id").as_deref(),
+        Some("client-1")
+    );
+    assert!(world.log().iter().all(|r| !r.body.contains("client-4")));
+}
+
+/// The PRM now names `issuer`, whose metadata is at its RFC 8414 URL.
+fn move_to(world: &World, issuer: &str) {
+    world.set(|c| {
+        c.issuer = issuer.to_owned();
+        c.meta_url = Some(format!("{issuer}/.well-known/oauth-authorization-server"));
+    });
+}
+
+#[test]
+fn stored_registrations_are_used_only_with_their_issuer() {
+    let (world, mut first) = logged_in(Config::default());
+    let registrations: std::collections::BTreeMap<_, _> =
+        first.take_registrations().into_iter().collect();
+    let mut file = AuthFile::default();
+    file.clients.clone_from(&registrations);
+    let stored = AuthFile::parse(&file.encode()).unwrap().clients;
+    assert_eq!(stored[AS].redirect_uris, [crate::fake::REDIRECT]);
+
+    // Another server behind the same authorization server (or a new process): no new
+    // registration, the stored client.
+    world.clear_log();
+    let mut auth = world.authorizer(settings());
+    auth.set_registrations(stored.clone());
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.registrations().is_empty(), "{:?}", world.urls());
+    assert_eq!(
+        query(&world.authorize_urls()[0], "client_id").as_deref(),
+        Some("client-1")
+    );
+    assert!(auth.take_registrations().is_empty());
+
+    // The same issuer with a slash is another authorization server: it gets its own.
+    let slashed = format!("{AS}/");
+    world.set(|c| {
+        c.issuer.clone_from(&slashed);
+        c.meta_url = Some(format!("{AS}/.well-known/oauth-authorization-server"));
+    });
+    world.clear_log();
+    let mut auth = world.authorizer(settings());
+    auth.set_registrations(stored.clone());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(world.registrations().len(), 1, "{:?}", world.urls());
+    assert!(
+        world
+            .log()
+            .iter()
+            .all(|r| !r.body.contains("client-1") && !r.url.contains("client_id=client-1")),
+        "AS1's client id went to another issuer"
+    );
+    assert_eq!(
+        auth.take_registrations()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>(),
+        [slashed]
+    );
+
+    // A registration for other redirect URIs is not used: register again.
+    move_to(&world, AS);
+    let mut elsewhere = stored;
+    elsewhere.get_mut(AS).unwrap().redirect_uris = vec!["https://app.example/cb".into()];
+    world.clear_log();
+    let mut auth = world.authorizer(settings());
+    auth.set_registrations(elsewhere);
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(world.registrations().len(), 1);
+}
+
+#[test]
+fn pre_registered_credentials_stay_with_their_issuer() {
+    let pre = |issuer: Option<&str>| {
+        let mut s = settings();
+        s.client_id = Some("pre-registered-client".into());
+        s.client_secret = Some(ClientSecret::new("pre-registered-secret"));
+        s.client_issuer = issuer.map(str::to_owned);
+        s
+    };
+    let config = || Config {
+        dcr: false,
+        auth_methods: Some(vec!["client_secret_basic".into()]),
+        prm: Prm::PathInserted,
+        ..Config::default()
+    };
+    // Configured for this issuer: used.
+    let world = World::new(config());
+    let mut auth = world.authorizer(pre(Some(AS)));
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(world.token_requests().len(), 1);
+
+    // Configured for another issuer (a slash is another): a clear error, nothing sent.
+    for other in [format!("{AS}/"), "https://old-as.example.com".to_owned()] {
+        let world = World::new(config());
+        let mut auth = world.authorizer(pre(Some(&other)));
+        let err = unauthorized(&world, &mut auth).unwrap_err();
+        assert!(
+            matches!(&err, AuthError::ClientIssuerMismatch { configured, found }
+                if *configured == other && found == AS),
+            "{err}"
+        );
+        assert!(world.authorize_urls().is_empty() && world.token_requests().is_empty());
+        assert!(!err.to_string().contains("pre-registered-secret"), "{err}");
+    }
+
+    // No issuer configured: bound to the first one, and the binding survives a restart
+    // through the stored tokens.
+    let world = World::new(config());
+    let mut auth = world.authorizer(pre(None));
+    unauthorized(&world, &mut auth).unwrap();
+    let mut file = AuthFile::default();
+    file.servers
+        .insert("s".into(), auth.tokens().cloned().unwrap());
+    let second = "https://auth2.example.com";
+    for restarted in [false, true] {
+        if restarted {
+            auth = world.authorizer(pre(None));
+            auth.set_tokens(AuthFile::parse(&file.encode()).unwrap().servers.remove("s"));
+        }
+        auth.request_succeeded();
+        move_to(&world, second);
+        world.clear_log();
+        let err = unauthorized(&world, &mut auth).unwrap_err();
+        assert!(
+            matches!(err, AuthError::ClientIssuerMismatch { .. }),
+            "restarted {restarted}: {err}"
+        );
+        assert!(
+            world
+                .log()
+                .iter()
+                .all(|r| r.method == "GET" && !r.url.contains("pre-registered")),
+            "restarted {restarted}: {:?}",
+            world.urls()
+        );
+        move_to(&world, AS);
+    }
+}
+
+#[test]
+fn a_metadata_document_client_id_goes_to_every_authorization_server() {
+    let world = World::new(Config {
+        cimd: true,
+        ..Config::default()
+    });
+    let mut s = settings();
+    s.client_metadata_url = Some(CIMD.to_owned());
+    let mut auth = world.authorizer(s);
+    unauthorized(&world, &mut auth).unwrap();
+    auth.request_succeeded();
+    move_to(&world, "https://auth2.example.com");
+    world.clear_log();
+    unauthorized(&world, &mut auth).unwrap();
+    assert!(world.registrations().is_empty());
+    assert_eq!(
+        query(&world.authorize_urls()[0], "client_id").as_deref(),
+        Some(CIMD),
+        "CIMD client ids are portable"
+    );
+    assert!(auth.take_registrations().is_empty());
 }
 
 #[test]

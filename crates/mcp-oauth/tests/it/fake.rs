@@ -71,6 +71,10 @@ pub(crate) struct Config {
     /// What registration answers: secret and method.
     pub(crate) reg_secret: Option<String>,
     pub(crate) reg_method: Option<String>,
+    /// Registration is refused with 400 and this body.
+    pub(crate) reg_refused: Option<Value>,
+    /// The authorization server's `scopes_supported`.
+    pub(crate) as_scopes: Option<Vec<String>>,
     pub(crate) iss_supported: bool,
     /// The `iss` in the redirect: `None` none, `Some` that value.
     pub(crate) iss_in_redirect: Option<String>,
@@ -105,6 +109,8 @@ impl Default for Config {
             auth_methods: None,
             reg_secret: None,
             reg_method: None,
+            reg_refused: None,
+            as_scopes: None,
             iss_supported: false,
             iss_in_redirect: None,
             expires_in: Some(3600),
@@ -313,6 +319,9 @@ impl World {
                 if c.iss_supported {
                     doc["authorization_response_iss_parameter_supported"] = json!(true);
                 }
+                if let Some(scopes) = &c.as_scopes {
+                    doc["scopes_supported"] = json!(scopes);
+                }
                 if c.dpop {
                     doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
                 }
@@ -323,6 +332,9 @@ impl World {
         if url.ends_with("/register") {
             if url.starts_with(ORIGIN) && c.origin_register_404 {
                 return (404, json!({}));
+            }
+            if let Some(refusal) = &c.reg_refused {
+                return (400, refusal.clone());
             }
             let mut reg = json!({"client_id": self.next("client")});
             if let Some(s) = &c.reg_secret {

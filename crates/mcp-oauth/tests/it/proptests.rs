@@ -20,7 +20,7 @@ proptest! {
     #[test]
     fn answers_never_panic(status in 100u16..600, body in prop::collection::vec(any::<u8>(), 0..300)) {
         let _ = tokens_from_response(status, &body);
-        let _ = registration_from_response(status, &body);
+        let _ = registration_from_response(status, &body, &[]);
         let _ = AuthFile::parse(&body);
     }
 
