@@ -38,6 +38,7 @@ impl flags::Ci {
             server: false,
             suite: None,
             scenario: None,
+            leg: None,
             check: true,
         }
         .run(sh)?;

@@ -54,6 +54,10 @@ struct Leg {
     /// Scenarios whose tag list holds this (a version or `extension`); `None` for all.
     tag: Option<&'static str>,
     target: Target,
+    /// A client leg whose client is not told the revision (the suite always sets
+    /// `MCP_CONFORMANCE_PROTOCOL_VERSION`; this leg unsets it), so it negotiates the era by
+    /// itself, as a host does with a server it knows nothing about.
+    negotiate: bool,
 }
 
 const LEGS: &[Leg] = &[
@@ -64,6 +68,7 @@ const LEGS: &[Leg] = &[
         spec: None,
         tag: None,
         target: Target::Direct,
+        negotiate: false,
     },
     Leg {
         name: "client-next-2025-11-25",
@@ -72,6 +77,7 @@ const LEGS: &[Leg] = &[
         spec: Some("2025-11-25"),
         tag: Some("2025-11-25"),
         target: Target::Direct,
+        negotiate: false,
     },
     Leg {
         name: "client-next-2026-07-28",
@@ -80,6 +86,16 @@ const LEGS: &[Leg] = &[
         spec: Some("2026-07-28"),
         tag: Some("2026-07-28"),
         target: Target::Direct,
+        negotiate: false,
+    },
+    Leg {
+        name: "client-next-2026-07-28-negotiated",
+        role: Role::Client,
+        suite: NEXT,
+        spec: Some("2026-07-28"),
+        tag: Some("2026-07-28"),
+        target: Target::Direct,
+        negotiate: true,
     },
     Leg {
         name: "client-next-extensions",
@@ -88,6 +104,7 @@ const LEGS: &[Leg] = &[
         spec: None,
         tag: Some("extension"),
         target: Target::Direct,
+        negotiate: false,
     },
     Leg {
         name: "server-stable",
@@ -96,6 +113,7 @@ const LEGS: &[Leg] = &[
         spec: None,
         tag: None,
         target: Target::Direct,
+        negotiate: false,
     },
     Leg {
         name: "server-next-2025-11-25",
@@ -104,6 +122,7 @@ const LEGS: &[Leg] = &[
         spec: Some("2025-11-25"),
         tag: Some("2025-11-25"),
         target: Target::Direct,
+        negotiate: false,
     },
     Leg {
         name: "server-next-2026-07-28",
@@ -112,6 +131,7 @@ const LEGS: &[Leg] = &[
         spec: Some("2026-07-28"),
         tag: Some("2026-07-28"),
         target: Target::Direct,
+        negotiate: false,
     },
     // The 2026-07-28 server leg through the gateway waits for issue 10, which gives the
     // gateway that era.
@@ -122,6 +142,7 @@ const LEGS: &[Leg] = &[
         spec: None,
         tag: None,
         target: Target::Gateway,
+        negotiate: false,
     },
     Leg {
         name: "server-next-2025-11-25-gateway",
@@ -130,6 +151,7 @@ const LEGS: &[Leg] = &[
         spec: Some("2025-11-25"),
         tag: Some("2025-11-25"),
         target: Target::Gateway,
+        negotiate: false,
     },
 ];
 
@@ -186,7 +208,14 @@ impl flags::Conformance {
                 Some("next") => l.suite == NEXT,
                 _ => true,
             })
+            .filter(|l| self.leg.as_deref().is_none_or(|only| l.name == only))
             .collect();
+        if legs.is_empty() {
+            bail!(
+                "no leg matches; the legs are {:?}",
+                LEGS.iter().map(|l| l.name).collect::<Vec<_>>()
+            );
+        }
         let full = legs.len() == LEGS.len() && self.scenario.is_none();
 
         let root = project_root();
@@ -254,9 +283,17 @@ impl flags::Conformance {
                     })?,
                     None => {
                         let client = bin.join("mcp-conformance-client");
+                        // The suite splits the command on spaces and runs it in a shell.
+                        let command = if leg.negotiate {
+                            format!(
+                                "env -u MCP_CONFORMANCE_PROTOCOL_VERSION {}",
+                                client.display()
+                            )
+                        } else {
+                            client.display().to_string()
+                        };
                         run_one(&node, &script, leg, scenario, &dir, |c| {
-                            c.args(["client", "--command"])
-                                .arg(&client)
+                            c.args(["client", "--command", &command])
                                 .args(["--timeout", CLIENT_TIMEOUT_MS]);
                         })?
                     }

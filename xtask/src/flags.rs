@@ -20,6 +20,8 @@ xflags::xflags! {
             optional --suite suite: String
             /// Only this scenario, in every leg that has it.
             optional --scenario scenario: String
+            /// Only this leg (`client-next-2026-07-28`, `server-stable-gateway`, ...).
+            optional --leg leg: String
             /// After a full run, fail if the committed docs/conformance.md showed other
             /// results (its date and Node version aside).
             optional --check

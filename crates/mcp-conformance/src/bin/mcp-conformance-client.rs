@@ -82,7 +82,7 @@ async fn run() -> Result<(), String> {
     entry.protocol_version = mcp_conformance::protocol_version();
     host.start(vec![entry]).await;
     let outcome = match host.server_status(SERVER) {
-        Some(status) if status.state == ServerState::Ready => act(&host, &scenario).await,
+        Some(status) if status.state == ServerState::Ready => act(&host, &scenario, &context).await,
         Some(status) => Err(format!(
             "the server is {}: {}",
             status.state,
@@ -96,8 +96,13 @@ async fn run() -> Result<(), String> {
 
 /// What the scenario's user asks of the host, through the host's own API: the catalogue it
 /// built when it connected, and calls that pass its permission check and bounds.
-async fn act(host: &Host, scenario: &str) -> Result<(), String> {
-    let call = |name: &'static str, args: serde_json::Value| async move {
+async fn act(
+    host: &Host,
+    scenario: &str,
+    context: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), String> {
+    let call = |name: String, args: serde_json::Value| async move {
+        let name = name.as_str();
         let arguments = args.as_object().cloned().unwrap_or_default();
         let output = host
             .call_tool(
@@ -123,23 +128,88 @@ async fn act(host: &Host, scenario: &str) -> Result<(), String> {
         "initialize" => Ok(()),
         "tools_call" => {
             listed("add_numbers").ok_or("the server lists no add_numbers tool")?;
-            call("add_numbers", serde_json::json!({"a": 5, "b": 3})).await
+            call(
+                "add_numbers".to_owned(),
+                serde_json::json!({"a": 5, "b": 3}),
+            )
+            .await
         }
         "elicitation-sep1034-client-defaults" => {
-            call("test_client_elicitation_defaults", serde_json::json!({})).await
+            call(
+                "test_client_elicitation_defaults".to_owned(),
+                serde_json::json!({}),
+            )
+            .await
         }
         "json-schema-2020-12-preservation" => {
             // The user asks the echo tool to repeat the other tool's input schema as the host
             // offers it to a model: the server's own value, kept raw by the catalogue.
             let schema = listed("json_schema_2020_12_tool")
                 .ok_or("the server lists no json_schema_2020_12_tool")?;
-            call("json_schema_echo", serde_json::json!({ "schema": *schema })).await
+            call(
+                "json_schema_echo".to_owned(),
+                serde_json::json!({ "schema": *schema }),
+            )
+            .await
         }
-        "sse-retry" => call("test_reconnection", serde_json::json!({})).await,
+        "sse-retry" => call("test_reconnection".to_owned(), serde_json::json!({})).await,
+        "sep-2322-client-request-state" => {
+            // Each tool answers with input_required in its own way; the session drives the
+            // retries and the host's form answers the elicitations.
+            for tool in [
+                "test_mrtr_echo_state",
+                "test_mrtr_no_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_result_type",
+            ] {
+                call(tool.to_owned(), serde_json::json!({})).await?;
+            }
+            Ok(())
+        }
+        "http-custom-headers" => {
+            // The calls the scenario asks for, with their arguments as given.
+            let calls = context
+                .get("toolCalls")
+                .and_then(|c| c.as_array())
+                .ok_or("the scenario context has no toolCalls")?;
+            for c in calls {
+                let name = c["name"].as_str().ok_or("a tool call without a name")?;
+                call(name.to_owned(), c["arguments"].clone()).await?;
+            }
+            Ok(())
+        }
+        "http-invalid-tool-headers" => {
+            // The malformed tools were dropped from the catalogue; the valid one still works.
+            listed("valid_tool").ok_or("valid_tool was dropped with the invalid ones")?;
+            call(
+                "valid_tool".to_owned(),
+                serde_json::json!({"region": "us-west1"}),
+            )
+            .await
+        }
+        "http-standard-headers" => {
+            // One request of each kind that carries Mcp-Name.
+            call("test_headers".to_owned(), serde_json::json!({})).await?;
+            for resource in host
+                .list_resources(SERVER)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                host.read_resource(SERVER, &resource.uri)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            for prompt in host.list_prompts(SERVER).await.map_err(|e| e.to_string())? {
+                host.get_prompt(SERVER, &prompt.name, Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
         _ => {
             // What a user of an authorized connection does: look at the tools, use one.
             if listed("test-tool").is_some() {
-                call("test-tool", serde_json::json!({})).await?;
+                call("test-tool".to_owned(), serde_json::json!({})).await?;
             }
             Ok(())
         }

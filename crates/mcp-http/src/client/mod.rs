@@ -22,8 +22,8 @@ use hyper::body::Incoming as Body;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_protocol::schema::{NotificationMethod, RequestMethod, method};
-use mcp_protocol::{ClientConfig, ClientSession, Decoded, Message, RequestId};
+use mcp_protocol::schema::{CancelledParams, NotificationMethod, RequestMethod, method};
+use mcp_protocol::{ClientConfig, ClientSession, Decoded, Era, Message, RequestId};
 use mcp_session::{Client, Core, Pending, Transport};
 use tokio::sync::{mpsc, watch};
 
@@ -31,6 +31,7 @@ pub use auth::{AuthHook, Challenge, StaticAuth};
 pub use fetch::{FetchError, FetchOptions, Fetcher};
 
 use crate::error::{Error, Result};
+use crate::headers::{self, ToolHeaders};
 use crate::sse;
 
 /// `MCP-Session-Id`.
@@ -137,12 +138,20 @@ impl std::fmt::Debug for HttpConfig {
     }
 }
 
-/// Connects to the server described by `config` and initializes a session with it.
-pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client> {
+/// Connects to the server described by `config` and starts a session with it, in the era the
+/// server speaks: the session probes with `server/discover` and falls back to `initialize`
+/// (see `mcp_protocol::ClientSession`). A server found to speak the handshake era is
+/// remembered per origin for the life of the process, so that later connections skip the
+/// probe; it is probed again if it stops answering as one.
+pub async fn connect(config: HttpConfig, mut session: ClientConfig) -> Result<Client> {
     let base = Base::new(&config)?;
-    match config.protocol {
+    let origin = origin(base.url());
+    if session.cached_era.is_none() && eras::known(&origin) == Some(Era::Handshake) {
+        session.cached_era = Some(Era::Handshake);
+    }
+    let connected = match config.protocol {
         HttpProtocol::Streamable => streamable(base, config, session).await.map_err(|(e, _)| e),
-        HttpProtocol::LegacySse => legacy::connect(base, config, session).await,
+        HttpProtocol::LegacySse => legacy::connect(base, config, handshake_only(session)).await,
         HttpProtocol::Auto => match streamable(base.clone(), config.clone(), session.clone()).await
         {
             Ok(client) => Ok(client),
@@ -150,15 +159,73 @@ pub async fn connect(config: HttpConfig, session: ClientConfig) -> Result<Client
             // 405 may speak the deprecated HTTP+SSE transport at the same URL.
             Err((error, Some(status))) => {
                 let server = config.name.clone();
-                legacy::connect(base, config, session).await.map_err(|legacy| Error::Config {
-                    server,
-                    reason: format!(
-                        "{error}; the initialize POST got HTTP {status}, and the HTTP+SSE fallback failed too: {legacy}"
-                    ),
-                })
+                legacy::connect(base, config, handshake_only(session))
+                    .await
+                    .map_err(|legacy| Error::Config {
+                        server,
+                        reason: format!(
+                            "{error}; the initialize POST got HTTP {status}, and the HTTP+SSE fallback failed too: {legacy}"
+                        ),
+                    })
             }
             Err((error, None)) => Err(error),
         },
+    };
+    if let Ok(client) = &connected {
+        eras::learned(origin, client.server_info().era);
+    }
+    connected
+}
+
+/// The deprecated HTTP+SSE transport is 2024-11-05's: no stateless era to probe for.
+fn handshake_only(mut session: ClientConfig) -> ClientConfig {
+    session
+        .supported_versions
+        .retain(|v| v.era() == Some(Era::Handshake));
+    session
+}
+
+/// The origin of a URL (scheme, host, port), the key of the era cache.
+fn origin(url: &Uri) -> String {
+    format!(
+        "{}://{}",
+        url.scheme_str().unwrap_or("http"),
+        url.authority().map_or("", |a| a.as_str())
+    )
+}
+
+/// The era each origin spoke, for this process (SPEC-2026 §2: cache per HTTP origin). Only
+/// the handshake era is worth remembering: a stateless server is asked `server/discover`
+/// anyway, and that answer is the probe.
+mod eras {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+
+    use mcp_protocol::Era;
+
+    fn map() -> &'static Mutex<HashMap<String, Era>> {
+        static ERAS: OnceLock<Mutex<HashMap<String, Era>>> = OnceLock::new();
+        ERAS.get_or_init(Mutex::default)
+    }
+
+    pub(super) fn known(origin: &str) -> Option<Era> {
+        map()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(origin)
+            .copied()
+    }
+
+    pub(super) fn learned(origin: String, era: Era) {
+        let mut map = map().lock().unwrap_or_else(PoisonError::into_inner);
+        match era {
+            Era::Handshake => {
+                map.insert(origin, era);
+            }
+            _ => {
+                map.remove(&origin);
+            }
+        }
     }
 }
 
@@ -287,6 +354,8 @@ async fn streamable(
         closed_tx,
         closed,
         init_refused: Mutex::new(None),
+        tool_headers: Mutex::default(),
+        in_flight: Mutex::default(),
     });
     let pending = Pending::new(
         &inner.config.name,
@@ -321,13 +390,24 @@ struct Inner {
     base: Base,
     config: HttpConfig,
     ids: Mutex<Ids>,
-    queue: mpsc::UnboundedSender<Message>,
+    queue: mpsc::UnboundedSender<Outgoing>,
     closing: AtomicBool,
     closed_tx: watch::Sender<bool>,
     /// Flips to `true` when the host closes: streams stop, nothing is resumed.
     closed: watch::Receiver<bool>,
     /// Set when the initialize POST got 400, 404 or 405: the deprecated transport may answer.
     init_refused: Mutex<Option<StatusCode>>,
+    /// The stateless era's `Mcp-Param-*` headers, by tool, from the last `tools/list`.
+    tool_headers: Mutex<std::collections::HashMap<String, ToolHeaders>>,
+    /// The stateless era's requests in flight: cancelling one closes its stream.
+    in_flight: Mutex<std::collections::HashMap<RequestId, tokio::task::AbortHandle>>,
+}
+
+/// A message to POST, with the version it was stamped with in the stateless era (`None` in
+/// the handshake era, whose own rules apply).
+struct Outgoing {
+    message: Message,
+    stamped: Option<HeaderValue>,
 }
 
 impl Inner {
@@ -337,6 +417,99 @@ impl Inner {
 
     fn is_closing(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
+    }
+
+    /// A stateless-era POST: no session, the stamped version, and the headers that mirror
+    /// the body (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
+    fn stateless_request(
+        &self,
+        body: Bytes,
+        version: &HeaderValue,
+        mirrored: &[(HeaderName, HeaderValue)],
+    ) -> Request<Full<Bytes>> {
+        let mut req = self
+            .base
+            .request(Method::POST, self.base.url(), ACCEPT_BOTH, Some(body));
+        let h = req.headers_mut();
+        h.insert(PROTOCOL_VERSION, version.clone());
+        for (name, value) in mirrored {
+            h.insert(name.clone(), value.clone());
+        }
+        req
+    }
+
+    /// The headers that mirror a stateless-era request's body.
+    fn mirrored(&self, message: &Message) -> Vec<(HeaderName, HeaderValue)> {
+        let Message::Request(request) = message else {
+            return Vec::new();
+        };
+        let named = matches!(
+            request.method.as_str(),
+            "tools/call" | "prompts/get" | "resources/read"
+        );
+        let params: Option<serde_json::Value> = if named {
+            request.params.as_ref().and_then(|p| p.decode().ok())
+        } else {
+            None
+        };
+        let mut out = headers::standard_headers(&request.method, params.as_ref());
+        if request.method == "tools/call"
+            && let Some(params) = &params
+            && let Some(name) = params.get("name").and_then(|n| n.as_str())
+        {
+            let tools = self
+                .tool_headers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(tool) = tools.get(name) {
+                let arguments = params.get("arguments").cloned().unwrap_or_default();
+                out.extend(tool.param_headers(&arguments));
+            }
+        }
+        out
+    }
+
+    /// A `tools/list` answer in the stateless era: tools whose `x-mcp-header` annotations are
+    /// invalid are dropped (the server could not check their headers), with a diagnostic each;
+    /// the others' `Mcp-Param-*` headers are remembered.
+    fn screen_tools(&self, core: &Arc<Core>, message: Message) -> Message {
+        let Message::Response(mut response) = message else {
+            return message;
+        };
+        let Ok(mut result) = response.result.decode::<serde_json::Value>() else {
+            return Message::Response(response);
+        };
+        let Some(tools) = result.get_mut("tools") else {
+            return Message::Response(response);
+        };
+        for dropped in headers::retain_valid_tools(tools) {
+            core.diagnostic(dropped.to_string());
+        }
+        let mut known = self
+            .tool_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for tool in tools.as_array().into_iter().flatten() {
+            let (Some(name), Some(schema)) = (
+                tool.get("name").and_then(|n| n.as_str()),
+                tool.get("inputSchema"),
+            ) else {
+                continue;
+            };
+            match ToolHeaders::from_schema(schema) {
+                Ok(h) if !h.is_empty() => {
+                    known.insert(name.to_owned(), h);
+                }
+                _ => {
+                    known.remove(name);
+                }
+            }
+        }
+        drop(known);
+        if let Ok(raw) = mcp_protocol::RawJson::encode(&result) {
+            response.result = raw;
+        }
+        Message::Response(response)
     }
 
     /// A request to the endpoint with every header the session needs.
@@ -392,6 +565,9 @@ impl Transport for HttpTransport {
     }
 
     fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
+        let stamped = session
+            .stamped_version()
+            .and_then(|v| HeaderValue::from_str(v.as_str()).ok());
         while let Some(message) = session.poll_transmit() {
             // Once the handshake is done, every request carries the negotiated version.
             if message.method() == Some(<method::Initialized as NotificationMethod>::METHOD)
@@ -400,7 +576,10 @@ impl Transport for HttpTransport {
             {
                 self.0.ids().version = Some(v);
             }
-            let _ = self.0.queue.send(message);
+            let _ = self.0.queue.send(Outgoing {
+                message,
+                stamped: stamped.clone(),
+            });
         }
     }
 
@@ -435,24 +614,30 @@ impl Transport for HttpTransport {
 
 /// Sends the queued messages in order. Until the handshake is over, and for notifications and
 /// responses, each POST completes before the next starts, so the server sees them in order;
-/// requests after the handshake run concurrently.
+/// requests after the handshake run concurrently. In the stateless era every request is its
+/// own POST from the start, and a cancellation closes the request's stream instead of being
+/// sent (streamable-http §Cancellation); nothing else goes to the server.
 async fn send_loop(
     inner: Arc<Inner>,
     core: Arc<Core>,
-    mut queue: mpsc::UnboundedReceiver<Message>,
+    mut queue: mpsc::UnboundedReceiver<Outgoing>,
 ) {
     let mut handshake_done = false;
-    while let Some(message) = queue.recv().await {
+    while let Some(Outgoing { message, stamped }) = queue.recv().await {
         if inner.is_closing() {
+            continue;
+        }
+        if let Some(version) = stamped {
+            stateless_send(&inner, &core, message, version);
             continue;
         }
         let is_request = matches!(message, Message::Request(_));
         let finishes_handshake =
             message.method() == Some(<method::Initialized as NotificationMethod>::METHOD);
         if is_request && handshake_done {
-            tokio::spawn(post(Arc::clone(&inner), Arc::clone(&core), message));
+            tokio::spawn(post(Arc::clone(&inner), Arc::clone(&core), message, None));
         } else {
-            post(Arc::clone(&inner), Arc::clone(&core), message).await;
+            post(Arc::clone(&inner), Arc::clone(&core), message, None).await;
         }
         if finishes_handshake {
             handshake_done = true;
@@ -472,6 +657,60 @@ async fn send_loop(
     }
 }
 
+/// One stateless-era message: a request is POSTed on its own task, which a cancellation
+/// aborts (dropping the response closes its stream); anything else stays here.
+fn stateless_send(inner: &Arc<Inner>, core: &Arc<Core>, message: Message, version: HeaderValue) {
+    match message {
+        Message::Request(request) => {
+            let id = request.id.clone();
+            let task = tokio::spawn({
+                let (inner, core) = (Arc::clone(inner), Arc::clone(core));
+                let id = id.clone();
+                async move {
+                    post(
+                        Arc::clone(&inner),
+                        core,
+                        Message::Request(request),
+                        Some(version),
+                    )
+                    .await;
+                    inner
+                        .in_flight
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&id);
+                }
+            });
+            let mut in_flight = inner
+                .in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !task.is_finished() {
+                in_flight.insert(id, task.abort_handle());
+            }
+        }
+        Message::Notification(n)
+            if n.method == <method::Cancelled as NotificationMethod>::METHOD =>
+        {
+            let cancelled: Option<CancelledParams> =
+                n.params.as_ref().and_then(|p| p.decode().ok());
+            if let Some(id) = cancelled.and_then(|c| c.request_id)
+                && let Some(task) = inner
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id)
+            {
+                task.abort();
+            }
+        }
+        other => core.diagnostic(format!(
+            "{} is not sent: MCP 2026-07-28 defines no client notifications or responses over HTTP",
+            describe(&other)
+        )),
+    }
+}
+
 /// What a POST was for, to say what failed.
 fn describe(message: &Message) -> String {
     match message {
@@ -482,14 +721,22 @@ fn describe(message: &Message) -> String {
     }
 }
 
-/// POSTs one message and routes what comes back.
-async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
+/// POSTs one message and routes what comes back; `stamped` is the version of a stateless-era
+/// request.
+async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Option<HeaderValue>) {
     let id = match &message {
         Message::Request(r) => Some(r.id.clone()),
         _ => None,
     };
     let what = describe(&message);
     let is_init = message.method() == Some(<method::Initialize as RequestMethod>::METHOD);
+    // A stateless-era tools/list answer is screened for invalid header annotations.
+    let screened =
+        stamped.is_some() && message.method() == Some(<method::ListTools as RequestMethod>::METHOD);
+    let mirrored = match &stamped {
+        Some(_) => inner.mirrored(&message),
+        None => Vec::new(),
+    };
     let fail = |detail: String| match &id {
         Some(id) => {
             core.fail_request(id, &detail);
@@ -500,7 +747,10 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
     let mut reauthorized = false;
     let mut nonce_retried = false;
     loop {
-        let req = inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None);
+        let req = match &stamped {
+            Some(version) => inner.stateless_request(body.clone(), version, &mirrored),
+            None => inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None),
+        };
         let sent = inner.base.pool().request(req);
         // A request's answer may take as long as the session allows; the session times it out,
         // and closing the connection stops the wait.
@@ -521,7 +771,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
             Err(e) => return fail(format!("POST failed: {e}")),
         };
         let status = resp.status();
-        if is_init || inner.ids().session.is_none() {
+        if stamped.is_none() && (is_init || inner.ids().session.is_none()) {
             inner.learn_session(resp.headers());
         }
         match status {
@@ -532,11 +782,21 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
                     .and_then(|v| v.to_str().ok())
                     .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
                 if sse {
-                    return stream(inner, core, resp.into_body(), id).await;
+                    return stream(inner, core, resp.into_body(), id, screened).await;
                 }
                 match read_body(resp.into_body(), inner.config.max_message_bytes).await {
                     Ok(bytes) if bytes.is_empty() => {
                         return fail("the server answered 200 with an empty body".to_owned());
+                    }
+                    Ok(bytes) if screened => {
+                        return match mcp_protocol::decode(&bytes) {
+                            Ok(Decoded::Single(m)) => {
+                                let m = inner.screen_tools(&core, m);
+                                core.receive(Decoded::Single(m));
+                            }
+                            Ok(other) => core.receive(other),
+                            Err(e) => core.receive_invalid(e),
+                        };
                     }
                     Ok(bytes) => return core.receive_frame(&bytes),
                     Err(e) => return fail(e),
@@ -614,7 +874,13 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message) {
                     return core.receive(Decoded::Single(m));
                 }
                 let excerpt = String::from_utf8_lossy(&text[..text.len().min(300)]).into_owned();
-                return fail(format!("HTTP {status}: {excerpt}"));
+                // No JSON-RPC answer: to the era probe that is a handshake-era server.
+                return match &id {
+                    Some(id) => {
+                        core.reject_request(id, &format!("HTTP {status}: {excerpt}"));
+                    }
+                    None => fail(format!("HTTP {status}: {excerpt}")),
+                };
             }
         }
     }
@@ -646,13 +912,26 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, String> {
 
 /// Reads an SSE stream to its end, resuming it with GET and `Last-Event-ID` when it drops
 /// before the answer to `request` came (or, for the standalone stream, whenever it drops).
-async fn stream(inner: Arc<Inner>, core: Arc<Core>, mut body: Body, request: Option<RequestId>) {
+async fn stream(
+    inner: Arc<Inner>,
+    core: Arc<Core>,
+    mut body: Body,
+    request: Option<RequestId>,
+    screened: bool,
+) {
     let max = inner.config.max_message_bytes;
     let mut decoder = sse::Decoder::new(max);
     let mut quiet_resumptions = 0;
     loop {
-        let (answered, got_events, ended) =
-            read_events(&inner, &core, &mut body, &mut decoder, request.as_ref()).await;
+        let (answered, got_events, ended) = read_events(
+            &inner,
+            &core,
+            &mut body,
+            &mut decoder,
+            request.as_ref(),
+            screened,
+        )
+        .await;
         if answered || core.is_closed() || inner.is_closing() {
             return;
         }
@@ -736,6 +1015,7 @@ async fn read_events(
     body: &mut Body,
     decoder: &mut sse::Decoder,
     request: Option<&RequestId>,
+    screened: bool,
 ) -> (bool, bool, String) {
     let mut answered = false;
     let mut got_events = false;
@@ -787,7 +1067,13 @@ async fn read_events(
                     {
                         answered = true;
                     }
-                    core.receive(decoded);
+                    match decoded {
+                        Decoded::Single(m @ Message::Response(_)) if screened && answered => {
+                            let m = inner.screen_tools(core, m);
+                            core.receive(Decoded::Single(m));
+                        }
+                        other => core.receive(other),
+                    }
                 }
                 Err(e) => core.receive_invalid(e),
             }
@@ -810,7 +1096,7 @@ async fn standalone_stream(
     let _ = opened.send(());
     match answer {
         Ok(resp) if resp.status() == StatusCode::OK => {
-            stream(inner, core, resp.into_body(), None).await
+            stream(inner, core, resp.into_body(), None, false).await
         }
         Ok(resp) => {
             let status = resp.status();
