@@ -1,10 +1,13 @@
 //! The token store file, `mcp-auth.json`: read, updated under a lock, written atomically.
 //!
-//! The format is seed 000's (section 10), as `mcp_oauth::store::AuthFile` reads and writes it,
-//! with one more member per server: `url`, the MCP endpoint the tokens were obtained for.
-//! Tokens are keyed by server id and bound to that URL: an entry whose `url` differs from the
-//! server's configured URL (or that has none) is not used, so editing a server's URL never
-//! sends its old tokens to a new host; the next login replaces the entry.
+//! The format is `mcp_oauth::store::AuthFile`'s (version 2: seed 000's `servers`, plus the
+//! dynamically registered `clients` keyed by their authorization server's `issuer`; version 1
+//! files are read and migrated), with one more member per server: `url`, the MCP endpoint the
+//! tokens were obtained for. Tokens are keyed by server id and bound to that URL: an entry
+//! whose `url` differs from the server's configured URL (or that has none) is not used, so
+//! editing a server's URL never sends its old tokens to a new host; the next login replaces
+//! the entry. Registrations are shared by every server behind the same authorization server,
+//! and never used with another one.
 //!
 //! The file lives next to the global configuration file (`<config dir>/mcp-auth.json`), or at
 //! `$MCP_HOST_AUTH_FILE`. It is always written with mode 0600, and narrowed to 0600 when found
@@ -19,12 +22,15 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use mcp_oauth::store::{AuthFile, ServerTokens};
+use mcp_oauth::store::{AuthFile, ClientRegistration, ServerTokens};
 use serde_json::Value;
 use url::Url;
 
 use crate::config::{ConfigPaths, Env, shown_url};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
+
+/// Registrations by issuer.
+type Clients = BTreeMap<String, ClientRegistration>;
 
 /// The token store's file name.
 pub const AUTH_FILE_NAME: &str = "mcp-auth.json";
@@ -125,16 +131,36 @@ impl AuthStore {
 
     /// Every entry, by server id. A missing file is an empty store.
     pub fn load(&self) -> Result<BTreeMap<String, StoredTokens>, AuthStoreError> {
-        self.read()
+        Ok(self.read()?.0)
     }
 
     /// The tokens of server `id` if they were obtained for `url`.
     pub fn tokens(&self, id: &str, url: &Url) -> Result<Option<ServerTokens>, AuthStoreError> {
         Ok(self
             .read()?
+            .0
             .remove(id)
             .filter(|s| s.is_for(url))
             .map(|s| s.tokens))
+    }
+
+    /// The dynamically registered clients, by the `issuer` of their authorization server.
+    pub fn registrations(&self) -> Result<BTreeMap<String, ClientRegistration>, AuthStoreError> {
+        Ok(self.read()?.1)
+    }
+
+    /// Adds (or replaces) registrations under the lock, by issuer, keeping everything else.
+    pub fn add_registrations(
+        &self,
+        registrations: Vec<(String, ClientRegistration)>,
+    ) -> Result<(), AuthStoreError> {
+        if registrations.is_empty() {
+            return Ok(());
+        }
+        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let (entries, mut clients) = self.read()?;
+        clients.extend(registrations);
+        self.write(&entries, &clients)
     }
 
     /// Changes the entry of server `id` at `url` under the lock: `change` gets the current
@@ -151,7 +177,7 @@ impl AuthStore {
         F: FnOnce(Option<&ServerTokens>) -> Option<ServerTokens>,
     {
         let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
-        let mut entries = self.read()?;
+        let (mut entries, clients) = self.read()?;
         let current = entries.get(id).filter(|s| s.is_for(url)).map(|s| &s.tokens);
         let new = change(current);
         let unchanged = new.as_ref() == current;
@@ -171,18 +197,19 @@ impl AuthStore {
             }
         }
         if !unchanged {
-            self.write(&entries)?;
+            self.write(&entries, &clients)?;
         }
         Ok(new)
     }
 
     /// Removes server `id`'s entry whatever its URL (logout). Returns whether there was one.
+    /// Registrations stay: they belong to the authorization server, not to this server.
     pub fn remove(&self, id: &str) -> Result<bool, AuthStoreError> {
         let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
-        let mut entries = self.read()?;
+        let (mut entries, clients) = self.read()?;
         let found = entries.remove(id).is_some();
         if found {
-            self.write(&entries)?;
+            self.write(&entries, &clients)?;
         }
         Ok(found)
     }
@@ -194,10 +221,13 @@ impl AuthStore {
         }
     }
 
-    fn read(&self) -> Result<BTreeMap<String, StoredTokens>, AuthStoreError> {
+    /// The server entries and the registrations.
+    fn read(&self) -> Result<(BTreeMap<String, StoredTokens>, Clients), AuthStoreError> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok((BTreeMap::new(), BTreeMap::new()));
+            }
             Err(source) => {
                 return Err(AuthStoreError::Read {
                     path: self.path.clone(),
@@ -217,21 +247,27 @@ impl AuthStore {
         let file = AuthFile::parse(&bytes).map_err(corrupt)?;
         // `AuthFile` has no `url`: read it beside. The parse above succeeded, so this does too.
         let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok(file
+        let entries = file
             .servers
             .into_iter()
             .map(|(id, tokens)| {
                 let url = raw["servers"][&id]["url"].as_str().map(str::to_owned);
                 (id, StoredTokens { url, tokens })
             })
-            .collect())
+            .collect();
+        Ok((entries, file.clients))
     }
 
-    fn write(&self, entries: &BTreeMap<String, StoredTokens>) -> Result<(), AuthStoreError> {
+    fn write(
+        &self,
+        entries: &BTreeMap<String, StoredTokens>,
+        clients: &Clients,
+    ) -> Result<(), AuthStoreError> {
         let mut file = AuthFile::default();
         for (id, s) in entries {
             file.servers.insert(id.clone(), s.tokens.clone());
         }
+        file.clients.clone_from(clients);
         let mut doc: Value = serde_json::from_slice(&file.encode())
             .map_err(|e| self.write_err(io::Error::other(e)))?;
         for (id, s) in entries {

@@ -160,6 +160,11 @@ impl OAuthContext {
             .as_ref()
             .and_then(|s| s.tokens(server, &url).ok().flatten());
         authorizer.set_tokens(stored);
+        // Clients registered at authorization servers, by issuer: a server behind one that
+        // this host already registered at reuses that registration.
+        if let Some(registrations) = self.store.as_ref().and_then(|s| s.registrations().ok()) {
+            authorizer.set_registrations(registrations);
+        }
         let credentials = authorizer.credentials();
         let expires = authorizer.tokens().and_then(|t| t.expires_at_ms);
         OAuthHook {
@@ -284,11 +289,14 @@ impl OAuthHook {
         let taken = blocking(move || {
             let turn = FileLock::acquire(std::path::Path::new(&base)).map_err(|e| e.to_string())?;
             let stored = store.tokens(&server, &url).map_err(|e| e.to_string())?;
-            Ok((turn, stored))
+            let registrations = store.registrations().map_err(|e| e.to_string())?;
+            Ok((turn, stored, registrations))
         })
         .await;
         match taken {
-            Ok((turn, stored)) => {
+            Ok((turn, stored, registrations)) => {
+                // Another process may have registered at an authorization server meanwhile.
+                authorizer.set_registrations(registrations);
                 let ours = authorizer.tokens().map(|t| t.access_token.secret());
                 let theirs = stored.as_ref().map(|t| t.access_token.secret());
                 let newer = stored.is_some() && theirs != ours;
@@ -311,11 +319,14 @@ impl OAuthHook {
         lock(&self.state).last_error = Some(text);
     }
 
-    /// After every change: the new header, and the store written if the tokens changed.
+    /// After every change: the new header, and the store written if the tokens changed or a
+    /// client was registered (a registration is kept even when the login after it failed).
     async fn after(&self, authorizer: &mut Authorizer) {
         *lock(&self.credentials) = authorizer.credentials();
         lock(&self.state).expires_at_ms = authorizer.tokens().and_then(|t| t.expires_at_ms);
-        if !authorizer.take_changed() {
+        let changed = authorizer.take_changed();
+        let registrations = authorizer.take_registrations();
+        if !changed && registrations.is_empty() {
             return;
         }
         let Some(store) = self.store.clone() else {
@@ -325,8 +336,14 @@ impl OAuthHook {
         let (server, url) = (self.server.clone(), self.url.clone());
         let written = blocking(move || {
             store
-                .update(&server, &url, |_| tokens)
-                .map_err(|e| e.to_string())
+                .add_registrations(registrations)
+                .map_err(|e| e.to_string())?;
+            if changed {
+                store
+                    .update(&server, &url, |_| tokens)
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
         })
         .await;
         if let Err(e) = written {

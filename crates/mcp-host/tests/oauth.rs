@@ -139,6 +139,123 @@ async fn login_store_reuse_and_refresh() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registrations_are_stored_by_issuer_and_shared_by_its_servers() {
+    let fake = FakeAuth::start(FakeAuthOptions {
+        registration_method: Some("client_secret_post".to_owned()),
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let store = new_store("registrations");
+    let ctx = logging_in(Some(store.clone()));
+    let url = Url::parse(&fake.url()).unwrap();
+    let named = |id: &str| {
+        let mut e = ServerEntry::new(id, Connect::Http(HttpConfig::new(id, fake.url())));
+        e.oauth = Some(Arc::new(ctx.hook_for(
+            id,
+            url.clone(),
+            Settings::new(url.clone()),
+        )));
+        e
+    };
+
+    let host1 = host();
+    host1.start(vec![named("first")]).await;
+    assert_eq!(
+        host1.server_status("first").unwrap().state,
+        ServerState::Ready
+    );
+    host1.shutdown().await;
+    assert_eq!(fake.seen_at("/register").len(), 1);
+    let registrations = store.registrations().unwrap();
+    let issuer = fake.issuer();
+    assert_eq!(
+        registrations.keys().collect::<Vec<_>>(),
+        [&issuer],
+        "kept under the issuer as its metadata states it"
+    );
+    let registration = &registrations[&issuer];
+    let tokens = store.tokens("first", &url).unwrap().unwrap();
+    assert_eq!(tokens.client_id.as_ref(), Some(&registration.client_id));
+    assert_eq!(
+        registration.token_endpoint_auth_method.as_deref(),
+        Some("client_secret_post")
+    );
+    assert!(registration.client_secret.is_some());
+    let text = std::fs::read_to_string(store.path()).unwrap();
+    assert!(text.contains("\"version\": 2"), "{text}");
+
+    // Another server behind the same authorization server: its own login, the same client.
+    let host2 = host();
+    host2.start(vec![named("second")]).await;
+    assert_eq!(
+        host2.server_status("second").unwrap().state,
+        ServerState::Ready
+    );
+    host2.shutdown().await;
+    assert_eq!(fake.seen_at("/authorize").len(), 2);
+    assert_eq!(fake.seen_at("/register").len(), 1, "no second registration");
+    let second = store.tokens("second", &url).unwrap().unwrap();
+    assert_eq!(second.client_id.as_ref(), Some(&registration.client_id));
+    assert!(
+        fake.seen_at("/token")
+            .iter()
+            .all(|r| r.form("client_secret").is_some()),
+        "the registered method, client_secret_post, every time"
+    );
+    // Logging one server out leaves the registration to the others.
+    assert!(store.remove("first").unwrap());
+    assert_eq!(store.registrations().unwrap().len(), 1);
+}
+
+#[test]
+fn a_version_1_store_is_migrated_without_losing_anything() {
+    let store = new_store("v1");
+    let v1 = r#"{
+  "version": 1,
+  "servers": {
+    "notion": {
+      "access_token": "at-1",
+      "refresh_token": "rt-1",
+      "expires_at": 1760000000000,
+      "token_type": "Bearer",
+      "client_id": "reg-1",
+      "client_secret": "cs-1",
+      "issuer": "https://auth.example.com",
+      "url": "https://mcp.example.com/mcp"
+    }
+  }
+}
+"#;
+    std::fs::write(store.path(), v1).unwrap();
+    let url = Url::parse("https://mcp.example.com/mcp").unwrap();
+    let old = store.tokens("notion", &url).unwrap().unwrap();
+    assert_eq!(old.access_token.secret(), "at-1");
+    let registrations = store.registrations().unwrap();
+    assert_eq!(
+        registrations["https://auth.example.com"].client_id, "reg-1",
+        "a stored registration becomes its issuer's"
+    );
+    // A write for another server rewrites the file as version 2 with everything in it.
+    let other = Url::parse("https://other.example.com/mcp").unwrap();
+    store
+        .update("other", &other, |_| Some(old.clone()))
+        .unwrap();
+    let text = std::fs::read_to_string(store.path()).unwrap();
+    assert!(text.contains("\"version\": 2"), "{text}");
+    assert_eq!(store.tokens("notion", &url).unwrap(), Some(old));
+    assert_eq!(store.registrations().unwrap(), registrations);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        doc["servers"]["notion"]["url"], "https://mcp.example.com/mcp",
+        "the URL binding is kept"
+    );
+    assert_eq!(
+        doc["clients"]["https://auth.example.com"]["client_secret"],
+        "cs-1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_way_to_log_in_the_server_waits_for_authorization() {
     let fake = FakeAuth::start(FakeAuthOptions::default()).await;
     let ctx = OAuthContext::new(None).unwrap();
