@@ -70,10 +70,11 @@ fn tokens_are_bound_to_the_server_url() {
         "replaced by the new login"
     );
 
-    // The file is seed 000's format with `url` beside each entry.
+    // The file is seed 000's format (version 2 since registrations are kept by issuer) with
+    // `url` beside each entry.
     let text = std::fs::read_to_string(store.path()).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["version"], 2);
     assert_eq!(doc["servers"]["s"]["access_token"], "at-b");
     assert_eq!(doc["servers"]["s"]["url"], "https://b.example/mcp");
     assert_eq!(doc["servers"]["s"]["expires_at"], 5);
