@@ -620,7 +620,17 @@ impl Authorizer {
     }
 
     /// A new grant of the configured type for `scope`: one authorization attempt.
+    /// `offline_access` is asked for only where the authorization server lists it
+    /// ([`flow::with_offline_access`]), and added for a user's grant there.
     async fn grant(&mut self, scope: Option<String>) -> Result<(), AuthError> {
+        let scope = match &self.discovered {
+            Some(d) => flow::with_offline_access(
+                scope.as_deref(),
+                &d.meta,
+                self.settings.grant == GrantType::AuthorizationCode,
+            ),
+            None => scope,
+        };
         match self.settings.grant {
             GrantType::AuthorizationCode => self.authorize(scope).await,
             GrantType::ClientCredentials => self.client_credentials_grant(scope).await,

@@ -45,6 +45,37 @@ pub fn step_up_scope(previous: Option<&str>, challenged: &str) -> String {
     scopes.join(" ")
 }
 
+/// The scope that asks for a refresh token in OpenID Connect and at many authorization
+/// servers that issue refresh tokens only on request.
+pub const OFFLINE_ACCESS: &str = "offline_access";
+
+/// `scope` with `offline_access` only where the authorization server offers it (MCP
+/// 2026-07-28 `index.mdx` §Refresh Tokens, SEP-2207): removed whenever `meta`'s
+/// `scopes_supported` does not list it, wherever it came from (a challenge, the resource's
+/// `scopes_supported`, configuration, a step-up union); added when it is listed and `add` is
+/// set (a user's grant, where a refresh token spares the next browser round trip) and some
+/// other scope is asked for. A request with no scope at all gets the server's default scope,
+/// which `offline_access` alone would replace, so none is added then.
+pub fn with_offline_access(
+    scope: Option<&str>,
+    meta: &AuthorizationServerMetadata,
+    add: bool,
+) -> Option<String> {
+    let listed = meta
+        .scopes_supported
+        .as_deref()
+        .is_some_and(|s| s.iter().any(|x| x == OFFLINE_ACCESS));
+    let mut scopes: Vec<&str> = scope
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|s| listed || *s != OFFLINE_ACCESS)
+        .collect();
+    if listed && add && !scopes.is_empty() && !scopes.contains(&OFFLINE_ACCESS) {
+        scopes.push(OFFLINE_ACCESS);
+    }
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
 /// The authorization URL the user's browser is sent to.
 pub fn authorization_url(
     meta: &AuthorizationServerMetadata,
@@ -498,6 +529,43 @@ mod tests {
             "read write admin"
         );
         assert_eq!(step_up_scope(None, "admin"), "admin");
+    }
+
+    #[test]
+    fn offline_access_only_when_the_authorization_server_lists_it() {
+        let offered = meta(r#","scopes_supported":["mcp:basic","offline_access"]"#);
+        let not_listed = meta(r#","scopes_supported":["mcp:basic","mcp:read"]"#);
+        let silent = meta("");
+        let with = |scope: Option<&str>, m: &AuthorizationServerMetadata, add: bool| {
+            with_offline_access(scope, m, add)
+        };
+        assert_eq!(
+            with(Some("mcp:basic"), &offered, true).as_deref(),
+            Some("mcp:basic offline_access")
+        );
+        assert_eq!(
+            with(Some("offline_access mcp:basic"), &offered, true).as_deref(),
+            Some("offline_access mcp:basic"),
+            "once"
+        );
+        assert_eq!(with(None, &offered, true), None, "never alone");
+        assert_eq!(
+            with(Some("mcp:basic"), &offered, false).as_deref(),
+            Some("mcp:basic"),
+            "not for a machine grant"
+        );
+        for m in [&not_listed, &silent] {
+            assert_eq!(
+                with(Some("mcp:basic offline_access"), m, true).as_deref(),
+                Some("mcp:basic"),
+                "removed wherever it came from"
+            );
+            assert_eq!(with(Some("offline_access"), m, true), None);
+            assert_eq!(
+                with(Some("mcp:basic"), m, true).as_deref(),
+                Some("mcp:basic")
+            );
+        }
     }
 
     #[test]

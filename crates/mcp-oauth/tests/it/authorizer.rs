@@ -487,6 +487,77 @@ fn scope_from_the_challenge_then_resource_scopes() {
 }
 
 #[test]
+fn offline_access_is_asked_for_only_where_the_authorization_server_lists_it() {
+    // Listed: added to the scope a user's login asks for, and kept through a step-up.
+    let world = World::new(Config {
+        prm_scopes: Some(vec!["mcp:basic".into()]),
+        as_scopes: Some(vec!["mcp:basic".into(), "offline_access".into()]),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(
+        query(&world.authorize_urls()[0], "scope").as_deref(),
+        Some("mcp:basic offline_access")
+    );
+    let registration: serde_json::Value =
+        serde_json::from_str(&world.registrations()[0].body).unwrap();
+    assert_eq!(
+        registration["grant_types"],
+        serde_json::json!(["authorization_code", "refresh_token"])
+    );
+    let forbidden = r#"Bearer error="insufficient_scope", scope="mcp:write""#;
+    block_on(auth.handle_challenge(403, &[forbidden])).unwrap();
+    assert_eq!(
+        query(&world.authorize_urls()[1], "scope").as_deref(),
+        Some("mcp:basic offline_access mcp:write")
+    );
+
+    // Not listed: never asked for, even when the resource or a challenge names it.
+    for as_scopes in [Some(vec!["mcp:basic".into(), "mcp:read".into()]), None] {
+        let world = World::new(Config {
+            prm_scopes: Some(vec!["mcp:basic".into(), "offline_access".into()]),
+            as_scopes,
+            ..Config::default()
+        });
+        let mut auth = world.authorizer(settings());
+        unauthorized(&world, &mut auth).unwrap();
+        let header = format!(
+            r#"Bearer resource_metadata="{ORIGIN}/custom/prm", scope="offline_access mcp:x""#
+        );
+        let mut auth = world.authorizer(settings());
+        block_on(auth.handle_challenge(401, &[header.as_str()])).unwrap();
+        let forbidden = r#"Bearer error="insufficient_scope", scope="offline_access""#;
+        block_on(auth.handle_challenge(403, &[forbidden])).unwrap();
+        let scopes: Vec<Option<String>> = world
+            .authorize_urls()
+            .iter()
+            .map(|u| query(u, "scope"))
+            .collect();
+        assert_eq!(
+            scopes,
+            [
+                Some("mcp:basic".to_owned()),
+                Some("mcp:x".to_owned()),
+                Some("mcp:x".to_owned())
+            ]
+        );
+        for registration in world.registrations() {
+            assert!(!registration.body.contains("offline_access"));
+        }
+    }
+
+    // No scope anywhere: omitted, not replaced by offline_access alone.
+    let world = World::new(Config {
+        as_scopes: Some(vec!["offline_access".into()]),
+        ..Config::default()
+    });
+    let mut auth = world.authorizer(settings());
+    unauthorized(&world, &mut auth).unwrap();
+    assert_eq!(query(&world.authorize_urls()[0], "scope"), None);
+}
+
+#[test]
 fn step_up_asks_for_the_union_and_gives_up_after_three_attempts() {
     let world = World::new(Config {
         prm_scopes: Some(vec!["mcp:profile".into()]),
