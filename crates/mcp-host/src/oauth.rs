@@ -29,6 +29,7 @@ use crate::fs::FileLock;
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
 // not depend on mcp-oauth itself.
 use crate::config::{ServerConfig, Transport};
+pub use mcp_oauth::registration::ApplicationType;
 pub use mcp_oauth::{
     ClientAssertionSigner, ClientSecret, GrantType, IdentityProvider, JwtAssertion, Settings, Url,
     UserAgent,

@@ -11,6 +11,14 @@
 //! `invalid_grant` told apart), client identity and registration ([`registration`]), and the
 //! token store's contents ([`store`]; the host reads and writes the file).
 //!
+//! The MCP 2026-07-28 rules hold throughout: the strings that name servers (the protected
+//! resource's `resource`, the authorization server's `issuer`, the redirect's RFC 9207 `iss`)
+//! are compared and echoed byte for byte, never re-serialised through [`Url`]; registrations
+//! state their `application_type`; credentials are bound to the `issuer` of the authorization
+//! server that issued them (registrations are kept by issuer, a pre-registered client refuses
+//! another one); step-up asks for the union of scopes; `offline_access` is asked for only where
+//! the authorization server lists it.
+//!
 //! On top of those parts, [`Authorizer`] drives the whole flow for one protected server over
 //! seams the caller implements ([`HttpClient`], [`UserAgent`], [`Randomness`], [`Clock`], and
 //! optionally [`ClientAssertionSigner`]): discovery, client identity, the browser round trip,
