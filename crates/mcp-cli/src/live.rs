@@ -235,9 +235,11 @@ pub(crate) async fn test(
                 .map(|i| format!("{} {}", cell(&i.name, 60), cell(&i.version, 30)))
                 .unwrap_or_default();
             out.text(&format!(
-                "ok: server `{id}` ({}) answered in {ms} ms\n  server:    {info}\n  protocol:  {}\n  tools:     {}",
+                "ok: server `{id}` ({}) answered in {ms} ms\n  server:    {info}\n  protocol:  {} ({} era)\n  why:       {}\n  tools:     {}",
                 status.transport,
                 status.protocol_version.as_deref().unwrap_or("?"),
+                status.era.unwrap_or("?"),
+                status.negotiation.as_deref().map_or("-".to_owned(), |n| cell(n, 300)),
                 status.tools
             ));
         }
@@ -372,6 +374,13 @@ pub(crate) fn detail_text(s: &ServerStatus) -> String {
             "protocol_version:  {}",
             s.protocol_version.as_deref().unwrap_or("-")
         ),
+        format!("era:               {}", s.era.unwrap_or("-")),
+        format!(
+            "negotiation:       {}",
+            s.negotiation
+                .as_deref()
+                .map_or("-".to_owned(), |n| cell(n, 300))
+        ),
         format!(
             "server:            {}",
             s.server_info.as_ref().map_or("-".to_owned(), |i| format!(
@@ -419,6 +428,8 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
         "last_error": s.last_error.as_deref().map(clean),
         "last_connected_at": s.last_connected_at.map(rfc3339),
         "protocol_version": s.protocol_version,
+        "era": s.era,
+        "negotiation": s.negotiation.as_deref().map(clean),
         "server_info": s.server_info.as_ref().map(|i| json!({"name": clean(&i.name), "version": clean(&i.version)})),
         "session": s.session_id.as_deref().map(short_session),
         "token_expires_at": s.token_expires_at.map(rfc3339),

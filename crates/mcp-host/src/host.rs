@@ -18,7 +18,8 @@ use mcp_protocol::schema::{
     Resource, ResourceTemplate, Root, RootsCapability, ServerNotification, ServerRequest,
 };
 use mcp_protocol::{
-    ClientConfig, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions, ServerInfo,
+    ClientConfig, Era, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions,
+    ServerInfo,
 };
 use mcp_session::{Client, Incoming};
 use mcp_stdio::StdioConfig;
@@ -174,6 +175,13 @@ pub struct ServerStatus {
     pub last_connected_at: Option<SystemTime>,
     /// The negotiated protocol version, while connected.
     pub protocol_version: Option<String>,
+    /// The era spoken, while connected: `handshake` (2025-11-25 and before: `initialize`,
+    /// sessions) or `stateless` (2026-07-28: `server/discover`, a `_meta` envelope on every
+    /// request).
+    pub era: Option<&'static str>,
+    /// How the era was chosen, for a person (which probe answered what, or that the
+    /// configuration pins it). Contains server text: clean it before showing it.
+    pub negotiation: Option<String>,
     /// The server's name and version as it reported them (untrusted), while connected.
     pub server_info: Option<Implementation>,
     /// The transport's session id (Streamable HTTP's `Mcp-Session-Id`), while connected: to
@@ -851,6 +859,11 @@ impl Slot {
                 .info
                 .as_ref()
                 .map(|i| i.protocol_version.as_str().to_owned()),
+            era: s.info.as_ref().map(|i| match i.era {
+                Era::Stateless => "stateless",
+                _ => "handshake",
+            }),
+            negotiation: s.info.as_ref().map(|i| i.negotiation.clone()),
             server_info: s.info.as_ref().map(|i| i.implementation.clone()),
             session_id: s.client.as_ref().and_then(Client::session_id),
             diagnostics: s.diagnostics.clone(),

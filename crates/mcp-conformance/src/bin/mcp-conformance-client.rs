@@ -51,6 +51,8 @@ async fn run() -> Result<(), String> {
     let text = |key: &str| context.get(key).and_then(|v| v.as_str()).map(str::to_owned);
     settings.client_id = text("client_id");
     settings.client_secret = text("client_secret").map(ClientSecret::new);
+    // Pre-registered credentials belong to one authorization server.
+    settings.client_issuer = text("issuer");
     // The machine grants, configured from the credentials the scenario hands out.
     if scenario.starts_with("auth/client-credentials") {
         settings.grant = GrantType::ClientCredentials;

@@ -589,16 +589,12 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
     let protocol_version = e
         .string(map, "protocol_version", "protocol_version")
         .and_then(|s| {
-            // Only a revision a session can speak: a known one of another era (2026-07-28)
-            // would be offered in an `initialize` that revision does not have.
+            // Only a revision a session speaks; pinning one pins its era too.
             let v = ProtocolVersion::parse(&s);
-            if ProtocolVersion::HANDSHAKE.contains(&v) {
+            if v.is_known() {
                 Some(v)
             } else {
-                let known: Vec<&str> = ProtocolVersion::HANDSHAKE
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect();
+                let known: Vec<&str> = ProtocolVersion::KNOWN.iter().map(|k| k.as_str()).collect();
                 e.error(
                     "protocol_version",
                     &format!(
