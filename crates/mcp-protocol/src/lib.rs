@@ -82,7 +82,7 @@ pub use jsonrpc::{
 };
 pub use session::{
     ClientConfig, ClientEvent, ClientInfo, ClientSession, Reply, RequestHandler, RequestOptions,
-    ServerConfig, ServerEvent, ServerInfo, ServerSession, decode_result,
+    ServerConfig, ServerEvent, ServerInfo, ServerSession, decode_result, missing_capability_error,
 };
 pub use version::{Era, ProtocolVersion};
 pub use wire::JsonObject;

@@ -7,6 +7,7 @@ mod client;
 mod input;
 mod pending;
 mod server;
+mod stateless_server;
 
 #[cfg(test)]
 mod tests;
@@ -14,3 +15,4 @@ mod tests;
 pub use client::{ClientConfig, ClientEvent, ClientSession, ServerInfo, decode_result};
 pub use pending::RequestOptions;
 pub use server::{ClientInfo, Reply, RequestHandler, ServerConfig, ServerEvent, ServerSession};
+pub use stateless_server::missing_capability_error;

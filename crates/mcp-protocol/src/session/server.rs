@@ -1,8 +1,14 @@
 //! The server side of a session, for the gateway: it answers `initialize` and `ping` itself,
 //! refuses what the handshake does not allow yet, and routes every other request to its caller
 //! as a typed [`ClientRequest`].
+//!
+//! The same session speaks the 2026-07-28 stateless era: a request that carries its protocol
+//! version in `_meta` (or any request but `initialize` and `ping` before a handshake) moves it
+//! there. Each request then stands alone: the session checks its `_meta`, answers
+//! `server/discover` and `subscriptions/listen` itself, and completes every result with what
+//! the era requires (`stateless_server.rs`).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
@@ -11,12 +17,14 @@ use crate::jsonrpc::{
     RequestId, Response, code,
 };
 use crate::schema::{
-    ClientCapabilities, ClientNotification, ClientRequest, Implementation, InitializeParams,
-    InitializeResult, NotificationMethod, ProgressParams, RequestMethod, ServerCapabilities,
-    method,
+    AcknowledgedParams, CacheScope, ClientCapabilities, ClientNotification, ClientRequest,
+    Implementation, InitializeParams, InitializeResult, ListenParams, NotificationMethod,
+    ProgressParams, RequestMethod, ServerCapabilities, meta_key, method,
 };
 use crate::session::pending::{Core, Matched, RequestOptions};
-use crate::version::ProtocolVersion;
+use crate::session::stateless_server::{self as stateless, Declared, Listen};
+use crate::version::{Era, ProtocolVersion};
+use crate::wire::JsonObject;
 
 /// How a server session introduces itself.
 #[derive(Debug, Clone)]
@@ -28,10 +36,18 @@ pub struct ServerConfig {
     pub capabilities: ServerCapabilities,
     /// Sent as `instructions`.
     pub instructions: Option<String>,
-    /// The versions this server speaks; the newest is chosen when the client's is not here.
+    /// The versions this server speaks; the newest handshake-era one is chosen when the
+    /// client's is not here. A stateless-era version here (2026-07-28) makes the server speak
+    /// that era too, on the same session.
     pub supported_versions: Vec<ProtocolVersion>,
     /// The timeout of requests the server sends (sampling, elicitation, roots, ping).
     pub request_timeout: Duration,
+    /// The `ttlMs` a stateless-era list or read result gets when the handler set none: how
+    /// long a client may reuse it. 0, the default, means stale at once.
+    pub cache_ttl_ms: u64,
+    /// The `cacheScope` a stateless-era list or read result gets when the handler set none.
+    /// Private by default: a shared cache may never serve it to another user.
+    pub cache_scope: CacheScope,
 }
 
 impl ServerConfig {
@@ -43,19 +59,31 @@ impl ServerConfig {
             instructions: None,
             supported_versions: ProtocolVersion::HANDSHAKE.to_vec(),
             request_timeout: Duration::from_secs(60),
+            cache_ttl_ms: 0,
+            cache_scope: CacheScope::Private,
         }
+    }
+
+    /// The same server speaking both eras: every known version, the stateless 2026-07-28 one
+    /// included.
+    pub fn dual_era(server_info: Implementation) -> Self {
+        let mut config = Self::new(server_info);
+        config.supported_versions = ProtocolVersion::KNOWN.to_vec();
+        config
     }
 }
 
-/// What the client told us in the handshake.
+/// What the client told us: in the handshake, or in the `_meta` of one stateless-era request
+/// (which holds for that request only).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ClientInfo {
-    /// The negotiated version.
+    /// The negotiated version, or the one the request declared.
     pub protocol_version: ProtocolVersion,
     /// What the client offers.
     pub capabilities: ClientCapabilities,
-    /// Who the client is.
+    /// Who the client is. A stateless-era request need not say (`clientInfo` is a SHOULD
+    /// there); its name and version are then empty.
     pub implementation: Implementation,
 }
 
@@ -130,13 +158,27 @@ pub trait RequestHandler {
 ///                  initialize                  notifications/initialized        close()
 ///   AwaitingInitialize ──────> AwaitingInitialized ───────────────────> Operating ──────> Closed
 ///   (only initialize and ping)  (requests accepted, none sent but ping and logging)
+///          │
+///          │ a request with `_meta` protocolVersion, or any but initialize and ping
+///          │ (only if the config has a stateless version)                close()
+///          └──────────────────────────────────────────────────> Stateless ──────> Closed
+///            (ServerSession::stateless starts here)   (every request checked on its own)
 /// ```
 #[derive(Debug)]
 enum State {
     AwaitingInitialize,
     AwaitingInitialized(Box<ClientInfo>),
     Operating(Box<ClientInfo>),
+    Stateless(Box<Stateless>),
     Closed,
+}
+
+/// What a stateless-era session keeps: only what its unanswered requests declared, and its
+/// open `subscriptions/listen` streams.
+#[derive(Debug, Default)]
+struct Stateless {
+    requests: HashMap<RequestId, Declared>,
+    listens: Vec<Listen>,
 }
 
 /// The sans-IO server session. Drive it like [`ClientSession`](crate::ClientSession):
@@ -160,11 +202,39 @@ impl ServerSession {
         }
     }
 
+    /// A session that speaks only the stateless era: no handshake, every request carries its
+    /// own `_meta`. Over HTTP, a request whose `MCP-Protocol-Version` is not a handshake-era
+    /// version gets one of these.
+    pub fn stateless(config: ServerConfig) -> Self {
+        let mut session = Self::new(config);
+        session.state = State::Stateless(Box::default());
+        session
+    }
+
     /// The client's handshake, once `initialize` has arrived.
     pub fn client_info(&self) -> Option<&ClientInfo> {
         match &self.state {
             State::AwaitingInitialized(info) | State::Operating(info) => Some(info),
             _ => None,
+        }
+    }
+
+    /// The era the session is in, once the first request has told: `None` before.
+    pub fn era(&self) -> Option<Era> {
+        match &self.state {
+            State::AwaitingInitialized(_) | State::Operating(_) => Some(Era::Handshake),
+            State::Stateless(_) => Some(Era::Stateless),
+            State::AwaitingInitialize | State::Closed => None,
+        }
+    }
+
+    /// What the client declared for an unanswered request: its own `_meta` in the stateless
+    /// era, the handshake otherwise. A handler decides by this whether it may use a client
+    /// capability (and answers -32021 when the request did not declare it).
+    pub fn request_client(&self, id: &RequestId) -> Option<&ClientInfo> {
+        match &self.state {
+            State::Stateless(s) => s.requests.get(id).map(|d| &d.client),
+            _ => self.client_info(),
         }
     }
 
@@ -261,6 +331,17 @@ impl ServerSession {
 
     fn handle_request(&mut self, request: Request) {
         let Request { id, method, params } = request;
+        if matches!(self.state, State::AwaitingInitialize)
+            && stateless::speaks_stateless(&self.config)
+            && (declares_version(params.as_ref())
+                || !matches!(method.as_str(), "initialize" | "ping"))
+        {
+            self.state = State::Stateless(Box::default());
+        }
+        if matches!(self.state, State::Stateless(_)) {
+            self.handle_stateless(id, method, params);
+            return;
+        }
         if method == <method::Ping as RequestMethod>::METHOD {
             self.core.push_result(id, RawJson::empty_object());
             return;
@@ -310,6 +391,104 @@ impl ServerSession {
         });
     }
 
+    /// One stateless-era request: its `_meta` first (-32602, -32022), then the methods the
+    /// era removed (-32601), then `server/discover` and `subscriptions/listen`, which the
+    /// session answers, then everything else, routed as in the handshake era.
+    fn handle_stateless(&mut self, id: RequestId, method: String, params: Option<RawJson>) {
+        let declared = match stateless::read_meta(params.as_ref()) {
+            Ok(declared) => declared,
+            Err(why) => {
+                self.core.push_error(
+                    Some(id),
+                    code::INVALID_PARAMS,
+                    format!("Invalid params: {why}"),
+                );
+                return;
+            }
+        };
+        let version = &declared.client.protocol_version;
+        if !stateless::speaks(&self.config, version) {
+            let error = stateless::unsupported_version(&self.config, version);
+            self.core.push_error_object(Some(id), error);
+            return;
+        }
+        if stateless::is_removed(&method) {
+            self.core.push_error(
+                Some(id),
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            );
+            return;
+        }
+        if method == <method::Discover as RequestMethod>::METHOD {
+            match stateless::discover_result(&self.config) {
+                Ok(result) => self.core.push_result(id, result),
+                Err(error) => self.core.push_error_object(Some(id), error),
+            }
+            return;
+        }
+        let routed = match ClientRequest::decode(&method, params.as_ref()) {
+            Ok(routed) => routed,
+            Err(e) => {
+                self.core.push_error(
+                    Some(id),
+                    code::INVALID_PARAMS,
+                    format!("invalid {method} params: {e}"),
+                );
+                return;
+            }
+        };
+        if !self.offers(&routed) {
+            self.core.push_error(
+                Some(id),
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            );
+            return;
+        }
+        if !self.core.accept_inbound(&id, &method) {
+            self.core.push_error(
+                Some(id),
+                code::INVALID_REQUEST,
+                "request id is already in use by an unanswered request",
+            );
+            return;
+        }
+        let State::Stateless(state) = &mut self.state else {
+            return;
+        };
+        if let ClientRequest::Listen(params) = routed {
+            self.listen(id, &params);
+            return;
+        }
+        state.requests.insert(id.clone(), declared);
+        self.events.push_back(ServerEvent::Request {
+            id,
+            request: routed,
+        });
+    }
+
+    /// Opens a `subscriptions/listen` stream: the acknowledgement goes first, with the part of
+    /// the filter this server honours; the request stays unanswered until the client ends it.
+    fn listen(&mut self, id: RequestId, params: &ListenParams) {
+        let State::Stateless(state) = &mut self.state else {
+            return;
+        };
+        let filter = stateless::honoured(&self.config, &params.notifications);
+        let mut ack = AcknowledgedParams::new(filter.clone());
+        let mut meta = JsonObject::new();
+        meta.insert(
+            meta_key::SUBSCRIPTION_ID.to_owned(),
+            serde_json::to_value(&id).unwrap_or_default(),
+        );
+        ack.meta = Some(meta);
+        state.listens.push(Listen { id, filter });
+        self.core.push_notification(
+            <method::SubscriptionsAcknowledged as NotificationMethod>::METHOD,
+            &ack,
+        );
+    }
+
     /// Whether the request is for a feature this server declared.
     fn offers(&self, request: &ClientRequest) -> bool {
         let caps = &self.config.capabilities;
@@ -326,6 +505,9 @@ impl ServerSession {
             ClientRequest::ListPrompts(_) | ClientRequest::GetPrompt(_) => caps.prompts.is_some(),
             ClientRequest::Complete(_) => caps.completions.is_some(),
             ClientRequest::SetLevel(_) => caps.logging.is_some(),
+            ClientRequest::Discover(_) | ClientRequest::Listen(_) => {
+                self.era() == Some(Era::Stateless)
+            }
             ClientRequest::Other { .. } => false,
             // initialize and ping are answered before routing.
             _ => true,
@@ -352,10 +534,14 @@ impl ServerSession {
                 return;
             }
         };
-        let version = ProtocolVersion::server_selects(
-            &params.protocol_version,
-            &self.config.supported_versions,
-        );
+        let handshake: Vec<ProtocolVersion> = self
+            .config
+            .supported_versions
+            .iter()
+            .filter(|v| v.era() == Some(Era::Handshake))
+            .cloned()
+            .collect();
+        let version = ProtocolVersion::server_selects(&params.protocol_version, &handshake);
         let mut result = InitializeResult::new(
             version.clone(),
             self.config.capabilities.clone(),
@@ -409,6 +595,7 @@ impl ServerSession {
                 if let Some(id) = params.request_id
                     && self.core.inbound.remove(&id).is_some()
                 {
+                    self.forget(&id);
                     self.events.push_back(ServerEvent::Cancelled {
                         id,
                         reason: params.reason,
@@ -447,16 +634,28 @@ impl ServerSession {
     }
 
     /// Answers a request. Returns `false` when the client withdrew it (the answer is dropped).
+    ///
+    /// In the stateless era the result gains `resultType` (`complete` unless it says
+    /// `input_required`), `_meta` `serverInfo`, and on list and read methods `ttlMs` and
+    /// `cacheScope`, each only where the result has none; an input-required result on a
+    /// method that may not return one is sent as an internal error instead.
     pub fn respond(&mut self, id: &RequestId, result: RawJson) -> Result<bool, Error> {
-        if self.core.inbound.remove(id).is_none() {
-            return Ok(false);
-        }
         if !result.is_object() {
             return Err(Error::ApiMisuse(
                 "a result must be a JSON object".to_owned(),
             ));
         }
-        self.core.push_result(id.clone(), result);
+        let Some(method) = self.core.inbound.remove(id) else {
+            return Ok(false);
+        };
+        if self.forget(id) {
+            match stateless::decorate(&self.config, &method, &result) {
+                Ok(result) => self.core.push_result(id.clone(), result),
+                Err(error) => self.core.push_error_object(Some(id.clone()), error),
+            }
+        } else {
+            self.core.push_result(id.clone(), result);
+        }
         Ok(true)
     }
 
@@ -465,8 +664,20 @@ impl ServerSession {
         if self.core.inbound.remove(id).is_none() {
             return Ok(false);
         }
+        self.forget(id);
         self.core.push_error_object(Some(id.clone()), error);
         Ok(true)
+    }
+
+    /// Drops what a stateless request declared, and its listen stream if it was one. Whether
+    /// the session is in the stateless era.
+    fn forget(&mut self, id: &RequestId) -> bool {
+        let State::Stateless(state) = &mut self.state else {
+            return false;
+        };
+        state.requests.remove(id);
+        state.listens.retain(|l| &l.id != id);
+        true
     }
 
     /// Sends a request to the client: `ping` at any time; sampling, elicitation and roots only
@@ -480,6 +691,12 @@ impl ServerSession {
     ) -> Result<RequestId, Error> {
         let info = match &self.state {
             State::Closed => return Err(Error::Closed("the session has ended".to_owned())),
+            State::Stateless(_) => {
+                return Err(Error::ApiMisuse(format!(
+                    "{method} cannot be sent in the stateless era: answer with an \
+                     input_required result instead"
+                )));
+            }
             State::Operating(info) => Some(info),
             _ => None,
         };
@@ -516,15 +733,79 @@ impl ServerSession {
     /// Sends a notification. Before the handshake ends only log entries may go; list_changed
     /// and log entries need their capability declared.
     pub fn notify(&mut self, method: &str, params: Option<RawJson>) -> Result<(), Error> {
+        self.notify_for(None, method, params)
+    }
+
+    /// Sends a notification on behalf of a request (`related`, the one a handler is
+    /// answering), or of none. In the handshake era this is [`notify`](Self::notify).
+    ///
+    /// In the stateless era a notification goes only where a request asked for it: progress
+    /// and other request-bound notifications with their request; a log entry only if its
+    /// request set `_meta` `logLevel` and the entry is at least that severe; list changes and
+    /// resource updates to every open `subscriptions/listen` stream whose filter carries
+    /// them, each copy tagged with that stream's `subscriptionId`. What nobody asked for is
+    /// dropped, which is not an error.
+    pub fn notify_for(
+        &mut self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> Result<(), Error> {
         if matches!(self.state, State::Closed) {
             return Err(Error::Closed("the session has ended".to_owned()));
         }
         let logging = method == <method::LoggingMessage as NotificationMethod>::METHOD;
+        if let State::Stateless(state) = &self.state {
+            self.check_declared(method)?;
+            let mut out = Vec::new();
+            if stateless::is_listened(method) {
+                for listen in &state.listens {
+                    if stateless::carries(&listen.filter, method, params.as_ref()) {
+                        let tagged = stateless::tagged(params.as_ref(), &listen.id)
+                            .map_err(|e| Error::ApiMisuse(e.to_string()))?;
+                        out.push(Some(tagged));
+                    }
+                }
+            } else {
+                let declared = related.and_then(|id| state.requests.get(id));
+                let wanted = match declared {
+                    None => false,
+                    Some(_) if !logging => true,
+                    Some(d) => d
+                        .log_rank
+                        .is_some_and(|least| log_rank(params.as_ref()) >= least),
+                };
+                if wanted {
+                    out.push(params);
+                }
+            }
+            for params in out {
+                self.core
+                    .outbox
+                    .push_back(Message::Notification(Notification {
+                        method: method.to_owned(),
+                        params,
+                    }));
+            }
+            return Ok(());
+        }
         if !self.is_operating() && !logging {
             return Err(Error::ApiMisuse(format!(
                 "{method} cannot be sent before the client has sent notifications/initialized"
             )));
         }
+        self.check_declared(method)?;
+        self.core
+            .outbox
+            .push_back(Message::Notification(Notification {
+                method: method.to_owned(),
+                params,
+            }));
+        Ok(())
+    }
+
+    /// Refuses a notification that needs a capability this server did not declare.
+    fn check_declared(&self, method: &str) -> Result<(), Error> {
         let caps = &self.config.capabilities;
         let declared = match method {
             "notifications/message" => caps.logging.is_some(),
@@ -547,12 +828,6 @@ impl ServerSession {
                 "{method} needs a capability this server did not declare"
             )));
         }
-        self.core
-            .outbox
-            .push_back(Message::Notification(Notification {
-                method: method.to_owned(),
-                params,
-            }));
         Ok(())
     }
 
@@ -605,4 +880,31 @@ impl ServerSession {
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
         self.events.pop_front()
     }
+}
+
+/// Whether a request's params carry `_meta` `protocolVersion`: the mark of a stateless-era
+/// request.
+fn declares_version(params: Option<&RawJson>) -> bool {
+    params
+        .and_then(|p| p.decode::<JsonObject>().ok())
+        .and_then(|p| match p.get("_meta") {
+            Some(serde_json::Value::Object(meta)) => {
+                Some(meta.contains_key(meta_key::PROTOCOL_VERSION))
+            }
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
+/// The severity rank of a `notifications/message` entry; one without a readable level ranks
+/// as the most severe.
+fn log_rank(params: Option<&RawJson>) -> usize {
+    let level = params
+        .and_then(|p| p.decode::<JsonObject>().ok())
+        .and_then(|p| {
+            p.get("level")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        });
+    level.map_or(usize::MAX, |l| stateless::level_rank(&l))
 }

@@ -21,7 +21,7 @@ use mcp_protocol::{
     ClientConfig, ClientSession, Era, ErrorObject, ProtocolVersion, RawJson, RequestId,
     RequestOptions, ServerConfig, ServerSession, decode,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[allow(clippy::large_enum_variant)] // one per transcript
 enum Session {
@@ -78,7 +78,19 @@ impl Session {
                 if let Some(t) = timeout {
                     c.request_timeout = t;
                 }
-                Self::Server(ServerSession::new(c))
+                // Handshake-era transcripts speak only it; a stateless-era one lists its
+                // versions, and `"stateless": true` starts the session in that era.
+                if let Some(list) = config.get("supportedVersions") {
+                    c.supported_versions = serde_json::from_value(list.clone()).unwrap();
+                }
+                if let Some(ttl) = config["cacheTtlMs"].as_u64() {
+                    c.cache_ttl_ms = ttl;
+                }
+                if config["stateless"].as_bool() == Some(true) {
+                    Self::Server(ServerSession::stateless(c))
+                } else {
+                    Self::Server(ServerSession::new(c))
+                }
             }
             other => panic!("first line must name the session, not {other:?}"),
         }
@@ -153,9 +165,13 @@ impl Session {
             (Self::Server(s), "respond_error") => {
                 format!("{:?}", s.respond_error(&id(step), error()))
             }
-            (Self::Server(s), "notify") => {
-                format!("{:?}", s.notify(method, raw(step.get("params"))))
-            }
+            (Self::Server(s), "notify") => match step.get("related") {
+                Some(_) => format!(
+                    "{:?}",
+                    s.notify_for(Some(&id(&json!({"id": step["related"]}))), method, raw(step.get("params")))
+                ),
+                None => format!("{:?}", s.notify(method, raw(step.get("params")))),
+            },
             (Self::Server(s), "close") => {
                 s.close("closed by the transcript");
                 "()".to_owned()
