@@ -168,7 +168,11 @@ impl Session {
             (Self::Server(s), "notify") => match step.get("related") {
                 Some(_) => format!(
                     "{:?}",
-                    s.notify_for(Some(&id(&json!({"id": step["related"]}))), method, raw(step.get("params")))
+                    s.notify_for(
+                        Some(&id(&json!({"id": step["related"]}))),
+                        method,
+                        raw(step.get("params"))
+                    )
                 ),
                 None => format!("{:?}", s.notify(method, raw(step.get("params")))),
             },
