@@ -36,4 +36,6 @@ mod timer;
 pub use client::{Client, Pending};
 pub use core::{Core, Incoming, Transport};
 pub use error::{Error, Result};
-pub use server::{Handler, Peer, RequestContext, ServerCore, ServerTransport, SessionKey};
+pub use server::{
+    CoreOptions, Handler, Peer, RequestContext, ServerCore, ServerTransport, SessionKey, Sessions,
+};

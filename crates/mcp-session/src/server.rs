@@ -1,7 +1,12 @@
 //! The server side on tokio, over any transport: a [`Handler`] answers each client request in
 //! a task of its own (a slow tool never holds the others; a cancelled request's task is
 //! aborted), and a [`ServerTransport`] carries what the session sends. `mcp-stdio` serves one
-//! client on stdin and stdout with it; `mcp-http` one per HTTP session.
+//! client on stdin and stdout with it; `mcp-http` one per HTTP session, and one per request in
+//! the 2026-07-28 stateless era.
+//!
+//! The cores of one server share a [`Sessions`] registry, so that a handler can tell every
+//! client at once that its tools changed: each handshake-era session on its own stream, each
+//! stateless `subscriptions/listen` stream whose filter asks for it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,8 +18,8 @@ use mcp_protocol::schema::{
     ClientNotification, ClientRequest, ProgressParams, ProgressToken, RequestMethod,
 };
 use mcp_protocol::{
-    ClientInfo, DecodeError, Decoded, ErrorObject, Message, RawJson, RequestId, RequestOptions,
-    ServerConfig, ServerEvent, ServerSession, decode_result,
+    ClientInfo, DecodeError, Decoded, Era, ErrorObject, Message, RawJson, RequestId,
+    RequestOptions, ServerConfig, ServerEvent, ServerSession, decode_result,
 };
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
@@ -42,6 +47,16 @@ pub trait Handler: Send + Sync + 'static {
     /// keeps state per session ([`RequestContext::session`]) drops it here.
     fn closed(&self, session: SessionKey) {
         let _ = session;
+    }
+
+    /// The `inputSchema` of a tool this server offers, by name, if the handler knows it. In
+    /// the stateless era over HTTP a client mirrors the arguments a schema marks with
+    /// `x-mcp-header` into `Mcp-Param-*` headers, and the transport checks them against the
+    /// body with this schema before the call reaches [`handle`](Self::handle). `None` (the
+    /// default) checks only the standard headers.
+    fn tool_schema(&self, name: &str) -> Option<RawJson> {
+        let _ = name;
+        None
     }
 }
 
@@ -83,10 +98,17 @@ pub struct RequestContext {
     pub peer: Peer,
     /// The session the request came in on.
     pub session: SessionKey,
-    /// Who the client is and what it declared in `initialize` (requests are handled only
-    /// after it): a proxy forwards a server's sampling or elicitation request only to a client
-    /// that offered it.
+    /// Who the client is and what it declared: in `initialize` (requests are handled only
+    /// after it), or in the stateless era in this request's own `_meta`, which holds for this
+    /// request only. A proxy forwards a server's sampling or elicitation request only to a
+    /// client that offered it; a stateless handler that needs an undeclared capability answers
+    /// [`missing_capability_error`](mcp_protocol::missing_capability_error) (-32021).
     pub client: Option<Arc<ClientInfo>>,
+    /// The era of the session: in the stateless one the handler may not send requests to the
+    /// client ([`Peer::request`] fails) and asks for input with an `input_required` result.
+    pub era: Option<Era>,
+    /// Every session of this server, for notifications all clients must hear.
+    pub sessions: Sessions,
 }
 
 impl RequestContext {
@@ -101,6 +123,76 @@ impl RequestContext {
         if let Ok(raw) = RawJson::encode(&params) {
             let _ = self.peer.notify("notifications/progress", Some(raw));
         }
+    }
+}
+
+/// The sessions of one server, shared by its cores: [`notify`](Self::notify) tells every
+/// client at once (list changes). Cores join when they start and leave when they end.
+#[derive(Clone, Default)]
+pub struct Sessions {
+    members: Arc<Mutex<Vec<Weak<dyn Link>>>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions").finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// An empty registry, for a server whose cores should share one.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn join(&self, link: Weak<dyn Link>) {
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        members.retain(|m| m.strong_count() > 0);
+        members.push(link);
+    }
+
+    /// Sends a notification unprompted to every live session: in the handshake era on its
+    /// own stream (refused where the handshake is not over, which is skipped); in the
+    /// stateless era to the `subscriptions/listen` streams whose filter asks for it. Returns
+    /// how many sessions took it.
+    pub fn notify(&self, method: &str, params: Option<RawJson>) -> usize {
+        let live: Vec<Arc<dyn Link>> = {
+            let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+            members.retain(|m| m.strong_count() > 0);
+            members.iter().filter_map(Weak::upgrade).collect()
+        };
+        live.iter()
+            .filter(|link| link.notify(None, method, params.clone()).is_ok())
+            .count()
+    }
+}
+
+/// How a [`ServerCore`] starts: [`ServerCore::with_options`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CoreOptions {
+    sessions: Option<Sessions>,
+    stateless: bool,
+}
+
+impl CoreOptions {
+    /// A dual-era session of its own, in no shared registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Joins the registry the server's other cores share.
+    pub fn sessions(mut self, sessions: &Sessions) -> Self {
+        self.sessions = Some(sessions.clone());
+        self
+    }
+
+    /// Speaks only the stateless era ([`ServerSession::stateless`]): for a transport that
+    /// already knows the request is one (an HTTP `MCP-Protocol-Version` that is not a
+    /// handshake version).
+    pub fn stateless(mut self) -> Self {
+        self.stateless = true;
+        self
     }
 }
 
@@ -219,6 +311,7 @@ pub struct ServerCore<H: Handler> {
     wake_timer: Arc<Notify>,
     me: Weak<Self>,
     key: SessionKey,
+    sessions: Sessions,
 }
 
 impl<H: Handler> std::fmt::Debug for ServerCore<H> {
@@ -228,16 +321,33 @@ impl<H: Handler> std::fmt::Debug for ServerCore<H> {
 }
 
 impl<H: Handler> ServerCore<H> {
-    /// A session waiting for `initialize`, answering with `handler`, sending through
-    /// `transport`.
+    /// A session waiting for `initialize` (or a first stateless-era request, if `config`
+    /// speaks that era), answering with `handler`, sending through `transport`.
     pub fn new(
         config: ServerConfig,
         handler: Arc<H>,
         transport: impl ServerTransport,
     ) -> Arc<Self> {
+        Self::with_options(config, handler, transport, CoreOptions::new())
+    }
+
+    /// [`new`](Self::new) with options: a registry shared with the server's other cores, the
+    /// stateless era from the start.
+    pub fn with_options(
+        config: ServerConfig,
+        handler: Arc<H>,
+        transport: impl ServerTransport,
+        options: CoreOptions,
+    ) -> Arc<Self> {
+        let session = if options.stateless {
+            ServerSession::stateless(config)
+        } else {
+            ServerSession::new(config)
+        };
+        let sessions = options.sessions.unwrap_or_default();
         let core = Arc::new_cyclic(|me| Self {
             state: Mutex::new(State {
-                session: ServerSession::new(config),
+                session,
                 tasks: HashMap::new(),
                 waiters: HashMap::new(),
                 armed: timer::Armed::default(),
@@ -249,9 +359,17 @@ impl<H: Handler> ServerCore<H> {
             wake_timer: Arc::new(Notify::new()),
             me: me.clone(),
             key: SessionKey::next(),
+            sessions,
         });
+        let link: Weak<dyn Link> = core.me.clone();
+        core.sessions.join(link);
         timer::start(&core, &core.wake_timer);
         core
+    }
+
+    /// The registry this core belongs to.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -312,9 +430,15 @@ impl<H: Handler> ServerCore<H> {
         while let Some(event) = state.session.poll_event() {
             match event {
                 ServerEvent::Request { id, request } => {
-                    if state.client.is_none() {
-                        state.client = state.session.client_info().cloned().map(Arc::new);
-                    }
+                    let era = state.session.era();
+                    let client = if era == Some(Era::Stateless) {
+                        state.session.request_client(&id).cloned().map(Arc::new)
+                    } else {
+                        if state.client.is_none() {
+                            state.client = state.session.client_info().cloned().map(Arc::new);
+                        }
+                        state.client.clone()
+                    };
                     let context = RequestContext {
                         id: id.clone(),
                         progress_token: request.progress_token(),
@@ -323,7 +447,9 @@ impl<H: Handler> ServerCore<H> {
                             related: Some(id.clone()),
                         },
                         session: self.key,
-                        client: state.client.clone(),
+                        client,
+                        era,
+                        sessions: self.sessions.clone(),
                     };
                     let handler = Arc::clone(&self.handler);
                     let me = self.me.clone();
@@ -392,6 +518,11 @@ impl<H: Handler> ServerCore<H> {
         self.with_session(None, |state| state.session.close(reason));
     }
 
+    /// The era the session is in, once its first request has told.
+    pub fn era(&self) -> Option<Era> {
+        self.lock().session.era()
+    }
+
     /// Whether the client has finished the handshake.
     pub fn is_operating(&self) -> bool {
         self.lock().session.is_operating()
@@ -413,7 +544,9 @@ impl<H: Handler> Link for ServerCore<H> {
         method: &str,
         params: Option<RawJson>,
     ) -> mcp_protocol::Result<()> {
-        self.with_session(related, |state| state.session.notify(method, params))
+        self.with_session(related, |state| {
+            state.session.notify_for(related, method, params)
+        })
     }
 
     fn request(
