@@ -14,8 +14,9 @@ use std::time::{Duration, SystemTime};
 use mcp_http::{AuthHook, Challenge, HttpConfig};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientCapabilities, ContentBlock, GetPromptParams,
-    GetPromptResult, Implementation, ListRootsResult, ProgressParams, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Root, RootsCapability, ServerNotification, ServerRequest,
+    GetPromptResult, Implementation, ListRootsResult, ListenParams, ProgressParams, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Root, RootsCapability, ServerNotification,
+    ServerRequest, SubscriptionFilter,
 };
 use mcp_protocol::{
     ClientConfig, Era, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions,
@@ -1180,6 +1181,9 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
         return client.closed().await;
     };
     let server = slot.entry.id.clone();
+    // A stateless server says what changed only on a subscriptions/listen stream; it ends
+    // with this connection.
+    let _listening = listen(&server, client).map(AbortOnDrop);
     loop {
         let item = tokio::select! {
             item = incoming.recv() => item,
@@ -1222,6 +1226,66 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
             }
         }
     }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How long one `subscriptions/listen` request may stay open before it is opened again.
+const LISTEN_SPAN: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// In the stateless era, keeps a `subscriptions/listen` request open for the list changes the
+/// server offers: its notifications reach [`serve`] like any other. If the stream ends it is
+/// opened again, after a pause that doubles up to a minute while it keeps failing. `None` when
+/// there is nothing to listen for.
+fn listen(server: &str, client: &Client) -> Option<tokio::task::JoinHandle<()>> {
+    let info = client.server_info();
+    if info.era != Era::Stateless {
+        return None;
+    }
+    let caps = &info.capabilities;
+    let mut filter = SubscriptionFilter::new();
+    let changes = |c: Option<bool>| c.filter(|on| *on);
+    filter.tools_list_changed = changes(caps.tools.as_ref().and_then(|t| t.list_changed));
+    filter.prompts_list_changed = changes(caps.prompts.as_ref().and_then(|p| p.list_changed));
+    filter.resources_list_changed = changes(caps.resources.as_ref().and_then(|r| r.list_changed));
+    if filter.tools_list_changed.is_none()
+        && filter.prompts_list_changed.is_none()
+        && filter.resources_list_changed.is_none()
+    {
+        return None;
+    }
+    let (server, client) = (server.to_owned(), client.clone());
+    Some(tokio::spawn(async move {
+        let mut pause = Duration::from_secs(1);
+        loop {
+            let began = tokio::time::Instant::now();
+            let params = ListenParams::new(filter.clone());
+            let ended = client
+                .request::<mcp_protocol::schema::method::Listen>(
+                    &params,
+                    RequestOptions::DEFAULT.timeout(LISTEN_SPAN),
+                )
+                .await;
+            if client.is_closed() {
+                return;
+            }
+            if let Err(e) = ended {
+                tracing::debug!(server = %server, "subscriptions/listen ended: {e}");
+            }
+            if began.elapsed() > Duration::from_secs(60) {
+                pause = Duration::from_secs(1);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(60));
+        }
+    }))
 }
 
 /// Re-lists a server's tools after `tools/list_changed` and swaps the catalogue. A failure
