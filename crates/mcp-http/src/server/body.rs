@@ -1,5 +1,7 @@
 //! Response bodies fed from a channel: an SSE stream that ends when every sender is gone, and
-//! the JSON answer collected from one.
+//! the JSON answer collected from one. A stateless-era stream is fed messages, which it
+//! encodes as events itself, and keeps its request's session alive for as long as the client
+//! reads it.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -10,20 +12,75 @@ use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::Full;
+use mcp_protocol::Message;
 use tokio::sync::mpsc;
+
+use crate::sse;
 
 use super::ResponseBody;
 
 /// An SSE response body: each chunk a channel delivers, until the channel closes.
-#[derive(Debug)]
 pub struct SseBody {
-    rx: mpsc::UnboundedReceiver<Bytes>,
+    source: Source,
+    /// Dropped with the body: a stateless request's session, which ends (and aborts its
+    /// handler) when the client stops reading, since closing the stream is the cancel.
+    _keep: Option<Box<dyn Send + Sync>>,
+}
+
+/// Where the events come from.
+enum Source {
+    /// Encoded events, ready to go.
+    Bytes(mpsc::UnboundedReceiver<Bytes>),
+    /// Messages to encode, the first already received.
+    Messages {
+        first: Option<Message>,
+        rx: mpsc::UnboundedReceiver<Message>,
+    },
+}
+
+impl std::fmt::Debug for SseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseBody").finish_non_exhaustive()
+    }
 }
 
 impl SseBody {
     pub(crate) fn new(rx: mpsc::UnboundedReceiver<Bytes>) -> Self {
-        Self { rx }
+        Self {
+            source: Source::Bytes(rx),
+            _keep: None,
+        }
     }
+
+    /// A stream of `first` and then every message `rx` delivers, each as one `message`
+    /// event without an id (the stateless era has no resumption); `keep` lives as long.
+    pub(crate) fn messages(
+        first: Message,
+        rx: mpsc::UnboundedReceiver<Message>,
+        keep: Box<dyn Send + Sync>,
+    ) -> Self {
+        Self {
+            source: Source::Messages {
+                first: Some(first),
+                rx,
+            },
+            _keep: Some(keep),
+        }
+    }
+}
+
+/// One message as an SSE event.
+fn event(message: &Message) -> Bytes {
+    let mut data = Vec::new();
+    message.encode_into(&mut data);
+    let mut frame = Vec::new();
+    sse::encode_event(
+        &mut frame,
+        Some("message"),
+        None,
+        &String::from_utf8_lossy(&data),
+    );
+    Bytes::from(frame)
 }
 
 impl Body for SseBody {
@@ -34,9 +91,18 @@ impl Body for SseBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(|c| Ok(Frame::data(c))))
+        match &mut self.source {
+            Source::Bytes(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
+            Source::Messages { first, rx } => {
+                if let Some(message) = first.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(event(&message)))));
+                }
+                rx.poll_recv(cx)
+                    .map(|message| message.map(|m| Ok(Frame::data(event(&m)))))
+            }
+        }
     }
 }
 

@@ -5,8 +5,13 @@
 //! one); `Origin` and `Host` checked against DNS rebinding (403); an optional bearer token;
 //! bounded bodies. Each session is an `mcp-session` `ServerCore` answering with the caller's
 //! `Handler`.
+//!
+//! The same endpoint serves the 2026-07-28 stateless era (`stateless.rs`) when the server's
+//! configuration names a stateless version: a POST whose `MCP-Protocol-Version` is not a
+//! handshake-era version is one request with its own short-lived session, no session id.
 
 mod body;
+mod stateless;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -21,7 +26,7 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use mcp_protocol::{Decoded, Message, ProtocolVersion, RequestId, ServerConfig};
-use mcp_session::{Handler, ServerCore, ServerTransport};
+use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport, Sessions};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -148,6 +153,9 @@ struct HttpServer<H: Handler> {
     config: HttpServerConfig,
     handler: Arc<H>,
     sessions: Mutex<HashMap<String, Arc<Session<H>>>>,
+    /// Every core, handshake sessions and stateless requests alike, for notifications that
+    /// all clients must hear.
+    registry: Sessions,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -160,6 +168,7 @@ impl<H: Handler> HttpServer<H> {
             config,
             handler: Arc::new(handler),
             sessions: Mutex::new(HashMap::new()),
+            registry: Sessions::new(),
         })
     }
 
@@ -261,6 +270,9 @@ impl<H: Handler> HttpServer<H> {
                 -32600,
                 "Accept must list both application/json and text/event-stream",
             );
+        }
+        if stateless::is_stateless(req.headers()) {
+            return self.post_stateless(req).await;
         }
         let existing = req
             .headers()
@@ -380,10 +392,11 @@ impl<H: Handler> HttpServer<H> {
     fn new_session(&self) -> Option<(String, Arc<Session<H>>)> {
         let id = session_id().ok()?;
         let routes = Arc::new(Routes::default());
-        let core = ServerCore::new(
+        let core = ServerCore::with_options(
             self.config.server.clone(),
             Arc::clone(&self.handler),
             RoutedTransport(Arc::clone(&routes)),
+            CoreOptions::new().sessions(&self.registry),
         );
         let session = Arc::new(Session {
             core,
@@ -407,7 +420,7 @@ impl<H: Handler> HttpServer<H> {
                 "Accept must list text/event-stream",
             );
         }
-        if !self.config.standalone_stream {
+        if !self.config.standalone_stream || stateless::is_stateless(req.headers()) {
             let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "no standalone stream");
             r.headers_mut()
                 .insert(ALLOW, HeaderValue::from_static("POST, DELETE"));

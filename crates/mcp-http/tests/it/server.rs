@@ -43,6 +43,16 @@ impl Handler for Tools {
                         .unwrap(),
                 )
             }
+            ClientRequest::CallTool(p) if p.name == "broadcast" => {
+                // To every session and listen stream of the server.
+                context
+                    .sessions
+                    .notify("notifications/tools/list_changed", None);
+                Ok(
+                    RawJson::encode(&CallToolResult::new(vec![ContentBlock::text("told")]))
+                        .unwrap(),
+                )
+            }
             ClientRequest::CallTool(_) => {
                 for step in 1..=3 {
                     context.progress(step, Some(3), None);
@@ -54,6 +64,16 @@ impl Handler for Tools {
             }
             _ => Err(ErrorObject::new(-32601, "no".into())),
         }
+    }
+
+    fn tool_schema(&self, name: &str) -> Option<RawJson> {
+        (name == "work").then(|| {
+            RawJson::encode(&json!({
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            }))
+            .unwrap()
+        })
     }
 }
 
@@ -363,4 +383,229 @@ async fn one_standalone_stream_at_a_time_and_batches_from_2025_03_26() {
     let second = client.request(get()).await.unwrap();
     assert_eq!(second.status(), StatusCode::CONFLICT);
     drop(first);
+}
+
+/// The `_meta` of a stateless-era request.
+fn meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+/// A stateless-era request body.
+fn stateless(id: u32, method: &str, mut params: Value) -> String {
+    params["_meta"] = meta("2026-07-28");
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+const MODERN: (&str, &str) = ("mcp-protocol-version", "2026-07-28");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stateless_era_on_the_same_endpoint() {
+    let mut config = server_config();
+    config.server.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+    let url = start(config).await;
+    let discover = stateless(1, "server/discover", json!({}));
+
+    // Answered without a session, in one JSON body, completed with what the era requires.
+    let (s, headers, body) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, MODERN, ("mcp-method", "server/discover")],
+        &discover,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert!(!headers.contains_key("mcp-session-id"));
+    assert_eq!(body["result"]["supportedVersions"][0], "2026-07-28");
+    assert_eq!(body["result"]["resultType"], "complete");
+    assert_eq!(body["result"]["cacheScope"], "private");
+    assert_eq!(
+        body["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "half"
+    );
+
+    // Headers that disagree with the body: 400 and HeaderMismatch, with the request's id.
+    let mut mismatched: Value = serde_json::from_str(&discover).unwrap();
+    mismatched["params"]["_meta"] = meta("v999.0.0");
+    let refusals = [
+        (vec![MODERN], discover.clone(), -32020, "no Mcp-Method"),
+        (
+            vec![MODERN, ("mcp-method", "tools/list")],
+            discover.clone(),
+            -32020,
+            "another Mcp-Method",
+        ),
+        (
+            vec![MODERN, ("mcp-method", "server/discover")],
+            mismatched.to_string(),
+            -32020,
+            "header and _meta disagree",
+        ),
+        (
+            vec![
+                ("mcp-protocol-version", "v999.0.0"),
+                ("mcp-method", "server/discover"),
+            ],
+            mismatched.to_string(),
+            -32022,
+            "an unknown version is the stateless path's to refuse",
+        ),
+        (
+            vec![MODERN, ("mcp-method", "server/discover")],
+            json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}).to_string(),
+            -32602,
+            "no _meta",
+        ),
+    ];
+    for (extra, body, code, why) in refusals {
+        let mut headers = vec![ACCEPT, JSON];
+        headers.extend(extra);
+        let (s, _, answer) = raw(&url, Method::POST, &headers, &body).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{why}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{why}: {answer}");
+        assert_eq!(answer["id"], 1, "{why}");
+    }
+    let (s, _, answer) = raw(
+        &url,
+        Method::POST,
+        &[ACCEPT, JSON, MODERN, ("mcp-method", "initialize")],
+        &stateless(1, "initialize", json!({})),
+    )
+    .await;
+    assert_eq!(
+        (s, answer["error"]["code"].clone()),
+        (StatusCode::NOT_FOUND, json!(-32601))
+    );
+
+    // A tool argument marked x-mcp-header must come mirrored in its header.
+    let call = stateless(
+        2,
+        "tools/call",
+        json!({"name": "work", "arguments": {"region": "eu-west"}}),
+    );
+    let call_headers = [
+        ACCEPT,
+        JSON,
+        MODERN,
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "work"),
+    ];
+    let (s, _, answer) = raw(&url, Method::POST, &call_headers, &call).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["code"], -32020);
+
+    // With it, the call streams its progress on its own SSE response, then the answer.
+    let mut with_param = call_headers.to_vec();
+    with_param.push(("mcp-param-region", "eu-west"));
+    let mut progressed: Value = serde_json::from_str(&call).unwrap();
+    progressed["params"]["_meta"]["progressToken"] = json!("p");
+    let (s, headers, text) = raw_text(&url, &with_param, &progressed.to_string()).await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    assert_eq!(headers["content-type"], "text/event-stream");
+    assert_eq!(text.matches("notifications/progress").count(), 3, "{text}");
+    assert!(text.contains(r#""resultType":"complete""#), "{text}");
+
+    // No standalone stream in this era.
+    let (s, _, _) = raw(
+        &url,
+        Method::GET,
+        &[("accept", "text/event-stream"), MODERN],
+        "",
+    )
+    .await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// A POST whose response is read whole as text (an SSE stream that ends).
+async fn raw_text(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, http::HeaderMap, String) {
+    let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut req = Request::new(Full::new(Bytes::from(body.to_owned())));
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = url.parse().unwrap();
+    for (k, v) in headers {
+        let name = http::HeaderName::from_bytes(k.as_bytes()).unwrap();
+        req.headers_mut().insert(name, v.parse().unwrap());
+    }
+    let resp = client.request(req).await.unwrap();
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_stream_hears_what_another_request_announces() {
+    let mut config = server_config();
+    config.server.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+    let url = start(config).await;
+    let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let listen = stateless(
+        7,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+    );
+    let mut req = Request::new(Full::new(Bytes::from(listen)));
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = url.parse().unwrap();
+    for (k, v) in [ACCEPT, JSON, MODERN, ("mcp-method", "subscriptions/listen")] {
+        req.headers_mut().insert(k, v.parse().unwrap());
+    }
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut body = resp.into_body();
+    let mut text = String::new();
+    let mut next_event = async || -> String {
+        loop {
+            if let Some(end) = text.find("\n\n") {
+                let event: String = text.drain(..end + 2).collect();
+                return event;
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+                .await
+                .expect("the listen stream went quiet")
+                .expect("the listen stream ended")
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                text.push_str(std::str::from_utf8(&data).unwrap());
+            }
+        }
+    };
+    let ack = next_event().await;
+    assert!(
+        ack.contains("notifications/subscriptions/acknowledged"),
+        "{ack}"
+    );
+    assert!(
+        !ack.contains("promptsListChanged"),
+        "only what the server declared is honoured: {ack}"
+    );
+
+    let (s, _, answer) = raw(
+        &url,
+        Method::POST,
+        &[
+            ACCEPT,
+            JSON,
+            MODERN,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "broadcast"),
+        ],
+        &stateless(8, "tools/call", json!({"name": "broadcast"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{answer}");
+    let change = next_event().await;
+    assert!(
+        change.contains("notifications/tools/list_changed"),
+        "{change}"
+    );
+    assert!(
+        change.contains(r#""io.modelcontextprotocol/subscriptionId":7"#),
+        "{change}"
+    );
 }
