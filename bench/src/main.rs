@@ -68,7 +68,9 @@ fn server(args: &[String]) -> anyhow::Result<()> {
     let mut tools = 0usize;
     let mut rest = args[2..].iter();
     while let Some(flag) = rest.next() {
-        let value = rest.next().with_context(|| format!("{flag} needs a value"))?;
+        let value = rest
+            .next()
+            .with_context(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--port" => port = value.parse()?,
             "--tools" => tools = value.parse()?,

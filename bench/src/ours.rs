@@ -182,7 +182,8 @@ impl Handler for Bench {
                         ));
                     }
                 };
-                RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(text)])).map_err(internal)
+                RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(text)]))
+                    .map_err(internal)
             }
             _ => Err(ErrorObject::new(code::METHOD_NOT_FOUND, "not here".into())),
         }
@@ -190,7 +191,8 @@ impl Handler for Bench {
 }
 
 pub(crate) async fn server(http: Option<SocketAddr>, tools: usize) -> anyhow::Result<()> {
-    let mut config = ServerConfig::new(Implementation::new("mcp-bench-ours".into(), "0.0.0".into()));
+    let mut config =
+        ServerConfig::new(Implementation::new("mcp-bench-ours".into(), "0.0.0".into()));
     config.capabilities.tools = Some(ListChangedCapability::new());
     let handler = Bench::new(tools);
     match http {

@@ -23,7 +23,10 @@ use tokio::sync::oneshot;
 use crate::workload::{self, Conn, ECHO_TEXT, Imp, Spec};
 
 pub(crate) async fn client(spec: &Spec) -> anyhow::Result<Value> {
-    ensure!(spec.workload == "call", "the floor runs only the call workload");
+    ensure!(
+        spec.workload == "call",
+        "the floor runs only the call workload"
+    );
     workload::run::<Raw>(spec).await
 }
 
@@ -155,15 +158,22 @@ pub(crate) async fn echo_server(addr: SocketAddr) -> anyhow::Result<()> {
         let (tcp, _) = listener.accept().await?;
         let _ = tcp.set_nodelay(true);
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
-                let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                Ok::<_, Infallible>(
-                    hyper::Response::builder()
-                        .header("content-type", "application/json")
-                        .body(Full::new(body))
-                        .unwrap_or_default(),
-                )
-            });
+            let service = hyper::service::service_fn(
+                |req: hyper::Request<hyper::body::Incoming>| async move {
+                    let body = req
+                        .into_body()
+                        .collect()
+                        .await
+                        .map(|b| b.to_bytes())
+                        .unwrap_or_default();
+                    Ok::<_, Infallible>(
+                        hyper::Response::builder()
+                            .header("content-type", "application/json")
+                            .body(Full::new(body))
+                            .unwrap_or_default(),
+                    )
+                },
+            );
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(tcp), service)
                 .await;

@@ -88,7 +88,11 @@ impl Bench {
     fn new(generated: usize) -> Self {
         let mut tools = vec![
             Tool::new("echo", "Returns its text.", schema(workload::echo_schema())),
-            Tool::new("big", "Returns 1 MiB of text.", schema(workload::big_schema())),
+            Tool::new(
+                "big",
+                "Returns 1 MiB of text.",
+                schema(workload::big_schema()),
+            ),
         ];
         tools.extend((0..generated).map(|i| {
             let (name, description, s) = workload::generated_tool(i);
@@ -146,7 +150,11 @@ impl ServerHandler for Bench {
 pub(crate) async fn server(http: Option<SocketAddr>, tools: usize) -> anyhow::Result<()> {
     let bench = Bench::new(tools);
     let Some(addr) = http else {
-        bench.serve(rmcp::transport::stdio()).await?.waiting().await?;
+        bench
+            .serve(rmcp::transport::stdio())
+            .await?
+            .waiting()
+            .await?;
         return Ok(());
     };
     let service = StreamableHttpService::new(

@@ -48,13 +48,21 @@ impl Spec {
             transport: s("transport"),
             server: v["server"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default(),
             url: s("url"),
             workload: s("workload"),
             concurrency: v["concurrency"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_u64().map(|c| c as usize)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_u64().map(|c| c as usize))
+                        .collect()
+                })
                 .unwrap_or_default(),
             warmup: Duration::from_millis(n("warmup_ms")),
             measure: Duration::from_millis(n("measure_ms")),

@@ -26,5 +26,17 @@ xflags::xflags! {
             /// results (its date and Node version aside).
             optional --check
         }
+        /// Our crates beside rmcp and the TypeScript and Python SDKs (installed into
+        /// target/tools/); writes docs/benchmarks.md. Not part of `ci`.
+        cmd bench {
+            /// One short repetition: a smoke run (the page says so).
+            optional --quick
+            /// Repetitions of every row (default 3; 1 with --quick).
+            optional --reps reps: usize
+            /// A sentence for the top of the page, such as what else the machine was doing.
+            optional --note note: String
+            /// Write the page here instead of docs/benchmarks.md.
+            optional --out out: String
+        }
     }
 }

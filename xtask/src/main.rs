@@ -4,6 +4,7 @@
 // xtask is an application that reports progress on the terminal.
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
+mod bench;
 mod ci;
 mod conformance;
 mod flags;
@@ -23,6 +24,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Tidy(cmd) => cmd.run(sh),
         flags::XtaskCmd::Interop(cmd) => cmd.run(sh),
         flags::XtaskCmd::Conformance(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Bench(cmd) => cmd.run(sh),
     }
 }
 
