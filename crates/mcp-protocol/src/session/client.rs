@@ -453,7 +453,8 @@ impl ClientSession {
             )));
         }
         let envelope = self.envelope(&version);
-        let kept = Inputs::may_ask(method).then(|| params.clone());
+        let kept =
+            (Inputs::may_ask(method) && !options.pass_input_required).then(|| params.clone());
         let id = self.core.send_request(
             now,
             method,
@@ -821,6 +822,9 @@ impl ClientSession {
         {
             match Envelope::peek(raw).map(|e| e.result_type) {
                 Ok(ResultType::Complete) => {}
+                // The caller drives this one's retries itself (a proxy).
+                Ok(ResultType::InputRequired)
+                    if Inputs::may_ask(&pending.method) && !self.inputs.tracks(&id) => {}
                 Ok(ResultType::InputRequired) => {
                     let raw = raw.clone();
                     return self.input_required(now, id, &pending.method, &raw);

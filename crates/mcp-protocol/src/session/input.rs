@@ -72,6 +72,11 @@ impl Inputs {
         );
     }
 
+    /// Whether the request a wire id belongs to is driven here.
+    pub(crate) fn tracks(&self, wire: &RequestId) -> bool {
+        self.tracked.contains_key(&self.logical(wire))
+    }
+
     /// The logical id a wire id stands for.
     pub(crate) fn logical(&self, wire: &RequestId) -> RequestId {
         self.retries.get(wire).unwrap_or(wire).clone()

@@ -25,6 +25,10 @@ pub struct RequestOptions {
     pub idle_timeout: Option<Duration>,
     /// Ask the peer for progress: a `progressToken` is added to `params._meta`.
     pub progress: bool,
+    /// In the stateless era, hand an `input_required` result to the caller as it came instead
+    /// of driving the retries: for a proxy whose own client answers the inputs and retries
+    /// (with `inputResponses` and `requestState` in the parameters it passes on).
+    pub pass_input_required: bool,
 }
 
 impl RequestOptions {
@@ -33,6 +37,7 @@ impl RequestOptions {
         timeout: None,
         idle_timeout: None,
         progress: false,
+        pass_input_required: false,
     };
 
     /// Sets the hard timeout.
@@ -50,6 +55,13 @@ impl RequestOptions {
     /// Asks for progress notifications.
     pub fn with_progress(mut self) -> Self {
         self.progress = true;
+        self
+    }
+
+    /// Passes `input_required` results through to the caller (see
+    /// [`pass_input_required`](Self::pass_input_required)).
+    pub fn passing_input_required(mut self) -> Self {
+        self.pass_input_required = true;
         self
     }
 }

@@ -6,7 +6,8 @@
 //! "protocolVersion":"..", "timeout_ms":N}`. Every other line is one step:
 //! `{"recv": frame}` delivers a frame from the peer, `{"recv_raw": "text"}` delivers raw bytes,
 //! `{"advance_ms": N}` moves the clock (and fires timers), and `{"do": ..}` is a command:
-//! `initialize`, `request` (`method`, `params`, `timeout_ms`, `idle_ms`, `progress`), `cancel`
+//! `initialize`, `request` (`method`, `params`, `timeout_ms`, `idle_ms`, `progress`,
+//! `pass_input_required`), `cancel`
 //! (`id`, `reason`), `respond` (`id`, `result`), `respond_error` (`id`, `code`, `message`),
 //! `notify` (`method`, `params`), `reject` (`id`, `detail`: a refusal without JSON-RPC),
 //! `close`. Lines starting with `#` are comments. A client speaks the handshake era unless
@@ -123,6 +124,9 @@ impl Session {
             }
             if step["progress"].as_bool() == Some(true) {
                 o = o.with_progress();
+            }
+            if step["pass_input_required"].as_bool() == Some(true) {
+                o = o.passing_input_required();
             }
             o
         };
