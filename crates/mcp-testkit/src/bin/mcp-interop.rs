@@ -4,6 +4,11 @@
 //!
 //! `mcp-interop stdio <node> <path to dist/index.js>` or `mcp-interop http <url>`
 //!
+//! and, against a server of the Python SDK that speaks MCP 2026-07-28
+//! (`xtask/interop/stateless-server.py`), `mcp-interop stateless-stdio <python> <script>` or
+//! `mcp-interop stateless-http <url>`: the client must choose the stateless era by itself and
+//! answer a multi round-trip elicitation.
+//!
 //! Exits non-zero, saying what failed, if any check fails.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -12,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use mcp_http::HttpConfig;
 use mcp_protocol::schema::{
-    CallToolParams, CallToolResult, ContentBlock, GetPromptParams, Implementation, method,
+    CallToolParams, CallToolResult, ContentBlock, ElicitationCapability, GetPromptParams,
+    Implementation, ServerRequest, method,
 };
-use mcp_protocol::{ClientConfig, RequestOptions};
-use mcp_session::Client;
+use mcp_protocol::{ClientConfig, Era, ErrorObject, RawJson, RequestOptions};
+use mcp_session::{Client, Incoming};
 use mcp_stdio::StdioConfig;
 use serde_json::json;
 
@@ -85,9 +91,110 @@ async fn run() -> Check {
                 .await
                 .map_err(|e| e.to_string())?
         }
+        "stateless-stdio" | "stateless-http" => return stateless(&mode, args, started).await,
         _ => return Err(usage.to_owned()),
     };
     checks(&client, mode == "stdio", started).await
+}
+
+/// Against a server that speaks both eras: the session must settle on 2026-07-28 without
+/// being told, and a tool that asks the user must work through `input_required` results.
+async fn stateless(mode: &str, mut args: impl Iterator<Item = String>, started: Instant) -> Check {
+    let usage = "usage: mcp-interop stateless-stdio <python> <script> | stateless-http <url>";
+    let mut session = ClientConfig::new(Implementation::new(
+        "mcp-host-interop".into(),
+        "0.1.0".into(),
+    ));
+    session.capabilities.elicitation = Some(ElicitationCapability::new());
+    let client = if mode == "stateless-stdio" {
+        let python = args.next().ok_or(usage)?;
+        let script = args.next().ok_or(usage)?;
+        let config = StdioConfig::new("python", python, [script, "stdio".to_owned()]);
+        mcp_stdio::spawn(config, session)
+            .await
+            .map_err(|e| e.to_string())?
+    } else {
+        let url = args.next().ok_or(usage)?;
+        mcp_http::connect(HttpConfig::new("python", url), session)
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    let info = client.server_info();
+    println!(
+        "connected to {} speaking {} ({:?} era: {}) in {:?}",
+        info.implementation.name,
+        info.protocol_version,
+        info.era,
+        info.negotiation,
+        started.elapsed()
+    );
+    ensure(
+        info.era == Era::Stateless,
+        format!("the stateless era was chosen, not {:?}", info.era),
+    )?;
+    // The user, who confirms whatever is asked and counts the questions.
+    let mut incoming = client.take_incoming().ok_or("no incoming channel")?;
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let answering = {
+        let (client, asked) = (client.clone(), asked.clone());
+        tokio::spawn(async move {
+            while let Some(item) = incoming.recv().await {
+                if let Incoming::Request { id, request } = item {
+                    let answer = match request {
+                        ServerRequest::Elicit(_) => {
+                            asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            RawJson::encode(
+                                &json!({"action": "accept", "content": {"confirmed": true}}),
+                            )
+                            .map_err(|e| ErrorObject::new(-32603, e.to_string()))
+                        }
+                        other => Err(ErrorObject::new(
+                            -32601,
+                            format!("{} is not answered here", other.method()),
+                        )),
+                    };
+                    let _ = client.respond(&id, answer);
+                }
+            }
+        })
+    };
+    let e = |e: mcp_session::Error| e.to_string();
+    let tools = client.list_all_tools().await.map_err(e)?;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    ensure(
+        names.contains(&"echo") && names.contains(&"confirm"),
+        format!("echo and confirm are listed: {names:?}"),
+    )?;
+    let echo = client
+        .call_tool(
+            call("echo", json!({"text": "hello from mcp-host"})),
+            RequestOptions::DEFAULT,
+        )
+        .await
+        .map_err(e)?;
+    ensure(
+        texts(&echo).contains("hello from mcp-host"),
+        format!("echo answered {:?}", texts(&echo)),
+    )?;
+    let confirmed = client
+        .call_tool(
+            call("confirm", json!({"action": "deploy"})),
+            RequestOptions::DEFAULT,
+        )
+        .await
+        .map_err(e)?;
+    ensure(
+        texts(&confirmed).contains("deploy: confirmed"),
+        format!("confirm answered {:?}", texts(&confirmed)),
+    )?;
+    ensure(
+        asked.load(std::sync::atomic::Ordering::SeqCst) == 1,
+        "the user was asked exactly once",
+    )?;
+    println!("stateless: echo and a multi round-trip elicitation passed");
+    answering.abort();
+    client.close().await;
+    Ok(())
 }
 
 async fn checks(client: &Client, stdio: bool, started: Instant) -> Check {
