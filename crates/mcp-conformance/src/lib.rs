@@ -9,6 +9,7 @@
 //! `cargo xtask conformance` installs the pinned suites and runs both (see
 //! `docs/conformance.md`, which it writes).
 
+mod input_required;
 pub mod server;
 
 /// Runs a binary's body on a two-thread runtime, then exits: 0 on success, else 1 with the

@@ -3,17 +3,28 @@
 //! each answering as the scenario's description asks. It is an `mcp-session` [`Handler`];
 //! `mcp-http`'s server half serves it over Streamable HTTP, so every protocol rule (the
 //! handshake, capability checks, routing to streams, sessions, DNS rebinding) is the library's.
+//!
+//! It speaks both eras. In the 2026-07-28 stateless one the library checks each request's
+//! `_meta` and headers and completes each result; the tools here add what the stateless
+//! scenarios call: a tool needing an undeclared capability (-32021), hooks that change the
+//! tool and prompt lists (heard on `subscriptions/listen` streams), input-required tools
+//! (`input_required.rs`) and a tool whose argument is mirrored into an `Mcp-Param-*` header.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use mcp_protocol::schema::{
-    CallToolParams, ClientRequest, GetPromptParams, Implementation, RequestMethod,
-    ServerCapabilities, method,
+    CallToolParams, ClientCapabilities, ClientRequest, GetPromptParams, Implementation,
+    RequestMethod, ServerCapabilities, method,
 };
-use mcp_protocol::{ErrorObject, RawJson, RequestOptions, ServerConfig, code};
+use mcp_protocol::{
+    Era, ErrorObject, JsonObject, RawJson, RequestOptions, ServerConfig, code,
+    missing_capability_error,
+};
 use mcp_session::{Handler, RequestContext};
 use serde_json::{Value, json};
+
+use crate::input_required::{self, States};
 
 /// A 1×1 PNG, for image content and the binary resource.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -21,16 +32,16 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkY
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 
 /// The server's identity and what it offers: tools, resources with subscriptions, prompts,
-/// completion and logging.
+/// completion and logging, in both eras; the tool and prompt lists announce their changes.
 pub fn config() -> ServerConfig {
-    let mut config = ServerConfig::new(Implementation::new(
+    let mut config = ServerConfig::dual_era(Implementation::new(
         "mcp-conformance-server".to_owned(),
         env!("CARGO_PKG_VERSION").to_owned(),
     ));
     let capabilities = json!({
-        "tools": {"listChanged": false},
+        "tools": {"listChanged": true},
         "resources": {"subscribe": true, "listChanged": false},
-        "prompts": {"listChanged": false},
+        "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
     });
@@ -46,6 +57,8 @@ pub fn config() -> ServerConfig {
 pub struct Everything {
     /// The least severe level sent, as an index into [`LEVELS`]; `debug` until set.
     log_level: AtomicU8,
+    /// The `requestState` values the input-required tools issued.
+    states: States,
 }
 
 /// The syslog levels of `logging/setLevel`, least severe first.
@@ -83,6 +96,11 @@ impl Everything {
         params: CallToolParams,
         context: RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let caps = declared(&context);
+        if let Some(answer) = input_required::call(&params.name, &params.extra, &caps, &self.states)
+        {
+            return answer;
+        }
         let args = params.arguments.unwrap_or_default();
         let text_arg = |key: &str| {
             args.get(key)
@@ -116,7 +134,66 @@ impl Everything {
                     }},
                 ]
             }),
-            "test_tool_with_logging" => {
+            "test_missing_capability" => {
+                if caps.sampling.is_none() {
+                    let mut missing = JsonObject::new();
+                    missing.insert("sampling".to_owned(), json!({}));
+                    return Err(missing_capability_error(missing));
+                }
+                text("The sampling capability was declared.")
+            }
+            "test_trigger_tool_change" => {
+                context
+                    .sessions
+                    .notify("notifications/tools/list_changed", None);
+                text("The tool list changed.")
+            }
+            "test_trigger_prompt_change" => {
+                context
+                    .sessions
+                    .notify("notifications/prompts/list_changed", None);
+                text("The prompt list changed.")
+            }
+            "test_streaming_elicitation" => {
+                if caps.elicitation.is_none() {
+                    let mut missing = JsonObject::new();
+                    missing.insert("elicitation".to_owned(), json!({}));
+                    return Err(missing_capability_error(missing));
+                }
+                if context.era == Some(Era::Stateless) {
+                    // No request on the stream: the question goes back as the result.
+                    if let Some(answer) = params.extra.get("inputResponses") {
+                        text(&format!("User response: {answer}"))
+                    } else {
+                        json!({
+                            "resultType": "input_required",
+                            "inputRequests": {"user_input": {
+                                "method": "elicitation/create",
+                                "params": {
+                                    "message": "Please provide input",
+                                    "requestedSchema": {
+                                        "type": "object",
+                                        "properties": {"input": {"type": "string"}},
+                                        "required": ["input"],
+                                    },
+                                },
+                            }},
+                        })
+                    }
+                } else {
+                    let request = json!({
+                        "message": "Please provide input",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {"input": {"type": "string"}},
+                            "required": ["input"],
+                        },
+                    });
+                    elicited(ask::<method::Elicit>(&context, request).await?)
+                }
+            }
+            "test_header_param" => text(&format!("Region: {}", text_arg("region"))),
+            "test_tool_with_logging" | "test_logging_tool" => {
                 for (i, message) in [
                     "Tool execution started",
                     "Tool processing data",
@@ -305,7 +382,11 @@ impl Handler for Everything {
                 {"name": "test_prompt_with_embedded_resource", "description": "A prompt that includes an embedded resource",
                  "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]},
                 {"name": "test_prompt_with_image", "description": "A prompt that includes image content"},
+                {"name": INPUT_REQUIRED_PROMPT, "description": "A prompt that asks the user for its context first"},
             ]}),
+            ClientRequest::GetPrompt(params) if params.name == INPUT_REQUIRED_PROMPT => {
+                input_required::prompt(&params.extra, &declared(&context))?
+            }
             ClientRequest::GetPrompt(params) => prompt(&params)?,
             ClientRequest::Complete(params) => {
                 let typed = params.argument.value.to_lowercase();
@@ -334,6 +415,28 @@ impl Handler for Everything {
         };
         RawJson::encode(&result).map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
     }
+
+    fn tool_schema(&self, name: &str) -> Option<RawJson> {
+        let tools = tools();
+        let tool = tools
+            .as_array()?
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(name))?;
+        RawJson::encode(tool.get("inputSchema")?).ok()
+    }
+}
+
+/// The prompt that answers with an input-required result first.
+const INPUT_REQUIRED_PROMPT: &str = "test_input_required_result_prompt";
+
+/// What the client declared for this request: its own `_meta` in the stateless era, the
+/// handshake otherwise.
+fn declared(context: &RequestContext) -> ClientCapabilities {
+    context
+        .client
+        .as_ref()
+        .map(|c| c.capabilities.clone())
+        .unwrap_or_default()
 }
 
 /// A tool result with one text block.
@@ -429,6 +532,84 @@ fn tools() -> Value {
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features",
             &json_schema_2020_12()
+        ),
+        tool(
+            "test_missing_capability",
+            "Needs the sampling capability; without it the call fails with -32021",
+            &none
+        ),
+        tool(
+            "test_trigger_tool_change",
+            "Announces a change of the tool list to every listening client",
+            &none
+        ),
+        tool(
+            "test_trigger_prompt_change",
+            "Announces a change of the prompt list to every listening client",
+            &none
+        ),
+        tool(
+            "test_streaming_elicitation",
+            "Asks the user for input; in the stateless era as an input-required result",
+            &none
+        ),
+        tool(
+            "test_logging_tool",
+            "Sends log messages while it runs, at the level the request asked for",
+            &none
+        ),
+        tool(
+            "test_header_param",
+            "Echoes a region that clients mirror into the Mcp-Param-Region header",
+            &json!({
+                "type": "object",
+                "properties": {"region": {
+                    "type": "string",
+                    "description": "The region",
+                    "x-mcp-header": "Region",
+                }},
+                "required": ["region"],
+            })
+        ),
+        tool(
+            "test_input_required_result_elicitation",
+            "Asks for the user's name with an input-required result",
+            &none
+        ),
+        tool(
+            "test_input_required_result_sampling",
+            "Asks the client's model a question with an input-required result",
+            &none
+        ),
+        tool(
+            "test_input_required_result_list_roots",
+            "Asks for the client's roots with an input-required result",
+            &none
+        ),
+        tool(
+            "test_input_required_result_request_state",
+            "Asks for a confirmation and checks the request state that comes back",
+            &none
+        ),
+        tool(
+            "test_input_required_result_multiple_inputs",
+            "Asks for three inputs of three kinds at once",
+            &none
+        ),
+        tool(
+            "test_input_required_result_multi_round",
+            "Asks for input over two rounds",
+            &none
+        ),
+        tool(
+            "test_input_required_result_tampered_state",
+            "Refuses a request state it did not issue",
+            &none
+        ),
+        tool(
+            "test_input_required_result_capabilities",
+            "Asks only for inputs the request declared it can give",
+            &none
         ),
         tool(
             "add_numbers",
