@@ -615,10 +615,14 @@ impl Server {
             let file = dir.join("gateway.json");
             let gateway = serde_json::json!({
                 "mode": "passthrough",
+                // The upstream is pinned to the handshake era, as it was before it spoke both:
+                // the 2025 legs relay sampling, elicitation, setLevel and subscriptions, which
+                // a stateless upstream carries differently (issue 10's gateway half).
                 "mcpServers": {"everything": {
                     "description": "mcp-conformance-server",
                     "type": "http",
                     "url": format!("http://127.0.0.1:{port}/mcp"),
+                    "protocol_version": "2025-11-25",
                 }},
                 "logFile": dir.join("gateway.log"),
             });
