@@ -1,6 +1,10 @@
 //! The server half: MCP on stdin and stdout (logs belong on stderr), for the gateway and for
 //! any program that wants to be an MCP server. The handler runtime is `mcp-session`'s; this
 //! module moves the lines.
+//!
+//! One pipe is one session, in either era: with a configuration that names a stateless
+//! version (`ServerConfig::dual_era`) a client that sends `_meta` instead of `initialize` is
+//! served statelessly on the same pipe, its `subscriptions/listen` streams included.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

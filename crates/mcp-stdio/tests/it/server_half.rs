@@ -122,3 +122,61 @@ async fn our_client_against_our_server_half() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stateless_era_on_the_same_pipe() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    let (client_io, server_io) = tokio::io::duplex(64 << 10);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let mut config = ServerConfig::dual_era(Implementation::new("half".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    tokio::spawn(mcp_stdio::serve(
+        config,
+        server_read,
+        server_write,
+        Tools { dropped },
+        1 << 20,
+    ));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "p",
+    });
+    for request in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"message": "hi"}, "_meta": meta}}),
+    ] {
+        let mut line = request.to_string().into_bytes();
+        line.push(b'\n');
+        client_write.write_all(&line).await.unwrap();
+    }
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("the server went quiet")
+            .unwrap()
+            .expect("the pipe ended");
+        seen.push(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+    }
+    let by_id = |id: u64| seen.iter().find(|m| m["id"] == id).unwrap();
+    // No handshake: discover is answered, ping is a removed method, the call completes.
+    assert_eq!(by_id(1)["result"]["supportedVersions"][0], "2026-07-28");
+    assert_eq!(by_id(2)["error"]["code"], -32601);
+    assert_eq!(by_id(3)["result"]["resultType"], "complete");
+    assert_eq!(
+        by_id(3)["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "half"
+    );
+    let progress = seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert_eq!(progress, 2, "{seen:?}");
+}
