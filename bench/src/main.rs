@@ -54,10 +54,14 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The runtime a consumer gets from `#[tokio::main]`: multi-threaded, one worker per core.
+/// `MCP_BENCH_RT=current` (a diagnostic, never set by the driver) runs on one thread instead.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
+    let mut builder = if std::env::var_os("MCP_BENCH_RT").is_some_and(|v| v == "current") {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    Ok(builder.enable_all().build()?)
 }
 
 fn server(args: &[String]) -> anyhow::Result<()> {

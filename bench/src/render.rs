@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::driver::{CALL_PAIRS, CLIENTS, Imp, LIST_TOOLS, MANY, MCP_PAIRS, Results};
+use crate::driver::{
+    CALL_PAIRS, CLIENTS, CONNECT_PAIRS, Imp, LIST_TOOLS, MANY, MCP_PAIRS, Results,
+};
 
 pub(crate) struct Context<'a> {
     pub(crate) results: &'a Results,
@@ -351,6 +353,13 @@ fn single(
     for &(client, server) in MCP_PAIRS {
         let mut line = format!("| {} |", pair(client, server));
         for (t, _) in TRANSPORTS {
+            if workload == "connect" && t == "stdio" && !CONNECT_PAIRS.contains(&(client, server)) {
+                let _ = write!(
+                    line,
+                    " not run: it would time {MANY} Python interpreters starting (Python → Python shows that) |"
+                );
+                continue;
+            }
             let base = stat(cx, workload, t, Imp::Ours, Imp::Ours, count, metric).value;
             let s = stat(cx, workload, t, client, server, count, metric);
             let _ = write!(line, " {} |", cell(&s, base, show));
