@@ -133,14 +133,21 @@ const LEGS: &[Leg] = &[
         target: Target::Direct,
         negotiate: false,
     },
-    // The 2026-07-28 server leg through the gateway waits for issue 10, which gives the
-    // gateway that era.
     Leg {
         name: "server-stable-gateway",
         role: Role::Server,
         suite: STABLE,
         spec: None,
         tag: None,
+        target: Target::Gateway,
+        negotiate: false,
+    },
+    Leg {
+        name: "server-next-2026-07-28-gateway",
+        role: Role::Server,
+        suite: NEXT,
+        spec: Some("2026-07-28"),
+        tag: Some("2026-07-28"),
         target: Target::Gateway,
         negotiate: false,
     },

@@ -187,7 +187,7 @@ impl Gateway {
 
     /// Who the gateway is and what it offers, for `initialize`.
     pub fn server_config(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(self.shared.implementation.clone());
+        let mut config = ServerConfig::dual_era(self.shared.implementation.clone());
         config.capabilities = match self.shared.mode {
             Mode::Category => crate::category::capabilities(),
             Mode::Passthrough => crate::passthrough::capabilities(&self.shared),

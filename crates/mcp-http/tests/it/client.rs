@@ -15,8 +15,12 @@ use mcp_protocol::schema::{CallToolParams, Implementation};
 use mcp_protocol::{ClientConfig, RequestOptions};
 use mcp_testkit::fake_http::{FakeHttp, Fault};
 
+/// A handshake-era client: these tests check that era's wire (sessions, the GET stream,
+/// resumption); the stateless era's is checked by the conformance suite and the interop run.
 fn session() -> ClientConfig {
-    ClientConfig::new(Implementation::new("it".into(), "0".into()))
+    let mut config = ClientConfig::new(Implementation::new("it".into(), "0".into()));
+    config.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();
+    config
 }
 
 fn echo() -> CallToolParams {
