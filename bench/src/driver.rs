@@ -29,6 +29,12 @@ pub(crate) enum Imp {
     Rmcp,
     Ts,
     Py,
+    /// A diagnostic, not a consumer's default: our stdio server on stdin and stdout as
+    /// non-blocking pipes (`mcp_stdio::serve`) instead of `serve_stdio`.
+    OursPipes,
+    /// A diagnostic: ours on tokio's one-threaded runtime, client and server (the stdio
+    /// server on non-blocking pipes too).
+    OursLocal,
 }
 
 impl Imp {
@@ -36,6 +42,8 @@ impl Imp {
         match self {
             Self::Raw => "floor",
             Self::Ours => "ours",
+            Self::OursPipes => "ours (server on pipes)",
+            Self::OursLocal => "ours (one thread)",
             Self::Rmcp => "rmcp",
             Self::Ts => "TypeScript",
             Self::Py => "Python",
@@ -45,7 +53,7 @@ impl Imp {
     fn key(self) -> &'static str {
         match self {
             Self::Raw => "raw",
-            Self::Ours => "ours",
+            Self::Ours | Self::OursPipes | Self::OursLocal => "ours",
             Self::Rmcp => "rmcp",
             Self::Ts => "ts",
             Self::Py => "py",
@@ -53,7 +61,7 @@ impl Imp {
     }
 }
 
-use Imp::{Ours, Py, Raw, Rmcp, Ts};
+use Imp::{Ours, OursLocal, OursPipes, Py, Raw, Rmcp, Ts};
 
 /// The `tools/call` pairs (client, server): each SDK with itself, and ours against each of
 /// the others both ways (ours→theirs measures our client, theirs→ours our server).
@@ -70,6 +78,17 @@ pub(crate) const CALL_PAIRS: &[(Imp, Imp)] = &[
     (Ours, Py),
     (Py, Ours),
 ];
+
+/// The call rows' pairs over a transport: [`CALL_PAIRS`], then the diagnostics that show
+/// what limits ours (over HTTP the server's stdio does not apply).
+pub(crate) fn call_pairs(transport: &str) -> Vec<(Imp, Imp)> {
+    let mut pairs = CALL_PAIRS.to_vec();
+    if transport == "stdio" {
+        pairs.push((Ours, OursPipes));
+    }
+    pairs.push((OursLocal, OursLocal));
+    pairs
+}
 
 /// The same without the floor, which has no MCP (no tools, no big result).
 pub(crate) const MCP_PAIRS: &[(Imp, Imp)] = &[
@@ -126,7 +145,7 @@ impl Setup {
     fn server(&self, imp: Imp, http: Option<u16>, tools: usize) -> Vec<String> {
         let mut argv: Vec<String> = match imp {
             Raw if http.is_none() => return vec!["cat".into()],
-            Raw | Ours | Rmcp => vec![
+            Raw | Ours | Rmcp | OursPipes | OursLocal => vec![
                 self.exe.display().to_string(),
                 "server".into(),
                 imp.key().into(),
@@ -154,7 +173,7 @@ impl Setup {
     fn client(&self, imp: Imp, spec: &Value) -> tokio::process::Command {
         let spec = spec.to_string();
         let mut command = match imp {
-            Raw | Ours | Rmcp => {
+            Raw | Ours | Rmcp | OursPipes | OursLocal => {
                 let mut c = tokio::process::Command::new(&self.exe);
                 c.args(["client", imp.key()]);
                 c
@@ -216,6 +235,7 @@ impl HttpServers {
             let argv = setup.server(imp, Some(port), tools);
             let child = tokio::process::Command::new(&argv[0])
                 .args(&argv[1..])
+                .envs(diagnostics(None, Some(imp)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .kill_on_drop(true)
@@ -235,6 +255,19 @@ impl HttpServers {
             None => bail!("no {} HTTP server is running", imp.label()),
         }
     }
+}
+
+/// The environment of a diagnostic client (which passes it on to the stdio server it
+/// starts) or HTTP server; none for the others.
+fn diagnostics(client: Option<Imp>, server: Option<Imp>) -> Vec<(&'static str, &'static str)> {
+    let mut env = Vec::new();
+    if client == Some(OursLocal) || server == Some(OursLocal) {
+        env.extend([("MCP_BENCH_RT", "current"), ("MCP_BENCH_PIPES", "1")]);
+    }
+    if server == Some(OursPipes) {
+        env.push(("MCP_BENCH_PIPES", "1"));
+    }
+    env
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -355,10 +388,10 @@ fn memory_cells(transport: &'static str) -> Vec<Cell> {
 
 async fn all(setup: &Setup) -> anyhow::Result<Results> {
     let mut results = Results::new();
-    let servers = [Raw, Ours, Rmcp, Ts, Py];
+    let servers = [Raw, Ours, Rmcp, Ts, Py, OursLocal];
 
     let stdio: Vec<Cell> = [
-        cells("call", "stdio", CALL_PAIRS),
+        cells("call", "stdio", &call_pairs("stdio")),
         cells("big", "stdio", MCP_PAIRS),
         cells("connect", "stdio", CONNECT_PAIRS),
         memory_cells("stdio"),
@@ -369,7 +402,7 @@ async fn all(setup: &Setup) -> anyhow::Result<Results> {
     group(setup, &list, None, LIST_TOOLS, &mut results).await;
 
     let http: Vec<Cell> = [
-        cells("call", "http", CALL_PAIRS),
+        cells("call", "http", &call_pairs("http")),
         cells("big", "http", MCP_PAIRS),
         cells("connect", "http", MCP_PAIRS),
         memory_cells("http"),
@@ -378,7 +411,7 @@ async fn all(setup: &Setup) -> anyhow::Result<Results> {
     let running = HttpServers::start(setup, &servers, 0).await?;
     group(setup, &http, Some(&running), 0, &mut results).await;
     drop(running);
-    let running = HttpServers::start(setup, &servers[1..], LIST_TOOLS).await?;
+    let running = HttpServers::start(setup, &servers[1..5], LIST_TOOLS).await?;
     let list = cells("list", "http", MCP_PAIRS);
     group(setup, &list, Some(&running), LIST_TOOLS, &mut results).await;
     Ok(results)
@@ -447,7 +480,9 @@ async fn measure(
         }
     }
     let mut command = setup.client(cell.client, &spec);
+    let server = (cell.transport == "stdio").then_some(cell.server);
     command
+        .envs(diagnostics(Some(cell.client), server))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::driver::{
-    CALL_PAIRS, CLIENTS, CONNECT_PAIRS, Imp, LIST_TOOLS, MANY, MCP_PAIRS, Results,
+    CLIENTS, CONNECT_PAIRS, Imp, LIST_TOOLS, MANY, MCP_PAIRS, Results, call_pairs,
 };
 
 pub(crate) struct Context<'a> {
@@ -133,7 +133,11 @@ fn short(e: &str) -> String {
 }
 
 fn pair(client: Imp, server: Imp) -> String {
-    format!("{} → {}", client.label(), server.label())
+    match (client, server) {
+        (Imp::Ours, Imp::OursPipes) => "ours → ours, diagnostic: server on pipes".into(),
+        (Imp::OursLocal, Imp::OursLocal) => "ours → ours, diagnostic: one thread".into(),
+        _ => format!("{} → {}", client.label(), server.label()),
+    }
 }
 
 pub(crate) fn page(cx: &Context<'_>) -> String {
@@ -318,7 +322,7 @@ fn calls(w: &mut String, cx: &Context<'_>) {
             (16, "rate", rate),
             (256, "rate", rate),
         ];
-        for &(client, server) in CALL_PAIRS {
+        for (client, server) in call_pairs(t) {
             let mut line = format!("| {} |", pair(client, server));
             for (c, what, show) in cols {
                 let base = stat(cx, "call", t, Imp::Ours, Imp::Ours, 1, phase(c, what)).value;
@@ -327,7 +331,20 @@ fn calls(w: &mut String, cx: &Context<'_>) {
             }
             let _ = writeln!(w, "{line}");
         }
-        let _ = writeln!(w);
+        let _ = writeln!(
+            w,
+            "\nThe rows marked diagnostic are not what a consumer gets by default; they show what limits ours. {}`one thread` runs our client and server on tokio's one-threaded runtime instead of the multi-threaded one{}.\n",
+            if t == "stdio" {
+                "`server on pipes` serves with `mcp_stdio::serve` on stdin and stdout opened as non-blocking pipes (epoll), where `serve_stdio` uses tokio's `stdin()` and `stdout()`, which hand every read and write to tokio's blocking thread pool. "
+            } else {
+                ""
+            },
+            if t == "stdio" {
+                " (the server on pipes as well)"
+            } else {
+                ""
+            }
+        );
     }
 }
 
