@@ -1,8 +1,8 @@
 //! `cargo xtask bench`: our crates beside the official SDKs (issue 11). Installs what is
-//! missing into `target/tools/` (the TypeScript SDK from the npm registry at the pin the
-//! interop checks use, with Node when the machine's is too old; the Python SDK from PyPI into
-//! a virtual environment), builds `bench/` (a cargo workspace of its own, with rmcp) in release
-//! into `target/bench/`, and runs its driver, which writes `docs/benchmarks.md`.
+//! missing into `target/tools/` (the TypeScript SDK from the npm registry and the Python SDK
+//! from PyPI, both at the pins the interop checks use, with Node when the machine's is too
+//! old), builds `bench/` (a cargo workspace of its own, with rmcp) in release into
+//! `target/bench/`, and runs its driver, which writes `docs/benchmarks.md`.
 //!
 //! Not part of `cargo xtask ci`: timings on a shared machine are no pass/fail.
 
@@ -13,7 +13,6 @@ use xshell::{Shell, cmd};
 
 use crate::{flags, project_root};
 
-/// The Python SDK, pinned.
 /// The TypeScript SDK needs Node 18 or newer.
 const MIN_NODE_MAJOR: u32 = 18;
 
