@@ -39,9 +39,13 @@ pub(crate) async fn load_and_start(path: &Path) -> Gateway {
     Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
 }
 
-/// A client that declares nothing.
+/// A client that declares nothing, in the handshake era: these tests relay server requests
+/// and notifications the way that era carries them (the stateless era's gateway half is
+/// issue 10's, and the conformance leg through the gateway covers it).
 pub(crate) fn plain_client(name: &str) -> ClientConfig {
-    ClientConfig::new(Implementation::new(name.into(), "0".into()))
+    let mut config = ClientConfig::new(Implementation::new(name.into(), "0".into()));
+    config.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();
+    config
 }
 
 /// Our client on one end of an in-memory pipe, the gateway serving the other, as over stdio.
