@@ -101,7 +101,10 @@ impl IdentityProvider {
 
 /// What the host's configuration says about one protected server. Start from
 /// [`Settings::new`] and set the public fields that the configuration names.
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the configured URLs as errors do, without userinfo or query (either may
+/// carry a key), and the secrets redacted.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Settings {
     /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
@@ -148,6 +151,28 @@ pub struct Settings {
     pub assertion: Option<JwtAssertion>,
     /// The identity provider of the [`GrantType::IdentityAssertion`] grant.
     pub identity_provider: Option<IdentityProvider>,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoint = |u: &Option<String>| {
+            u.as_deref()
+                .map(|u| Url::parse(u).map_or_else(|_| "[not a URL]".to_owned(), |u| shown(&u)))
+        };
+        f.debug_struct("Settings")
+            .field("server_url", &shown(&self.server_url))
+            .field("authorization_url", &endpoint(&self.authorization_url))
+            .field("token_url", &endpoint(&self.token_url))
+            .field("registration_url", &endpoint(&self.registration_url))
+            .field("client_id", &self.client_id)
+            .field("client_issuer", &self.client_issuer)
+            .field("client_secret", &self.client_secret)
+            .field("scope", &self.scope)
+            .field("grant", &self.grant)
+            .field("assertion", &self.assertion)
+            .field("identity_provider", &self.identity_provider.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Settings {
@@ -344,7 +369,7 @@ pub struct Authorizer {
 impl fmt::Debug for Authorizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Authorizer")
-            .field("server", &self.settings.server_url.as_str())
+            .field("server", &shown(&self.settings.server_url))
             .field("source", &self.discovered.as_ref().map(|d| d.source))
             .field("tokens", &self.tokens)
             .field("attempts", &self.attempts)

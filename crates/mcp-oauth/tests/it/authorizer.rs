@@ -263,13 +263,18 @@ fn no_metadata_and_no_oauth_suggests_a_static_header() {
     let err = block_on(auth.handle_challenge(401, &["Bearer"])).unwrap_err();
     assert!(matches!(err, AuthError::NoMetadata { .. }), "{err}");
 
-    // The message names the server without the key its URL's query carries.
-    let keyed = url::Url::parse(&format!("{MCP}?key=SECRET")).unwrap();
+    // The message, and the authorizer's and its settings' Debug, name the server without the
+    // key its URL's query or userinfo carries.
+    let keyed = url::Url::parse("https://user:PW@mcp.example.com/mcp?key=SECRET").unwrap();
     let mut auth = world.authorizer(mcp_oauth::Settings::new(keyed));
     let err = block_on(auth.handle_challenge(401, &[])).unwrap_err();
     assert!(matches!(err, AuthError::NoMetadata { .. }), "{err}");
-    let shown = err.to_string();
-    assert!(shown.contains(MCP) && !shown.contains("SECRET"), "{shown}");
+    let shown = format!("{err} {auth:?} {:?}", auth.settings());
+    assert!(shown.contains(MCP), "{shown}");
+    assert!(
+        !shown.contains("SECRET") && !shown.contains("PW"),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -1203,12 +1208,15 @@ fn transport_failures_name_what_failed() {
     s.token_url = Some("https://user:pw-secret@down.example.com:8443/token?key=q-secret".into());
     let mut auth = world.authorizer(s);
     let err = unauthorized(&world, &mut auth).unwrap_err();
-    let shown = format!("{err} {err:?}");
+    let shown = format!("{err} {err:?} {:?}", auth.settings());
     assert!(
         shown.contains("token request to https://down.example.com:8443/token failed"),
         "{shown}"
     );
-    assert!(!shown.contains("secret"), "{shown}");
+    assert!(
+        !shown.contains("pw-secret") && !shown.contains("q-secret"),
+        "{shown}"
+    );
 }
 
 #[test]
