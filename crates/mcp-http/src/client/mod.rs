@@ -8,6 +8,7 @@ mod fetch;
 mod legacy;
 mod tls;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -398,9 +399,9 @@ struct Inner {
     /// Set when the initialize POST got 400, 404 or 405: the deprecated transport may answer.
     init_refused: Mutex<Option<StatusCode>>,
     /// The stateless era's `Mcp-Param-*` headers, by tool, from the last `tools/list`.
-    tool_headers: Mutex<std::collections::HashMap<String, ToolHeaders>>,
+    tool_headers: Mutex<HashMap<String, ToolHeaders>>,
     /// The stateless era's requests in flight: cancelling one closes its stream.
-    in_flight: Mutex<std::collections::HashMap<RequestId, tokio::task::AbortHandle>>,
+    in_flight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
 }
 
 /// A message to POST, with the version it was stamped with in the stateless era (`None` in
@@ -413,6 +414,12 @@ struct Outgoing {
 impl Inner {
     fn ids(&self) -> MutexGuard<'_, Ids> {
         self.ids.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn in_flight(&self) -> MutexGuard<'_, HashMap<RequestId, tokio::task::AbortHandle>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn is_closing(&self) -> bool {
@@ -663,6 +670,8 @@ fn stateless_send(inner: &Arc<Inner>, core: &Arc<Core>, message: Message, versio
     match message {
         Message::Request(request) => {
             let id = request.id.clone();
+            // Held across the spawn, so that the task's own removal comes after the insertion.
+            let mut in_flight = inner.in_flight();
             let task = tokio::spawn({
                 let (inner, core) = (Arc::clone(inner), Arc::clone(core));
                 let id = id.clone();
@@ -674,20 +683,10 @@ fn stateless_send(inner: &Arc<Inner>, core: &Arc<Core>, message: Message, versio
                         Some(version),
                     )
                     .await;
-                    inner
-                        .in_flight
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .remove(&id);
+                    inner.in_flight().remove(&id);
                 }
             });
-            let mut in_flight = inner
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !task.is_finished() {
-                in_flight.insert(id, task.abort_handle());
-            }
+            in_flight.insert(id, task.abort_handle());
         }
         Message::Notification(n)
             if n.method == <method::Cancelled as NotificationMethod>::METHOD =>
@@ -695,11 +694,7 @@ fn stateless_send(inner: &Arc<Inner>, core: &Arc<Core>, message: Message, versio
             let cancelled: Option<CancelledParams> =
                 n.params.as_ref().and_then(|p| p.decode().ok());
             if let Some(id) = cancelled.and_then(|c| c.request_id)
-                && let Some(task) = inner
-                    .in_flight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&id)
+                && let Some(task) = inner.in_flight().remove(&id)
             {
                 task.abort();
             }
