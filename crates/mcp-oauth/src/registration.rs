@@ -106,12 +106,20 @@ fn is_native_redirect_uri(uri: &str) -> bool {
         return true;
     }
     match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         Some(url::Host::Domain(d)) => {
             d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
         }
-        None => false,
+        _ => is_loopback_ip(&url),
+    }
+}
+
+/// Whether a URL's host is a loopback IP literal (`127.0.0.0/8`, `[::1]`), whose redirect
+/// URIs authorization servers accept on any port (RFC 8252 §7.3).
+pub(crate) fn is_loopback_ip(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        _ => false,
     }
 }
 

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::dpop::DpopKey;
 use crate::error::{Error, json_position};
 use crate::flow::Tokens;
+use crate::registration::is_loopback_ip;
 use crate::secret::{AccessToken, ClientSecret, RefreshToken};
 
 /// What is kept for one server.
@@ -145,12 +146,7 @@ fn same_redirect_uri(registered: &str, used: &str) -> bool {
     let (Ok(mut a), Ok(mut b)) = (url::Url::parse(registered), url::Url::parse(used)) else {
         return false;
     };
-    let loopback = |u: &url::Url| match u.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        _ => false,
-    };
-    if !(loopback(&a) && loopback(&b)) {
+    if !(is_loopback_ip(&a) && is_loopback_ip(&b)) {
         return false;
     }
     let _ = a.set_port(None);
