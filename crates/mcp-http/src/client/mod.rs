@@ -450,17 +450,11 @@ impl Inner {
         let Message::Request(request) = message else {
             return Vec::new();
         };
-        let named = matches!(
-            request.method.as_str(),
-            "tools/call" | "prompts/get" | "resources/read"
-        );
-        let params: Option<serde_json::Value> = if named {
-            request.params.as_ref().and_then(|p| p.decode().ok())
-        } else {
-            None
-        };
+        // Only the methods `Mcp-Name` mirrors need their params read.
+        let params: Option<serde_json::Value> = headers::name_field(&request.method)
+            .and_then(|_| request.params.as_ref()?.decode().ok());
         let mut out = headers::standard_headers(&request.method, params.as_ref());
-        if request.method == "tools/call"
+        if request.method == <method::CallTool as RequestMethod>::METHOD
             && let Some(params) = &params
             && let Some(name) = params.get("name").and_then(|n| n.as_str())
         {

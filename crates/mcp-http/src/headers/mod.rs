@@ -125,7 +125,7 @@ fn sentinel_payload(text: &str) -> Option<&str> {
 
 /// The body field `Mcp-Name` mirrors for a method: `Some(field)` for the three methods that
 /// carry one, whether or not the body has it.
-fn name_field(method: &str) -> Option<&'static str> {
+pub(crate) fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
