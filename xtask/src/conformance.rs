@@ -689,7 +689,10 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
          `cargo xtask conformance` installs the pinned suites and Node from the npm registry, builds\n\
          `mcp-conformance-client` (which acts through `mcp-host`) and `mcp-conformance-server` (an\n\
          everything-style server on `mcp-session` and `mcp-http`'s server half), runs every scenario\n\
-         of every leg on its own, and writes this page.\n\n\
+         of every leg on its own, and writes this page. The `-gateway` legs run the server scenarios\n\
+         through `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`.\n\
+         The `-negotiated` leg runs the client without `MCP_CONFORMANCE_PROTOCOL_VERSION`, so it\n\
+         chooses the era by itself, as a host does with a server it knows nothing about.\n\n\
          - Suites: `{SUITE}@{STABLE}` (stable) and `{SUITE}@{NEXT}` (next).\n\
          - Node: {node}.\n\
          - Date: {date}.\n\n\
@@ -726,6 +729,9 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
     }
     for r in results {
         let role = match (r.leg.role, r.leg.target) {
+            (Role::Client, _) if r.leg.negotiate => {
+                "client scenarios, run with `mcp-conformance-client` without `MCP_CONFORMANCE_PROTOCOL_VERSION` (it negotiates the era)"
+            }
             (Role::Client, _) => "client scenarios, run with `mcp-conformance-client`",
             (Role::Server, Target::Direct) => {
                 "server scenarios, run against `mcp-conformance-server`"
@@ -781,8 +787,6 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
     let _ = writeln!(
         s,
         "\n## Not run\n\n\
-         - The 2026-07-28 server leg through the gateway (`mcp-host serve` in passthrough mode in\n  \
-         front of `mcp-conformance-server`): the gateway speaks that era with issue 10.\n\
          - The server extension scenarios of {NEXT} (`tasks-*`, `sep-2640-skills-*`): no issue builds\n  \
          those extensions yet."
     );
