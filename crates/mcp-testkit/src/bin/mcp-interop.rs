@@ -68,57 +68,50 @@ fn call(name: &str, args: serde_json::Value) -> CallToolParams {
 }
 
 async fn run() -> Check {
-    let usage = "usage: mcp-interop stdio <node> <server script> | mcp-interop http <url>";
+    let usage = "usage: mcp-interop [stateless-]stdio <program> <server script> | mcp-interop [stateless-]http <url>";
     let mut args = std::env::args().skip(1);
     let mode = args.next().ok_or(usage)?;
     let started = Instant::now();
-    let session = ClientConfig::new(Implementation::new(
+    // `stateless-*` is the Python SDK's server, where the user answers an elicitation.
+    let (transport, stateless) = match mode.strip_prefix("stateless-") {
+        Some(transport) => (transport, true),
+        None => (mode.as_str(), false),
+    };
+    let name = if stateless { "python" } else { "everything" };
+    let mut session = ClientConfig::new(Implementation::new(
         "mcp-host-interop".into(),
         "0.1.0".into(),
     ));
-    let client = match mode.as_str() {
+    if stateless {
+        session.capabilities.elicitation = Some(ElicitationCapability::new());
+    }
+    let client = match transport {
         "stdio" => {
-            let node = args.next().ok_or(usage)?;
+            let program = args.next().ok_or(usage)?;
             let script = args.next().ok_or(usage)?;
-            let config = StdioConfig::new("everything", node, [script, "stdio".to_owned()]);
+            let config = StdioConfig::new(name, program, [script, "stdio".to_owned()]);
             mcp_stdio::spawn(config, session)
                 .await
                 .map_err(|e| e.to_string())?
         }
         "http" => {
             let url = args.next().ok_or(usage)?;
-            mcp_http::connect(HttpConfig::new("everything", url), session)
+            mcp_http::connect(HttpConfig::new(name, url), session)
                 .await
                 .map_err(|e| e.to_string())?
         }
-        "stateless-stdio" | "stateless-http" => return stateless(&mode, args, started).await,
         _ => return Err(usage.to_owned()),
     };
-    checks(&client, mode == "stdio", started).await
+    if stateless {
+        stateless_checks(&client, started).await
+    } else {
+        checks(&client, transport == "stdio", started).await
+    }
 }
 
 /// Against a server that speaks both eras: the session must settle on 2026-07-28 without
 /// being told, and a tool that asks the user must work through `input_required` results.
-async fn stateless(mode: &str, mut args: impl Iterator<Item = String>, started: Instant) -> Check {
-    let usage = "usage: mcp-interop stateless-stdio <python> <script> | stateless-http <url>";
-    let mut session = ClientConfig::new(Implementation::new(
-        "mcp-host-interop".into(),
-        "0.1.0".into(),
-    ));
-    session.capabilities.elicitation = Some(ElicitationCapability::new());
-    let client = if mode == "stateless-stdio" {
-        let python = args.next().ok_or(usage)?;
-        let script = args.next().ok_or(usage)?;
-        let config = StdioConfig::new("python", python, [script, "stdio".to_owned()]);
-        mcp_stdio::spawn(config, session)
-            .await
-            .map_err(|e| e.to_string())?
-    } else {
-        let url = args.next().ok_or(usage)?;
-        mcp_http::connect(HttpConfig::new("python", url), session)
-            .await
-            .map_err(|e| e.to_string())?
-    };
+async fn stateless_checks(client: &Client, started: Instant) -> Check {
     let info = client.server_info();
     println!(
         "connected to {} speaking {} ({:?} era: {}) in {:?}",
