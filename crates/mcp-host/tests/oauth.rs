@@ -61,6 +61,16 @@ fn entry(fake: &FakeAuth, ctx: &OAuthContext) -> ServerEntry {
     e
 }
 
+/// A new run on `store` with no way to log in, which is ready: the stored tokens were enough.
+async fn restarted(fake: &FakeAuth, store: &AuthStore) -> Host {
+    let quiet = OAuthContext::new(Some(store.clone())).unwrap();
+    let host = host();
+    host.start(vec![entry(fake, &quiet)]).await;
+    let status = host.server_status("remote").unwrap();
+    assert_eq!(status.state, ServerState::Ready, "{status:?}");
+    host
+}
+
 async fn echo(host: &Host) -> Result<String, String> {
     let out = host
         .call_tool("remote", "echo", JsonObject::new(), CallOptions::default())
@@ -95,13 +105,7 @@ async fn login_store_reuse_and_refresh() {
     host1.shutdown().await;
 
     // Second run, with no way to log in: the stored token is enough.
-    let quiet = OAuthContext::new(Some(store.clone())).unwrap();
-    let host2 = host();
-    host2.start(vec![entry(&fake, &quiet)]).await;
-    assert_eq!(
-        host2.server_status("remote").unwrap().state,
-        ServerState::Ready
-    );
+    let host2 = restarted(&fake, &store).await;
     assert_eq!(fake.seen_at("/authorize").len(), 1, "no second login");
 
     // The access token stops working: the next 401 refreshes it, and the call goes through.
@@ -492,13 +496,7 @@ async fn dpop_bound_tokens_a_proof_per_request_and_both_nonces() {
     host1.shutdown().await;
 
     // The next run proves the stored key: no new login.
-    let quiet = OAuthContext::new(Some(store.clone())).unwrap();
-    let host2 = host();
-    host2.start(vec![entry(&fake, &quiet)]).await;
-    assert_eq!(
-        host2.server_status("remote").unwrap().state,
-        ServerState::Ready
-    );
+    let host2 = restarted(&fake, &store).await;
     assert!(echo(&host2).await.unwrap().contains("echoed"));
     assert_eq!(fake.seen_at("/authorize").len(), 1, "no second login");
     let last = fake.seen_at("/mcp").pop().unwrap();
