@@ -885,7 +885,7 @@ impl Authorizer {
         match bound {
             Some(bound) if bound != issuer => Err(AuthError::ClientIssuerMismatch {
                 configured: bound.to_owned(),
-                found: issuer.to_owned(),
+                found: cut_short(issuer),
             }),
             Some(_) => Ok(()),
             None => {

@@ -179,8 +179,8 @@ impl AuthorizationServerMetadata {
         let doc = Self::parse_any_issuer(body)?;
         if doc.issuer != issuer {
             return Err(Error::IssuerMismatch {
-                expected: issuer.to_owned(),
-                found: doc.issuer,
+                expected: cut_short(issuer),
+                found: cut_short(&doc.issuer),
             });
         }
         Ok(doc)
@@ -347,6 +347,12 @@ mod tests {
             AuthorizationServerMetadata::parse(asm, "https://auth.example.com/"),
             Err(Error::IssuerMismatch { .. })
         ));
+        // Both issuers are the peers' words: an error quotes them cut short.
+        let long = format!("https://auth.example.com/{}", "x".repeat(5000));
+        let text = AuthorizationServerMetadata::parse(asm, &long)
+            .unwrap_err()
+            .to_string();
+        assert!(text.len() < 600, "{}", text.len());
         // MCP 2026-07-28, RFC 8414 §3.3: identical strings, no URL normalisation either way.
         for asked in [
             "https://auth.example.com:443",

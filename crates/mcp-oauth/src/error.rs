@@ -66,9 +66,9 @@ pub enum Error {
         "the authorization server metadata says issuer {found:?}, expected {expected:?}; refused"
     )]
     IssuerMismatch {
-        /// The issuer it was fetched for.
+        /// The issuer it was fetched for, cut short.
         expected: String,
-        /// The issuer it states.
+        /// The issuer it states, cut short.
         found: String,
     },
     /// The token store's contents could not be read.
@@ -164,7 +164,7 @@ pub enum AuthError {
     ClientIssuerMismatch {
         /// The issuer the client belongs to.
         configured: String,
-        /// The issuer in use now.
+        /// The issuer in use now, cut short.
         found: String,
     },
     /// The user agent brought no redirect back.
