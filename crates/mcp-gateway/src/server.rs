@@ -654,11 +654,10 @@ impl RequestHandler for Forwarder {
                     ),
                 ));
             };
-            let capabilities = client.as_ref().map(|c| &c.capabilities);
+            refuse_undeclared(&request, client.as_ref().map(|c| &c.capabilities))?;
             let params = request
                 .encode_params()
                 .map_err(|e| ErrorObject::new(mcp_protocol::code::INVALID_PARAMS, e.to_string()))?;
-            refuse_undeclared(&request, capabilities, params.as_ref())?;
             peer.request_raw(
                 &method,
                 params,
@@ -677,11 +676,11 @@ impl RequestHandler for Forwarder {
 }
 
 /// SPEC.md §10: a request the client did not declare support for is refused here, with
-/// -32601 (or -32602 for an elicitation mode it did not declare).
+/// -32601 (or -32602 for an elicitation mode it did not declare, read as the protocol's own
+/// client session reads it: `{}` declares form only).
 fn refuse_undeclared(
     request: &ServerRequest,
     capabilities: Option<&ClientCapabilities>,
-    params: Option<&RawJson>,
 ) -> Result<(), ErrorObject> {
     let missing = |what: &str| {
         Err(ErrorObject::new(
@@ -698,23 +697,21 @@ fn refuse_undeclared(
         ServerRequest::ListRoots(_) if capabilities.and_then(|c| c.roots.as_ref()).is_none() => {
             return missing("roots");
         }
-        ServerRequest::Elicit(_) => {
+        ServerRequest::Elicit(params) => {
             let Some(declared) = capabilities.and_then(|c| c.elicitation.as_ref()) else {
                 return missing("elicitation");
             };
-            let declared = serde_json::to_value(declared).unwrap_or_default();
-            let mode = params
-                .and_then(|p| p.decode::<serde_json::Value>().ok())
-                .and_then(|p| p.get("mode").and_then(|m| m.as_str()).map(str::to_owned))
-                .unwrap_or_else(|| "form".to_owned());
-            // `{}` declares form only (2025-11-25).
-            let has_any = declared.as_object().is_some_and(|o| !o.is_empty());
-            let supported = declared.get(&mode).is_some() || (mode == "form" && !has_any);
+            let supported = if params.is_url_mode() {
+                declared.supports_url()
+            } else {
+                declared.supports_form()
+            };
             if !supported {
                 return Err(ErrorObject::new(
                     mcp_protocol::code::INVALID_PARAMS,
                     format!(
-                        "the client in front of the gateway does not support elicitation mode `{mode}`"
+                        "the client in front of the gateway does not support elicitation mode `{}`",
+                        params.mode.as_deref().unwrap_or("form")
                     ),
                 ));
             }
@@ -732,7 +729,7 @@ mod tests {
         serde_json::from_value(json).expect("capabilities")
     }
 
-    fn elicit(mode: Option<&str>) -> (ServerRequest, RawJson) {
+    fn elicit(mode: Option<&str>) -> ServerRequest {
         let mut params = serde_json::json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}});
         if let Some(mode) = mode {
             params["mode"] = mode.into();
@@ -740,8 +737,7 @@ mod tests {
             params["elicitationId"] = "e1".into();
         }
         let raw = RawJson::encode(&params).expect("encodes");
-        let request = ServerRequest::decode("elicitation/create", Some(&raw)).expect("decodes");
-        (request, raw)
+        ServerRequest::decode("elicitation/create", Some(&raw)).expect("decodes")
     }
 
     #[test]
@@ -749,29 +745,27 @@ mod tests {
         let raw = RawJson::encode(&serde_json::json!({"messages": [], "maxTokens": 10}))
             .expect("encodes");
         let request = ServerRequest::decode("sampling/createMessage", Some(&raw)).expect("decodes");
-        let e = refuse_undeclared(&request, Some(&caps(serde_json::json!({}))), Some(&raw))
-            .expect_err("refused");
+        let e =
+            refuse_undeclared(&request, Some(&caps(serde_json::json!({})))).expect_err("refused");
         assert_eq!(e.code, mcp_protocol::code::METHOD_NOT_FOUND);
-        refuse_undeclared(
-            &request,
-            Some(&caps(serde_json::json!({"sampling": {}}))),
-            Some(&raw),
-        )
-        .expect("declared");
+        refuse_undeclared(&request, Some(&caps(serde_json::json!({"sampling": {}}))))
+            .expect("declared");
     }
 
     #[test]
     fn elicitation_modes_follow_the_declaration() {
-        let (form, form_raw) = elicit(None);
-        let (url, url_raw) = elicit(Some("url"));
+        let (form, url) = (elicit(None), elicit(Some("url")));
         let empty = caps(serde_json::json!({"elicitation": {}}));
-        refuse_undeclared(&form, Some(&empty), Some(&form_raw)).expect("{} is form");
-        let e = refuse_undeclared(&url, Some(&empty), Some(&url_raw)).expect_err("no url");
+        refuse_undeclared(&form, Some(&empty)).expect("{} is form");
+        let e = refuse_undeclared(&url, Some(&empty)).expect_err("no url");
         assert_eq!(e.code, mcp_protocol::code::INVALID_PARAMS);
+        assert!(e.message.contains("`url`"), "{}", e.message);
         let both = caps(serde_json::json!({"elicitation": {"form": {}, "url": {}}}));
-        refuse_undeclared(&url, Some(&both), Some(&url_raw)).expect("url declared");
+        refuse_undeclared(&url, Some(&both)).expect("url declared");
         let url_only = caps(serde_json::json!({"elicitation": {"url": {}}}));
-        refuse_undeclared(&form, Some(&url_only), Some(&form_raw)).expect_err("no form");
+        refuse_undeclared(&form, Some(&url_only)).expect_err("no form");
+        let e = refuse_undeclared(&form, None).expect_err("nothing declared");
+        assert_eq!(e.code, mcp_protocol::code::METHOD_NOT_FOUND);
     }
 
     #[test]
