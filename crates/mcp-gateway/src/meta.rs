@@ -62,7 +62,6 @@ pub(crate) async fn handle(
     match request {
         ClientRequest::ListTools(_) => encode(&ListToolsResult::new(tools_list())),
         ClientRequest::CallTool(params) => encode(&call(shared, params, &context).await),
-        ClientRequest::Ping(_) => encode(&json!({})),
         other => Err(ErrorObject::new(
             mcp_protocol::code::METHOD_NOT_FOUND,
             format!(

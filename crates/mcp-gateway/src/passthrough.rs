@@ -269,7 +269,6 @@ pub(crate) async fn handle(
     let method = request.method().to_owned();
     let mut params = params_of(&request)?;
     match request {
-        ClientRequest::Ping(_) => encode(&json!({})),
         ClientRequest::ListTools(_) => list_tools(shared),
         ClientRequest::CallTool(call) => call_tool(shared, call, &context).await,
         ClientRequest::ListResources(_) => {
