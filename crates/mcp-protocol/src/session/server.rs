@@ -358,37 +358,41 @@ impl ServerSession {
             );
             return;
         }
-        let routed = match ClientRequest::decode(&method, params.as_ref()) {
-            Ok(routed) => routed,
-            Err(e) => {
-                self.core.push_error(
-                    Some(id),
-                    code::INVALID_PARAMS,
-                    format!("invalid {method} params: {e}"),
-                );
-                return;
-            }
-        };
-        if !self.offers(&routed) {
-            self.core.push_error(
-                Some(id),
+        if let Some(request) = self.route(&id, &method, params.as_ref()) {
+            self.events.push_back(ServerEvent::Request { id, request });
+        }
+    }
+
+    /// Decodes a request for the caller, or answers it: -32602 for params its method cannot
+    /// read, -32601 for a feature this server did not declare, -32600 for an id still in use.
+    /// A request that passes is recorded as unanswered.
+    fn route(
+        &mut self,
+        id: &RequestId,
+        method: &str,
+        params: Option<&RawJson>,
+    ) -> Option<ClientRequest> {
+        let (refusal, message) = match ClientRequest::decode(method, params) {
+            Err(e) => (
+                code::INVALID_PARAMS,
+                format!("invalid {method} params: {e}"),
+            ),
+            Ok(routed) if !self.offers(&routed) => (
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
-            );
-            return;
-        }
-        if !self.core.accept_inbound(&id, &method) {
-            self.core.push_error(
-                Some(id),
-                code::INVALID_REQUEST,
-                "request id is already in use by an unanswered request",
-            );
-            return;
-        }
-        self.events.push_back(ServerEvent::Request {
-            id,
-            request: routed,
-        });
+            ),
+            Ok(routed) => {
+                if self.core.accept_inbound(id, method) {
+                    return Some(routed);
+                }
+                (
+                    code::INVALID_REQUEST,
+                    "request id is already in use by an unanswered request".to_owned(),
+                )
+            }
+        };
+        self.core.push_error(Some(id.clone()), refusal, message);
+        None
     }
 
     /// One stateless-era request: its `_meta` first (-32602, -32022), then the methods the
@@ -427,33 +431,9 @@ impl ServerSession {
             }
             return;
         }
-        let routed = match ClientRequest::decode(&method, params.as_ref()) {
-            Ok(routed) => routed,
-            Err(e) => {
-                self.core.push_error(
-                    Some(id),
-                    code::INVALID_PARAMS,
-                    format!("invalid {method} params: {e}"),
-                );
-                return;
-            }
+        let Some(routed) = self.route(&id, &method, params.as_ref()) else {
+            return;
         };
-        if !self.offers(&routed) {
-            self.core.push_error(
-                Some(id),
-                code::METHOD_NOT_FOUND,
-                format!("Method not found: {method}"),
-            );
-            return;
-        }
-        if !self.core.accept_inbound(&id, &method) {
-            self.core.push_error(
-                Some(id),
-                code::INVALID_REQUEST,
-                "request id is already in use by an unanswered request",
-            );
-            return;
-        }
         let State::Stateless(state) = &mut self.state else {
             return;
         };
