@@ -311,7 +311,7 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
     })?;
     let file: GatewayFile = serde_json::from_slice(&bytes).map_err(|e| FileError::Invalid {
         path: path.to_owned(),
-        message: format!("not a gateway file: {e}"),
+        message: format!("not a gateway file: {}", without_value(&e)),
     })?;
     let mode = file.mode.unwrap_or(if file.categories.is_empty() {
         Mode::Passthrough
@@ -391,6 +391,22 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
     })
 }
 
+/// serde's message without the value it quotes: `invalid type: string "…", expected a
+/// sequence` repeats what the file holds, which may be a secret (an `args` or `env` value
+/// written where another type belongs). What was expected and where stay; so do field names
+/// (`unknown field `mdoe``), which are not values.
+fn without_value(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let Some(rest) = ["invalid type: ", "invalid value: "]
+        .iter()
+        .find_map(|prefix| text.strip_prefix(prefix))
+    else {
+        return text;
+    };
+    let expected = rest.split_once(", expected ").map_or("", |(_, x)| x);
+    format!("a value of the wrong kind, expected {expected}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,6 +476,18 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let e = outcome.expect_err("refused");
         assert!(e.to_string().contains("`a__b` contains `__`"), "{e}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_not_repeated_in_the_error() {
+        let path = std::env::temp_dir().join(format!("gw-wrong-type-{}.json", std::process::id()));
+        let text = r#"{"mcpServers": {"a": {"command": "x", "args": "--token=arg-secret"}}}"#;
+        std::fs::write(&path, text).expect("written");
+        let outcome = load(&path, &Env::new(), None);
+        let _ = std::fs::remove_file(&path);
+        let e = outcome.expect_err("refused").to_string();
+        assert!(!e.contains("arg-secret"), "{e}");
+        assert!(e.contains("expected a sequence at line 1"), "{e}");
     }
 
     #[test]
