@@ -37,7 +37,7 @@ macro_rules! secret {
 }
 
 secret! {
-    /// An OAuth access token, sent as `Authorization: Bearer`.
+    /// An OAuth access token, sent as `Authorization: Bearer` (or `DPoP` when bound to a key).
     AccessToken
 }
 secret! {
