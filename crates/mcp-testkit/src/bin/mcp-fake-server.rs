@@ -3,7 +3,7 @@
 //! writes faults (garbage, huge lines, early notifications, crashes) straight to stdout.
 //!
 //! Flags (all optional):
-//!   --tools N               serve N extra generated tools (`tool_00001`, ...)
+//!   --tools N               serve N extra generated tools (`tool_00000`, ...)
 //!   --page-size N           paginate list results by N items
 //!   --ignore-sigterm        survive SIGTERM (only SIGKILL ends it)
 //!   --ignore-stdin-close    keep running after stdin ends
@@ -361,9 +361,6 @@ fn tool(name: &str, description: &str, properties: Value) -> Tool {
     t
 }
 
-/// How many tools [`all_tools`] lists before the generated ones.
-const BUILT_IN: usize = 18;
-
 fn all_tools(extra: usize) -> Vec<Tool> {
     let mut tools = vec![
         tool(
@@ -429,14 +426,19 @@ fn all_tools(extra: usize) -> Vec<Tool> {
             json!({}),
         ),
     ];
-    for i in 0..extra {
-        tools.push(tool(
+    tools.extend(generated_tools(extra));
+    tools
+}
+
+/// `count` generated tools, `tool_00000` on: `--tools` and the `grow` tool add them.
+fn generated_tools(count: usize) -> impl Iterator<Item = Tool> {
+    (0..count).map(|i| {
+        tool(
             &format!("tool_{i:05}"),
             "A generated tool",
             json!({"x": {"type": "string"}}),
-        ));
-    }
-    tools
+        )
+    })
 }
 
 /// Slices a list by the cursor (an index) and the page size.
@@ -498,11 +500,7 @@ async fn handle(
             FAIL_LIST_AFTER.store(left.saturating_sub(1), std::sync::atomic::Ordering::Relaxed);
             let grown = GROWN.load(std::sync::atomic::Ordering::Relaxed);
             let listed = match FILE_TOOLS.get() {
-                Some(file) => {
-                    let mut tools = file.clone();
-                    tools.extend(all_tools(grown).into_iter().skip(BUILT_IN));
-                    tools
-                }
+                Some(file) => file.iter().cloned().chain(generated_tools(grown)).collect(),
                 None => all_tools(extra_tools + grown),
             };
             let (tools, next) = paginate(&listed, &p, page);
