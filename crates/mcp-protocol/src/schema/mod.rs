@@ -40,11 +40,11 @@ pub use resources::{
     ListResourcesResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
     ResourceTemplate, ResourceUriParams,
 };
-pub(crate) use stateless::Envelope;
 pub use stateless::{
     AcknowledgedParams, CacheHint, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
     ListenParams, ResultType, SubscriptionFilter, meta_key,
 };
+pub(crate) use stateless::{Envelope, is_removed, may_need_input};
 pub use tools::{
     CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations, ToolExecution,
 };

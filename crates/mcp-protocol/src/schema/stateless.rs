@@ -31,6 +31,25 @@ pub mod meta_key {
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
+/// Whether the stateless era removed a request that the handshake era has (`initialize`,
+/// `ping`, `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`): a client does
+/// not send it, a server answers it -32601.
+pub(crate) fn is_removed(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+    )
+}
+
+/// Whether a method's result may be `input_required` (`basic/patterns/mrtr.mdx`).
+pub(crate) fn may_need_input(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
 wire_str_enum! {
     /// What kind of result a stateless-era response carries (`schema.ts` `ResultType`). An
     /// absent member means `complete` (older servers); an unknown value makes the result

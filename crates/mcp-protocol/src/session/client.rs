@@ -12,7 +12,7 @@ use crate::schema::{
     ClientCapabilities, CreateMessageParams, DiscoverResult, ElicitParams, Envelope,
     Implementation, InitializeParams, InitializeResult, LoggingLevel, NotificationMethod,
     ProgressParams, RequestMethod, ResultType, ServerCapabilities, ServerNotification,
-    ServerRequest, meta_key, method, supported_versions,
+    ServerRequest, is_removed, may_need_input, meta_key, method, supported_versions,
 };
 use crate::session::input::Inputs;
 use crate::session::pending::{Core, Matched, RequestOptions};
@@ -186,14 +186,6 @@ enum State {
     Operating(Box<ServerInfo>),
     Closed,
 }
-
-/// Requests the stateless era removed: a session in that era refuses to send them.
-const REMOVED_IN_STATELESS: [&str; 4] = [
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
 
 /// The sans-IO client session: it allocates ids, tracks requests and their deadlines, answers
 /// pings, refuses what the host did not declare, and never reads the clock.
@@ -447,14 +439,13 @@ impl ClientSession {
                 None,
             );
         };
-        if REMOVED_IN_STATELESS.contains(&method) {
+        if is_removed(method) {
             return Err(Error::ApiMisuse(format!(
                 "{method} does not exist in MCP {version}"
             )));
         }
         let envelope = self.envelope(&version);
-        let kept =
-            (Inputs::may_ask(method) && !options.pass_input_required).then(|| params.clone());
+        let kept = (may_need_input(method) && !options.pass_input_required).then(|| params.clone());
         let id = self.core.send_request(
             now,
             method,
@@ -824,7 +815,7 @@ impl ClientSession {
                 Ok(ResultType::Complete) => {}
                 // The caller drives this one's retries itself (a proxy).
                 Ok(ResultType::InputRequired)
-                    if Inputs::may_ask(&pending.method) && !self.inputs.tracks(&id) => {}
+                    if may_need_input(&pending.method) && !self.inputs.tracks(&id) => {}
                 Ok(ResultType::InputRequired) => {
                     let raw = raw.clone();
                     return self.input_required(now, id, &pending.method, &raw);

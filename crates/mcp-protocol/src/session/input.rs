@@ -45,11 +45,6 @@ pub(crate) struct Inputs {
 }
 
 impl Inputs {
-    /// Whether the spec lets a method's result be `input_required`.
-    pub(crate) fn may_ask(method: &str) -> bool {
-        matches!(method, "tools/call" | "prompts/get" | "resources/read")
-    }
-
     /// Remembers a request that may be answered with `input_required`.
     pub(crate) fn track(
         &mut self,

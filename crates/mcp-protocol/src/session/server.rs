@@ -19,7 +19,7 @@ use crate::jsonrpc::{
 use crate::schema::{
     AcknowledgedParams, CacheScope, ClientCapabilities, ClientNotification, ClientRequest,
     Implementation, InitializeParams, InitializeResult, ListenParams, NotificationMethod,
-    ProgressParams, RequestMethod, ServerCapabilities, meta_key, method,
+    ProgressParams, RequestMethod, ServerCapabilities, is_removed, meta_key, method,
 };
 use crate::session::pending::{Core, Matched, RequestOptions};
 use crate::session::stateless_server::{self as stateless, Declared, Listen};
@@ -416,7 +416,7 @@ impl ServerSession {
             self.core.push_error_object(Some(id), error);
             return;
         }
-        if stateless::is_removed(&method) {
+        if is_removed(&method) {
             self.core.push_error(
                 Some(id),
                 code::METHOD_NOT_FOUND,

@@ -10,27 +10,12 @@ use serde_json::{Value, json};
 
 use crate::jsonrpc::{ErrorObject, RawJson, RequestId, code};
 use crate::schema::{
-    ClientCapabilities, Implementation, RequestMethod, SubscriptionFilter, meta_key, method,
+    ClientCapabilities, Implementation, RequestMethod, SubscriptionFilter, may_need_input,
+    meta_key, method,
 };
 use crate::session::server::{ClientInfo, ServerConfig};
 use crate::version::{Era, ProtocolVersion};
 use crate::wire::JsonObject;
-
-/// The methods the stateless era removed: a server answers them -32601 even though it knows
-/// them from the handshake era.
-const REMOVED: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-
-/// Whether the stateless era removed `method` (`initialize`, `ping`, `logging/setLevel`,
-/// `resources/subscribe`, `resources/unsubscribe`).
-pub(crate) fn is_removed(method: &str) -> bool {
-    REMOVED.contains(&method)
-}
 
 /// The methods whose results carry cache hints (`CacheableResult` in the schema).
 const CACHEABLE: [&str; 6] = [
@@ -41,9 +26,6 @@ const CACHEABLE: [&str; 6] = [
     "resources/templates/list",
     "resources/read",
 ];
-
-/// The methods that may answer with an input-required result (`basic/patterns/mrtr.mdx`).
-const MAY_NEED_INPUT: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 /// The syslog levels, least severe first (`schema.ts` `LoggingLevel`).
 const LEVELS: [&str; 8] = [
@@ -220,7 +202,7 @@ pub(crate) fn decorate(
         .or_insert_with(|| json!("complete"))
         .clone();
     let input_required = kind == json!("input_required");
-    if input_required && !MAY_NEED_INPUT.contains(&method) {
+    if input_required && !may_need_input(method) {
         return Err(internal(format!(
             "{method} may not answer with an input_required result"
         )));
