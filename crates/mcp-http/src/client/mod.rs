@@ -483,8 +483,9 @@ impl Inner {
         let Some(tools) = result.get_mut("tools") else {
             return Message::Response(response);
         };
-        for dropped in headers::retain_valid_tools(tools) {
-            core.diagnostic(dropped.to_string());
+        let dropped = headers::retain_valid_tools(tools);
+        for tool in &dropped {
+            core.diagnostic(tool.to_string());
         }
         let mut known = self
             .tool_headers
@@ -507,7 +508,12 @@ impl Inner {
             }
         }
         drop(known);
-        if let Ok(raw) = mcp_protocol::RawJson::encode(&result) {
+        // Re-encoding goes through `Value`, which sorts keys and turns integers beyond 64 bits
+        // into floats: only a list that lost a tool is rewritten, and the usual one reaches
+        // the session as the server sent it.
+        if !dropped.is_empty()
+            && let Ok(raw) = mcp_protocol::RawJson::encode(&result)
+        {
             response.result = raw;
         }
         Message::Response(response)

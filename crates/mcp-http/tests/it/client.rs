@@ -16,7 +16,8 @@ use mcp_protocol::{ClientConfig, RequestOptions};
 use mcp_testkit::fake_http::{FakeHttp, Fault};
 
 /// A handshake-era client: these tests check that era's wire (sessions, the GET stream,
-/// resumption); the stateless era's is checked by the conformance suite and the interop run.
+/// resumption); the stateless era's is checked against our own server (`server.rs`), by the
+/// conformance suite and by the interop run.
 fn session() -> ClientConfig {
     let mut config = ClientConfig::new(Implementation::new("it".into(), "0".into()));
     config.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();

@@ -12,10 +12,12 @@ use hyper_util::client::legacy::Client as Raw;
 use hyper_util::rt::TokioExecutor;
 use mcp_http::{HttpConfig, HttpServerConfig, Incoming};
 use mcp_protocol::schema::{
-    CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
-    ListToolsResult, ServerNotification, Tool, method,
+    CallToolParams, CallToolResult, ClientRequest, ContentBlock, Implementation,
+    ListChangedCapability, ListToolsResult, ServerNotification, Tool, method,
 };
-use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig};
+use mcp_protocol::{
+    ClientConfig, Era, ErrorObject, ProtocolVersion, RawJson, RequestOptions, ServerConfig,
+};
 use mcp_session::{Handler, RequestContext};
 use serde_json::{Value, json};
 
@@ -29,7 +31,15 @@ impl Handler for Tools {
     ) -> Result<RawJson, ErrorObject> {
         match request {
             ClientRequest::ListTools(_) => {
-                Ok(RawJson::encode(&ListToolsResult::new(vec![Tool::new("work".into())])).unwrap())
+                let mut work = Tool::new("work".into());
+                work.input_schema = Some(work_schema());
+                // An annotation on a number: a stateless-era client must drop this tool.
+                let mut bad = Tool::new("bad".into());
+                bad.input_schema = Some(json!({
+                    "type": "object",
+                    "properties": {"n": {"type": "number", "x-mcp-header": "N"}},
+                }));
+                Ok(RawJson::encode(&ListToolsResult::new(vec![work, bad])).unwrap())
             }
             ClientRequest::CallTool(p) if p.name == "announce" => {
                 // Unprompted: goes to the standalone stream.
@@ -67,14 +77,16 @@ impl Handler for Tools {
     }
 
     fn tool_schema(&self, name: &str) -> Option<RawJson> {
-        (name == "work").then(|| {
-            RawJson::encode(&json!({
-                "type": "object",
-                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
-            }))
-            .unwrap()
-        })
+        (name == "work").then(|| RawJson::encode(&work_schema()).unwrap())
     }
+}
+
+/// The `inputSchema` of the tool `work`: `region` is mirrored in `Mcp-Param-Region`.
+fn work_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    })
 }
 
 fn server_config() -> HttpServerConfig {
@@ -144,6 +156,36 @@ async fn our_client_against_our_server_over_sse_and_json() {
         assert!(matches!(note, ServerNotification::ToolListChanged(_)));
         assert!(client.close().await.contains("HTTP 200"));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_against_our_server_in_the_stateless_era() {
+    let mut config = server_config();
+    config.server.supported_versions = ProtocolVersion::KNOWN.to_vec();
+    let url = start(config).await;
+    // Pinned, so that no other test's server on a reused port can make the era cache skip
+    // the probe.
+    let mut session = session();
+    session.supported_versions = vec![ProtocolVersion::V2026_07_28];
+    let client = mcp_http::connect(HttpConfig::new("half", url), session)
+        .await
+        .unwrap();
+    assert_eq!(client.server_info().era, Era::Stateless);
+
+    // The tool with an invalid x-mcp-header annotation is dropped, the other kept.
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["work"]);
+
+    // The call mirrors `region` in Mcp-Param-Region, which the server checks (-32020 without).
+    let mut params = CallToolParams::new("work".into());
+    params.arguments = json!({"region": "eu-west"}).as_object().cloned();
+    let result = client
+        .call_tool(params, RequestOptions::DEFAULT)
+        .await
+        .unwrap();
+    assert_eq!(result.content, vec![ContentBlock::text("worked")]);
+    client.close().await;
 }
 
 /// A raw HTTP exchange, for the rules our own client never breaks.
@@ -320,7 +362,8 @@ async fn a_bearer_token_is_required_when_configured() {
         mcp_http::StaticAuth::bearer("s3cret-token").unwrap(),
     ));
     let client = mcp_http::connect(client, session()).await.unwrap();
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
+    // Both tools: the handshake era does not screen x-mcp-header annotations.
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
