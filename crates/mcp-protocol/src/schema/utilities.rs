@@ -89,6 +89,25 @@ wire_str_enum! {
     }
 }
 
+impl LoggingLevel {
+    /// How severe the level is, from 0 (`debug`) to 7 (`emergency`): an entry is sent when it
+    /// is at least as severe as the level asked for. `None` for a level this crate does not
+    /// know.
+    pub fn severity(&self) -> Option<u8> {
+        Some(match self {
+            Self::Debug => 0,
+            Self::Info => 1,
+            Self::Notice => 2,
+            Self::Warning => 3,
+            Self::Error => 4,
+            Self::Critical => 5,
+            Self::Alert => 6,
+            Self::Emergency => 7,
+            Self::Other(_) => return None,
+        })
+    }
+}
+
 wire_struct! {
     /// Parameters of `logging/setLevel`.
     pub struct SetLevelParams {

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::jsonrpc::{ErrorObject, RawJson, RequestId, code};
 use crate::schema::{
-    ClientCapabilities, Implementation, RequestMethod, SubscriptionFilter, may_need_input,
-    meta_key, method,
+    ClientCapabilities, Implementation, LoggingLevel, RequestMethod, SubscriptionFilter,
+    may_need_input, meta_key, method,
 };
 use crate::session::server::{ClientInfo, ServerConfig};
 use crate::version::{Era, ProtocolVersion};
@@ -27,25 +27,12 @@ const CACHEABLE: [&str; 6] = [
     "resources/read",
 ];
 
-/// The syslog levels, least severe first (`schema.ts` `LoggingLevel`).
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
-/// The rank of a level name in [`LEVELS`]; an unknown name ranks as the most severe, so a
-/// level we cannot place is never filtered out by mistake.
+/// The rank of a level name, by [`LoggingLevel::severity`]; an unknown name ranks as the
+/// most severe, so a level we cannot place is never filtered out by mistake.
 pub(crate) fn level_rank(level: &str) -> usize {
-    LEVELS
-        .iter()
-        .position(|l| *l == level)
-        .unwrap_or(LEVELS.len())
+    LoggingLevel::from(level)
+        .severity()
+        .map_or(usize::MAX, usize::from)
 }
 
 /// What one stateless request declared about itself in `_meta`.
