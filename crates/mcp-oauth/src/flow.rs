@@ -450,11 +450,12 @@ struct RawTokens {
     scope: Option<String>,
 }
 
+/// An RFC 6749 §5.2 error answer (also RFC 7591 §3.2.2's and RFC 9449 §8's).
 #[derive(Deserialize)]
-struct RawError {
-    error: String,
+pub(crate) struct RawError {
+    pub(crate) error: String,
     #[serde(default)]
-    error_description: Option<String>,
+    pub(crate) error_description: Option<String>,
 }
 
 /// Reads the token endpoint's answer.

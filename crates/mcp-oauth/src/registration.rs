@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::discovery::AuthorizationServerMetadata;
 use crate::error::{Error, cut_short, json_position};
+use crate::flow::RawError;
 use crate::secret::ClientSecret;
 
 /// How the client will identify itself to an authorization server.
@@ -176,13 +177,6 @@ struct RawRegistration {
     token_endpoint_auth_method: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct RawRegistrationError {
-    error: String,
-    #[serde(default)]
-    error_description: Option<String>,
-}
-
 /// Reads a registration answer (201 or 200) to a request that named `redirect_uris`.
 ///
 /// A refusal because of the redirect URIs (RFC 7591 §3.2.2 `invalid_redirect_uri`, or
@@ -195,7 +189,7 @@ pub fn registration_from_response(
     redirect_uris: &[String],
 ) -> Result<Registration, Error> {
     if !(200..300).contains(&status) {
-        if let Ok(e) = serde_json::from_slice::<RawRegistrationError>(body) {
+        if let Ok(e) = serde_json::from_slice::<RawError>(body) {
             let description = e.error_description.unwrap_or_default();
             let about_redirect = e.error == "invalid_redirect_uri"
                 || (e.error == "invalid_client_metadata"

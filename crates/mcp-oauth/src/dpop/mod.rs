@@ -31,6 +31,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::challenge;
 use crate::error::AuthError;
+use crate::flow::RawError;
 use crate::http::{Clock, DpopSigner, Randomness};
 use crate::jws::jws_compact;
 use crate::secret::AccessToken;
@@ -190,12 +191,8 @@ pub fn is_use_dpop_nonce<'a>(www_authenticate: impl IntoIterator<Item = &'a str>
 
 /// Whether a token endpoint's error answer is `use_dpop_nonce` (RFC 9449 §8).
 pub(crate) fn is_use_dpop_nonce_answer(status: u16, body: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        error: String,
-    }
     status == 400
-        && serde_json::from_slice::<Answer>(body).is_ok_and(|a| a.error == "use_dpop_nonce")
+        && serde_json::from_slice::<RawError>(body).is_ok_and(|a| a.error == "use_dpop_nonce")
 }
 
 /// What to present to the MCP server with every request: the access token, and when it is
