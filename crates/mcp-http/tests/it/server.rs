@@ -123,7 +123,7 @@ async fn our_client_against_our_server_over_sse_and_json() {
         assert_eq!(client.list_all_tools().await.unwrap()[0].name, "work");
 
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let params = mcp_protocol::schema::CallToolParams::new("work".into());
+        let params = CallToolParams::new("work".into());
         let result = client
             .request_with_progress::<method::CallTool>(&params, RequestOptions::DEFAULT, Some(tx))
             .await
@@ -139,7 +139,7 @@ async fn our_client_against_our_server_over_sse_and_json() {
         }
 
         // An unprompted notification arrives on the standalone GET stream.
-        let announce = mcp_protocol::schema::CallToolParams::new("announce".into());
+        let announce = CallToolParams::new("announce".into());
         client
             .call_tool(announce, RequestOptions::DEFAULT)
             .await
@@ -447,7 +447,7 @@ const MODERN: (&str, &str) = ("mcp-protocol-version", "2026-07-28");
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stateless_era_on_the_same_endpoint() {
     let mut config = server_config();
-    config.server.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+    config.server.supported_versions = ProtocolVersion::KNOWN.to_vec();
     let url = start(config).await;
     let discover = stateless(1, "server/discover", json!({}));
 
@@ -584,7 +584,7 @@ async fn raw_text(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_stream_hears_what_another_request_announces() {
     let mut config = server_config();
-    config.server.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+    config.server.supported_versions = ProtocolVersion::KNOWN.to_vec();
     let url = start(config).await;
     let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let listen = stateless(
