@@ -193,6 +193,22 @@ fn known_server(shared: &Shared, server: &str) -> Result<(), CallToolResult> {
     ))
 }
 
+/// The servers a listing covers: the one named (which must be configured), else every ready
+/// one.
+fn listed_servers(shared: &Shared, one: Option<&str>) -> Result<Vec<String>, CallToolResult> {
+    if let Some(server) = one {
+        known_server(shared, server)?;
+        return Ok(vec![server.to_owned()]);
+    }
+    Ok(shared
+        .host
+        .status()
+        .into_iter()
+        .filter(|s| s.state == ServerState::Ready)
+        .map(|s| s.id)
+        .collect())
+}
+
 fn list_servers(shared: &Shared) -> CallToolResult {
     let file = shared.file();
     let servers: Vec<Value> = shared
@@ -218,23 +234,14 @@ fn list_servers(shared: &Shared) -> CallToolResult {
 }
 
 async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
-    let servers: Vec<String> = match args.optional_str("server")? {
-        Some(server) => {
-            known_server(shared, server)?;
-            let status = shared.host.server_status(server);
-            if let Some(status) = status.filter(|s| s.state != ServerState::Ready) {
-                return Err(not_ready(server, &status));
-            }
-            vec![server.to_owned()]
-        }
-        None => shared
-            .host
-            .status()
-            .into_iter()
-            .filter(|s| s.state == ServerState::Ready)
-            .map(|s| s.id)
-            .collect(),
-    };
+    let one = args.optional_str("server")?;
+    let servers = listed_servers(shared, one)?;
+    if let Some(server) = one
+        && let Some(status) = shared.host.server_status(server)
+        && status.state != ServerState::Ready
+    {
+        return Err(not_ready(server, &status));
+    }
     let mut notes = Vec::new();
     for server in &servers {
         // A failed refresh keeps the list the host has; the model is told.
@@ -314,19 +321,7 @@ async fn call_tool(
 
 async fn list_resources(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
     let one = args.optional_str("server")?;
-    let servers: Vec<String> = match one {
-        Some(server) => {
-            known_server(shared, server)?;
-            vec![server.to_owned()]
-        }
-        None => shared
-            .host
-            .status()
-            .into_iter()
-            .filter(|s| s.state == ServerState::Ready)
-            .map(|s| s.id)
-            .collect(),
-    };
+    let servers = listed_servers(shared, one)?;
     let mut resources = Vec::new();
     let mut templates = Vec::new();
     let mut errors = BTreeMap::new();
@@ -437,9 +432,9 @@ async fn reload(shared: &Shared) -> Result<CallToolResult, CallToolResult> {
     shared.log.line(&format!(
         "reloaded {}: {} added, {} removed, {} changed",
         shared.path.display(),
-        summary["added"].as_array().map_or(0, Vec::len),
-        summary["removed"].as_array().map_or(0, Vec::len),
-        summary["changed"].as_array().map_or(0, Vec::len),
+        added.len(),
+        removed.len(),
+        changed.len(),
     ));
     shared.set_file(loaded.file);
     let mut value = summary;
