@@ -138,7 +138,7 @@ impl Core {
         let id = RequestId::Number(self.next_id);
         let token = options.progress.then(|| ProgressToken(id.clone()));
         let params = if token.is_some() || envelope.is_some() {
-            Some(with_meta(params, token.as_ref(), envelope)?)
+            Some(with_meta(params.as_ref(), token.as_ref(), envelope)?)
         } else {
             params
         };
@@ -315,12 +315,12 @@ impl Core {
 
 /// Adds `_meta.progressToken` and the envelope's members to a params object, creating both
 /// if needed: one decode and one encode, whatever is added.
-fn with_meta(
-    params: Option<RawJson>,
+pub(crate) fn with_meta(
+    params: Option<&RawJson>,
     token: Option<&ProgressToken>,
     envelope: Option<&JsonObject>,
 ) -> Result<RawJson, Error> {
-    let mut obj: JsonObject = match &params {
+    let mut obj: JsonObject = match params {
         Some(raw) => raw
             .decode()
             .map_err(|e| Error::ApiMisuse(format!("params must be a JSON object: {e}")))?,

@@ -21,7 +21,7 @@ use crate::schema::{
     Implementation, InitializeParams, InitializeResult, ListenParams, NotificationMethod,
     ProgressParams, RequestMethod, ServerCapabilities, is_removed, meta_key, method,
 };
-use crate::session::pending::{Core, Matched, RequestOptions};
+use crate::session::pending::{Core, Matched, RequestOptions, with_meta};
 use crate::session::stateless_server::{self as stateless, Declared, Listen};
 use crate::version::{Era, ProtocolVersion};
 use crate::wire::JsonObject;
@@ -456,12 +456,7 @@ impl ServerSession {
         };
         let filter = stateless::honoured(&self.config, &params.notifications);
         let mut ack = AcknowledgedParams::new(filter.clone());
-        let mut meta = JsonObject::new();
-        meta.insert(
-            meta_key::SUBSCRIPTION_ID.to_owned(),
-            serde_json::to_value(&id).unwrap_or_default(),
-        );
-        ack.meta = Some(meta);
+        ack.meta = Some(stateless::subscription_meta(&id));
         state.listens.push(Listen { id, filter });
         self.core.push_notification(
             <method::SubscriptionsAcknowledged as NotificationMethod>::METHOD,
@@ -741,9 +736,8 @@ impl ServerSession {
             if stateless::is_listened(method) {
                 for listen in &state.listens {
                     if stateless::carries(&listen.filter, method, params.as_ref()) {
-                        let tagged = stateless::tagged(params.as_ref(), &listen.id)
-                            .map_err(|e| Error::ApiMisuse(e.to_string()))?;
-                        out.push(Some(tagged));
+                        let meta = stateless::subscription_meta(&listen.id);
+                        out.push(Some(with_meta(params.as_ref(), None, Some(&meta))?));
                     }
                 }
             } else {

@@ -282,26 +282,12 @@ pub(crate) fn carries(filter: &SubscriptionFilter, method: &str, params: Option<
     }
 }
 
-/// A notification's params with `_meta.subscriptionId` set to the listen request's id.
-pub(crate) fn tagged(
-    params: Option<&RawJson>,
-    listen: &RequestId,
-) -> Result<RawJson, serde_json::Error> {
-    let mut object: JsonObject = match params {
-        Some(raw) => raw.decode()?,
-        None => JsonObject::new(),
-    };
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(JsonObject::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(JsonObject::new());
-    }
-    if let Value::Object(meta) = meta {
-        meta.insert(
-            meta_key::SUBSCRIPTION_ID.to_owned(),
-            serde_json::to_value(listen)?,
-        );
-    }
-    RawJson::encode(&object)
+/// The `_meta` that ties a notification to the listen stream `listen` opened.
+pub(crate) fn subscription_meta(listen: &RequestId) -> JsonObject {
+    let mut meta = JsonObject::new();
+    meta.insert(
+        meta_key::SUBSCRIPTION_ID.to_owned(),
+        serde_json::to_value(listen).unwrap_or_default(),
+    );
+    meta
 }
