@@ -41,7 +41,7 @@ pub use resources::{
     ResourceTemplate, ResourceUriParams,
 };
 pub use stateless::{
-    AcknowledgedParams, CacheHint, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
+    AcknowledgedParams, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
     ListenParams, ResultType, SubscriptionFilter, meta_key,
 };
 pub(crate) use stateless::{Envelope, is_removed, may_need_input};

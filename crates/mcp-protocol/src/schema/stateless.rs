@@ -1,13 +1,9 @@
 //! The types the 2026-07-28 revision adds (`schema/2026-07-28/schema.ts`): `server/discover`,
-//! the per-request `_meta` keys, `resultType`, multi round-trip results, cache hints and
+//! the per-request `_meta` keys, `resultType`, multi round-trip results, cache scopes and
 //! `subscriptions/listen`.
 //!
 //! A handshake-era message never carries any of these, so they live apart from the 2025-11-25
 //! types; the shapes those share (capabilities, `Implementation`) are the same types.
-
-use std::time::Duration;
-
-use serde_json::Value;
 
 use crate::jsonrpc::RawJson;
 use crate::schema::common::Implementation;
@@ -69,33 +65,6 @@ wire_str_enum! {
         Public = "public",
         /// Reusable only within the same authorization context (the same access token).
         Private = "private",
-    }
-}
-
-/// How long a result may be reused, read leniently from a result object: a missing or
-/// negative `ttlMs` is 0 (stale at once), a missing or unknown `cacheScope` is private, the
-/// scope that can never leak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CacheHint {
-    /// How long the result stays fresh.
-    pub ttl: Duration,
-    /// Whether the result may be shared across authorization contexts.
-    pub public: bool,
-}
-
-impl CacheHint {
-    /// Reads `ttlMs` and `cacheScope` from a result object.
-    pub fn of(result: &JsonObject) -> Self {
-        let ttl = result
-            .get("ttlMs")
-            .and_then(Value::as_f64)
-            .filter(|ms| ms.is_finite() && *ms > 0.0)
-            // Saturates: a TTL of centuries is as good as forever.
-            .map(|ms| Duration::from_millis(ms as u64))
-            .unwrap_or(Duration::ZERO);
-        let public = result.get("cacheScope").and_then(Value::as_str) == Some("public");
-        Self { ttl, public }
     }
 }
 
