@@ -188,13 +188,28 @@ async fn our_client_against_our_server_in_the_stateless_era() {
     client.close().await;
 }
 
-/// A raw HTTP exchange, for the rules our own client never breaks.
+/// A raw HTTP exchange, for the rules our own client never breaks; the body as JSON.
 async fn raw(
     url: &str,
     method: Method,
     headers: &[(&str, &str)],
     body: &str,
 ) -> (StatusCode, http::HeaderMap, Value) {
+    let (status, headers, text) = raw_text(url, method, headers, body).await;
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+/// A raw HTTP exchange whose response is read whole as text (an SSE stream that ends).
+async fn raw_text(
+    url: &str,
+    method: Method,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, http::HeaderMap, String) {
     let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let mut req = Request::new(Full::new(Bytes::from(body.to_owned())));
     *req.method_mut() = method;
@@ -204,14 +219,9 @@ async fn raw(
         req.headers_mut().insert(name, v.parse().unwrap());
     }
     let resp = client.request(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
+    let (status, headers) = (resp.status(), resp.headers().clone());
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        headers,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
@@ -544,7 +554,8 @@ async fn the_stateless_era_on_the_same_endpoint() {
     with_param.push(("mcp-param-region", "eu-west"));
     let mut progressed: Value = serde_json::from_str(&call).unwrap();
     progressed["params"]["_meta"]["progressToken"] = json!("p");
-    let (s, headers, text) = raw_text(&url, &with_param, &progressed.to_string()).await;
+    let (s, headers, text) =
+        raw_text(&url, Method::POST, &with_param, &progressed.to_string()).await;
     assert_eq!(s, StatusCode::OK, "{text}");
     assert_eq!(headers["content-type"], "text/event-stream");
     assert_eq!(text.matches("notifications/progress").count(), 3, "{text}");
@@ -559,26 +570,6 @@ async fn the_stateless_era_on_the_same_endpoint() {
     )
     .await;
     assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
-}
-
-/// A POST whose response is read whole as text (an SSE stream that ends).
-async fn raw_text(
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (StatusCode, http::HeaderMap, String) {
-    let client = Raw::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let mut req = Request::new(Full::new(Bytes::from(body.to_owned())));
-    *req.method_mut() = Method::POST;
-    *req.uri_mut() = url.parse().unwrap();
-    for (k, v) in headers {
-        let name = http::HeaderName::from_bytes(k.as_bytes()).unwrap();
-        req.headers_mut().insert(name, v.parse().unwrap());
-    }
-    let resp = client.request(req).await.unwrap();
-    let (status, headers) = (resp.status(), resp.headers().clone());
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
