@@ -250,12 +250,7 @@ impl Peer {
     ) -> mcp_protocol::Result<M::Result> {
         let params =
             RawJson::encode(params).map_err(|e| mcp_protocol::Error::ApiMisuse(e.to_string()))?;
-        let answer =
-            self.link()?
-                .request(self.related.as_ref(), M::METHOD, Some(params), options)?;
-        let raw = answer
-            .await
-            .map_err(|_| mcp_protocol::Error::Closed("the client went away".to_owned()))??;
+        let raw = self.request_raw(M::METHOD, Some(params), options).await?;
         decode_result::<M>(&raw)
     }
 
