@@ -283,28 +283,13 @@ impl<H: Handler> HttpServer<H> {
             .get(&PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok())
             .map(ProtocolVersion::parse);
-        let bytes = match Limited::new(req.into_body(), self.config.max_body_bytes)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(_) => {
-                return rpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    -32600,
-                    "the request body is too large",
-                );
-            }
+        let bytes = match self.read_body(req.into_body()).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal,
         };
         let decoded = match mcp_protocol::decode(&bytes) {
             Ok(decoded) => decoded,
-            Err(e) => {
-                let mut r = rpc_error(StatusCode::BAD_REQUEST, e.code(), "Parse error");
-                if let Some(Message::Error(err)) = e.to_response() {
-                    r = json_response(StatusCode::BAD_REQUEST, &Message::Error(err));
-                }
-                return r;
-            }
+            Err(e) => return undecodable(&e),
         };
         let messages: Vec<&Message> = match &decoded {
             Decoded::Single(m) => vec![m],
@@ -376,16 +361,24 @@ impl<H: Handler> HttpServer<H> {
         let response = if self.config.json_response {
             body::json_from(rx).await
         } else {
-            let mut r = Response::new(http_body_util::Either::Right(SseBody::new(rx)));
-            r.headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-            r.headers_mut().insert(
-                http::header::CACHE_CONTROL,
-                HeaderValue::from_static("no-cache"),
-            );
-            r
+            sse_response(SseBody::new(rx))
         };
         with_session_id(response, &session_id)
+    }
+
+    /// A POST's body, at most `max_body_bytes` (413 beyond).
+    async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<ResponseBody>> {
+        match Limited::new(body, self.config.max_body_bytes)
+            .collect()
+            .await
+        {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(_) => Err(rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                "the request body is too large",
+            )),
+        }
     }
 
     /// A new session; `None` when the OS gives no randomness for its id.
@@ -637,6 +630,26 @@ fn with_session_id(mut r: Response<ResponseBody>, id: &str) -> Response<Response
     if let Ok(v) = HeaderValue::from_str(id) {
         r.headers_mut().insert(SESSION_ID, v);
     }
+    r
+}
+
+/// 400 for a body that did not decode, with the JSON-RPC error it is owed when there is one.
+fn undecodable(e: &mcp_protocol::DecodeError) -> Response<ResponseBody> {
+    match e.to_response() {
+        Some(message) => json_response(StatusCode::BAD_REQUEST, &message),
+        None => rpc_error(StatusCode::BAD_REQUEST, e.code(), "Parse error"),
+    }
+}
+
+/// A `200` SSE response.
+fn sse_response(body: SseBody) -> Response<ResponseBody> {
+    let mut r = Response::new(http_body_util::Either::Right(body));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    r.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
     r
 }
 

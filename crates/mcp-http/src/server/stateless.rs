@@ -15,7 +15,6 @@
 use std::sync::{Arc, Mutex};
 
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt as _, Limited};
 use hyper::body::Incoming;
 use mcp_protocol::schema::meta_key;
 use mcp_protocol::{
@@ -25,7 +24,9 @@ use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{HttpServer, ResponseBody, SseBody, json_response, lock, rpc_error};
+use super::{
+    HttpServer, ResponseBody, SseBody, json_response, lock, rpc_error, sse_response, undecodable,
+};
 use crate::client::PROTOCOL_VERSION;
 use crate::headers::{self, ToolHeaders};
 
@@ -70,18 +71,9 @@ impl<H: Handler> HttpServer<H> {
         req: Request<Incoming>,
     ) -> Response<ResponseBody> {
         let (parts, body) = req.into_parts();
-        let bytes = match Limited::new(body, self.config.max_body_bytes)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(_) => {
-                return rpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    code::INVALID_REQUEST,
-                    "the request body is too large",
-                );
-            }
+        let bytes = match self.read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal,
         };
         let request = match mcp_protocol::decode(&bytes) {
             Ok(Decoded::Single(Message::Request(request))) => request,
@@ -94,12 +86,7 @@ impl<H: Handler> HttpServer<H> {
                     "JSON-RPC batches are not allowed in this protocol version",
                 );
             }
-            Err(e) => {
-                return match e.to_response() {
-                    Some(message) => json_response(StatusCode::BAD_REQUEST, &message),
-                    None => rpc_error(StatusCode::BAD_REQUEST, e.code(), "Parse error"),
-                };
-            }
+            Err(e) => return undecodable(&e),
         };
         let params: Option<Value> = request.params.as_ref().and_then(|p| p.decode().ok());
         if let Some(mismatch) =
@@ -145,19 +132,7 @@ impl<H: Handler> HttpServer<H> {
             Message::Error(ErrorResponse { ref error, .. }) => {
                 json_response(status_of(error.code), &first)
             }
-            _ => {
-                let body = SseBody::messages(first, rx, Box::new(guard));
-                let mut r = Response::new(http_body_util::Either::Right(body));
-                r.headers_mut().insert(
-                    http::header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                r.headers_mut().insert(
-                    http::header::CACHE_CONTROL,
-                    HeaderValue::from_static("no-cache"),
-                );
-                r
-            }
+            _ => sse_response(SseBody::messages(first, rx, Box::new(guard))),
         }
     }
 
