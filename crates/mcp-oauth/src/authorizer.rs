@@ -77,7 +77,7 @@ impl GrantType {
 }
 
 /// The identity provider of enterprise-managed authorization ([`GrantType::IdentityAssertion`]).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct IdentityProvider {
     /// Its token endpoint, where the ID token is exchanged.
@@ -86,6 +86,20 @@ pub struct IdentityProvider {
     pub client_id: String,
     /// The user's ID token from the identity provider's sign-in. A secret.
     pub id_token: JwtAssertion,
+}
+
+/// The token endpoint without userinfo or query (either may hold a key), the ID token
+/// redacted by its own type.
+impl fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoint = Url::parse(&self.token_endpoint)
+            .map_or_else(|_| "[not a URL]".to_owned(), |u| shown(&u));
+        f.debug_struct("IdentityProvider")
+            .field("token_endpoint", &endpoint)
+            .field("client_id", &self.client_id)
+            .field("id_token", &self.id_token)
+            .finish()
+    }
 }
 
 impl IdentityProvider {
@@ -1441,5 +1455,22 @@ fn default_endpoints(origin: &str) -> AuthorizationServerMetadata {
         client_id_metadata_document_supported: None,
         authorization_response_iss_parameter_supported: None,
         dpop_signing_alg_values_supported: None,
+    }
+}
+
+#[cfg(test)]
+mod identity_provider_debug {
+    #[test]
+    fn the_token_endpoint_is_shown_without_its_secrets() {
+        let idp = super::IdentityProvider::new(
+            "https://user:pw@idp.example/token?key=k3y".to_owned(),
+            "client".to_owned(),
+            crate::JwtAssertion::new("eyJ.id.token".to_owned()),
+        );
+        let shown = format!("{idp:?}");
+        for secret in ["pw", "k3y", "eyJ.id.token"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        assert!(shown.contains("idp.example/token"), "{shown}");
     }
 }
