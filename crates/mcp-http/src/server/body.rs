@@ -69,15 +69,15 @@ impl SseBody {
     }
 }
 
-/// One message as an SSE event.
-fn event(message: &Message) -> Bytes {
+/// One message as an SSE `message` event, with `id` when the stream can be resumed.
+pub(super) fn event(message: &Message, id: Option<&str>) -> Bytes {
     let mut data = Vec::new();
     message.encode_into(&mut data);
     let mut frame = Vec::new();
     sse::encode_event(
         &mut frame,
         Some("message"),
-        None,
+        id,
         &String::from_utf8_lossy(&data),
     );
     Bytes::from(frame)
@@ -97,10 +97,10 @@ impl Body for SseBody {
                 .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
             Source::Messages { first, rx } => {
                 if let Some(message) = first.take() {
-                    return Poll::Ready(Some(Ok(Frame::data(event(&message)))));
+                    return Poll::Ready(Some(Ok(Frame::data(event(&message, None)))));
                 }
                 rx.poll_recv(cx)
-                    .map(|message| message.map(|m| Ok(Frame::data(event(&m)))))
+                    .map(|message| message.map(|m| Ok(Frame::data(event(&m, None)))))
             }
         }
     }

@@ -568,25 +568,16 @@ impl ServerTransport for RoutedTransport {
             .and_then(|id| routes.streams.get(id).cloned())
             .or_else(|| routes.standalone.clone());
         if let Some(stream) = stream {
-            let mut frame = Vec::new();
-            if stream.json {
-                if answers.is_some() {
-                    message.encode_into(&mut frame);
-                }
+            let frame = if !stream.json {
+                Some(body::event(&message, Some(&routes.next_event_id())))
+            } else if answers.is_some() {
+                Some(Bytes::from(message.encode()))
             } else {
-                let id = routes.next_event_id();
-                let mut data = Vec::new();
-                message.encode_into(&mut data);
-                sse::encode_event(
-                    &mut frame,
-                    Some("message"),
-                    Some(&id),
-                    &String::from_utf8_lossy(&data),
-                );
-            }
-            if !frame.is_empty() {
+                None
+            };
+            if let Some(frame) = frame {
                 // A client that went away does not cancel: its answer is simply not delivered.
-                let _ = stream.tx.send(Bytes::from(frame));
+                let _ = stream.tx.send(frame);
             }
         }
         if let Some(id) = answers {
