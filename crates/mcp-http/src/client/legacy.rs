@@ -115,17 +115,11 @@ async fn first_endpoint(body: &mut Body, decoder: &mut sse::Decoder) -> Result<S
 /// path, or a path relative to the stream's URL. Another origin is refused: the server does
 /// not get to send the host's requests (and its credentials) elsewhere.
 pub(crate) fn resolve(base: &Uri, endpoint: &str) -> Result<Uri, String> {
-    let origin = |u: &Uri| {
-        (
-            u.scheme_str().map(str::to_owned),
-            u.authority().map(|a| a.as_str().to_owned()),
-        )
-    };
     if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
         let uri: Uri = endpoint
             .parse()
             .map_err(|e| format!("bad `endpoint` URL: {e}"))?;
-        if origin(&uri) != origin(base) {
+        if super::origin(&uri) != super::origin(base) {
             // Its query (a session id) is not shown.
             return Err(format!(
                 "the `endpoint` {:?} is on another origin; refused",

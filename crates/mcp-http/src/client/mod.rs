@@ -186,7 +186,8 @@ fn handshake_only(mut session: ClientConfig) -> ClientConfig {
     session
 }
 
-/// The origin of a URL (scheme, host, port), the key of the era cache.
+/// The origin of a URL (scheme and authority): the key of the era cache, and what a legacy
+/// `endpoint` must share with the stream it came on.
 fn origin(url: &Uri) -> String {
     format!(
         "{}://{}",
