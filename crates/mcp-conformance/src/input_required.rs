@@ -13,6 +13,8 @@ use mcp_protocol::schema::ClientCapabilities;
 use mcp_protocol::{ErrorObject, JsonObject, code, missing_capability_error};
 use serde_json::{Value, json};
 
+use crate::server::text;
+
 /// The `requestState` values this server issued and has not forgotten. A value is opaque to
 /// the client; here it is a tag and a counter, and integrity is membership: an altered value
 /// was never issued.
@@ -98,8 +100,8 @@ impl<'a> Round<'a> {
     }
 }
 
-/// An `elicitation/create` input request for one string field.
-fn elicit(message: &str, field: &str, kind: &str) -> Value {
+/// An `elicitation/create` input request for one field of JSON type `kind`.
+pub(crate) fn elicit(message: &str, field: &str, kind: &str) -> Value {
     json!({
         "method": "elicitation/create",
         "params": {
@@ -130,17 +132,12 @@ fn roots() -> Value {
 }
 
 /// An input-required result.
-fn input_required(requests: Value, state: Option<String>) -> Value {
+pub(crate) fn input_required(requests: Value, state: Option<String>) -> Value {
     let mut result = json!({"resultType": "input_required", "inputRequests": requests});
     if let Some(state) = state {
         result["requestState"] = json!(state);
     }
     result
-}
-
-/// A tool result with one text block.
-fn text(s: &str) -> Value {
-    json!({"content": [{"type": "text", "text": s}]})
 }
 
 /// The client capabilities an input request needs, by method.

@@ -160,36 +160,17 @@ impl Everything {
                     missing.insert("elicitation".to_owned(), json!({}));
                     return Err(missing_capability_error(missing));
                 }
+                let question = input_required::elicit("Please provide input", "input", "string");
                 if context.era == Some(Era::Stateless) {
                     // No request on the stream: the question goes back as the result.
-                    if let Some(answer) = params.extra.get("inputResponses") {
-                        text(&format!("User response: {answer}"))
-                    } else {
-                        json!({
-                            "resultType": "input_required",
-                            "inputRequests": {"user_input": {
-                                "method": "elicitation/create",
-                                "params": {
-                                    "message": "Please provide input",
-                                    "requestedSchema": {
-                                        "type": "object",
-                                        "properties": {"input": {"type": "string"}},
-                                        "required": ["input"],
-                                    },
-                                },
-                            }},
-                        })
+                    match params.extra.get("inputResponses") {
+                        Some(answer) => text(&format!("User response: {answer}")),
+                        None => {
+                            input_required::input_required(json!({"user_input": question}), None)
+                        }
                     }
                 } else {
-                    let request = json!({
-                        "message": "Please provide input",
-                        "requestedSchema": {
-                            "type": "object",
-                            "properties": {"input": {"type": "string"}},
-                            "required": ["input"],
-                        },
-                    });
-                    elicited(ask::<method::Elicit>(&context, request).await?)
+                    elicited(ask::<method::Elicit>(&context, question["params"].clone()).await?)
                 }
             }
             "test_header_param" => text(&format!("Region: {}", text_arg("region"))),
@@ -440,7 +421,7 @@ fn declared(context: &RequestContext) -> ClientCapabilities {
 }
 
 /// A tool result with one text block.
-fn text(s: &str) -> Value {
+pub(crate) fn text(s: &str) -> Value {
     json!({"content": [{"type": "text", "text": s}]})
 }
 
