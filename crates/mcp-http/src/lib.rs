@@ -9,8 +9,15 @@
 //!   (the host starts a new one); `MCP-Protocol-Version` goes on every request after the
 //!   handshake; DELETE ends the session on close. Connections are pooled, kept alive, and use
 //!   `TCP_NODELAY`; bodies are always read to the end so connections are reused.
-//! - [`AuthHook`]: supplies `Authorization` and hears about 401 and 403 with their
-//!   `WWW-Authenticate` challenge. This crate knows nothing of OAuth.
+//!   The session probes with `server/discover` first: against a 2026-07-28 server each request
+//!   is its own POST with the version of its `_meta` and the [`headers`] that mirror its body,
+//!   with no session id, GET stream or DELETE, and cancelling a request closes its stream.
+//! - [`headers`]: the pure 2026-07-28 header rules both halves share (`Mcp-Method`,
+//!   `Mcp-Name`, `Mcp-Param-*` from `x-mcp-header`, the `=?base64?…?=` value encoding, and
+//!   the server's header-body check).
+//! - [`AuthHook`]: supplies the authorization headers of each request (`Authorization`, and
+//!   for DPoP a proof naming the request's method and URL) and hears about 401 and 403 with
+//!   their `WWW-Authenticate` challenge and `DPoP-Nonce`. This crate knows nothing of OAuth.
 //! - [`Fetcher`]: plain HTTP requests (`http::Request<Vec<u8>>` in, `http::Response<Vec<u8>>`
 //!   out) beside the MCP transport, for an OAuth layer's metadata, registration and token
 //!   requests: same TLS and connector, no redirects followed, a bounded body, one deadline, and
@@ -18,7 +25,8 @@
 //! - [`serve_http`] (with [`bind`] and [`HttpServerConfig`]): the server half, for the gateway
 //!   and for tests. One endpoint; each session is an `mcp-session` `ServerCore` answering with
 //!   the caller's `Handler`; `Origin` and `Host` are checked against DNS rebinding, an optional
-//!   bearer token is required, and bodies are bounded.
+//!   bearer token is required, and bodies are bounded. A POST whose `MCP-Protocol-Version` is
+//!   not a handshake-era version is one stateless-era request with its own short-lived core.
 //!
 //! # Optional features
 //!

@@ -6,9 +6,10 @@
 //! bounded bodies. Each session is an `mcp-session` `ServerCore` answering with the caller's
 //! `Handler`.
 //!
-//! The same endpoint serves the 2026-07-28 stateless era (`stateless.rs`) when the server's
-//! configuration names a stateless version: a POST whose `MCP-Protocol-Version` is not a
-//! handshake-era version is one request with its own short-lived session, no session id.
+//! The same endpoint serves the 2026-07-28 stateless era (`stateless.rs`): a POST whose
+//! `MCP-Protocol-Version` is not a handshake-era version is one request with its own
+//! short-lived session, no session id, whatever the configuration; its session refuses it
+//! (-32022) unless the configuration names that version.
 
 mod body;
 mod stateless;
