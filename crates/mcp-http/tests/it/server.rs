@@ -615,7 +615,7 @@ async fn a_listen_stream_hears_what_another_request_announces() {
         "{ack}"
     );
     assert!(
-        !ack.contains("promptsListChanged"),
+        ack.contains("toolsListChanged") && !ack.contains("promptsListChanged"),
         "only what the server declared is honoured: {ack}"
     );
 
