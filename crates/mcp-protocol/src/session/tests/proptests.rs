@@ -1,5 +1,6 @@
 //! Property: whatever a server sends, in whatever order and timing, the client session never
-//! panics and never makes a forbidden move.
+//! panics and never makes a forbidden move, whether it speaks the handshake era only or both
+//! eras (the probe, the stateless envelope, multi round-trip retries).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -9,7 +10,9 @@ use serde_json::{Value, json};
 
 use super::{client_config, epoch};
 use crate::jsonrpc::{RequestId, decode};
-use crate::session::{ClientEvent, ClientSession, RequestOptions};
+use crate::schema::RootsCapability;
+use crate::session::{ClientConfig, ClientEvent, ClientSession, RequestOptions};
+use crate::version::ProtocolVersion;
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -17,6 +20,8 @@ enum Step {
     Frame(Value),
     /// Bytes that may not be JSON at all.
     Garbage(Vec<u8>),
+    /// A result for one of the requests we sent, counted from the newest.
+    Answer(usize, Value),
     Advance(u64),
     Send(&'static str),
     Cancel(usize),
@@ -58,6 +63,12 @@ fn result() -> impl Strategy<Value = Value> {
         ),
         Just(json!({"protocolVersion":5})),
         Just(json!({"content":[{"type":"text","text":"x"}]})),
+        Just(json!({"supportedVersions":["2026-07-28"],"capabilities":{}})),
+        Just(
+            json!({"resultType":"input_required","inputRequests":{"r":{"method":"roots/list"}},"requestState":"s"})
+        ),
+        Just(json!({"resultType":"input_required","requestState":"s"})),
+        Just(json!({"resultType":"complete","content":[]})),
     ]
 }
 
@@ -80,7 +91,11 @@ fn frame() -> impl Strategy<Value = Value> {
     prop_oneof![
         (id(), result()).prop_map(|(id, r)| json!({"jsonrpc":"2.0","id":id,"result":r})),
         (id(), -32800i64..0, any::<bool>()).prop_map(|(id, code, supported)| {
-            let data = if supported { json!({"supported":["2025-06-18"]}) } else { json!(null) };
+            let data = match (supported, code % 2 == 0) {
+                (false, _) => json!(null),
+                (true, false) => json!({"supported":["2025-06-18"]}),
+                (true, true) => json!({"supported":["2026-07-28"]}),
+            };
             json!({"jsonrpc":"2.0","id":id,"error":{"code":code,"message":"m","data":data}})
         }),
         (id(), method(), params()).prop_map(|(id, m, p)| {
@@ -102,6 +117,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         6 => frame().prop_map(Step::Frame),
         1 => prop::collection::vec(any::<u8>(), 0..24).prop_map(Step::Garbage),
+        2 => (0usize..8, result()).prop_map(|(i, r)| Step::Answer(i, r)),
         2 => (0u64..90_000).prop_map(Step::Advance),
         2 => prop::sample::select(vec!["ping", "tools/list", "tools/call"]).prop_map(Step::Send),
         1 => (0usize..8).prop_map(Step::Cancel),
@@ -114,86 +130,149 @@ proptest! {
 
     #[test]
     fn client_session_survives_any_server(steps in prop::collection::vec(step(), 1..40)) {
-        let mut now = epoch();
-        let mut client = ClientSession::new(client_config());
-        let init = client.initialize(now).unwrap();
-        let mut ours: Vec<RequestId> = vec![init.clone()];
-        let mut theirs: Vec<RequestId> = Vec::new();
-        let mut owed: HashSet<RequestId> = HashSet::new();
-        let mut ready = false;
-        let mut closed = false;
-
-        for step in steps {
-            match step {
-                Step::Frame(f) => match decode(&serde_json::to_vec(&f).unwrap()) {
-                    Ok(decoded) => client.handle_decoded(now, decoded),
-                    Err(e) => client.handle_invalid(now, e),
-                },
-                Step::Garbage(bytes) => match decode(&bytes) {
-                    Ok(decoded) => client.handle_decoded(now, decoded),
-                    Err(e) => client.handle_invalid(now, e),
-                },
-                Step::Advance(ms) => {
-                    now += Duration::from_millis(ms);
-                    client.handle_timeout(now);
-                }
-                Step::Send(m) => {
-                    let r = client.send_request(now, m, None, RequestOptions::DEFAULT);
-                    if let Ok(id) = r { ours.push(id); }
-                    else { prop_assert!(m != "ping" || closed, "ping is always allowed while open"); }
-                }
-                Step::Cancel(i) => {
-                    if let Some(id) = ours.get(i).cloned() { let _ = client.cancel(&id, None); }
-                }
-                Step::Respond(i) => {
-                    if let Some(id) = theirs.get(i).cloned()
-                        && client.respond(now, &id, crate::RawJson::empty_object()).unwrap() {
-                            prop_assert!(owed.remove(&id), "respond accepted an id never delivered");
-                        }
-                }
-            }
-
-            while let Some(event) = client.poll_event() {
-                prop_assert!(!closed, "event after Closed: {event:?}");
-                match event {
-                    ClientEvent::Ready(_) => { prop_assert!(!ready, "Ready twice"); ready = true; }
-                    ClientEvent::Closed(_) => closed = true,
-                    ClientEvent::Request { id, .. } => {
-                        prop_assert!(ready, "server request delivered before Ready");
-                        owed.insert(id.clone());
-                        theirs.push(id);
-                    }
-                    ClientEvent::RequestCancelled { id, .. } => { owed.remove(&id); }
-                    _ => {}
-                }
-            }
-            prop_assert_eq!(client.is_ready(), ready && !closed);
-            prop_assert_eq!(client.is_closed(), closed);
-
-            while let Some(message) = client.poll_transmit() {
-                let v: Value = serde_json::from_slice(&message.encode()).unwrap();
-                prop_assert!(decode(&message.encode()).is_ok(), "we sent an undecodable frame");
-                let method = v.get("method").and_then(Value::as_str);
-                match (method, v.get("id")) {
-                    (Some(m), Some(_)) => prop_assert!(
-                        ready || m == "initialize" || m == "ping",
-                        "{m} sent before Ready"
-                    ),
-                    (Some("notifications/cancelled"), None) => {
-                        let cancelled: RequestId = serde_json::from_value(v["params"]["requestId"].clone()).unwrap();
-                        prop_assert!(cancelled != init, "initialize was cancelled");
-                        prop_assert!(ours.contains(&cancelled), "cancelled a request we never sent");
-                    }
-                    (Some(m), None) => prop_assert!(m == "notifications/initialized" || m == "notifications/cancelled"),
-                    (None, _) => {
-                        // A response or error: answers something the server sent, or a parse error.
-                        prop_assert!(v.get("result").is_some() || v.get("error").is_some());
-                    }
-                }
-            }
-            prop_assert!(!closed || client.poll_timeout().is_none(), "a closed session keeps a timer");
-        }
+        survives(client_config(), steps)?;
     }
+
+    #[test]
+    fn dual_era_client_session_survives_any_server(steps in prop::collection::vec(step(), 1..40)) {
+        let mut config = client_config();
+        config.supported_versions = ProtocolVersion::KNOWN.to_vec();
+        config.capabilities.roots = Some(RootsCapability::new());
+        survives(config, steps)?;
+    }
+}
+
+/// Runs `steps` against a client session with `config`, checking every move it makes.
+fn survives(config: ClientConfig, steps: Vec<Step>) -> Result<(), TestCaseError> {
+    let mut now = epoch();
+    let mut client = ClientSession::new(config);
+    let init = client.initialize(now).unwrap();
+    let mut ours: Vec<RequestId> = vec![init];
+    // Every request id that went on the wire, and those of the handshake (`initialize` and
+    // the probe, sent again on a retry or a fallback), which are never cancelled.
+    let mut wire: Vec<RequestId> = Vec::new();
+    let mut handshake: HashSet<RequestId> = HashSet::new();
+    let mut theirs: Vec<RequestId> = Vec::new();
+    let mut owed: HashSet<RequestId> = HashSet::new();
+    let mut ready = false;
+    let mut closed = false;
+
+    for step in steps {
+        match step {
+            Step::Frame(f) => match decode(&serde_json::to_vec(&f).unwrap()) {
+                Ok(decoded) => client.handle_decoded(now, decoded),
+                Err(e) => client.handle_invalid(now, e),
+            },
+            Step::Garbage(bytes) => match decode(&bytes) {
+                Ok(decoded) => client.handle_decoded(now, decoded),
+                Err(e) => client.handle_invalid(now, e),
+            },
+            Step::Answer(i, result) => {
+                if let Some(id) = wire.iter().rev().nth(i % wire.len().max(1)) {
+                    let f = json!({"jsonrpc":"2.0","id":id,"result":result});
+                    client.handle_decoded(now, decode(&serde_json::to_vec(&f).unwrap()).unwrap());
+                }
+            }
+            Step::Advance(ms) => {
+                now += Duration::from_millis(ms);
+                client.handle_timeout(now);
+            }
+            Step::Send(m) => {
+                // Only the probe and the stateless era stamp a version; neither has ping.
+                let no_ping = client.stamped_version().is_some();
+                let r = client.send_request(now, m, None, RequestOptions::DEFAULT);
+                if let Ok(id) = r {
+                    ours.push(id);
+                } else {
+                    prop_assert!(
+                        m != "ping" || closed || no_ping,
+                        "ping is allowed while open, in the handshake era"
+                    );
+                }
+            }
+            Step::Cancel(i) => {
+                if let Some(id) = ours.get(i).cloned() {
+                    let _ = client.cancel(&id, None);
+                }
+            }
+            Step::Respond(i) => {
+                if let Some(id) = theirs.get(i).cloned()
+                    && client
+                        .respond(now, &id, crate::RawJson::empty_object())
+                        .unwrap()
+                {
+                    prop_assert!(owed.remove(&id), "respond accepted an id never delivered");
+                }
+            }
+        }
+
+        while let Some(event) = client.poll_event() {
+            prop_assert!(!closed, "event after Closed: {event:?}");
+            match event {
+                ClientEvent::Ready(_) => {
+                    prop_assert!(!ready, "Ready twice");
+                    ready = true;
+                }
+                ClientEvent::Closed(_) => closed = true,
+                ClientEvent::Request { id, .. } => {
+                    prop_assert!(ready, "server request delivered before Ready");
+                    owed.insert(id.clone());
+                    theirs.push(id);
+                }
+                ClientEvent::RequestCancelled { id, .. } => {
+                    owed.remove(&id);
+                }
+                _ => {}
+            }
+        }
+        prop_assert_eq!(client.is_ready(), ready && !closed);
+        prop_assert_eq!(client.is_closed(), closed);
+
+        while let Some(message) = client.poll_transmit() {
+            let v: Value = serde_json::from_slice(&message.encode()).unwrap();
+            prop_assert!(
+                decode(&message.encode()).is_ok(),
+                "we sent an undecodable frame"
+            );
+            let method = v.get("method").and_then(Value::as_str);
+            match (method, v.get("id")) {
+                (Some(m), Some(id)) => {
+                    let handshaking = m == "initialize" || m == "server/discover";
+                    prop_assert!(ready || handshaking || m == "ping", "{m} sent before Ready");
+                    let id: RequestId = serde_json::from_value(id.clone()).unwrap();
+                    prop_assert!(!wire.contains(&id), "request id {id} sent twice");
+                    wire.push(id.clone());
+                    if handshaking {
+                        handshake.insert(id);
+                    }
+                }
+                (Some("notifications/cancelled"), None) => {
+                    let cancelled: RequestId =
+                        serde_json::from_value(v["params"]["requestId"].clone()).unwrap();
+                    prop_assert!(
+                        !handshake.contains(&cancelled),
+                        "the handshake was cancelled"
+                    );
+                    prop_assert!(
+                        wire.contains(&cancelled),
+                        "cancelled a request we never sent"
+                    );
+                }
+                (Some(m), None) => {
+                    prop_assert!(m == "notifications/initialized" || m == "notifications/cancelled")
+                }
+                (None, _) => {
+                    // A response or error: answers something the server sent, or a parse error.
+                    prop_assert!(v.get("result").is_some() || v.get("error").is_some());
+                }
+            }
+        }
+        prop_assert!(
+            !closed || client.poll_timeout().is_none(),
+            "a closed session keeps a timer"
+        );
+    }
+    Ok(())
 }
 
 fn client_frame() -> impl Strategy<Value = Value> {
