@@ -186,13 +186,15 @@ fn handshake_only(mut session: ClientConfig) -> ClientConfig {
     session
 }
 
-/// The origin of a URL (scheme and authority): the key of the era cache, and what a legacy
-/// `endpoint` must share with the stream it came on.
+/// The origin of a URL (scheme, host, port): the key of the era cache, and what a legacy
+/// `endpoint` must share with the stream it came on. Not the authority, whose userinfo may
+/// hold a password the process-wide cache would otherwise keep.
 fn origin(url: &Uri) -> String {
+    let port = url.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
     format!(
-        "{}://{}",
+        "{}://{}{port}",
         url.scheme_str().unwrap_or("http"),
-        url.authority().map_or("", |a| a.as_str())
+        url.host().unwrap_or("")
     )
 }
 
