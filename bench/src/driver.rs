@@ -63,34 +63,9 @@ impl Imp {
 
 use Imp::{Ours, OursLocal, OursPipes, Py, Raw, Rmcp, Ts};
 
-/// The `tools/call` pairs (client, server): each SDK with itself, and ours against each of
-/// the others both ways (ours→theirs measures our client, theirs→ours our server).
-pub(crate) const CALL_PAIRS: &[(Imp, Imp)] = &[
-    (Raw, Raw),
-    (Ours, Ours),
-    (Rmcp, Rmcp),
-    (Ts, Ts),
-    (Py, Py),
-    (Ours, Rmcp),
-    (Rmcp, Ours),
-    (Ours, Ts),
-    (Ts, Ours),
-    (Ours, Py),
-    (Py, Ours),
-];
-
-/// The call rows' pairs over a transport: [`CALL_PAIRS`], then the diagnostics that show
-/// what limits ours (over HTTP the server's stdio does not apply).
-pub(crate) fn call_pairs(transport: &str) -> Vec<(Imp, Imp)> {
-    let mut pairs = CALL_PAIRS.to_vec();
-    if transport == "stdio" {
-        pairs.push((Ours, OursPipes));
-    }
-    pairs.push((OursLocal, OursLocal));
-    pairs
-}
-
-/// The same without the floor, which has no MCP (no tools, no big result).
+/// The MCP pairs (client, server): each SDK with itself, and ours against each of the
+/// others both ways (ours→theirs measures our client, theirs→ours our server). The floor is
+/// not one: it has no tools and no big result.
 pub(crate) const MCP_PAIRS: &[(Imp, Imp)] = &[
     (Ours, Ours),
     (Rmcp, Rmcp),
@@ -103,6 +78,18 @@ pub(crate) const MCP_PAIRS: &[(Imp, Imp)] = &[
     (Ours, Py),
     (Py, Ours),
 ];
+
+/// The call rows' pairs over a transport: the floor, [`MCP_PAIRS`], then the diagnostics
+/// that show what limits ours (over HTTP the server's stdio does not apply).
+pub(crate) fn call_pairs(transport: &str) -> Vec<(Imp, Imp)> {
+    let mut pairs = vec![(Raw, Raw)];
+    pairs.extend_from_slice(MCP_PAIRS);
+    if transport == "stdio" {
+        pairs.push((Ours, OursPipes));
+    }
+    pairs.push((OursLocal, OursLocal));
+    pairs
+}
 
 /// The connect row's pairs over stdio: each SDK with itself, ours against rmcp both ways, and ours
 /// against the TypeScript SDK both ways. Ours → Python and Python → ours are left out: with
