@@ -427,7 +427,7 @@ fn method(w: &mut String, cx: &Context<'_>) {
     );
     let _ = writeln!(
         w,
-        "- Each run is a fresh client process. Over stdio it starts its server as a host does; over HTTP it connects to a server that the driver started once for the whole group (one per implementation, on a free loopback port). Every client speaks the 2025-11-25 initialize handshake (the Python SDK with `mode=\"legacy\"` and its response cache off)."
+        "- Each run is a fresh client process. Over stdio it starts its server as a host does; over HTTP it connects to a server that the driver started once for the whole group (one per implementation, on a free loopback port). Every client but ours speaks the 2025-11-25 initialize handshake (the Python SDK with `mode=\"legacy\"` and its response cache off). Ours runs as a consumer gets it: it probes with `server/discover` first; our benchmark server, rmcp's and the TypeScript SDK's speak only the handshake era and refuse the probe, so those sessions fall back to `initialize`, but the Python SDK's server speaks 2026-07-28 as well, so ours → Python runs in that stateless era."
     );
     let _ = writeln!(
         w,
