@@ -10,11 +10,9 @@
 //!   handshake; DELETE ends the session on close. Connections are pooled, kept alive, and use
 //!   `TCP_NODELAY`; bodies are always read to the end so connections are reused.
 //!   The session probes with `server/discover` first: against a 2026-07-28 server each request
-//!   is its own POST with the version of its `_meta` and the [`headers`] that mirror its body,
+//!   is its own POST with the version of its `_meta` and the headers that mirror its body
+//!   (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, made by the crate's own codec for both halves),
 //!   with no session id, GET stream or DELETE, and cancelling a request closes its stream.
-//! - [`headers`]: the pure 2026-07-28 header rules both halves share (`Mcp-Method`,
-//!   `Mcp-Name`, `Mcp-Param-*` from `x-mcp-header`, the `=?base64?…?=` value encoding, and
-//!   the server's header-body check).
 //! - [`AuthHook`]: supplies the authorization headers of each request (`Authorization`, and
 //!   for DPoP a proof naming the request's method and URL) and hears about 401 and 403 with
 //!   their `WWW-Authenticate` challenge and `DPoP-Nonce`. This crate knows nothing of OAuth.
@@ -38,7 +36,7 @@
 
 mod client;
 mod error;
-pub mod headers;
+mod headers;
 mod server;
 pub mod sse;
 

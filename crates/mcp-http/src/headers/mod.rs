@@ -27,17 +27,17 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 /// `Mcp-Method`: the JSON-RPC `method` of the body, on every request.
-pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 
 /// `Mcp-Name`: `params.name` of `tools/call` and `prompts/get`, `params.uri` of
 /// `resources/read`, so intermediaries can route without reading the body.
-pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The prefix of every tool-parameter header; `x-mcp-header: Region` gives `Mcp-Param-Region`.
-pub const PARAM_PREFIX: &str = "Mcp-Param-";
+pub(crate) const PARAM_PREFIX: &str = "Mcp-Param-";
 
 /// The schema keyword that marks a tool parameter to mirror into a header.
-pub const X_MCP_HEADER: &str = "x-mcp-header";
+pub(crate) const X_MCP_HEADER: &str = "x-mcp-header";
 
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
@@ -48,7 +48,7 @@ const SENTINEL_SUFFIX: &str = "?=";
 /// ends with whitespace, and it is not shaped like the sentinel; otherwise it goes as
 /// `=?base64?<standard base64, padded, of the UTF-8>?=`. An empty value is an empty header,
 /// which is still sent: the header's presence tells the server the body has the value.
-pub fn encode(value: &str) -> HeaderValue {
+pub(crate) fn encode(value: &str) -> HeaderValue {
     if is_plain(value)
         && let Ok(plain) = HeaderValue::from_str(value)
     {
@@ -72,7 +72,7 @@ fn is_plain(value: &str) -> bool {
 /// Why a header value could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     /// A byte outside RFC 9110's field-value characters (visible ASCII, space, tab).
     #[error("header value has characters outside visible ASCII, space and tab")]
     InvalidCharacters,
@@ -92,7 +92,7 @@ pub enum DecodeError {
 /// canonical padded standard base64 of UTF-8, or the value is refused (a lenient decoder
 /// would let two different headers stand for one body value). A value with only the prefix
 /// or only the suffix is a literal.
-pub fn decode(value: &HeaderValue) -> Result<String, DecodeError> {
+pub(crate) fn decode(value: &HeaderValue) -> Result<String, DecodeError> {
     let text = field_text(value)?;
     let Some(payload) = sentinel_payload(text) else {
         return Ok(text.to_owned());
@@ -146,7 +146,10 @@ fn name_value<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
 /// The method goes plain: the sentinel is defined for `Mcp-Name` and `Mcp-Param-*` only, and
 /// MCP method names are ASCII. A method that is not a valid header value (never in MCP) is
 /// encoded all the same, so that this function is total; the server will refuse it.
-pub fn standard_headers(method: &str, params: Option<&Value>) -> Vec<(HeaderName, HeaderValue)> {
+pub(crate) fn standard_headers(
+    method: &str,
+    params: Option<&Value>,
+) -> Vec<(HeaderName, HeaderValue)> {
     let method_value = HeaderValue::from_str(method).unwrap_or_else(|_| encode(method));
     let mut headers = vec![(MCP_METHOD, method_value)];
     if let Some(name) = name_value(method, params) {
@@ -158,7 +161,7 @@ pub fn standard_headers(method: &str, params: Option<&Value>) -> Vec<(HeaderName
 /// One annotated tool parameter: where its value sits in the call's `arguments` and the header
 /// that carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamHeader {
+pub(crate) struct ParamHeader {
     path: Vec<String>,
     label: String,
     name: HeaderName,
@@ -166,17 +169,20 @@ pub struct ParamHeader {
 
 impl ParamHeader {
     /// The chain of property names from the root of `arguments` to the value.
-    pub fn path(&self) -> &[String] {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &[String] {
         &self.path
     }
 
     /// The header, `mcp-param-{name}` (lower-case, as `http` keeps names).
-    pub fn name(&self) -> &HeaderName {
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &HeaderName {
         &self.name
     }
 
     /// The header as the tool spelled it, `Mcp-Param-{Name}`, for messages.
-    pub fn label(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn label(&self) -> &str {
         &self.label
     }
 
@@ -193,7 +199,7 @@ impl ParamHeader {
 /// The client builds it to send a call's `Mcp-Param-*` headers; the server builds it for its
 /// own tools to check them. A tool without annotations has an empty list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolHeaders {
+pub(crate) struct ToolHeaders {
     params: Vec<ParamHeader>,
 }
 
@@ -203,7 +209,7 @@ impl ToolHeaders {
     /// case-insensitively; the property's `type` is not the string `"string"`, `"integer"` or
     /// `"boolean"`; or the annotation is not on a property reached from the root by
     /// `properties` keys alone. `$ref` is never followed.
-    pub fn from_schema(input_schema: &Value) -> Result<Self, InvalidHeader> {
+    pub(crate) fn from_schema(input_schema: &Value) -> Result<Self, InvalidHeader> {
         let mut walk = Walk::default();
         walk.reachable(input_schema, &mut Vec::new())?;
         Ok(Self {
@@ -212,12 +218,13 @@ impl ToolHeaders {
     }
 
     /// The annotated parameters, in the schema's key order.
-    pub fn params(&self) -> &[ParamHeader] {
+    #[cfg(test)]
+    pub(crate) fn params(&self) -> &[ParamHeader] {
         &self.params
     }
 
     /// Whether the tool has no annotated parameter.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.params.is_empty()
     }
 
@@ -225,7 +232,7 @@ impl ToolHeaders {
     /// as they are, numbers in decimal, booleans `true`/`false`, each encoded by [`encode`].
     /// A parameter that is absent or null has no header, nor does one holding an object or
     /// an array (the schema forbids them; a server refuses the body anyway).
-    pub fn param_headers(&self, arguments: &Value) -> Vec<(HeaderName, HeaderValue)> {
+    pub(crate) fn param_headers(&self, arguments: &Value) -> Vec<(HeaderName, HeaderValue)> {
         self.params
             .iter()
             .filter_map(|param| {
@@ -250,7 +257,7 @@ fn header_text(value: &Value) -> Option<String> {
 /// annotated schema within `inputSchema`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum InvalidHeader {
+pub(crate) enum InvalidHeader {
     /// `x-mcp-header` is the empty string.
     #[error("x-mcp-header at {at:?} is empty")]
     Empty {
@@ -299,11 +306,11 @@ pub enum InvalidHeader {
 /// A tool [`retain_valid_tools`] dropped, for the warning a client should log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct DroppedTool {
+pub(crate) struct DroppedTool {
     /// The tool's `name`, empty when it had none.
-    pub name: String,
+    pub(crate) name: String,
     /// What is wrong with its annotations.
-    pub reason: InvalidHeader,
+    pub(crate) reason: InvalidHeader,
 }
 
 impl fmt::Display for DroppedTool {
@@ -316,7 +323,7 @@ impl fmt::Display for DroppedTool {
 /// annotations are invalid, and says why for each (§Schema Extension: a client on Streamable
 /// HTTP must exclude them and should log a warning; one bad tool must not hide the others).
 /// Anything but an array is left alone.
-pub fn retain_valid_tools(tools: &mut Value) -> Vec<DroppedTool> {
+pub(crate) fn retain_valid_tools(tools: &mut Value) -> Vec<DroppedTool> {
     let mut dropped = Vec::new();
     if let Value::Array(list) = tools {
         list.retain(|tool| {
@@ -518,17 +525,17 @@ fn is_tchar(byte: u8) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("header mismatch: {header} {kind}")]
 #[non_exhaustive]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     /// The header at fault (lower-case).
-    pub header: HeaderName,
+    pub(crate) header: HeaderName,
     /// Which rule it broke.
-    pub kind: MismatchKind,
+    pub(crate) kind: MismatchKind,
 }
 
 /// The rule a header broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum MismatchKind {
+pub(crate) enum MismatchKind {
     /// The body has the value but the header is absent.
     #[error("is missing")]
     Missing,
@@ -560,7 +567,7 @@ pub enum MismatchKind {
 /// Header names match whatever their case. A header sent twice is refused. `Mcp-Param-*`
 /// headers the tool does not annotate are ignored, as the spec requires of a server that does
 /// not recognise them. `MCP-Protocol-Version` is not checked here.
-pub fn validate(
+pub(crate) fn validate(
     headers: &HeaderMap,
     method: &str,
     params: Option<&Value>,
