@@ -753,14 +753,9 @@ impl Host {
     pub async fn refresh_tools(&self, server: &str) -> Result<(), CallError> {
         let slot = self.inner.slot(server)?;
         let client = self.inner.ready_client(server)?;
-        let tools = client
-            .list_all_tools()
+        relist_tools(&self.inner, &slot, &client)
             .await
-            .map_err(|e| CallError::from_session(server, "tools/list", e))?;
-        let exposed = adapt(&self.inner, &slot, tools);
-        lock(&slot.state).tools = exposed;
-        self.inner.catalog_changed(server);
-        Ok(())
+            .map_err(|e| CallError::from_session(server, "tools/list", e))
     }
 
     /// The resources of a ready server, every page.
@@ -1194,8 +1189,19 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
         };
         match item {
             Incoming::Notification(notification) => {
-                if matches!(notification, ServerNotification::ToolListChanged(_)) {
-                    refresh_tools(inner, slot, client).await;
+                if matches!(notification, ServerNotification::ToolListChanged(_))
+                    && let Err(e) = relist_tools(inner, slot, client).await
+                {
+                    // The change is never ignored silently.
+                    let message = format!(
+                        "tools/list after tools/list_changed failed, keeping the old list: {e}"
+                    );
+                    tracing::warn!(server = %slot.entry.id, "{message}");
+                    slot.diagnostic(message.clone());
+                    inner.emit(HostEvent::Diagnostic {
+                        server: slot.entry.id.clone(),
+                        message,
+                    });
                 }
                 inner.emit(HostEvent::Notification {
                     server: server.clone(),
@@ -1288,26 +1294,18 @@ fn listen(server: &str, client: &Client) -> Option<tokio::task::JoinHandle<()>> 
     }))
 }
 
-/// Re-lists a server's tools after `tools/list_changed` and swaps the catalogue. A failure
-/// keeps the old list and says so: the change is never ignored silently.
-async fn refresh_tools(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) {
-    match client.list_all_tools().await {
-        Ok(tools) => {
-            let exposed = adapt(inner, slot, tools);
-            lock(&slot.state).tools = exposed;
-            inner.catalog_changed(&slot.entry.id);
-        }
-        Err(e) => {
-            let message =
-                format!("tools/list after tools/list_changed failed, keeping the old list: {e}");
-            tracing::warn!(server = %slot.entry.id, "{message}");
-            slot.diagnostic(message.clone());
-            inner.emit(HostEvent::Diagnostic {
-                server: slot.entry.id.clone(),
-                message,
-            });
-        }
-    }
+/// Lists a server's tools again and swaps them into the catalogue; on failure the old list
+/// stays.
+async fn relist_tools(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    client: &Client,
+) -> Result<(), mcp_session::Error> {
+    let tools = client.list_all_tools().await?;
+    let exposed = adapt(inner, slot, tools);
+    lock(&slot.state).tools = exposed;
+    inner.catalog_changed(&slot.entry.id);
+    Ok(())
 }
 
 /// Answers a server request: roots from the configured list (if any), the rest from the
