@@ -258,8 +258,8 @@ pub struct ServerConfig {
     /// The most bytes of one result handed on: the server's `max_result_bytes`, else the
     /// host's.
     pub max_result_bytes: usize,
-    /// A protocol revision to use instead of negotiating the newest; always one a session
-    /// speaks ([`ProtocolVersion::HANDSHAKE`]).
+    /// A protocol revision to use instead of negotiating, which pins its era too; always one a
+    /// session speaks ([`ProtocolVersion::KNOWN`], 2026-07-28 included).
     pub protocol_version: Option<ProtocolVersion>,
 }
 
