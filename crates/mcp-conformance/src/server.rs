@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use mcp_protocol::schema::{
     CallToolParams, ClientCapabilities, ClientRequest, GetPromptParams, Implementation,
-    RequestMethod, ServerCapabilities, method,
+    LoggingLevel, RequestMethod, ServerCapabilities, method,
 };
 use mcp_protocol::{
     Era, ErrorObject, JsonObject, RawJson, RequestOptions, ServerConfig, code,
@@ -55,23 +55,11 @@ pub fn config() -> ServerConfig {
 /// client set, which is all a test server needs.
 #[derive(Debug, Default)]
 pub struct Everything {
-    /// The least severe level sent, as an index into [`LEVELS`]; `debug` until set.
+    /// The least severe level sent, as a `LoggingLevel::severity`; `debug` until set.
     log_level: AtomicU8,
     /// The `requestState` values the input-required tools issued.
     states: States,
 }
-
-/// The syslog levels of `logging/setLevel`, least severe first.
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
 
 impl Everything {
     /// A server with logging at `debug`.
@@ -81,8 +69,9 @@ impl Everything {
 
     /// Sends a log entry tied to the request being handled, if `level` passes the filter.
     fn log(&self, context: &RequestContext, level: &str, text: &str) {
-        let rank = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
-        if rank < usize::from(self.log_level.load(Ordering::Relaxed)) {
+        // A level nobody knows counts as the most severe, as the protocol crate reads it.
+        let rank = LoggingLevel::from(level).severity().unwrap_or(u8::MAX);
+        if rank < self.log_level.load(Ordering::Relaxed) {
             return;
         }
         let params = json!({"level": level, "logger": "conformance", "data": text});
@@ -378,13 +367,8 @@ impl Handler for Everything {
                 json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})
             }
             ClientRequest::SetLevel(params) => {
-                let name = serde_json::to_value(&params.level).unwrap_or_default();
-                let rank = LEVELS
-                    .iter()
-                    .position(|l| Some(*l) == name.as_str())
-                    .unwrap_or(0);
-                self.log_level
-                    .store(u8::try_from(rank).unwrap_or(0), Ordering::Relaxed);
+                let rank = params.level.severity().unwrap_or(0);
+                self.log_level.store(rank, Ordering::Relaxed);
                 json!({})
             }
             other => {
