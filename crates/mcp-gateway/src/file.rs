@@ -20,6 +20,7 @@ use serde_json::Value;
 
 /// The whole gateway file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(title = "mcp-host gateway file")]
 pub struct GatewayFile {
@@ -54,6 +55,7 @@ pub struct GatewayFile {
 
 /// What the gateway serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Two tools, `get-category-tools` and `call-category-tool`, in front of categories of
@@ -80,6 +82,7 @@ impl Mode {
 
 /// What an unattended call gets where the rules say `ask`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "lowercase")]
 pub enum Unattended {
     /// The call goes ahead.
@@ -93,6 +96,7 @@ pub enum Unattended {
 /// fields it accepts beyond seed 004's (`cwd`, `enabled`, `permission`, …) are listed so that
 /// editors know them.
 #[derive(Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 pub struct UpstreamServer {
     /// What the server is for (seed 004 requires it; the gateway shows it in meta mode and in
     /// logs).
@@ -164,6 +168,7 @@ impl std::fmt::Debug for UpstreamServer {
 
 /// An upstream transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamKind {
     /// A local program over stdin and stdout.
@@ -176,6 +181,7 @@ pub enum UpstreamKind {
 
 /// One category: a named, described set of upstream tools (seed 004 §3–4).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Category {
     /// What the category is for: the model reads it in `get-category-tools`'s description.
@@ -207,6 +213,7 @@ impl Category {
 
 /// Which upstream tools a category holds, and how they are changed.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CategoryTools {
     /// Tool names, bare or as `mcp__<server>__<tool>`.
@@ -226,6 +233,7 @@ pub struct CategoryTools {
 
 /// A change to one tool.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolOverride {
     /// `false`: the tool is neither listed nor callable (default `true`).
