@@ -147,7 +147,16 @@ impl std::fmt::Debug for HttpConfig {
 pub async fn connect(config: HttpConfig, mut session: ClientConfig) -> Result<Client> {
     let base = Base::new(&config)?;
     let origin = origin(base.url());
-    if session.cached_era.is_none() && eras::known(&origin) == Some(Era::Handshake) {
+    // Only a negotiated era says what the server speaks: a client pinned to one era learns
+    // nothing, and must not teach the cache (a pin to 2025-11-25 against a server that speaks
+    // both would make every later connection skip the probe).
+    let negotiating = [Era::Handshake, Era::Stateless].iter().all(|era| {
+        session
+            .supported_versions
+            .iter()
+            .any(|v| v.era() == Some(*era))
+    });
+    if negotiating && session.cached_era.is_none() && eras::known(&origin) == Some(Era::Handshake) {
         session.cached_era = Some(Era::Handshake);
     }
     let connected = match config.protocol {
@@ -172,7 +181,9 @@ pub async fn connect(config: HttpConfig, mut session: ClientConfig) -> Result<Cl
             Err((error, None)) => Err(error),
         },
     };
-    if let Ok(client) = &connected {
+    if let Ok(client) = &connected
+        && negotiating
+    {
         eras::learned(origin, client.server_info().era);
     }
     connected
