@@ -565,3 +565,107 @@ async fn a_registered_handler_answers_what_it_declared_and_reload_applies_a_new_
     assert_eq!(host.catalog().server_tools("new").count(), 18);
     host.shutdown().await;
 }
+
+/// A server on our HTTP half that speaks both eras: `grow` adds a tool and announces it to
+/// every session and listen stream.
+#[derive(Clone, Default)]
+struct Growing(Arc<AtomicUsize>);
+
+impl mcp_session::Handler for Growing {
+    async fn handle(
+        &self,
+        request: mcp_protocol::schema::ClientRequest,
+        context: mcp_session::RequestContext,
+    ) -> Result<mcp_protocol::RawJson, mcp_protocol::ErrorObject> {
+        use mcp_protocol::schema::{CallToolResult, ClientRequest, ListToolsResult, Tool};
+        match request {
+            ClientRequest::ListTools(_) => {
+                let mut tools = vec![Tool::new("grow".into())];
+                for i in 0..self.0.load(Ordering::SeqCst) {
+                    tools.push(Tool::new(format!("grown_{i}")));
+                }
+                Ok(mcp_protocol::RawJson::encode(&ListToolsResult::new(tools)).unwrap())
+            }
+            ClientRequest::CallTool(_) => {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                context
+                    .sessions
+                    .notify("notifications/tools/list_changed", None);
+                let done = CallToolResult::new(vec![ContentBlock::text("grown")]);
+                Ok(mcp_protocol::RawJson::encode(&done).unwrap())
+            }
+            other => Err(mcp_protocol::ErrorObject::new(
+                -32601,
+                format!("no {}", other.method()),
+            )),
+        }
+    }
+}
+
+/// One server that speaks both eras, two connections to it: left to itself the host settles on
+/// 2026-07-28 and says why; pinned to 2025-11-25 it speaks the handshake, and the pin does not
+/// make the other connection skip its probe. A tools change reaches both: the stateless one
+/// through its `subscriptions/listen` stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_eras_at_one_server_and_list_changes_in_each() {
+    use mcp_protocol::schema::ListChangedCapability;
+    let mut server =
+        mcp_protocol::ServerConfig::dual_era(Implementation::new("both".into(), "1".into()));
+    let mut tools = ListChangedCapability::new();
+    tools.list_changed = Some(true);
+    server.capabilities.tools = Some(tools);
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let grown = Growing::default();
+    tokio::spawn(mcp_http::serve_http(
+        listener,
+        mcp_http::HttpServerConfig::new(server),
+        grown.clone(),
+    ));
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let entry = |id: &str| {
+        ServerEntry::new(
+            id,
+            Connect::Http(mcp_http::HttpConfig::new(id, url.clone())),
+        )
+    };
+    let mut pinned = entry("pinned");
+    pinned.protocol_version = Some(mcp_protocol::ProtocolVersion::V2025_11_25);
+    let host = Host::new(options(AllowAll));
+    // The pinned one first, so that a cache it wrongly taught would show.
+    host.start(vec![pinned]).await;
+    host.start(vec![entry("free")]).await;
+
+    let free = host.server_status("free").unwrap();
+    assert_eq!(free.state, ServerState::Ready, "{free:?}");
+    assert_eq!(free.era, Some("stateless"));
+    assert_eq!(free.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(
+        free.negotiation.as_deref(),
+        Some("server/discover listed 2026-07-28")
+    );
+    let pinned = host.server_status("pinned").unwrap();
+    assert_eq!(pinned.era, Some("handshake"));
+    assert_eq!(
+        pinned.negotiation.as_deref(),
+        Some("the configuration pins 2025-11-25; initialize agreed on 2025-11-25")
+    );
+
+    let grow = host
+        .catalog()
+        .server_tools("free")
+        .find(|t| t.tool == "grow")
+        .unwrap()
+        .name
+        .clone();
+    let output = host
+        .call(&grow, JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(text(&output.result), "grown");
+    wait_until(&host, "free", |s| s.tools == 2).await;
+    wait_until(&host, "pinned", |s| s.tools == 2).await;
+    assert_eq!(grown.0.load(Ordering::SeqCst), 1);
+    host.shutdown().await;
+}
