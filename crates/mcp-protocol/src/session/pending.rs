@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, RawJson, RequestId, Response,
 };
-use crate::schema::{CancelledParams, ProgressToken};
+use crate::schema::{CancelledParams, ProgressToken, meta_key};
 use crate::wire::JsonObject;
 
 /// How long a request may wait, and whether progress keeps it alive.
@@ -313,8 +313,14 @@ impl Core {
     }
 }
 
+/// The envelope members a caller may set itself in `_meta`: a proxy speaks for its own
+/// client, whose declared capabilities and wanted log level are what the server must see.
+/// The protocol version and the client's identity stay the session's.
+const CALLER_MAY_SET: [&str; 2] = [meta_key::CLIENT_CAPABILITIES, meta_key::LOG_LEVEL];
+
 /// Adds `_meta.progressToken` and the envelope's members to a params object, creating both
-/// if needed: one decode and one encode, whatever is added.
+/// if needed: one decode and one encode, whatever is added. A member of [`CALLER_MAY_SET`]
+/// already in the params is kept.
 pub(crate) fn with_meta(
     params: Option<&RawJson>,
     token: Option<&ProgressToken>,
@@ -341,6 +347,9 @@ pub(crate) fn with_meta(
         );
     }
     for (key, value) in envelope.into_iter().flatten() {
+        if CALLER_MAY_SET.contains(&key.as_str()) && meta.contains_key(key) {
+            continue;
+        }
         meta.insert(key.clone(), value.clone());
     }
     RawJson::encode(&obj).map_err(|e| Error::ApiMisuse(e.to_string()))

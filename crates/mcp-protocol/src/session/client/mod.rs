@@ -335,7 +335,9 @@ impl ClientSession {
     /// Sends a request by method name with raw parameters, as a proxy does.
     ///
     /// Only `ping` may go before the handshake finishes; `initialize` is sent by
-    /// [`initialize`](Self::initialize) alone.
+    /// [`initialize`](Self::initialize) alone. In the stateless era the session adds the
+    /// `_meta` envelope, but keeps a `clientCapabilities` or `logLevel` the params already
+    /// carry there: a proxy declares what its own client can answer and wants to hear.
     pub fn send_request(
         &mut self,
         now: Instant,
