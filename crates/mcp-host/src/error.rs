@@ -53,6 +53,10 @@ pub enum CallError {
         code: i64,
         /// The server's message (untrusted text).
         message: String,
+        /// The error's `data` as the server sent it (untrusted): a proxy passes it on, since
+        /// the stateless era's errors carry their meaning there (-32021 names the missing
+        /// capabilities, -32022 the supported versions).
+        data: Option<serde_json::Value>,
     },
     /// No answer in time; the server was sent `notifications/cancelled`.
     #[error("server `{server}`: `{what}` timed out after {waited_ms} ms")]
@@ -87,6 +91,7 @@ impl CallError {
                 what,
                 code: error.code,
                 message: error.message,
+                data: error.data,
             },
             mcp_protocol::Error::Timeout { waited_ms, .. } => Self::Timeout {
                 server,

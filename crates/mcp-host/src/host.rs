@@ -15,12 +15,12 @@ use mcp_http::{AuthHook, Challenge, HttpConfig};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientCapabilities, ContentBlock, GetPromptParams,
     GetPromptResult, Implementation, ListRootsResult, ListenParams, ProgressParams, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Root, RootsCapability, ServerNotification,
-    ServerRequest, SubscriptionFilter,
+    ReadResourceResult, RequestMethod, Resource, ResourceTemplate, Root, RootsCapability,
+    ServerNotification, ServerRequest, SubscriptionFilter, is_input_required, method::CallTool,
 };
 use mcp_protocol::{
     ClientConfig, Era, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions,
-    ServerInfo,
+    ServerInfo, decode_result,
 };
 use mcp_session::{Client, Incoming};
 use mcp_stdio::StdioConfig;
@@ -396,9 +396,32 @@ pub struct CallOptions {
     pub progress: Option<mpsc::UnboundedSender<ProgressParams>>,
     /// The idle timeout instead of the server's `request_timeout`.
     pub timeout: Option<Duration>,
+    /// For [`Host::relay_call`]: hand a stateless server's `input_required` result back as
+    /// it came, for the client we relay for to answer, instead of answering its input
+    /// requests through the host's [`RequestHandler`]. [`Host::call_tool`] ignores it.
+    pub pass_input_required: bool,
+}
+
+/// What a relayed tool call ([`Host::relay_call`]) came back with.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Relayed {
+    /// The call finished: the tool's result, bounded like any call's.
+    Complete(ToolOutput),
+    /// The server needs input first (the stateless era's multi round-trip): its result as it
+    /// came, `inputRequests` and `requestState` untouched, for the relayed client to answer
+    /// and call again with `inputResponses` and the same `requestState`.
+    InputRequired(RawJson),
 }
 
 impl CallOptions {
+    /// Hands `input_required` results back (see
+    /// [`pass_input_required`](Self::pass_input_required)).
+    pub fn passing_input_required(mut self) -> Self {
+        self.pass_input_required = true;
+        self
+    }
+
     /// Waits at most `timeout` without an answer or progress, instead of the server's
     /// `request_timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -689,9 +712,39 @@ impl Host {
         server: &str,
         tool: &str,
         arguments: JsonObject,
-        options: CallOptions,
+        mut options: CallOptions,
     ) -> Result<ToolOutput, CallError> {
+        let mut params = CallToolParams::new(tool.to_owned());
+        params.arguments = Some(arguments);
+        options.pass_input_required = false;
+        match self.relay_call(server, params, options).await? {
+            Relayed::Complete(output) => Ok(output),
+            // Only asked for with `pass_input_required`, which is off here.
+            Relayed::InputRequired(_) => Err(CallError::Failed {
+                server: server.to_owned(),
+                what: tool.to_owned(),
+                message: "the server asked for input that was not answered".to_owned(),
+            }),
+        }
+    }
+
+    /// Calls a tool on behalf of a client of ours, as a gateway does: `params` carries, beside
+    /// the name and arguments, what that client sent with its call (`inputResponses` and
+    /// `requestState` of a retry; in `_meta`, the capabilities it declared and the log level
+    /// it wants, which a stateless server then sees as the caller's). The permission rules
+    /// apply to every call, retries included. With
+    /// [`passing_input_required`](CallOptions::passing_input_required) an `input_required`
+    /// result comes back as it came.
+    pub async fn relay_call(
+        &self,
+        server: &str,
+        mut params: CallToolParams,
+        options: CallOptions,
+    ) -> Result<Relayed, CallError> {
         let slot = self.inner.slot(server)?;
+        let arguments = params.arguments.take().unwrap_or_default();
+        let tool = params.name.clone();
+        let tool = tool.as_str();
         let request = CallRequest {
             server,
             tool,
@@ -724,27 +777,42 @@ impl Host {
             });
         }
         let client = self.inner.ready_client(server)?;
-        let mut params = CallToolParams::new(tool.to_owned());
         params.arguments = Some(arguments);
         let idle = options.timeout.unwrap_or(slot.entry.request_timeout);
-        let request_options = RequestOptions::DEFAULT
+        let mut request_options = RequestOptions::DEFAULT
             .timeout(self.inner.options.max_call_duration.max(idle))
             .idle_timeout(idle);
-        let outcome = match options.progress {
-            Some(progress) => {
-                client
-                    .request_with_progress::<mcp_protocol::schema::method::CallTool>(
-                        &params,
-                        request_options,
-                        Some(progress),
-                    )
-                    .await
-            }
-            None => client.call_tool(params, request_options).await,
-        };
-        let mut result = outcome.map_err(|e| CallError::from_session(server, tool, e))?;
+        if options.progress.is_some() {
+            request_options = request_options.with_progress();
+        }
+        if options.pass_input_required {
+            request_options = request_options.passing_input_required();
+        }
+        let failed = |e| CallError::from_session(server, tool, e);
+        let encoded = RawJson::encode(&params).map_err(|e| CallError::Failed {
+            server: server.to_owned(),
+            what: tool.to_owned(),
+            message: format!("the call's parameters cannot be encoded: {e}"),
+        })?;
+        let raw = client
+            .request_raw(
+                <CallTool as RequestMethod>::METHOD,
+                Some(encoded),
+                request_options,
+                options.progress,
+            )
+            .await
+            .map_err(failed)?;
+        if is_input_required(&raw) {
+            return Ok(Relayed::InputRequired(raw));
+        }
+        let mut result = decode_result::<CallTool>(&raw).map_err(|e| CallError::Failed {
+            server: server.to_owned(),
+            what: tool.to_owned(),
+            message: e.to_string(),
+        })?;
         let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
-        Ok(ToolOutput { result, truncated })
+        Ok(Relayed::Complete(ToolOutput { result, truncated }))
     }
 
     /// Lists a ready server's tools again and swaps them into the catalogue: for a consumer

@@ -42,7 +42,7 @@ pub use resources::{
 };
 pub use stateless::{
     AcknowledgedParams, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
-    ListenParams, ResultType, SubscriptionFilter, meta_key,
+    ListenParams, ResultType, SubscriptionFilter, is_input_required, meta_key,
 };
 pub(crate) use stateless::{Envelope, is_removed, may_need_input};
 pub use tools::{

@@ -185,6 +185,13 @@ wire_struct! {
     }
 }
 
+/// Whether a result says `resultType: "input_required"`: for a proxy that passes such results
+/// on as they came ([`RequestOptions::passing_input_required`](crate::RequestOptions)) and
+/// must tell them from final ones without decoding them as its method's type.
+pub fn is_input_required(result: &RawJson) -> bool {
+    Envelope::peek(result).is_ok_and(|e| e.result_type == ResultType::InputRequired)
+}
+
 /// The members of a result object that only the stateless era defines: what the session reads
 /// before the result goes to the type its method defines.
 #[derive(Debug, Clone, PartialEq)]
