@@ -56,7 +56,9 @@ struct Leg {
     target: Target,
     /// A client leg whose client is not told the revision (the suite always sets
     /// `MCP_CONFORMANCE_PROTOCOL_VERSION`; this leg unsets it), so it negotiates the era by
-    /// itself, as a host does with a server it knows nothing about.
+    /// itself, as a host does with a server it knows nothing about. On a gateway leg, the
+    /// gateway's upstream connection negotiates its era (the dual-era upstream then speaks the
+    /// stateless one) instead of being pinned to 2025-11-25.
     negotiate: bool,
 }
 
@@ -149,7 +151,7 @@ const LEGS: &[Leg] = &[
         spec: Some("2026-07-28"),
         tag: Some("2026-07-28"),
         target: Target::Gateway,
-        negotiate: false,
+        negotiate: true,
     },
     Leg {
         name: "server-next-2025-11-25-gateway",
@@ -278,7 +280,7 @@ impl flags::Conformance {
                 scenarios.len()
             );
             let server = match leg.role {
-                Role::Server => Some(Server::start(&bin, leg.target, &out.join(leg.name))?),
+                Role::Server => Some(Server::start(&bin, leg, &out.join(leg.name))?),
                 Role::Client => None,
             };
             let mut outcomes = Vec::new();
@@ -602,7 +604,7 @@ struct Server {
 
 impl Server {
     /// Starts the target; `dir` receives the gateway's file, home and log.
-    fn start(bin: &Path, target: Target, dir: &Path) -> anyhow::Result<Self> {
+    fn start(bin: &Path, leg: &Leg, dir: &Path) -> anyhow::Result<Self> {
         let port = crate::interop::free_port()?;
         let child = Command::new(bin.join("mcp-conformance-server"))
             .args(["--port", &port.to_string()])
@@ -617,20 +619,21 @@ impl Server {
             url: format!("http://localhost:{port}/mcp"),
         };
         crate::interop::wait_listening(port, "mcp-conformance-server")?;
-        if target == Target::Gateway {
+        if leg.target == Target::Gateway {
             std::fs::create_dir_all(dir.join("home"))?;
             let file = dir.join("gateway.json");
+            let mut upstream = serde_json::json!({
+                "description": "mcp-conformance-server",
+                "type": "http",
+                "url": format!("http://127.0.0.1:{port}/mcp"),
+            });
+            if !leg.negotiate {
+                // Pinned to the handshake era, as upstreams were before they spoke both.
+                upstream["protocol_version"] = "2025-11-25".into();
+            }
             let gateway = serde_json::json!({
                 "mode": "passthrough",
-                // The upstream is pinned to the handshake era, as it was before it spoke both:
-                // the 2025 legs relay sampling, elicitation, setLevel and subscriptions, which
-                // a stateless upstream carries differently (issue 10's gateway half).
-                "mcpServers": {"everything": {
-                    "description": "mcp-conformance-server",
-                    "type": "http",
-                    "url": format!("http://127.0.0.1:{port}/mcp"),
-                    "protocol_version": "2025-11-25",
-                }},
+                "mcpServers": {"everything": upstream},
                 "logFile": dir.join("gateway.log"),
             });
             std::fs::write(&file, serde_json::to_vec_pretty(&gateway)?)?;
@@ -736,8 +739,11 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
             (Role::Server, Target::Direct) => {
                 "server scenarios, run against `mcp-conformance-server`"
             }
+            (Role::Server, Target::Gateway) if r.leg.negotiate => {
+                "server scenarios, run through `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`, the upstream connection negotiating its era (stateless)"
+            }
             (Role::Server, Target::Gateway) => {
-                "server scenarios, run through `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`"
+                "server scenarios, run through `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`, the upstream connection pinned to 2025-11-25"
             }
         };
         let selection = match r.leg.tag {

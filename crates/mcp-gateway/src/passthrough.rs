@@ -22,12 +22,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_host::{CallError, HostEvent, ServerState};
+use mcp_host::{CallError, HostEvent, Relayed, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
     ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, method,
 };
-use mcp_protocol::{ErrorObject, JsonObject, RawJson, RequestOptions, code};
+use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, code};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
@@ -241,9 +241,7 @@ fn relay(shared: &Shared, event: HostEvent) {
 }
 
 fn broadcast(shared: &Shared, method: &str, params: Option<RawJson>) {
-    for (_, peer) in shared.routes.peers() {
-        let _ = peer.notify(method, params.clone());
-    }
+    shared.routes.broadcast(method, params);
 }
 
 /// A client notification: its roots changed, which every upstream is told (the gateway
@@ -301,13 +299,14 @@ pub(crate) async fn handle(
         }
         ClientRequest::ReadResource(p) => {
             let candidates = resource_candidates(shared, &p.uri, has_resources);
-            let (id, result) = first_answer(shared, &candidates, &method, &params).await?;
+            let (id, result) =
+                first_answer(shared, &candidates, &method, &params, &context).await?;
             lock(&shared.passthrough.resources).insert(p.uri, id);
             Ok(result)
         }
         ClientRequest::Subscribe(p) => {
             let candidates = resource_candidates(shared, &p.uri, has_subscribe);
-            let (_, result) = first_answer(shared, &candidates, &method, &params).await?;
+            let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
             if let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
                 d.subscriptions.insert(p.uri);
             }
@@ -326,7 +325,7 @@ pub(crate) async fn handle(
                 return encode(&json!({}));
             }
             let candidates = resource_candidates(shared, &p.uri, has_subscribe);
-            let (_, result) = first_answer(shared, &candidates, &method, &params).await?;
+            let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
             Ok(result)
         }
         ClientRequest::ListPrompts(_) => {
@@ -346,7 +345,7 @@ pub(crate) async fn handle(
         ClientRequest::GetPrompt(p) => {
             let (server, name) = resolve_prompt(shared, &p.name)?;
             params["name"] = Value::String(name);
-            forward(shared, &server, &method, &params).await
+            forward(shared, &server, &method, &params, &context).await
         }
         ClientRequest::Complete(_) => {
             let candidates = match params["ref"]["type"].as_str() {
@@ -361,14 +360,21 @@ pub(crate) async fn handle(
                     template_candidates(shared, uri)
                 }
             };
-            let (_, result) = first_answer(shared, &candidates, &method, &params).await?;
+            let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
             Ok(result)
         }
-        ClientRequest::SetLevel(_) => {
-            let targets = ready_with(shared, has_logging);
+        ClientRequest::SetLevel(p) => {
+            // A stateless upstream has no setLevel: the level goes with each request relayed
+            // for this client instead (Shared::upstream_meta).
+            if let Ok(level) = serde_json::to_value(&p.level) {
+                shared.routes.set_log_level(context.session, level);
+            }
+            let targets = ready_with(shared, has_logging)
+                .into_iter()
+                .filter(|(_, c)| c.server_info().era != Era::Stateless);
             let single = !is_multi(shared);
             for (id, _) in targets {
-                if let Err(e) = forward(shared, &id, &method, &params).await {
+                if let Err(e) = forward(shared, &id, &method, &params, &context).await {
                     if single {
                         return Err(e);
                     }
@@ -387,26 +393,18 @@ pub(crate) async fn handle(
     }
 }
 
-/// The request's parameters as JSON, without the client's progress token: the upstream's
-/// progress for requests other than tool calls is not passed back, and the token is the
-/// client's, not one of the gateway's session with the upstream.
+/// The request's parameters as JSON, `_meta` included (what goes upstream of it is
+/// [`Shared::upstream_meta`]'s choice).
 fn params_of(request: &ClientRequest) -> Result<Value, ErrorObject> {
     let raw = request
         .encode_params()
         .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string()))?;
-    let mut params = match raw {
+    match raw {
         Some(raw) => raw
             .decode::<Value>()
-            .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string()))?,
-        None => json!({}),
-    };
-    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
-        meta.remove("progressToken");
-        if meta.is_empty() {
-            params.as_object_mut().map(|p| p.remove("_meta"));
-        }
+            .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string())),
+        None => Ok(json!({})),
     }
-    Ok(params)
 }
 
 /// `mcp__<server>__<name>`.
@@ -479,17 +477,44 @@ async fn call_tool(
             format!("Unknown tool: {}", call.name),
         ));
     };
-    let arguments = call.arguments.unwrap_or_default();
-    let outcome = shared
-        .call_tool(&call.name, &server, &tool, arguments, context)
-        .await;
+    let label = call.name.clone();
+    // Everything else the client sent goes along: a retry's `inputResponses` and
+    // `requestState`, and fields this crate does not know.
+    let mut params = CallToolParams::new(tool);
+    params.arguments = call.arguments;
+    params.extra = call.extra;
+    params.meta = shared.upstream_meta(&server, context, call.meta);
+    let outcome = shared.relay_call(&label, &server, params, context).await;
     lock(&shared.passthrough.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {
-        Ok(out) => encode(&out.result),
+        Ok(Relayed::Complete(out)) => encode(&out.result),
+        Ok(Relayed::InputRequired(raw)) => Ok(raw),
+        Ok(_) => Err(ErrorObject::new(
+            code::INTERNAL_ERROR,
+            "the upstream's answer is of a kind this gateway does not know".to_owned(),
+        )),
         // The upstream's own JSON-RPC error, as it sent it.
-        Err(CallError::Rpc { code, message, .. }) => Err(ErrorObject::new(code, message)),
+        Err(CallError::Rpc {
+            code,
+            message,
+            data,
+            ..
+        }) => {
+            let mut error = ErrorObject::new(code, message);
+            error.data = data;
+            Err(error)
+        }
         Err(e) => encode(&call_error_result(&e)),
     }
+}
+
+/// The `inputSchema` of the upstream tool a client calls by `name`, for the HTTP half to
+/// check the `Mcp-Param-*` headers the client mirrored from its `x-mcp-header` arguments.
+pub(crate) fn tool_schema(shared: &Shared, name: &str) -> Option<RawJson> {
+    let (server, tool) = resolve_tool(shared, name)?;
+    let catalog = shared.host.catalog();
+    let found = catalog.server_tools(&server).find(|t| t.tool == tool)?;
+    RawJson::encode(&*found.parameters).ok()
 }
 
 /// The upstream and its own prompt name behind a name the client used.
@@ -597,10 +622,11 @@ async fn first_answer(
     candidates: &[String],
     method: &str,
     params: &Value,
+    context: &RequestContext,
 ) -> Result<(String, RawJson), ErrorObject> {
     let mut first_error = None;
     for id in candidates {
-        match forward(shared, id, method, params).await {
+        match forward(shared, id, method, params, context).await {
             Ok(result) => return Ok((id.clone(), result)),
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -622,15 +648,31 @@ async fn forward(
     server: &str,
     method: &str,
     params: &Value,
+    context: &RequestContext,
 ) -> Result<RawJson, ErrorObject> {
     let client = shared
         .host
         .client(server)
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
-    let params = RawJson::encode(params)
+    let mut params = params.clone();
+    let meta = match params.as_object_mut().and_then(|p| p.remove("_meta")) {
+        Some(Value::Object(meta)) => Some(meta),
+        _ => None,
+    };
+    if let Some(meta) = shared.upstream_meta(server, context, meta) {
+        params["_meta"] = Value::Object(meta);
+    }
+    let params = RawJson::encode(&params)
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    // A stateless client answers an upstream's input requests itself and retries with them
+    // (the retry's `inputResponses` and `requestState` are in `params`, passed on as sent).
+    let options = if context.era == Some(Era::Stateless) {
+        RequestOptions::DEFAULT.passing_input_required()
+    } else {
+        RequestOptions::DEFAULT
+    };
     client
-        .request_raw(method, Some(params), RequestOptions::DEFAULT, None)
+        .request_raw(method, Some(params), options, None)
         .await
         .map_err(|e| upstream_error(server, &e))
 }

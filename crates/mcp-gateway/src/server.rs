@@ -19,15 +19,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use mcp_host::permission::{CallRequest, Decision, Policy};
 use mcp_host::{
-    CallError, CallOptions, Host, HostOptions, RequestHandler, ServerStatus, ToolOutput,
+    CallError, CallOptions, Host, HostOptions, Relayed, RequestHandler, ServerStatus, ToolOutput,
 };
 use mcp_protocol::schema::{
-    CallToolResult, ClientCapabilities, ClientNotification, ClientRequest, ContentBlock,
-    ElicitationCapability, Implementation, ListChangedCapability, ProgressParams, RootsCapability,
-    SamplingCapability, ServerCapabilities, ServerRequest,
+    CallToolParams, CallToolResult, ClientCapabilities, ClientNotification, ClientRequest,
+    ContentBlock, ElicitationCapability, Implementation, ListChangedCapability, ProgressParams,
+    RootsCapability, SamplingCapability, ServerCapabilities, ServerRequest, meta_key,
 };
-use mcp_protocol::{ClientInfo, ErrorObject, JsonObject, RawJson, RequestOptions, ServerConfig};
-use mcp_session::{Handler, Peer, RequestContext, SessionKey};
+use mcp_protocol::{
+    ClientInfo, Era, ErrorObject, JsonObject, RawJson, RequestOptions, ServerConfig,
+};
+use mcp_session::{Handler, Peer, RequestContext, SessionKey, Sessions};
 use tokio::sync::mpsc;
 
 use crate::file::{GatewayFile, Loaded, Mode, Unattended};
@@ -251,6 +253,14 @@ impl Handler for Gateway {
     fn closed(&self, session: SessionKey) {
         self.shared.routes.closed(session);
     }
+
+    fn tool_schema(&self, name: &str) -> Option<RawJson> {
+        match self.shared.mode {
+            Mode::Passthrough => crate::passthrough::tool_schema(&self.shared, name),
+            // Their own tools mirror no argument into a header.
+            Mode::Category | Mode::Meta => None,
+        }
+    }
 }
 
 impl Shared {
@@ -304,6 +314,32 @@ impl Shared {
         arguments: JsonObject,
         context: &RequestContext,
     ) -> Result<ToolOutput, CallError> {
+        let mut params = CallToolParams::new(tool.to_owned());
+        params.arguments = Some(arguments);
+        match self.relay_call(label, server, params, context).await? {
+            Relayed::Complete(output) => Ok(output),
+            // relay_call passes these on only for a stateless client, and only when asked.
+            _ => Err(CallError::Failed {
+                server: server.to_owned(),
+                what: tool.to_owned(),
+                message: "the upstream asked for input the gateway cannot relay here".to_owned(),
+            }),
+        }
+    }
+
+    /// [`call_tool`](Self::call_tool) with everything else the client sent (`params`: its
+    /// `inputResponses`, `requestState` and `_meta`, already prepared for the upstream by
+    /// [`upstream_meta`](Self::upstream_meta)). A stateless client gets the upstream's
+    /// `input_required` result as it came, since it answers and retries itself; a handshake
+    /// client is asked through the way back instead, and sees only the final result.
+    pub(crate) async fn relay_call(
+        &self,
+        label: &str,
+        server: &str,
+        params: CallToolParams,
+        context: &RequestContext,
+    ) -> Result<Relayed, CallError> {
+        let tool = params.name.clone();
         let started = Instant::now();
         let _route = self.routes.track(server, context);
         let mut options = CallOptions::default();
@@ -321,15 +357,19 @@ impl Shared {
                 }
             })
         });
-        let outcome = self.host.call_tool(server, tool, arguments, options).await;
+        if context.era == Some(Era::Stateless) {
+            options = options.passing_input_required();
+        }
+        let outcome = self.host.relay_call(server, params, options).await;
         if let Some(task) = forward {
             // The sender went with the call; the task ends once it has passed on the rest.
             let _ = task.await;
         }
         let ms = started.elapsed().as_millis();
         let result = match &outcome {
-            Ok(out) if out.is_tool_error() => "tool error".to_owned(),
-            Ok(_) => "ok".to_owned(),
+            Ok(Relayed::Complete(out)) if out.is_tool_error() => "tool error".to_owned(),
+            Ok(Relayed::Complete(_)) => "ok".to_owned(),
+            Ok(_) => "input required".to_owned(),
             Err(e) => format!("failed: {e}"),
         };
         self.log
@@ -337,6 +377,49 @@ impl Shared {
         outcome
     }
 }
+
+impl Shared {
+    /// The `_meta` of a request relayed to `server` for the client of `context`, from the
+    /// `_meta` that client sent: without its progress token (the gateway asks for progress
+    /// under its own) and without the stateless era's envelope (the upstream session adds its
+    /// own). A stateless upstream also hears what that client declared and the log level it
+    /// wants, since the gateway answers the upstream's input requests by asking that client:
+    /// the upstream must not ask for what it cannot give.
+    pub(crate) fn upstream_meta(
+        &self,
+        server: &str,
+        context: &RequestContext,
+        meta: Option<JsonObject>,
+    ) -> Option<JsonObject> {
+        let mut meta = meta.unwrap_or_default();
+        let level = meta
+            .get(meta_key::LOG_LEVEL)
+            .cloned()
+            .or_else(|| self.routes.log_level(context.session));
+        meta.remove("progressToken");
+        meta.retain(|key, _| !key.starts_with(ENVELOPE_PREFIX));
+        let stateless = self
+            .host
+            .client(server)
+            .is_ok_and(|c| c.server_info().era == Era::Stateless);
+        if stateless {
+            if let Some(capabilities) = context
+                .client
+                .as_ref()
+                .and_then(|c| serde_json::to_value(&c.capabilities).ok())
+            {
+                meta.insert(meta_key::CLIENT_CAPABILITIES.to_owned(), capabilities);
+            }
+            if let Some(level) = level {
+                meta.insert(meta_key::LOG_LEVEL.to_owned(), level);
+            }
+        }
+        (!meta.is_empty()).then_some(meta)
+    }
+}
+
+/// The prefix of the `_meta` keys the protocol itself defines.
+const ENVELOPE_PREFIX: &str = "io.modelcontextprotocol/";
 
 /// The gateway's own failures, as seed 004 §2 names them: the first word of the tool error's
 /// text, so that a model (and a script) can tell them apart.
@@ -503,6 +586,9 @@ pub(crate) struct Downstream {
     pub(crate) client: Option<Arc<ClientInfo>>,
     /// Resource URIs it subscribed to (passthrough).
     pub(crate) subscriptions: BTreeSet<String>,
+    /// The level it set with `logging/setLevel`, which requests relayed for it carry to a
+    /// stateless upstream (that era has no such method; the level travels per request).
+    pub(crate) log_level: Option<serde_json::Value>,
 }
 
 /// A client request that is waiting on an upstream.
@@ -521,11 +607,16 @@ pub(crate) struct Routes {
     pub(crate) sessions: Mutex<HashMap<SessionKey, Downstream>>,
     inflight: Mutex<HashMap<String, Vec<InFlight>>>,
     next: AtomicU64,
+    /// Every session of the server in front, known from the first request: notifications for
+    /// all clients go through it, so a stateless client's `subscriptions/listen` stream hears
+    /// them too, filtered as it asked.
+    registry: Mutex<Option<Sessions>>,
 }
 
 impl Routes {
     /// Remembers the client of `context` (on its first request).
     fn register(&self, context: &RequestContext) {
+        lock(&self.registry).get_or_insert_with(|| context.sessions.clone());
         let mut sessions = lock(&self.sessions);
         sessions
             .entry(context.session)
@@ -533,7 +624,39 @@ impl Routes {
                 peer: context.peer.unrelated(),
                 client: context.client.clone(),
                 subscriptions: BTreeSet::new(),
+                log_level: None,
             });
+    }
+
+    /// Sends a notification to every client: through the server's registry once a request has
+    /// shown it (handshake sessions on their streams, stateless ones on their listen
+    /// streams), else to each client seen.
+    pub(crate) fn broadcast(&self, method: &str, params: Option<RawJson>) {
+        let registry = lock(&self.registry).clone();
+        match registry {
+            Some(registry) => {
+                registry.notify(method, params);
+            }
+            None => {
+                for (_, peer) in self.peers() {
+                    let _ = peer.notify(method, params.clone());
+                }
+            }
+        }
+    }
+
+    /// Records the level a client set with `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, session: SessionKey, level: serde_json::Value) {
+        if let Some(d) = lock(&self.sessions).get_mut(&session) {
+            d.log_level = Some(level);
+        }
+    }
+
+    /// The level a client set with `logging/setLevel`, if any.
+    fn log_level(&self, session: SessionKey) -> Option<serde_json::Value> {
+        lock(&self.sessions)
+            .get(&session)
+            .and_then(|d| d.log_level.clone())
     }
 
     fn closed(&self, session: SessionKey) {
