@@ -159,7 +159,7 @@ fn declared(caps: &ClientCapabilities, name: &str) -> bool {
 }
 
 /// Refuses with -32021 unless the request declared what every input request needs.
-fn require(caps: &ClientCapabilities, requests: &Value) -> Result<(), ErrorObject> {
+pub(crate) fn require(caps: &ClientCapabilities, requests: &Value) -> Result<(), ErrorObject> {
     let mut missing = JsonObject::new();
     for request in requests.as_object().into_iter().flat_map(|m| m.values()) {
         let name = needs(request);

@@ -31,6 +31,16 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkY
 /// A WAV file with a header and no samples, for audio content.
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 
+/// The answer of an [`ask`], or the tool returns the result asking for it.
+macro_rules! answer_or_ask {
+    ($asked:expr) => {
+        match $asked.await? {
+            Asked::Answer(answer) => answer,
+            Asked::Pending(result) => return Ok(result),
+        }
+    };
+}
+
 /// The server's identity and what it offers: tools, resources with subscriptions, prompts,
 /// completion and logging, in both eras; the tool and prompt lists announce their changes.
 pub fn config() -> ServerConfig {
@@ -159,7 +169,11 @@ impl Everything {
                         }
                     }
                 } else {
-                    elicited(ask::<method::Elicit>(&context, question["params"].clone()).await?)
+                    elicited(answer_or_ask!(ask::<method::Elicit>(
+                        &context,
+                        &params.extra,
+                        question["params"].clone()
+                    )))
                 }
             }
             "test_header_param" => text(&format!("Region: {}", text_arg("region"))),
@@ -200,7 +214,11 @@ impl Everything {
                     "messages": [{"role": "user", "content": {"type": "text", "text": text_arg("prompt")}}],
                     "maxTokens": 100,
                 });
-                let answer = ask::<method::CreateMessage>(&context, request).await?;
+                let answer = answer_or_ask!(ask::<method::CreateMessage>(
+                    &context,
+                    &params.extra,
+                    request
+                ));
                 let said = answer
                     .pointer("/content/text")
                     .and_then(Value::as_str)
@@ -220,7 +238,8 @@ impl Everything {
                         "required": ["username", "email"],
                     },
                 });
-                let answer = ask::<method::Elicit>(&context, request).await?;
+                let answer =
+                    answer_or_ask!(ask::<method::Elicit>(&context, &params.extra, request));
                 text(&format!("User response: {answer}"))
             }
             "test_elicitation_sep1034_defaults" => {
@@ -243,7 +262,11 @@ impl Everything {
                         "required": [],
                     },
                 });
-                elicited(ask::<method::Elicit>(&context, request).await?)
+                elicited(answer_or_ask!(ask::<method::Elicit>(
+                    &context,
+                    &params.extra,
+                    request
+                )))
             }
             "test_elicitation_sep1330_enums" => {
                 let titled = |a: &str, b: &str, c: &str| {
@@ -292,7 +315,11 @@ impl Everything {
                         "required": [],
                     },
                 });
-                elicited(ask::<method::Elicit>(&context, request).await?)
+                elicited(answer_or_ask!(ask::<method::Elicit>(
+                    &context,
+                    &params.extra,
+                    request
+                )))
             }
             "json_schema_2020_12_tool" => text(&format!(
                 "JSON Schema 2020-12 tool called with: {}",
@@ -418,12 +445,37 @@ fn elicited(answer: Value) -> Value {
     ))
 }
 
-/// Sends a request to the client during a tool call and returns its answer as JSON; a client
-/// that refuses or lacks the capability makes the call a JSON-RPC error.
+/// What asking the client during a tool call gave.
+enum Asked {
+    /// Its answer, as JSON.
+    Answer(Value),
+    /// In the stateless era, before it answered: the `input_required` result asking for it.
+    Pending(Value),
+}
+
+/// The key under which a tool of the handshake era asks for its one input in the stateless era.
+const ASKED: &str = "input";
+
+/// Asks the client something during a tool call. In the handshake era the request goes to it
+/// on the call's stream and a client that refuses or lacks the capability makes the call a
+/// JSON-RPC error. In the stateless era no request may go (SEP-2322): the question goes back
+/// as an `input_required` result (-32021 if the request did not declare the capability), and
+/// the retry's `inputResponses` (in `extra`) holds the answer, so the same tool serves both.
 async fn ask<M: RequestMethod>(
     context: &RequestContext,
+    extra: &JsonObject,
     params: Value,
-) -> Result<Value, ErrorObject> {
+) -> Result<Asked, ErrorObject> {
+    if context.era == Some(Era::Stateless) {
+        if let Some(answer) = extra.get("inputResponses").and_then(|r| r.get(ASKED)) {
+            return Ok(Asked::Answer(answer.clone()));
+        }
+        let requests = json!({ ASKED: {"method": M::METHOD, "params": params} });
+        input_required::require(&declared(context), &requests)?;
+        return Ok(Asked::Pending(input_required::input_required(
+            requests, None,
+        )));
+    }
     let params: M::Params = serde_json::from_value(params)
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
     let answer = context
@@ -431,7 +483,9 @@ async fn ask<M: RequestMethod>(
         .request::<M>(&params, RequestOptions::DEFAULT)
         .await
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, format!("{}: {e}", M::METHOD)))?;
-    serde_json::to_value(&answer).map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+    serde_json::to_value(&answer)
+        .map(Asked::Answer)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
 }
 
 /// The tools, each with a description and an input schema.
