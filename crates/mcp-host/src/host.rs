@@ -15,8 +15,9 @@ use mcp_http::{AuthHook, Challenge, HttpConfig};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientCapabilities, ContentBlock, GetPromptParams,
     GetPromptResult, Implementation, ListRootsResult, ListenParams, ProgressParams, Prompt,
-    ReadResourceResult, RequestMethod, Resource, ResourceTemplate, Root, RootsCapability,
-    ServerNotification, ServerRequest, SubscriptionFilter, is_input_required, method::CallTool,
+    ReadResourceResult, RequestMethod, Resource, ResourceTemplate, ResourceUriParams, Root,
+    RootsCapability, ServerNotification, ServerRequest, SubscriptionFilter, is_input_required,
+    method, method::CallTool,
 };
 use mcp_protocol::{
     ClientConfig, Era, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions,
@@ -468,6 +469,13 @@ struct Slot {
     state: Mutex<SlotState>,
     stop: AtomicBool,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The resource URIs the host's consumer subscribed to on this server. They outlive a
+    /// connection: a new one subscribes to them again (handshake era) or listens for them
+    /// (stateless era).
+    resources: Mutex<BTreeSet<String>>,
+    /// Wakes the stateless era's listen task when `resources` changed, to listen again with
+    /// the new filter.
+    relisten: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -541,6 +549,8 @@ impl Host {
                 state: Mutex::new(state),
                 stop: AtomicBool::new(false),
                 task: Mutex::new(None),
+                resources: Mutex::new(BTreeSet::new()),
+                relisten: tokio::sync::Notify::new(),
             });
             lock(&self.inner.slots).insert(slot.entry.id.clone(), slot.clone());
             if !slot.entry.enabled {
@@ -858,6 +868,60 @@ impl Host {
             .read_resource(uri)
             .await
             .map_err(|e| CallError::from_session(server, "resources/read", e))
+    }
+
+    /// Asks `server` to say when the resource at `uri` changes: a
+    /// [`HostEvent::Notification`] with `notifications/resources/updated` follows each change.
+    /// The way differs by era and the host hides it: `resources/subscribe` in the handshake
+    /// era, the URI added to the `subscriptions/listen` filter in the stateless one (which has
+    /// no such method). The subscription outlives the connection: a reconnection takes it up
+    /// again.
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), CallError> {
+        let slot = self.inner.slot(server)?;
+        let client = self.inner.ready_client(server)?;
+        let info = client.server_info();
+        if info
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            != Some(true)
+        {
+            return Err(CallError::Failed {
+                server: server.to_owned(),
+                what: "resources/subscribe".to_owned(),
+                message: "the server does not offer resource subscriptions".to_owned(),
+            });
+        }
+        if info.era == Era::Handshake {
+            let params = ResourceUriParams::new(uri.to_owned());
+            client
+                .request::<method::Subscribe>(&params, RequestOptions::DEFAULT)
+                .await
+                .map_err(|e| CallError::from_session(server, "resources/subscribe", e))?;
+        }
+        if lock(&slot.resources).insert(uri.to_owned()) {
+            slot.relisten.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Ends a [`subscribe_resource`](Self::subscribe_resource); the URI is forgotten even if
+    /// the server cannot be told (it is not connected, or refuses).
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), CallError> {
+        let slot = self.inner.slot(server)?;
+        if lock(&slot.resources).remove(uri) {
+            slot.relisten.notify_one();
+        }
+        let client = self.inner.ready_client(server)?;
+        if client.server_info().era == Era::Handshake {
+            let params = ResourceUriParams::new(uri.to_owned());
+            client
+                .request::<method::Unsubscribe>(&params, RequestOptions::DEFAULT)
+                .await
+                .map_err(|e| CallError::from_session(server, "resources/unsubscribe", e))?;
+        }
+        Ok(())
     }
 
     /// The prompts of a ready server, every page.
@@ -1246,7 +1310,8 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
     let server = slot.entry.id.clone();
     // A stateless server says what changed only on a subscriptions/listen stream; it ends
     // with this connection.
-    let _listening = listen(&server, client).map(AbortOnDrop);
+    let _listening = listen(slot, client).map(AbortOnDrop);
+    resubscribe(slot, client);
     loop {
         let item = tokio::select! {
             item = incoming.recv() => item,
@@ -1315,38 +1380,51 @@ impl Drop for AbortOnDrop {
 const LISTEN_SPAN: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// In the stateless era, keeps a `subscriptions/listen` request open for the list changes the
-/// server offers: its notifications reach [`serve`] like any other. If the stream ends it is
-/// opened again, after a pause that doubles up to a minute while it keeps failing. `None` when
-/// there is nothing to listen for.
-fn listen(server: &str, client: &Client) -> Option<tokio::task::JoinHandle<()>> {
+/// server offers and the resources the consumer subscribed to: its notifications reach
+/// [`serve`] like any other. When the subscriptions change it listens again with the new
+/// filter; if the stream ends it is opened again, after a pause that doubles up to a minute
+/// while it keeps failing. `None` when the server offers nothing to listen for.
+fn listen(slot: &Arc<Slot>, client: &Client) -> Option<tokio::task::JoinHandle<()>> {
     let info = client.server_info();
     if info.era != Era::Stateless {
         return None;
     }
     let caps = &info.capabilities;
-    let mut filter = SubscriptionFilter::new();
+    let mut base = SubscriptionFilter::new();
     let changes = |c: Option<bool>| c.filter(|on| *on);
-    filter.tools_list_changed = changes(caps.tools.as_ref().and_then(|t| t.list_changed));
-    filter.prompts_list_changed = changes(caps.prompts.as_ref().and_then(|p| p.list_changed));
-    filter.resources_list_changed = changes(caps.resources.as_ref().and_then(|r| r.list_changed));
-    if filter.tools_list_changed.is_none()
-        && filter.prompts_list_changed.is_none()
-        && filter.resources_list_changed.is_none()
-    {
+    base.tools_list_changed = changes(caps.tools.as_ref().and_then(|t| t.list_changed));
+    base.prompts_list_changed = changes(caps.prompts.as_ref().and_then(|p| p.list_changed));
+    base.resources_list_changed = changes(caps.resources.as_ref().and_then(|r| r.list_changed));
+    let subscribes = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+    let lists = base.tools_list_changed.is_some()
+        || base.prompts_list_changed.is_some()
+        || base.resources_list_changed.is_some();
+    if !lists && !subscribes {
         return None;
     }
-    let (server, client) = (server.to_owned(), client.clone());
+    let (slot, client) = (Arc::clone(slot), client.clone());
     Some(tokio::spawn(async move {
+        let server = slot.entry.id.clone();
         let mut pause = Duration::from_secs(1);
         loop {
+            let mut filter = base.clone();
+            let resources: Vec<String> = lock(&slot.resources).iter().cloned().collect();
+            if !resources.is_empty() {
+                filter.resource_subscriptions = Some(resources);
+            }
+            if !lists && filter.resource_subscriptions.is_none() {
+                slot.relisten.notified().await;
+                continue;
+            }
             let began = tokio::time::Instant::now();
-            let params = ListenParams::new(filter.clone());
-            let ended = client
-                .request::<mcp_protocol::schema::method::Listen>(
-                    &params,
-                    RequestOptions::DEFAULT.timeout(LISTEN_SPAN),
-                )
-                .await;
+            let params = ListenParams::new(filter);
+            let listening = client
+                .request::<method::Listen>(&params, RequestOptions::DEFAULT.timeout(LISTEN_SPAN));
+            let ended = tokio::select! {
+                ended = listening => ended,
+                // Dropping the request cancels it (on HTTP, closes its stream).
+                () = slot.relisten.notified() => continue,
+            };
             if client.is_closed() {
                 return;
             }
@@ -1360,6 +1438,32 @@ fn listen(server: &str, client: &Client) -> Option<tokio::task::JoinHandle<()>> 
             pause = (pause * 2).min(Duration::from_secs(60));
         }
     }))
+}
+
+/// In the handshake era, subscribes a new connection to the resources the consumer subscribed
+/// to before it; a refusal is a diagnostic of the server, and the URI stays wanted.
+fn resubscribe(slot: &Arc<Slot>, client: &Client) {
+    if client.server_info().era != Era::Handshake {
+        return;
+    }
+    let uris: Vec<String> = lock(&slot.resources).iter().cloned().collect();
+    if uris.is_empty() {
+        return;
+    }
+    let (slot, client) = (Arc::clone(slot), client.clone());
+    tokio::spawn(async move {
+        for uri in uris {
+            let params = ResourceUriParams::new(uri.clone());
+            if let Err(e) = client
+                .request::<method::Subscribe>(&params, RequestOptions::DEFAULT)
+                .await
+            {
+                slot.diagnostic(format!(
+                    "resources/subscribe {uri} again after reconnecting failed: {e}"
+                ));
+            }
+        }
+    });
 }
 
 /// Lists a server's tools again and swaps them into the catalogue; on failure the old list
