@@ -160,7 +160,7 @@ const LEGS: &[Leg] = &[
         spec: Some("2025-11-25"),
         tag: Some("2025-11-25"),
         target: Target::Gateway,
-        negotiate: false,
+        negotiate: true,
     },
 ];
 

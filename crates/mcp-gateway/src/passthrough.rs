@@ -305,12 +305,36 @@ pub(crate) async fn handle(
             Ok(result)
         }
         ClientRequest::Subscribe(p) => {
+            // Through the host, which subscribes the way the upstream's era has.
             let candidates = resource_candidates(shared, &p.uri, has_subscribe);
-            let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
+            let mut first_error = None;
+            let mut subscribed = false;
+            for id in &candidates {
+                match shared.host.subscribe_resource(id, &p.uri).await {
+                    Ok(()) => {
+                        subscribed = true;
+                        break;
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            if !subscribed {
+                return Err(first_error.map_or_else(
+                    || {
+                        ErrorObject::new(
+                            code::INVALID_PARAMS,
+                            format!("{method}: no upstream server can answer it"),
+                        )
+                    },
+                    host_error,
+                ));
+            }
             if let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
                 d.subscriptions.insert(p.uri);
             }
-            Ok(result)
+            encode(&json!({}))
         }
         ClientRequest::Unsubscribe(p) => {
             let others = {
@@ -320,13 +344,17 @@ pub(crate) async fn handle(
                 }
                 sessions.values().any(|d| d.subscriptions.contains(&p.uri))
             };
-            if others {
-                // Another client still wants the updates: the upstream keeps sending them.
-                return encode(&json!({}));
+            if !others {
+                // No client wants the updates any more: the upstream may stop sending them.
+                for id in resource_candidates(shared, &p.uri, has_subscribe) {
+                    if let Err(e) = shared.host.unsubscribe_resource(&id, &p.uri).await {
+                        shared
+                            .log
+                            .line(&format!("upstream {id}: resources/unsubscribe failed: {e}"));
+                    }
+                }
             }
-            let candidates = resource_candidates(shared, &p.uri, has_subscribe);
-            let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
-            Ok(result)
+            encode(&json!({}))
         }
         ClientRequest::ListPrompts(_) => {
             let multi = is_multi(shared);
@@ -494,16 +522,7 @@ async fn call_tool(
             "the upstream's answer is of a kind this gateway does not know".to_owned(),
         )),
         // The upstream's own JSON-RPC error, as it sent it.
-        Err(CallError::Rpc {
-            code,
-            message,
-            data,
-            ..
-        }) => {
-            let mut error = ErrorObject::new(code, message);
-            error.data = data;
-            Err(error)
-        }
+        Err(e @ CallError::Rpc { .. }) => Err(host_error(e)),
         Err(e) => encode(&call_error_result(&e)),
     }
 }
@@ -675,6 +694,24 @@ async fn forward(
         .request_raw(method, Some(params), options, None)
         .await
         .map_err(|e| upstream_error(server, &e))
+}
+
+/// A failed host operation as the client's error: the upstream's own JSON-RPC error as it
+/// sent it, else an internal error saying what the host said.
+fn host_error(e: CallError) -> ErrorObject {
+    match e {
+        CallError::Rpc {
+            code,
+            message,
+            data,
+            ..
+        } => {
+            let mut error = ErrorObject::new(code, message);
+            error.data = data;
+            error
+        }
+        other => ErrorObject::new(code::INTERNAL_ERROR, other.to_string()),
+    }
 }
 
 fn upstream_error(server: &str, e: &mcp_session::Error) -> ErrorObject {
