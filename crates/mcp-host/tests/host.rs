@@ -669,3 +669,174 @@ async fn both_eras_at_one_server_and_list_changes_in_each() {
     assert_eq!(grown.0.load(Ordering::SeqCst), 1);
     host.shutdown().await;
 }
+
+/// A server on our HTTP half that speaks both eras and offers resource subscriptions: `touch`
+/// announces a change of the resource at its `uri` argument to every session and listen
+/// stream; `resources/subscribe` (the handshake era's) is counted.
+#[derive(Clone, Default)]
+struct Watched {
+    subscribes: Arc<AtomicUsize>,
+}
+
+impl mcp_session::Handler for Watched {
+    async fn handle(
+        &self,
+        request: mcp_protocol::schema::ClientRequest,
+        context: mcp_session::RequestContext,
+    ) -> Result<mcp_protocol::RawJson, mcp_protocol::ErrorObject> {
+        use mcp_protocol::schema::{CallToolResult, ClientRequest, ListToolsResult, Tool};
+        let raw = |v: serde_json::Value| Ok(mcp_protocol::RawJson::encode(&v).unwrap());
+        match request {
+            ClientRequest::ListTools(_) => Ok(mcp_protocol::RawJson::encode(
+                &ListToolsResult::new(vec![Tool::new("touch".into())]),
+            )
+            .unwrap()),
+            ClientRequest::Subscribe(_) | ClientRequest::Unsubscribe(_) => {
+                self.subscribes.fetch_add(1, Ordering::SeqCst);
+                raw(json!({}))
+            }
+            ClientRequest::CallTool(call) => {
+                let uri = call.arguments.unwrap_or_default()["uri"].clone();
+                let params = mcp_protocol::RawJson::encode(&json!({ "uri": uri })).unwrap();
+                context
+                    .sessions
+                    .notify("notifications/resources/updated", Some(params));
+                let done = CallToolResult::new(vec![ContentBlock::text("touched")]);
+                Ok(mcp_protocol::RawJson::encode(&done).unwrap())
+            }
+            other => Err(mcp_protocol::ErrorObject::new(
+                -32601,
+                format!("no {}", other.method()),
+            )),
+        }
+    }
+}
+
+/// The URI of the next `notifications/resources/updated` among `events`, waiting at most 10 s.
+async fn next_update(events: &mut mcp_host::Subscription) -> String {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("an update within 10 s")
+            .expect("events");
+        if let HostEvent::Notification {
+            notification: mcp_protocol::schema::ServerNotification::ResourceUpdated(p),
+            ..
+        } = event
+        {
+            return p.uri;
+        }
+    }
+}
+
+/// `Host::subscribe_resource` hides how each era subscribes: the handshake connection sends
+/// `resources/subscribe`; the stateless one (which has no such method) listens for the URI,
+/// hears its changes and only its, and stops hearing them once unsubscribed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_in_both_eras() {
+    let mut server =
+        mcp_protocol::ServerConfig::dual_era(Implementation::new("watched".into(), "1".into()));
+    let mut resources = mcp_protocol::schema::ResourcesCapability::new();
+    resources.subscribe = Some(true);
+    server.capabilities.resources = Some(resources);
+    server.capabilities.tools = Some(mcp_protocol::schema::ListChangedCapability::new());
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let watched = Watched::default();
+    tokio::spawn(mcp_http::serve_http(
+        listener,
+        mcp_http::HttpServerConfig::new(server),
+        watched.clone(),
+    ));
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let entry = |id: &str| {
+        ServerEntry::new(
+            id,
+            Connect::Http(mcp_http::HttpConfig::new(id, url.clone())),
+        )
+    };
+    let mut pinned = entry("pinned");
+    pinned.protocol_version = Some(mcp_protocol::ProtocolVersion::V2025_11_25);
+    let host = Host::new(options(AllowAll));
+    host.start(vec![pinned, entry("free")]).await;
+    assert_eq!(host.server_status("free").unwrap().era, Some("stateless"));
+    assert_eq!(host.server_status("pinned").unwrap().era, Some("handshake"));
+
+    host.subscribe_resource("pinned", "test://a").await.unwrap();
+    assert_eq!(watched.subscribes.load(Ordering::SeqCst), 1);
+    host.subscribe_resource("free", "test://a").await.unwrap();
+    assert_eq!(
+        watched.subscribes.load(Ordering::SeqCst),
+        1,
+        "the stateless connection must not send resources/subscribe"
+    );
+
+    let mut events = host.subscribe(Some(&["free"]), None);
+    let touch = |uri: &str| {
+        let host = host.clone();
+        let mut args = JsonObject::new();
+        args.insert("uri".into(), json!(uri));
+        async move {
+            host.call_tool("pinned", "touch", args, CallOptions::default())
+                .await
+                .unwrap();
+        }
+    };
+    // The listen stream may still be reopening with the new filter: touch until it hears.
+    let heard = async {
+        loop {
+            touch("test://a").await;
+            if let Ok(uri) =
+                tokio::time::timeout(Duration::from_millis(500), next_update(&mut events)).await
+            {
+                return uri;
+            }
+        }
+    };
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(20), heard)
+            .await
+            .unwrap(),
+        "test://a"
+    );
+    // Drain what the retries above may have left, then check that b is filtered out: the
+    // next update heard after touching b and then a is a's.
+    while tokio::time::timeout(Duration::from_millis(300), next_update(&mut events))
+        .await
+        .is_ok()
+    {}
+    touch("test://b").await;
+    touch("test://a").await;
+    assert_eq!(next_update(&mut events).await, "test://a");
+
+    host.unsubscribe_resource("free", "test://a").await.unwrap();
+    host.subscribe_resource("free", "test://c").await.unwrap();
+    let heard = async {
+        loop {
+            touch("test://a").await;
+            touch("test://c").await;
+            if let Ok(uri) =
+                tokio::time::timeout(Duration::from_millis(500), next_update(&mut events)).await
+                && uri == "test://c"
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), heard)
+        .await
+        .unwrap();
+    while tokio::time::timeout(Duration::from_millis(300), next_update(&mut events))
+        .await
+        .is_ok()
+    {}
+    touch("test://a").await;
+    touch("test://c").await;
+    assert_eq!(
+        next_update(&mut events).await,
+        "test://c",
+        "no longer subscribed to a"
+    );
+    host.shutdown().await;
+}
