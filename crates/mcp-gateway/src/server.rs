@@ -599,6 +599,9 @@ struct InFlight {
     /// The peer tied to the client's request, so an upstream's request travels on its stream.
     peer: Peer,
     client: Option<Arc<ClientInfo>>,
+    /// Whether the request came in the stateless era, where nothing may be sent to the client
+    /// mid-request.
+    stateless: bool,
 }
 
 /// The clients in front, and which of their requests wait on which upstream.
@@ -677,6 +680,7 @@ impl Routes {
                 session: context.session,
                 peer: context.peer.clone(),
                 client: context.client.clone(),
+                stateless: context.era == Some(Era::Stateless),
             });
         Tracked {
             routes: Arc::clone(self),
@@ -687,21 +691,27 @@ impl Routes {
 
     /// Where an upstream's request goes: the latest client request waiting on that upstream,
     /// else the only client (unprompted requests, such as `roots/list` after start-up).
-    fn target(&self, server: &str) -> Option<(Peer, Option<Arc<ClientInfo>>)> {
+    fn target(&self, server: &str) -> Result<(Peer, Option<Arc<ClientInfo>>), &'static str> {
         if let Some(call) = lock(&self.inflight)
             .get(server)
             .and_then(|calls| calls.last())
         {
-            return Some((call.peer.clone(), call.client.clone()));
+            if call.stateless {
+                return Err(
+                    "the client waiting on it speaks the stateless era, where a request cannot reach it mid-call (the upstream would have to answer input_required)",
+                );
+            }
+            return Ok((call.peer.clone(), call.client.clone()));
         }
         let sessions = lock(&self.sessions);
         if sessions.len() == 1 {
             return sessions
                 .values()
                 .next()
-                .map(|d| (d.peer.clone(), d.client.clone()));
+                .map(|d| (d.peer.clone(), d.client.clone()))
+                .ok_or("no client of the gateway is waiting on it");
         }
-        None
+        Err("no client of the gateway is waiting on it")
     }
 
     /// The client request waiting on `server` most recently, if any: its peer, so that what
@@ -769,14 +779,12 @@ impl RequestHandler for Forwarder {
     ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>> {
         Box::pin(async move {
             let method = request.method().to_owned();
-            let Some((peer, client)) = self.routes.target(server) else {
-                return Err(ErrorObject::new(
+            let (peer, client) = self.routes.target(server).map_err(|why| {
+                ErrorObject::new(
                     mcp_protocol::code::METHOD_NOT_FOUND,
-                    format!(
-                        "{method}: no client of the gateway is waiting on server `{server}` to pass it to"
-                    ),
-                ));
-            };
+                    format!("{method} from server `{server}` cannot be passed on: {why}"),
+                )
+            })?;
             refuse_undeclared(&request, client.as_ref().map(|c| &c.capabilities))?;
             let params = request
                 .encode_params()
