@@ -610,16 +610,22 @@ pub(crate) struct Routes {
     pub(crate) sessions: Mutex<HashMap<SessionKey, Downstream>>,
     inflight: Mutex<HashMap<String, Vec<InFlight>>>,
     next: AtomicU64,
-    /// Every session of the server in front, known from the first request: notifications for
-    /// all clients go through it, so a stateless client's `subscriptions/listen` stream hears
-    /// them too, filtered as it asked.
-    registry: Mutex<Option<Sessions>>,
+    /// The session registry of each server in front (one gateway may be served over stdio
+    /// and HTTP at once), known from their first request: notifications for all clients go
+    /// through them, so a stateless client's `subscriptions/listen` stream hears them too,
+    /// filtered as it asked.
+    registries: Mutex<Vec<Sessions>>,
 }
 
 impl Routes {
     /// Remembers the client of `context` (on its first request).
     fn register(&self, context: &RequestContext) {
-        lock(&self.registry).get_or_insert_with(|| context.sessions.clone());
+        {
+            let mut registries = lock(&self.registries);
+            if !registries.iter().any(|r| r.same(&context.sessions)) {
+                registries.push(context.sessions.clone());
+            }
+        }
         let mut sessions = lock(&self.sessions);
         sessions
             .entry(context.session)
@@ -631,20 +637,12 @@ impl Routes {
             });
     }
 
-    /// Sends a notification to every client: through the server's registry once a request has
-    /// shown it (handshake sessions on their streams, stateless ones on their listen
-    /// streams), else to each client seen.
+    /// Sends a notification to every client, through the registries of the servers in front
+    /// (handshake sessions on their streams, stateless ones on their listen streams).
     pub(crate) fn broadcast(&self, method: &str, params: Option<RawJson>) {
-        let registry = lock(&self.registry).clone();
-        match registry {
-            Some(registry) => {
-                registry.notify(method, params);
-            }
-            None => {
-                for (_, peer) in self.peers() {
-                    let _ = peer.notify(method, params.clone());
-                }
-            }
+        let registries = lock(&self.registries).clone();
+        for registry in registries {
+            registry.notify(method, params.clone());
         }
     }
 
@@ -721,14 +719,6 @@ impl Routes {
             .get(server)
             .and_then(|calls| calls.last())
             .map(|call| call.peer.clone())
-    }
-
-    /// The peers of every client, for notifications that concern them all.
-    pub(crate) fn peers(&self) -> Vec<(SessionKey, Peer)> {
-        lock(&self.sessions)
-            .iter()
-            .map(|(k, d)| (*k, d.peer.clone()))
-            .collect()
     }
 }
 

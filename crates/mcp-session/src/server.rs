@@ -145,6 +145,12 @@ impl Sessions {
         Self::default()
     }
 
+    /// Whether `other` is a handle on this same registry: for a handler served by several
+    /// servers at once (stdio and HTTP), which keeps one handle per server.
+    pub fn same(&self, other: &Sessions) -> bool {
+        Arc::ptr_eq(&self.members, &other.members)
+    }
+
     fn join(&self, link: Weak<dyn Link>) {
         let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
         members.retain(|m| m.strong_count() > 0);
