@@ -41,6 +41,7 @@ pub mod codec;
 pub mod env;
 mod error;
 mod server;
+mod streams;
 mod writer;
 
 // The public interface is:

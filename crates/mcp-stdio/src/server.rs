@@ -14,24 +14,28 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 use tokio::sync::Notify;
 
 use crate::codec::{Line, LineDecoder, encode_line};
+use crate::streams::{self, Output};
 
 /// Serves one client on this process's stdin and stdout until stdin ends.
+///
+/// When stdin and stdout are pipes or sockets (as every host starts a server) they are read
+/// and written on tokio's reactor, not through tokio's blocking thread pool. This never makes descriptors 0
+/// and 1 non-blocking for anyone else (see the `streams` module). A terminal or a file keeps
+/// tokio's `stdin()` and `stdout()`.
 pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::io::Result<()> {
-    serve(
-        config,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        handler,
-        8 << 20,
-    )
-    .await
+    let (input, output) = streams::open();
+    let sink = match output {
+        Output::Tokio(stdout) => Sink::Stream(Box::new(stdout)),
+        other => Sink::Direct(Arc::new(other)),
+    };
+    serve_on(config, input, sink, handler, 8 << 20).await
 }
 
 /// Serves one client over any byte streams until the reader ends. Lines over
 /// `max_line_bytes` are discarded.
 pub async fn serve<R, W, H>(
     config: ServerConfig,
-    mut reader: R,
+    reader: R,
     writer: W,
     handler: H,
     max_line_bytes: usize,
@@ -41,9 +45,45 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    let out = Arc::new(Outgoing::default());
+    serve_on(
+        config,
+        reader,
+        Sink::Stream(Box::new(writer)),
+        handler,
+        max_line_bytes,
+    )
+    .await
+}
+
+/// Where the lines go.
+enum Sink {
+    /// Any stream: only the writer task writes, a batch of queued lines at a time.
+    Stream(Box<dyn AsyncWrite + Unpin + Send>),
+    /// A pipe or socket that can be written without waiting, on the reactor (never
+    /// `Output::Tokio`, which cannot).
+    Direct(Arc<Output>),
+}
+
+async fn serve_on<R, H>(
+    config: ServerConfig,
+    mut reader: R,
+    sink: Sink,
+    handler: H,
+    max_line_bytes: usize,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    H: Handler,
+{
+    let out = Arc::new(Outgoing {
+        buffer: Mutex::default(),
+        wake: Notify::new(),
+    });
     let core = ServerCore::new(config, Arc::new(handler), LineTransport(Arc::clone(&out)));
-    let writer_task = tokio::spawn(write_loop(writer, Arc::clone(&out)));
+    let writer_task = match sink {
+        Sink::Direct(output) => tokio::spawn(direct_write_loop(output, Arc::clone(&out))),
+        Sink::Stream(writer) => tokio::spawn(write_loop(writer, Arc::clone(&out))),
+    };
     let mut decoder = LineDecoder::new(max_line_bytes);
     let mut chunk = vec![0u8; 64 << 10];
     let result = loop {
@@ -73,11 +113,16 @@ where
 #[derive(Default)]
 struct Buffer {
     bytes: Vec<u8>,
+    /// How much of `bytes` a direct output has already written: the rest is still owed. A
+    /// large answer leaves in many writes, and moving the rest forward after each would copy
+    /// it over and over.
+    written: usize,
     closing: bool,
+    /// A write failed: the client is gone, and what is queued is dropped.
+    broken: bool,
 }
 
 /// Lines waiting for the writer task, in order.
-#[derive(Default)]
 struct Outgoing {
     buffer: Mutex<Buffer>,
     wake: Notify,
@@ -94,16 +139,63 @@ struct LineTransport(Arc<Outgoing>);
 
 impl ServerTransport for LineTransport {
     fn send(&self, message: Message, _related: Option<&RequestId>) {
-        encode_line(&message, &mut self.0.lock().bytes);
+        let mut b = self.0.lock();
+        if b.broken {
+            return;
+        }
+        encode_line(&message, &mut b.bytes);
         self.0.wake.notify_one();
     }
 }
 
+/// Writes what fits of the queued bytes without waiting (the lock is held, so the bytes
+/// leave in order); a failed write marks the output broken.
+fn write_now(output: &Output, b: &mut Buffer) {
+    match output.try_write(&b.bytes[b.written..]) {
+        Some(Ok(n)) => {
+            b.written += n;
+            if b.written == b.bytes.len() {
+                b.bytes.clear();
+                b.written = 0;
+            }
+        }
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Some(Err(_)) => {
+            b.broken = true;
+            b.bytes.clear();
+            b.written = 0;
+        }
+        None => {}
+    }
+}
+
 /// Writes whatever is queued, all of it in one write, until the reader ends.
-async fn write_loop<W: AsyncWrite + Unpin>(writer: W, out: Arc<Outgoing>) {
+async fn write_loop(writer: Box<dyn AsyncWrite + Unpin + Send>, out: Arc<Outgoing>) {
     crate::writer::write_batches(writer, &out.wake, || {
         let mut b = out.lock();
         (std::mem::take(&mut b.bytes), b.closing)
     })
     .await;
+}
+
+/// Writes what is queued as the output takes it, until the reader ends and all is out.
+async fn direct_write_loop(output: Arc<Output>, out: Arc<Outgoing>) {
+    loop {
+        let (pending, closing) = {
+            let b = out.lock();
+            (!b.bytes.is_empty() && !b.broken, b.closing)
+        };
+        if pending {
+            if output.writable().await.is_err() {
+                out.lock().broken = true;
+                continue;
+            }
+            write_now(&output, &mut out.lock());
+            continue;
+        }
+        if closing {
+            return;
+        }
+        out.wake.notified().await;
+    }
 }

@@ -14,6 +14,8 @@ mod misbehaviour;
 mod shutdown;
 // The server half, in process, against our client.
 mod server_half;
+// `serve_stdio` in a real child process, over pipes and over sockets.
+mod serve_stdio;
 
 use std::time::Duration;
 

@@ -1,0 +1,215 @@
+//! This process's stdin and stdout for [`serve_stdio`](crate::serve_stdio), on tokio's reactor
+//! when they are pipes or sockets, which is how every MCP host starts a server.
+//!
+//! tokio's own `stdin()` and `stdout()` hand every read and every write to the blocking thread
+//! pool: a thread hop and a wake-up per message each way. A pipe or a socket can instead be
+//! read and written without blocking and waited on with epoll, like any socket.
+//!
+//! Non-blocking mode is a flag of the open file description, which every process that
+//! inherited the descriptor shares (the host's shell, a child of ours, and our own
+//! `std::io::stdout()`, where a full pipe would then make `println!` fail). So it is never
+//! set on descriptors 0 and 1:
+//!
+//! - a pipe (FIFO) is reopened through `/proc/self/fd/N`, which gives this process a new
+//!   open file description of the same pipe, non-blocking for us alone. rmcp's
+//!   `stdio_pipes` does the same; Node's libuv, by contrast, sets `O_NONBLOCK` on the
+//!   inherited descriptions, and the Python SDK reads in worker threads;
+//! - a socket (Node's `child_process` gives a server socket pairs) cannot be reopened, so it
+//!   is read and written with `recv`/`send` and `MSG_DONTWAIT`, which do not wait whatever
+//!   the description's flag says;
+//! - anything else (a terminal, a regular file, `/dev/null`), or a Linux without `/proc`,
+//!   keeps tokio's `stdin()` and `stdout()`: epoll refuses regular files, and a terminal is
+//!   shared with the shell.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd};
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use nix::sys::socket::{MsgFlags, recv, send};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::net::unix::pipe;
+
+/// What stdin or stdout is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Fifo,
+    Socket,
+    Other,
+}
+
+fn kind(fd: BorrowedFd<'_>) -> Kind {
+    let Ok(meta) = fd
+        .try_clone_to_owned()
+        .map(File::from)
+        .and_then(|f| f.metadata())
+    else {
+        return Kind::Other;
+    };
+    let ty = meta.file_type();
+    if ty.is_fifo() {
+        Kind::Fifo
+    } else if ty.is_socket() {
+        Kind::Socket
+    } else {
+        Kind::Other
+    }
+}
+
+/// The read side of stdin.
+pub(crate) enum Input {
+    Pipe(pipe::Receiver),
+    Socket(SocketFd),
+    Tokio(tokio::io::Stdin),
+}
+
+/// The write side of stdout. Only [`Output::Tokio`] cannot be written without waiting.
+pub(crate) enum Output {
+    Pipe(pipe::Sender),
+    Socket(SocketFd),
+    Tokio(tokio::io::Stdout),
+}
+
+/// Stdin and stdout, each on the reactor when it can be, each independently of the other.
+/// Must be called within a tokio runtime.
+pub(crate) fn open() -> (Input, Output) {
+    let stdin = io::stdin();
+    let stdout = io::stdout();
+    let input = match kind(stdin.as_fd()) {
+        Kind::Fifo => reopen(0, false)
+            .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok())
+            .map(Input::Pipe),
+        Kind::Socket => SocketFd::new(stdin.as_fd(), false).map(Input::Socket),
+        Kind::Other => None,
+    };
+    let output = match kind(stdout.as_fd()) {
+        Kind::Fifo => reopen(1, true)
+            .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok())
+            .map(Output::Pipe),
+        Kind::Socket => SocketFd::new(stdout.as_fd(), true).map(Output::Socket),
+        Kind::Other => None,
+    };
+    (
+        input.unwrap_or_else(|| Input::Tokio(tokio::io::stdin())),
+        output.unwrap_or_else(|| Output::Tokio(tokio::io::stdout())),
+    )
+}
+
+/// Descriptor `n` of this process opened again, non-blocking, on a description of its own;
+/// `None` where `/proc` is missing, or (for writing) when the pipe has no reader left.
+fn reopen(n: i32, write: bool) -> Option<OwnedFd> {
+    let file = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{n}"))
+        .ok()?;
+    // Whatever was reopened must still be a pipe (not, say, a path that changed meanwhile).
+    (kind(file.as_fd()) == Kind::Fifo).then(|| file.into())
+}
+
+impl Output {
+    /// Writes what fits now without waiting: `None` when this output cannot (tokio's
+    /// `stdout()`, whose writes go through the blocking pool).
+    pub(crate) fn try_write(&self, buf: &[u8]) -> Option<io::Result<usize>> {
+        match self {
+            Self::Pipe(p) => Some(p.try_write(buf)),
+            Self::Socket(s) => Some(s.try_send(buf)),
+            Self::Tokio(_) => None,
+        }
+    }
+
+    /// Waits until a write may succeed (for [`Output::Tokio`], at once).
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        match self {
+            Self::Pipe(p) => p.writable().await,
+            Self::Socket(s) => s.writable().await,
+            Self::Tokio(_) => Ok(()),
+        }
+    }
+}
+
+impl AsyncRead for Input {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+            Self::Socket(s) => s.poll_recv(cx, buf),
+            Self::Tokio(t) => Pin::new(t).poll_read(cx, buf),
+        }
+    }
+}
+
+/// A socket on the reactor, used only through `MSG_DONTWAIT` calls so that the blocking
+/// flag it shares with other processes is never touched.
+///
+/// tokio has no safe registration for a descriptor that stays blocking, so a socket is
+/// registered as a pipe end (epoll does not tell them apart). Only the registration, the
+/// readiness and `close` of that pipe type are used, never its reads and writes, which would
+/// expect the flag set. A TCP socket, as inetd gives one, works the same.
+pub(crate) enum SocketFd {
+    In(pipe::Receiver),
+    Out(pipe::Sender),
+}
+
+impl SocketFd {
+    /// A duplicate of `fd` registered with the reactor for reading or for writing; `None` if
+    /// either step fails.
+    fn new(fd: BorrowedFd<'_>, write: bool) -> Option<Self> {
+        let owned = fd.try_clone_to_owned().ok()?;
+        if write {
+            pipe::Sender::from_owned_fd_unchecked(owned)
+                .ok()
+                .map(Self::Out)
+        } else {
+            pipe::Receiver::from_owned_fd_unchecked(owned)
+                .ok()
+                .map(Self::In)
+        }
+    }
+
+    fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        let Self::Out(socket) = self else {
+            return Err(io::ErrorKind::Unsupported.into());
+        };
+        let fd = socket.as_raw_fd();
+        socket.try_io(|| {
+            // MSG_NOSIGNAL: a client gone away is an error value, never SIGPIPE.
+            send(fd, buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL).map_err(io::Error::from)
+        })
+    }
+
+    async fn writable(&self) -> io::Result<()> {
+        match self {
+            Self::Out(socket) => socket.writable().await,
+            Self::In(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let Self::In(socket) = self else {
+            return Poll::Ready(Err(io::ErrorKind::Unsupported.into()));
+        };
+        let fd = socket.as_raw_fd();
+        loop {
+            ready!(socket.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            match socket
+                .try_io(|| recv(fd, unfilled, MsgFlags::MSG_DONTWAIT).map_err(io::Error::from))
+            {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                // Not readable after all: `try_io` cleared the readiness; wait again.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
