@@ -18,21 +18,53 @@ use crate::streams::{self, Output};
 
 /// Serves one client on this process's stdin and stdout until stdin ends.
 ///
-/// When stdin and stdout are pipes or sockets (as every host starts a server) they are read
-/// and written on tokio's reactor, not through tokio's blocking thread pool. This never makes descriptors 0
-/// and 1 non-blocking for anyone else (see the `streams` module). A terminal or a file keeps
-/// tokio's `stdin()` and `stdout()`.
+/// It serves in a task of its own on the runtime's worker threads; dropping this future ends
+/// it. When stdin and stdout are pipes or sockets (as every host starts a server) they are
+/// read and written on tokio's reactor, not through tokio's blocking thread pool. This never
+/// makes descriptors 0 and 1 non-blocking for anyone else (see the `streams` module). A
+/// terminal or a file keeps tokio's `stdin()` and `stdout()`.
 pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::io::Result<()> {
     let (input, output) = streams::open();
     let sink = match output {
         Output::Tokio(stdout) => Sink::Stream(Box::new(stdout)),
         other => Sink::Direct(Arc::new(other)),
     };
-    serve_on(config, input, sink, handler, 8 << 20).await
+    // The loop runs as a task of its own, on a worker thread, not in the caller's future: a
+    // consumer awaits this in `#[tokio::main]`, whose future runs on the main thread, outside
+    // the worker pool. There every request read woke a worker to run its handler, and every
+    // answer woke the main thread again: three threads and two futex wake-ups per call. On a
+    // worker, the handler the loop spawns, and then the writer task, run next on the same
+    // thread.
+    let mut task = AbortOnDrop(tokio::spawn(serve_on(
+        config,
+        input,
+        sink,
+        handler,
+        8 << 20,
+    )));
+    match (&mut task.0).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(std::io::Error::other(e)),
+    }
+}
+
+/// Ends the serving task when `serve_stdio`'s future is dropped: dropping it stops serving,
+/// as it did when the loop ran in the future itself.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Serves one client over any byte streams until the reader ends. Lines over
 /// `max_line_bytes` are discarded.
+///
+/// The loop runs in this future. On the multi-threaded runtime, spawn it (`tokio::spawn`)
+/// rather than awaiting it in `#[tokio::main]`'s future, which runs outside the worker
+/// threads: each message would then cross threads twice ([`serve_stdio`] does this itself).
 pub async fn serve<R, W, H>(
     config: ServerConfig,
     reader: R,
