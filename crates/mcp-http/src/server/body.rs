@@ -29,11 +29,8 @@ pub struct SseBody {
 
 /// Where the events come from.
 enum Source {
-    /// Encoded events, ready to go: `first`, then what the channel delivers.
-    Bytes {
-        first: Option<Bytes>,
-        rx: mpsc::UnboundedReceiver<Bytes>,
-    },
+    /// Encoded events, ready to go.
+    Bytes(mpsc::UnboundedReceiver<Bytes>),
     /// Messages to encode, the first already received.
     Messages {
         first: Option<Message>,
@@ -50,19 +47,7 @@ impl std::fmt::Debug for SseBody {
 impl SseBody {
     pub(crate) fn new(rx: mpsc::UnboundedReceiver<Bytes>) -> Self {
         Self {
-            source: Source::Bytes { first: None, rx },
-            _keep: None,
-        }
-    }
-
-    /// A stream of `first` (encoded events already received, in one frame) and then every
-    /// chunk `rx` delivers.
-    pub(crate) fn starting_with(first: Bytes, rx: mpsc::UnboundedReceiver<Bytes>) -> Self {
-        Self {
-            source: Source::Bytes {
-                first: Some(first),
-                rx,
-            },
+            source: Source::Bytes(rx),
             _keep: None,
         }
     }
@@ -107,13 +92,9 @@ impl Body for SseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.source {
-            Source::Bytes { first, rx } => {
-                if let Some(chunk) = first.take() {
-                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
-                }
-                rx.poll_recv(cx)
-                    .map(|chunk| chunk.map(|c| Ok(Frame::data(c))))
-            }
+            Source::Bytes(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
             Source::Messages { first, rx } => {
                 if let Some(message) = first.take() {
                     return Poll::Ready(Some(Ok(Frame::data(event(&message, None)))));
