@@ -29,11 +29,8 @@ pub(crate) enum Imp {
     Rmcp,
     Ts,
     Py,
-    /// A diagnostic, not a consumer's default: our stdio server on stdin and stdout as
-    /// non-blocking pipes (`mcp_stdio::serve`) instead of `serve_stdio`.
-    OursPipes,
-    /// A diagnostic: ours on tokio's one-threaded runtime, client and server (the stdio
-    /// server on non-blocking pipes too).
+    /// A diagnostic, not a consumer's default: ours on tokio's one-threaded runtime, client
+    /// and server.
     OursLocal,
 }
 
@@ -42,7 +39,6 @@ impl Imp {
         match self {
             Self::Raw => "floor",
             Self::Ours => "ours",
-            Self::OursPipes => "ours (server on pipes)",
             Self::OursLocal => "ours (one thread)",
             Self::Rmcp => "rmcp",
             Self::Ts => "TypeScript",
@@ -53,7 +49,7 @@ impl Imp {
     fn key(self) -> &'static str {
         match self {
             Self::Raw => "raw",
-            Self::Ours | Self::OursPipes | Self::OursLocal => "ours",
+            Self::Ours | Self::OursLocal => "ours",
             Self::Rmcp => "rmcp",
             Self::Ts => "ts",
             Self::Py => "py",
@@ -61,7 +57,7 @@ impl Imp {
     }
 }
 
-use Imp::{Ours, OursLocal, OursPipes, Py, Raw, Rmcp, Ts};
+use Imp::{Ours, OursLocal, Py, Raw, Rmcp, Ts};
 
 /// The MCP pairs (client, server): each SDK with itself, and ours against each of the
 /// others both ways (ours→theirs measures our client, theirs→ours our server). The floor is
@@ -79,14 +75,11 @@ pub(crate) const MCP_PAIRS: &[(Imp, Imp)] = &[
     (Py, Ours),
 ];
 
-/// The call rows' pairs over a transport: the floor, [`MCP_PAIRS`], then the diagnostics
-/// that show what limits ours (over HTTP the server's stdio does not apply).
-pub(crate) fn call_pairs(transport: &str) -> Vec<(Imp, Imp)> {
+/// The call rows' pairs: the floor, [`MCP_PAIRS`], then the diagnostic that shows what
+/// limits ours.
+pub(crate) fn call_pairs() -> Vec<(Imp, Imp)> {
     let mut pairs = vec![(Raw, Raw)];
     pairs.extend_from_slice(MCP_PAIRS);
-    if transport == "stdio" {
-        pairs.push((Ours, OursPipes));
-    }
     pairs.push((OursLocal, OursLocal));
     pairs
 }
@@ -132,7 +125,7 @@ impl Setup {
     fn server(&self, imp: Imp, http: Option<u16>, tools: usize) -> Vec<String> {
         let mut argv: Vec<String> = match imp {
             Raw if http.is_none() => return vec!["cat".into()],
-            Raw | Ours | Rmcp | OursPipes | OursLocal => vec![
+            Raw | Ours | Rmcp | OursLocal => vec![
                 self.exe.display().to_string(),
                 "server".into(),
                 imp.key().into(),
@@ -160,7 +153,7 @@ impl Setup {
     fn client(&self, imp: Imp, spec: &Value) -> tokio::process::Command {
         let spec = spec.to_string();
         let mut command = match imp {
-            Raw | Ours | Rmcp | OursPipes | OursLocal => {
+            Raw | Ours | Rmcp | OursLocal => {
                 let mut c = tokio::process::Command::new(&self.exe);
                 c.args(["client", imp.key()]);
                 c
@@ -249,10 +242,7 @@ impl HttpServers {
 fn diagnostics(client: Option<Imp>, server: Option<Imp>) -> Vec<(&'static str, &'static str)> {
     let mut env = Vec::new();
     if client == Some(OursLocal) || server == Some(OursLocal) {
-        env.extend([("MCP_BENCH_RT", "current"), ("MCP_BENCH_PIPES", "1")]);
-    }
-    if server == Some(OursPipes) {
-        env.push(("MCP_BENCH_PIPES", "1"));
+        env.push(("MCP_BENCH_RT", "current"));
     }
     env
 }
@@ -378,7 +368,7 @@ async fn all(setup: &Setup) -> anyhow::Result<Results> {
     let servers = [Raw, Ours, Rmcp, Ts, Py, OursLocal];
 
     let stdio: Vec<Cell> = [
-        cells("call", "stdio", &call_pairs("stdio")),
+        cells("call", "stdio", &call_pairs()),
         cells("big", "stdio", MCP_PAIRS),
         cells("connect", "stdio", CONNECT_PAIRS),
         memory_cells("stdio"),
@@ -389,7 +379,7 @@ async fn all(setup: &Setup) -> anyhow::Result<Results> {
     group(setup, &list, None, LIST_TOOLS, &mut results).await;
 
     let http: Vec<Cell> = [
-        cells("call", "http", &call_pairs("http")),
+        cells("call", "http", &call_pairs()),
         cells("big", "http", MCP_PAIRS),
         cells("connect", "http", MCP_PAIRS),
         memory_cells("http"),

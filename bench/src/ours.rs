@@ -35,13 +35,11 @@ fn stdio_config(spec: &Spec, name: &str) -> anyhow::Result<StdioConfig> {
     let mut config = StdioConfig::new(name, program, args.iter().cloned());
     // The 1 MiB result is one line of a little more than 1 MiB.
     config.max_line_bytes = 16 << 20;
-    // The diagnostics of main.rs and `server` reach our server too.
-    for name in ["MCP_BENCH_PIPES", "MCP_BENCH_RT"] {
-        if let Some(v) = std::env::var_os(name) {
-            config
-                .env
-                .push((name.into(), v.to_string_lossy().into_owned()));
-        }
+    // The diagnostic of main.rs (one thread) reaches our server too.
+    if let Some(v) = std::env::var_os("MCP_BENCH_RT") {
+        config
+            .env
+            .push(("MCP_BENCH_RT".into(), v.to_string_lossy().into_owned()));
     }
     Ok(config)
 }
@@ -204,17 +202,6 @@ pub(crate) async fn server(http: Option<SocketAddr>, tools: usize) -> anyhow::Re
     config.capabilities.tools = Some(ListChangedCapability::new());
     let handler = Bench::new(tools);
     match http {
-        // MCP_BENCH_PIPES=1 (a diagnostic, never set by the driver): serve on stdin and
-        // stdout as non-blocking pipes through epoll instead of `serve_stdio`'s tokio stdin
-        // and stdout, which go through tokio's blocking thread pool on every read and write.
-        None if std::env::var_os("MCP_BENCH_PIPES").is_some() => {
-            use std::os::fd::AsFd as _;
-            let input = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-            let output = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
-            let reader = tokio::net::unix::pipe::Receiver::from_file(input)?;
-            let writer = tokio::net::unix::pipe::Sender::from_file(output)?;
-            mcp_stdio::serve(config, reader, writer, handler, 8 << 20).await?
-        }
         None => mcp_stdio::serve_stdio(config, handler).await?,
         Some(addr) => {
             let (listener, _) = mcp_http::bind(addr)

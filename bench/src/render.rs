@@ -136,7 +136,6 @@ fn short(e: &str) -> String {
 
 fn pair(client: Imp, server: Imp) -> String {
     match (client, server) {
-        (Imp::Ours, Imp::OursPipes) => "ours → ours, diagnostic: server on pipes".into(),
         (Imp::OursLocal, Imp::OursLocal) => "ours → ours, diagnostic: one thread".into(),
         _ => format!("{} → {}", client.label(), server.label()),
     }
@@ -326,7 +325,7 @@ fn calls(w: &mut String, cx: &Context<'_>) {
             (16, "rate", rate),
             (256, "rate", rate),
         ];
-        for (client, server) in call_pairs(t) {
+        for (client, server) in call_pairs() {
             let mut line = format!("| {} |", pair(client, server));
             for (c, what, show) in cols {
                 let base = stat(cx, "call", t, Imp::Ours, Imp::Ours, 1, phase(c, what)).value;
@@ -337,17 +336,7 @@ fn calls(w: &mut String, cx: &Context<'_>) {
         }
         let _ = writeln!(
             w,
-            "\nThe rows marked diagnostic are not what a consumer gets by default; they show what limits ours. {}`one thread` runs our client and server on tokio's one-threaded runtime instead of the multi-threaded one{}.\n",
-            if t == "stdio" {
-                "`server on pipes` serves with `mcp_stdio::serve` on stdin and stdout opened as non-blocking pipes (epoll), where `serve_stdio` uses tokio's `stdin()` and `stdout()`, which hand every read and write to tokio's blocking thread pool. "
-            } else {
-                ""
-            },
-            if t == "stdio" {
-                " (the server on pipes as well)"
-            } else {
-                ""
-            }
+            "\nThe row marked diagnostic is not what a consumer gets by default; it shows what limits ours: `one thread` runs our client and server on tokio's one-threaded runtime instead of the multi-threaded one.\n",
         );
     }
 }
