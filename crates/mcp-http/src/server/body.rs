@@ -29,8 +29,11 @@ pub struct SseBody {
 
 /// Where the events come from.
 enum Source {
-    /// Encoded events, ready to go.
-    Bytes(mpsc::UnboundedReceiver<Bytes>),
+    /// Encoded events, ready to go: `first`, then what the channel delivers.
+    Bytes {
+        first: Option<Bytes>,
+        rx: mpsc::UnboundedReceiver<Bytes>,
+    },
     /// Messages to encode, the first already received.
     Messages {
         first: Option<Message>,
@@ -47,7 +50,19 @@ impl std::fmt::Debug for SseBody {
 impl SseBody {
     pub(crate) fn new(rx: mpsc::UnboundedReceiver<Bytes>) -> Self {
         Self {
-            source: Source::Bytes(rx),
+            source: Source::Bytes { first: None, rx },
+            _keep: None,
+        }
+    }
+
+    /// A stream of `first` (encoded events already received, in one frame) and then every
+    /// chunk `rx` delivers.
+    pub(crate) fn starting_with(first: Bytes, rx: mpsc::UnboundedReceiver<Bytes>) -> Self {
+        Self {
+            source: Source::Bytes {
+                first: Some(first),
+                rx,
+            },
             _keep: None,
         }
     }
@@ -92,9 +107,13 @@ impl Body for SseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.source {
-            Source::Bytes(rx) => rx
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
+            Source::Bytes { first, rx } => {
+                if let Some(chunk) = first.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                }
+                rx.poll_recv(cx)
+                    .map(|chunk| chunk.map(|c| Ok(Frame::data(c))))
+            }
             Source::Messages { first, rx } => {
                 if let Some(message) = first.take() {
                     return Poll::Ready(Some(Ok(Frame::data(event(&message, None)))));

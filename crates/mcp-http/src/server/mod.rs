@@ -340,29 +340,37 @@ impl<H: Handler> HttpServer<H> {
             return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
         }
         // One stream answers every request of this POST; it ends with the last answer.
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::unbounded_channel();
         let stream = Arc::new(StreamTx {
             tx,
             json: self.config.json_response,
         });
-        {
+        let priming = {
             let mut routes = lock(&session.routes.state);
-            if !self.config.json_response {
-                let id = routes.next_event_id();
-                let mut priming = Vec::new();
-                sse::encode_priming(&mut priming, &id, Some(self.config.retry_ms));
-                let _ = stream.tx.send(Bytes::from(priming));
-            }
+            // The priming event's id comes first in the session's order, whenever it is sent.
+            let priming = (!self.config.json_response).then(|| routes.next_event_id());
             for id in &requests {
                 routes.streams.insert(id.clone(), Arc::clone(&stream));
             }
-        }
+            priming
+        };
         drop(stream);
         session.core.receive(decoded);
-        let response = if self.config.json_response {
-            body::json_from(rx).await
-        } else {
-            sse_response(SseBody::new(rx))
+        let response = match priming {
+            None => body::json_from(rx).await,
+            Some(id) => {
+                // The head waits for the stream's first event, and leaves with the priming
+                // event and that event in one write; for a call that streams nothing, that
+                // event is its answer, and the stream's end follows in the same write. Sent
+                // at once, the head and the priming event took a write (and a wake-up of the
+                // client) of their own.
+                let mut first = Vec::new();
+                sse::encode_priming(&mut first, &id, Some(self.config.retry_ms));
+                if let Some(event) = rx.recv().await {
+                    first.extend_from_slice(&event);
+                }
+                sse_response(SseBody::starting_with(Bytes::from(first), rx))
+            }
         };
         with_session_id(response, &session_id)
     }
@@ -679,19 +687,4 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<ResponseB
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_session_id_is_random_bytes_or_nothing() {
-        let id = session_id_from(&[0xab_u8; 16][..]).unwrap();
-        assert_eq!(id, "ab".repeat(16));
-        assert!(
-            session_id_from(&[0u8; 15][..]).is_err(),
-            "too few random bytes: no id rather than a guessable one"
-        );
-        let (a, b) = (session_id().unwrap(), session_id().unwrap());
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, b);
-    }
-}
+mod tests;

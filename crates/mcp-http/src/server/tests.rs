@@ -1,0 +1,142 @@
+//! Unit tests of the server half: session ids, and how an answer leaves on the wire.
+
+use mcp_protocol::schema::{
+    CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
+};
+use mcp_protocol::{ErrorObject, RawJson};
+use mcp_session::RequestContext;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::*;
+
+#[test]
+fn a_session_id_is_random_bytes_or_nothing() {
+    let id = session_id_from(&[0xab_u8; 16][..]).unwrap();
+    assert_eq!(id, "ab".repeat(16));
+    assert!(
+        session_id_from(&[0u8; 15][..]).is_err(),
+        "too few random bytes: no id rather than a guessable one"
+    );
+    let (a, b) = (session_id().unwrap(), session_id().unwrap());
+    assert_eq!(a.len(), 32);
+    assert_ne!(a, b);
+}
+
+/// `echo` answers after a moment; `slow` reports progress first, then answers after a moment.
+struct Echo;
+
+impl Handler for Echo {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let ClientRequest::CallTool(p) = request else {
+            return Err(ErrorObject::new(-32601, "no".into()));
+        };
+        if p.name == "slow" {
+            context.progress(1, Some(2), None);
+        }
+        // Long enough that a head sent before the answer is read on its own.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(RawJson::encode(&CallToolResult::new(vec![ContentBlock::text("hello")])).unwrap())
+    }
+}
+
+/// A POST on a connection of its own, written in one go.
+async fn post(addr: SocketAddr, session: Option<&str>, body: &str) -> TcpStream {
+    let session = session
+        .map(|s| format!("mcp-session-id: {s}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\n{session}content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    tcp
+}
+
+/// The head of a response without a body.
+async fn read_head(tcp: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut byte))
+            .await
+            .expect("the response stalled")
+            .unwrap();
+        assert!(n > 0, "the connection closed mid-head");
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// Every read of a chunked response until its last chunk.
+async fn reads_to_end(tcp: &mut TcpStream) -> Vec<String> {
+    let mut reads = Vec::new();
+    let mut all = String::new();
+    while !all.ends_with("0\r\n\r\n") {
+        let mut buf = vec![0u8; 64 << 10];
+        let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+            .await
+            .expect("the response stalled")
+            .unwrap();
+        assert!(n > 0, "the connection closed mid-response: {all}");
+        let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+        all.push_str(&text);
+        reads.push(text);
+    }
+    reads
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_streams_nothing_leaves_in_one_write() {
+    let mut server = ServerConfig::new(Implementation::new("one".into(), "1".into()));
+    server.capabilities.tools = Some(ListChangedCapability::new());
+    let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    tokio::spawn(serve_http(listener, HttpServerConfig::new(server), Echo));
+
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let head = reads_to_end(&mut post(addr, None, init).await)
+        .await
+        .concat();
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .unwrap()
+        .to_owned();
+    // Wait for its 202: until the session has it, the session refuses the progress
+    // notifications of the second call below (the handshake is not over).
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let accepted = read_head(&mut post(addr, Some(&session), initialized).await).await;
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+
+    // The head waits for the answer, and leaves with the priming event, the answer and the
+    // end of the stream in one write, so the client's first read has all of it (loopback
+    // delivers one write whole).
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}"#;
+    let reads = reads_to_end(&mut post(addr, Some(&session), call).await).await;
+    assert_eq!(reads.len(), 1, "{reads:#?}");
+    let response = &reads[0];
+    assert!(
+        response.contains("content-type: text/event-stream"),
+        "{response}"
+    );
+    let priming = response.find("retry: ").unwrap();
+    let answer = response.find(r#""id":2,"result""#).unwrap();
+    assert!(
+        priming < answer,
+        "the priming event comes first: {response}"
+    );
+
+    // A call that streams progress is still a stream: the progress comes before the answer,
+    // which follows later.
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#;
+    let reads = reads_to_end(&mut post(addr, Some(&session), call).await).await;
+    assert!(reads.len() > 1, "{reads:#?}");
+    assert!(reads[0].contains("notifications/progress"), "{reads:#?}");
+    assert!(reads.concat().contains(r#""id":3,"result""#), "{reads:#?}");
+}
