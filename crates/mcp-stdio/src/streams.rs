@@ -86,6 +86,7 @@ pub(crate) fn open() -> (Input, Output) {
     };
     let output = match kind(stdout.as_fd()) {
         Kind::Fifo => reopen(1, true)
+            .inspect(grow_pipe)
             .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok())
             .map(Output::Pipe),
         Kind::Socket => SocketFd::new(stdout.as_fd(), true).map(Output::Socket),
@@ -95,6 +96,21 @@ pub(crate) fn open() -> (Input, Output) {
         input.unwrap_or_else(|| Input::Tokio(tokio::io::stdin())),
         output.unwrap_or_else(|| Output::Tokio(tokio::io::stdout())),
     )
+}
+
+/// The pipe capacity asked for stdout: a large answer (a 1 MiB tool result) then leaves in
+/// one write. Non-blocking, every write that fills the default 64 KiB waits for the reactor
+/// to say the client has read, where a blocking write is woken by the kernel directly: with
+/// 16 such round trips a 1 MiB answer took 1.6 times as long as through tokio's `stdout()`;
+/// with this capacity, 1.3 times (the blocking pool's thread still overlaps its writes with
+/// the client's reads).
+const PIPE_CAPACITY: i32 = 1 << 20;
+
+/// Asks for [`PIPE_CAPACITY`] (Linux's default limit for an unprivileged process). A refusal
+/// (a lower `/proc/sys/fs/pipe-max-size`, or the user's pipe memory used up) keeps the
+/// capacity the pipe has, which is only slower.
+fn grow_pipe(fd: &OwnedFd) {
+    let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY));
 }
 
 /// Descriptor `n` of this process opened again, non-blocking, on a description of its own;
