@@ -67,6 +67,18 @@ fn call(name: &str, args: serde_json::Value) -> CallToolParams {
     p
 }
 
+/// Calls `name` with `args` and checks that its text answer contains `wanted`.
+async fn answers(client: &Client, name: &str, args: serde_json::Value, wanted: &str) -> Check {
+    let result = client
+        .call_tool(call(name, args), RequestOptions::DEFAULT)
+        .await
+        .map_err(|e| e.to_string())?;
+    ensure(
+        texts(&result).contains(wanted),
+        format!("{name} answered {:?}", texts(&result)),
+    )
+}
+
 async fn run() -> Check {
     let usage = "usage: mcp-interop [stateless-]stdio <program> <server script> | mcp-interop [stateless-]http <url>";
     let mut args = std::env::args().skip(1);
@@ -158,28 +170,20 @@ async fn stateless_checks(client: &Client, started: Instant) -> Check {
         names.contains(&"echo") && names.contains(&"confirm"),
         format!("echo and confirm are listed: {names:?}"),
     )?;
-    let echo = client
-        .call_tool(
-            call("echo", json!({"text": "hello from mcp-host"})),
-            RequestOptions::DEFAULT,
-        )
-        .await
-        .map_err(e)?;
-    ensure(
-        texts(&echo).contains("hello from mcp-host"),
-        format!("echo answered {:?}", texts(&echo)),
-    )?;
-    let confirmed = client
-        .call_tool(
-            call("confirm", json!({"action": "deploy"})),
-            RequestOptions::DEFAULT,
-        )
-        .await
-        .map_err(e)?;
-    ensure(
-        texts(&confirmed).contains("deploy: confirmed"),
-        format!("confirm answered {:?}", texts(&confirmed)),
-    )?;
+    answers(
+        client,
+        "echo",
+        json!({"text": "hello from mcp-host"}),
+        "hello from mcp-host",
+    )
+    .await?;
+    answers(
+        client,
+        "confirm",
+        json!({"action": "deploy"}),
+        "deploy: confirmed",
+    )
+    .await?;
     ensure(
         asked.load(std::sync::atomic::Ordering::SeqCst) == 1,
         "the user was asked exactly once",
@@ -209,29 +213,15 @@ async fn checks(client: &Client, stdio: bool, started: Instant) -> Check {
         "echo and get-sum are listed",
     )?;
 
-    let echo = client
-        .call_tool(
-            call("echo", json!({"message": "hello from mcp-host"})),
-            RequestOptions::DEFAULT,
-        )
-        .await
-        .map_err(e)?;
-    ensure(
-        texts(&echo).contains("hello from mcp-host"),
-        format!("echo answered {:?}", texts(&echo)),
-    )?;
+    answers(
+        client,
+        "echo",
+        json!({"message": "hello from mcp-host"}),
+        "hello from mcp-host",
+    )
+    .await?;
 
-    let sum = client
-        .call_tool(
-            call("get-sum", json!({"a": 2, "b": 3})),
-            RequestOptions::DEFAULT,
-        )
-        .await
-        .map_err(e)?;
-    ensure(
-        texts(&sum).contains('5'),
-        format!("get-sum answered {:?}", texts(&sum)),
-    )?;
+    answers(client, "get-sum", json!({"a": 2, "b": 3}), "5").await?;
 
     let image = client
         .call_tool(call("get-tiny-image", json!({})), RequestOptions::DEFAULT)
