@@ -313,6 +313,16 @@ impl Core {
     }
 }
 
+/// A request's params as an object to add members to; none is an empty one.
+pub(crate) fn params_object(params: Option<&RawJson>) -> Result<JsonObject, Error> {
+    match params {
+        Some(raw) => raw
+            .decode()
+            .map_err(|e| Error::ApiMisuse(format!("params must be a JSON object: {e}"))),
+        None => Ok(JsonObject::new()),
+    }
+}
+
 /// The envelope members a caller may set itself in `_meta`: a proxy speaks for its own
 /// client, whose declared capabilities and wanted log level are what the server must see.
 /// The protocol version and the client's identity stay the session's.
@@ -326,12 +336,7 @@ pub(crate) fn with_meta(
     token: Option<&ProgressToken>,
     envelope: Option<&JsonObject>,
 ) -> Result<RawJson, Error> {
-    let mut obj: JsonObject = match params {
-        Some(raw) => raw
-            .decode()
-            .map_err(|e| Error::ApiMisuse(format!("params must be a JSON object: {e}")))?,
-        None => JsonObject::new(),
-    };
+    let mut obj = params_object(params)?;
     let meta = obj
         .entry("_meta")
         .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));

@@ -3,6 +3,7 @@
 //! a retry (the bookkeeping is `session/input.rs`).
 
 use super::*;
+use crate::session::pending::params_object;
 
 impl ClientSession {
     /// A stateless-era request answered with `input_required`: hand each input request to
@@ -141,12 +142,7 @@ fn retry_params(
     answers: &JsonObject,
     request_state: Option<&str>,
 ) -> Result<RawJson, Error> {
-    let mut obj: JsonObject = match params {
-        Some(raw) => raw
-            .decode()
-            .map_err(|e| Error::ApiMisuse(format!("params must be a JSON object: {e}")))?,
-        None => JsonObject::new(),
-    };
+    let mut obj = params_object(params)?;
     obj.remove("inputResponses");
     obj.remove("requestState");
     if !answers.is_empty() {
