@@ -894,9 +894,7 @@ impl Host {
             });
         }
         if info.era == Era::Handshake {
-            let params = ResourceUriParams::new(uri.to_owned());
-            client
-                .request::<method::Subscribe>(&params, RequestOptions::DEFAULT)
+            about_resource::<method::Subscribe>(&client, uri)
                 .await
                 .map_err(|e| CallError::from_session(server, "resources/subscribe", e))?;
         }
@@ -907,17 +905,17 @@ impl Host {
     }
 
     /// Ends a [`subscribe_resource`](Self::subscribe_resource); the URI is forgotten even if
-    /// the server cannot be told (it is not connected, or refuses).
+    /// the server cannot be told (it is not connected, or refuses). A URI that was not
+    /// subscribed to is left alone: the server is not bothered.
     pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), CallError> {
         let slot = self.inner.slot(server)?;
-        if lock(&slot.resources).remove(uri) {
-            slot.relisten.notify_one();
+        if !lock(&slot.resources).remove(uri) {
+            return Ok(());
         }
+        slot.relisten.notify_one();
         let client = self.inner.ready_client(server)?;
         if client.server_info().era == Era::Handshake {
-            let params = ResourceUriParams::new(uri.to_owned());
-            client
-                .request::<method::Unsubscribe>(&params, RequestOptions::DEFAULT)
+            about_resource::<method::Unsubscribe>(&client, uri)
                 .await
                 .map_err(|e| CallError::from_session(server, "resources/unsubscribe", e))?;
         }
@@ -1440,6 +1438,18 @@ fn listen(slot: &Arc<Slot>, client: &Client) -> Option<tokio::task::JoinHandle<(
     }))
 }
 
+/// Sends the handshake era's `resources/subscribe` or `resources/unsubscribe` for `uri`.
+async fn about_resource<M>(client: &Client, uri: &str) -> Result<(), mcp_session::Error>
+where
+    M: RequestMethod<Params = ResourceUriParams>,
+{
+    let params = ResourceUriParams::new(uri.to_owned());
+    client
+        .request::<M>(&params, RequestOptions::DEFAULT)
+        .await?;
+    Ok(())
+}
+
 /// In the handshake era, subscribes a new connection to the resources the consumer subscribed
 /// to before it; a refusal is a diagnostic of the server, and the URI stays wanted.
 fn resubscribe(slot: &Arc<Slot>, client: &Client) {
@@ -1453,11 +1463,7 @@ fn resubscribe(slot: &Arc<Slot>, client: &Client) {
     let (slot, client) = (Arc::clone(slot), client.clone());
     tokio::spawn(async move {
         for uri in uris {
-            let params = ResourceUriParams::new(uri.clone());
-            if let Err(e) = client
-                .request::<method::Subscribe>(&params, RequestOptions::DEFAULT)
-                .await
-            {
+            if let Err(e) = about_resource::<method::Subscribe>(&client, &uri).await {
                 slot.diagnostic(format!(
                     "resources/subscribe {uri} again after reconnecting failed: {e}"
                 ));

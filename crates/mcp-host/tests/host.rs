@@ -602,6 +602,32 @@ impl mcp_session::Handler for Growing {
     }
 }
 
+/// Serves `handler` on our HTTP half as `server` says (both eras) and returns two entries
+/// for it: `pinned` to 2025-11-25 and `free` to negotiate.
+async fn dual_era_server(
+    server: mcp_protocol::ServerConfig,
+    handler: impl mcp_session::Handler,
+) -> (ServerEntry, ServerEntry) {
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    tokio::spawn(mcp_http::serve_http(
+        listener,
+        mcp_http::HttpServerConfig::new(server),
+        handler,
+    ));
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let entry = |id: &str| {
+        ServerEntry::new(
+            id,
+            Connect::Http(mcp_http::HttpConfig::new(id, url.clone())),
+        )
+    };
+    let mut pinned = entry("pinned");
+    pinned.protocol_version = Some(mcp_protocol::ProtocolVersion::V2025_11_25);
+    (pinned, entry("free"))
+}
+
 /// One server that speaks both eras, two connections to it: left to itself the host settles on
 /// 2026-07-28 and says why; pinned to 2025-11-25 it speaks the handshake, and the pin does not
 /// make the other connection skip its probe. A tools change reaches both: the stateless one
@@ -614,28 +640,12 @@ async fn both_eras_at_one_server_and_list_changes_in_each() {
     let mut tools = ListChangedCapability::new();
     tools.list_changed = Some(true);
     server.capabilities.tools = Some(tools);
-    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
     let grown = Growing::default();
-    tokio::spawn(mcp_http::serve_http(
-        listener,
-        mcp_http::HttpServerConfig::new(server),
-        grown.clone(),
-    ));
-    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
-    let entry = |id: &str| {
-        ServerEntry::new(
-            id,
-            Connect::Http(mcp_http::HttpConfig::new(id, url.clone())),
-        )
-    };
-    let mut pinned = entry("pinned");
-    pinned.protocol_version = Some(mcp_protocol::ProtocolVersion::V2025_11_25);
+    let (pinned, free) = dual_era_server(server, grown.clone()).await;
     let host = Host::new(options(AllowAll));
     // The pinned one first, so that a cache it wrongly taught would show.
     host.start(vec![pinned]).await;
-    host.start(vec![entry("free")]).await;
+    host.start(vec![free]).await;
 
     let free = host.server_status("free").unwrap();
     assert_eq!(free.state, ServerState::Ready, "{free:?}");
@@ -740,26 +750,10 @@ async fn resource_subscriptions_in_both_eras() {
     resources.subscribe = Some(true);
     server.capabilities.resources = Some(resources);
     server.capabilities.tools = Some(mcp_protocol::schema::ListChangedCapability::new());
-    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
     let watched = Watched::default();
-    tokio::spawn(mcp_http::serve_http(
-        listener,
-        mcp_http::HttpServerConfig::new(server),
-        watched.clone(),
-    ));
-    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
-    let entry = |id: &str| {
-        ServerEntry::new(
-            id,
-            Connect::Http(mcp_http::HttpConfig::new(id, url.clone())),
-        )
-    };
-    let mut pinned = entry("pinned");
-    pinned.protocol_version = Some(mcp_protocol::ProtocolVersion::V2025_11_25);
+    let (pinned, free) = dual_era_server(server, watched.clone()).await;
     let host = Host::new(options(AllowAll));
-    host.start(vec![pinned, entry("free")]).await;
+    host.start(vec![pinned, free]).await;
     assert_eq!(host.server_status("free").unwrap().era, Some("stateless"));
     assert_eq!(host.server_status("pinned").unwrap().era, Some("handshake"));
 
@@ -770,6 +764,14 @@ async fn resource_subscriptions_in_both_eras() {
         watched.subscribes.load(Ordering::SeqCst),
         1,
         "the stateless connection must not send resources/subscribe"
+    );
+    host.unsubscribe_resource("pinned", "test://never")
+        .await
+        .unwrap();
+    assert_eq!(
+        watched.subscribes.load(Ordering::SeqCst),
+        1,
+        "a URI never subscribed to is not unsubscribed from the server"
     );
 
     let mut events = host.subscribe(Some(&["free"]), None);
