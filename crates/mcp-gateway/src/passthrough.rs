@@ -307,30 +307,15 @@ pub(crate) async fn handle(
         ClientRequest::Subscribe(p) => {
             // Through the host, which subscribes the way the upstream's era has.
             let candidates = resource_candidates(shared, &p.uri, has_subscribe);
-            let mut first_error = None;
-            let mut subscribed = false;
-            for id in &candidates {
-                match shared.host.subscribe_resource(id, &p.uri).await {
-                    Ok(()) => {
-                        subscribed = true;
-                        break;
-                    }
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                    }
-                }
-            }
-            if !subscribed {
-                return Err(first_error.map_or_else(
-                    || {
-                        ErrorObject::new(
-                            code::INVALID_PARAMS,
-                            format!("{method}: no upstream server can answer it"),
-                        )
-                    },
-                    host_error,
-                ));
-            }
+            let uri = &p.uri;
+            first_ok(&candidates, &method, |id| async move {
+                shared
+                    .host
+                    .subscribe_resource(&id, uri)
+                    .await
+                    .map_err(host_error)
+            })
+            .await?;
             if let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
                 d.subscriptions.insert(p.uri);
             }
@@ -634,8 +619,7 @@ fn template_matches(template: &str, uri: &str) -> bool {
     rest.is_empty()
 }
 
-/// Asks each candidate in turn; the first answer wins. With none answering, the first
-/// upstream's error (usually "not found").
+/// Sends `method` to each candidate in turn as it is; the first answer wins.
 async fn first_answer(
     shared: &Shared,
     candidates: &[String],
@@ -643,9 +627,26 @@ async fn first_answer(
     params: &Value,
     context: &RequestContext,
 ) -> Result<(String, RawJson), ErrorObject> {
+    first_ok(candidates, method, |id| async move {
+        forward(shared, &id, method, params, context).await
+    })
+    .await
+}
+
+/// Asks each candidate in turn with `ask`; the first success wins. With none succeeding, the
+/// first upstream's error (usually "not found").
+async fn first_ok<T, F, Fut>(
+    candidates: &[String],
+    method: &str,
+    mut ask: F,
+) -> Result<(String, T), ErrorObject>
+where
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = Result<T, ErrorObject>>,
+{
     let mut first_error = None;
     for id in candidates {
-        match forward(shared, id, method, params, context).await {
+        match ask(id.clone()).await {
             Ok(result) => return Ok((id.clone(), result)),
             Err(e) => {
                 first_error.get_or_insert(e);

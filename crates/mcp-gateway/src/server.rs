@@ -318,11 +318,12 @@ impl Shared {
         params.arguments = Some(arguments);
         match self.relay_call(label, server, params, context).await? {
             Relayed::Complete(output) => Ok(output),
-            // relay_call passes these on only for a stateless client, and only when asked.
+            // A stateless client's upstream asked for input: category and meta modes answer
+            // with a result of their own, which cannot carry the upstream's questions.
             _ => Err(CallError::Failed {
                 server: server.to_owned(),
                 what: tool.to_owned(),
-                message: "the upstream asked for input the gateway cannot relay here".to_owned(),
+                message: "the upstream asked for input, which this mode cannot pass on to a client of the 2026-07-28 era".to_owned(),
             }),
         }
     }
@@ -376,9 +377,7 @@ impl Shared {
             .line(&format!("call {label} {server}/{tool} {ms} ms {result}"));
         outcome
     }
-}
 
-impl Shared {
     /// The `_meta` of a request relayed to `server` for the client of `context`, from the
     /// `_meta` that client sent: without its progress token (the gateway asks for progress
     /// under its own) and without the stateless era's envelope (the upstream session adds its
