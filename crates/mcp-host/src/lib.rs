@@ -3,6 +3,22 @@
 //! model under stable names, asks a permission policy before every call, and bounds what comes
 //! back. A server is untrusted: one that hangs, crashes or lies harms only itself.
 //!
+//! # Entry points
+//!
+//! - [`Host`]: [`start`](Host::start)ed with [`ServerEntry`]s and [`HostOptions`], which
+//!   [`setup`] makes from the files [`config`] reads. It calls tools ([`call`](Host::call) by
+//!   exposed name, [`call_tool`](Host::call_tool), and [`relay_call`](Host::relay_call) for a
+//!   proxy relaying its own client's call), reads resources and prompts, subscribes to
+//!   resources in either era, and reports what servers say through
+//!   [`subscribe`](Host::subscribe).
+//! - [`Catalog`]: the tools of the ready servers under stable exposed names.
+//! - [`Policy`] and [`Prompter`]: the permission hook, asked before every call.
+//!
+//! # Cancel safety
+//!
+//! Dropping a call's future cancels the call: the server is sent `notifications/cancelled`
+//! and its late answer is dropped.
+//!
 //! # Optional features
 //!
 //! None yet; `full` is accepted for uniformity.
