@@ -14,8 +14,22 @@
 //! - **meta** (seed 003): tools about the servers, for agents that cannot load tools
 //!   dynamically.
 //!
+//! The gateway serves both eras of MCP to its clients, whatever era each upstream speaks: in
+//! passthrough mode a stateless upstream's `input_required` results reach a stateless client
+//! as they came, and a handshake client is asked on its call's stream instead. One pair is not
+//! bridged yet: a stateless client cannot be sent a handshake upstream's mid-call request, so
+//! that upstream is refused, saying why.
+//!
 //! [`file`](mod@file) reads the gateway file and generates its JSON Schema; [`budget`] measures what
 //! each way of exposing the tools costs a model.
+//!
+//! # Cancel safety
+//!
+//! A client that cancels its request cancels the upstream call it waits on: the handler's
+//! future is dropped, and with it the host's call, so the upstream is sent
+//! `notifications/cancelled`. Dropping [`Gateway::serve_http`]'s future stops serving but not
+//! the upstream servers: keep a clone of [`Gateway::host`] to shut them down, as
+//! `mcp-host serve` does.
 //!
 //! # Optional features
 //!
