@@ -1,6 +1,7 @@
 //! The sans-IO core of the Model Context Protocol: the JSON-RPC 2.0 envelope, the MCP
-//! 2025-11-25 types a host or a gateway touches, protocol versions and their negotiation, and
-//! the client and server session state machines.
+//! 2025-11-25 types a host or a gateway touches and what the 2026-07-28 revision adds
+//! ([`schema`]'s stateless types), protocol versions and their negotiation, and the client and
+//! server session state machines, each speaking both eras.
 //!
 //! mcp-protocol contains no I/O: it opens no file, socket or process, spawns no thread, and
 //! never reads the clock or an OS random number generator. Every call that depends on time
@@ -16,7 +17,9 @@
 //!   the per-request `_meta` envelope and multi round-trip results). [`ServerSession`]: what a
 //!   gateway runs for each client.
 //! - [`schema`]: the wire types, and [`schema::method`] markers tying each request to its one
-//!   result type.
+//!   result type. A proxy that passes multi round-trip results through
+//!   ([`RequestOptions::passing_input_required`]) tells them apart with
+//!   [`schema::is_input_required`].
 //! - [`ProtocolVersion`]: the known revisions as an enumerated set.
 //!
 //! # Example
