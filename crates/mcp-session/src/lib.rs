@@ -4,7 +4,10 @@
 //!   pagination, calls with timeouts, progress and cancellation, resources, prompts, answers to
 //!   server requests), and the [`Core`] a client transport feeds.
 //! - The server side: a [`Handler`] answers each request in its own task, and a
-//!   [`ServerCore`] runs one client's session for a server transport.
+//!   [`ServerCore`] runs one client's session for a server transport, in either era. The cores
+//!   of one server share [`Sessions`], through which a notification reaches every client:
+//!   handshake sessions on their streams, stateless ones on their `subscriptions/listen`
+//!   streams.
 //!
 //! `mcp-protocol`'s sessions do the protocol; this crate runs them on tokio: it keeps a session
 //! behind a lock, wakes callers when their answers come, fires the session's deadlines, and
