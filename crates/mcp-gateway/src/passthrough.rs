@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use mcp_host::{CallError, HostEvent, Relayed, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
-    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, method,
+    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, meta_key, method,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, code};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
@@ -500,8 +500,13 @@ async fn call_tool(
     let outcome = shared.relay_call(&label, &server, params, context).await;
     lock(&shared.passthrough.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {
-        Ok(Relayed::Complete(out)) => encode(&out.result),
-        Ok(Relayed::InputRequired(raw)) => Ok(raw),
+        Ok(Relayed::Complete(mut out)) => {
+            if let Some(meta) = &mut out.result.meta {
+                meta.remove(meta_key::SERVER_INFO);
+            }
+            encode(&out.result)
+        }
+        Ok(Relayed::InputRequired(raw)) => without_server_info(raw),
         Ok(_) => Err(ErrorObject::new(
             code::INTERNAL_ERROR,
             "the upstream's answer is of a kind this gateway does not know".to_owned(),
@@ -691,10 +696,30 @@ async fn forward(
     } else {
         RequestOptions::DEFAULT
     };
-    client
+    let result = client
         .request_raw(method, Some(params), options, None)
         .await
-        .map_err(|e| upstream_error(server, &e))
+        .map_err(|e| upstream_error(server, &e))?;
+    without_server_info(result)
+}
+
+/// A stateless upstream's result without its `_meta` `serverInfo`: the client's server is the
+/// gateway, whose own the session adds, so that it does not change from one result to the
+/// next (or say which upstream answered).
+fn without_server_info(result: RawJson) -> Result<RawJson, ErrorObject> {
+    if !result.get().contains(meta_key::SERVER_INFO) {
+        return Ok(result);
+    }
+    let mut object: JsonObject = result
+        .decode()
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    if let Some(Value::Object(meta)) = object.get_mut("_meta") {
+        meta.remove(meta_key::SERVER_INFO);
+        if meta.is_empty() {
+            object.remove("_meta");
+        }
+    }
+    encode(&object)
 }
 
 /// A failed host operation as the client's error: the upstream's own JSON-RPC error as it

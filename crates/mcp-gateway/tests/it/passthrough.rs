@@ -621,3 +621,111 @@ async fn the_clients_token_is_not_passed_upstream() {
     }
     gateway.shutdown().await;
 }
+
+/// A stateless-era upstream whose `ask` tool needs a confirmation first: it answers
+/// `input_required` with `requestState` "s1", and completes only on a retry that echoes it with
+/// an accepted answer. It keeps the `_meta` of every call it saw.
+#[derive(Clone, Default)]
+struct Asking(std::sync::Arc<std::sync::Mutex<Vec<Value>>>);
+
+impl Handler for Asking {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        _context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let result = match request {
+            ClientRequest::ListTools(_) => {
+                json!({"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]})
+            }
+            ClientRequest::CallTool(p) => {
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push(json!(p.meta.clone().unwrap_or_default()));
+                let answer = &p.extra.get("inputResponses").cloned().unwrap_or_default()["ok"];
+                let state = p.extra.get("requestState").and_then(Value::as_str);
+                match (state, answer["action"].as_str()) {
+                    (Some("s1"), Some("accept")) => {
+                        json!({"content": [{"type": "text", "text": "confirmed"}]})
+                    }
+                    (Some(_), _) => {
+                        return Err(ErrorObject::new(code::INVALID_PARAMS, "bad state".into()));
+                    }
+                    (None, _) => json!({
+                        "resultType": "input_required",
+                        "inputRequests": {"ok": {"method": "elicitation/create", "params": {
+                            "message": "Sure?",
+                            "requestedSchema": {"type": "object", "properties": {}},
+                        }}},
+                        "requestState": "s1",
+                    }),
+                }
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    code::METHOD_NOT_FOUND,
+                    other.method().to_owned(),
+                ));
+            }
+        };
+        Ok(RawJson::encode(&result).unwrap())
+    }
+}
+
+/// A stateless client in front, a stateless upstream behind: the upstream's `input_required`
+/// reaches the client as it came, the client's answer and the upstream's `requestState` go
+/// back, the upstream hears the client's own capabilities (not the gateway's), and the answer
+/// names the gateway as its server, not the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_passes_through_between_stateless_peers() {
+    let mut upstream = ServerConfig::dual_era(Implementation::new("asking".into(), "1".into()));
+    upstream.capabilities.tools = Some(Default::default());
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let asking = Asking::default();
+    let served = asking.clone();
+    tokio::spawn(async move {
+        let _ =
+            mcp_http::serve_http(listener, mcp_http::HttpServerConfig::new(upstream), served).await;
+    });
+    let dir = TempDir::new("asking");
+    let gateway = start(&dir, json!({"asking": http(&format!("http://{addr}/mcp"))})).await;
+
+    // Our client left to negotiate (the stateless era), declaring form elicitation only.
+    let mut config = ClientConfig::new(Implementation::new("front".into(), "0".into()));
+    config.capabilities.elicitation =
+        serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).ok();
+    let client = over_http(&gateway, config).await;
+    assert_eq!(client.server_info().era, mcp_protocol::Era::Stateless);
+    let mut incoming = client.take_incoming().unwrap();
+    let answering = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            while let Some(item) = incoming.recv().await {
+                if let Incoming::Request { id, .. } = item {
+                    let yes = RawJson::encode(&json!({"action": "accept", "content": {}})).unwrap();
+                    let _ = client.respond(&id, Ok(yes));
+                }
+            }
+        })
+    };
+
+    let result = call(&client, "ask", json!({})).await;
+    assert_eq!(text(&result), "confirmed");
+    let server = &result.meta.as_ref().unwrap()["io.modelcontextprotocol/serverInfo"];
+    assert_eq!(server["name"], "mcp-host-gateway", "{server}");
+
+    let seen = asking.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "the first call and its retry: {seen:?}");
+    for meta in &seen {
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({"elicitation": {"form": {}}}),
+            "{meta}"
+        );
+    }
+    answering.abort();
+    gateway.shutdown().await;
+}

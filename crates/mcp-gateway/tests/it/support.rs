@@ -39,9 +39,10 @@ pub(crate) async fn load_and_start(path: &Path) -> Gateway {
     Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
 }
 
-/// A client that declares nothing, in the handshake era: these tests relay server requests
-/// and notifications the way that era carries them (the stateless era's gateway half is
-/// issue 10's, and the conformance leg through the gateway covers it).
+/// A client that declares nothing, in the handshake era: most tests relay server requests
+/// and notifications the way that era carries them (the stateless era's are covered by
+/// `input_required_passes_through_between_stateless_peers` and the conformance legs through
+/// the gateway).
 pub(crate) fn plain_client(name: &str) -> ClientConfig {
     let mut config = ClientConfig::new(Implementation::new(name.into(), "0".into()));
     config.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();
