@@ -65,7 +65,17 @@ pub struct HttpServerConfig {
     pub standalone_stream: bool,
     /// The `retry` sent in the priming event of each stream, in milliseconds.
     pub retry_ms: u64,
+    /// How long a POST's SSE head waits for the stream's first event to leave with it in one
+    /// write ([`HEAD_WAIT`]; tests lengthen it).
+    pub(crate) head_wait: Duration,
 }
+
+/// How long a POST's SSE head waits for the stream's first event. A call answered sooner
+/// (most are) leaves whole in one write: head, priming event, answer and the stream's end.
+/// A longer one gets its head and priming event then, as the spec asks for them
+/// ("immediately"): a handler that never answers, or a cancelled request, which gets no
+/// answer, must not leave its POST without a head.
+const HEAD_WAIT: Duration = Duration::from_millis(50);
 
 impl HttpServerConfig {
     /// Loopback hosts only, no bearer token, 4 MiB bodies, 30-minute idle sessions, SSE
@@ -86,6 +96,7 @@ impl HttpServerConfig {
             json_response: false,
             standalone_stream: true,
             retry_ms: 1000,
+            head_wait: HEAD_WAIT,
         }
     }
 }
@@ -359,14 +370,17 @@ impl<H: Handler> HttpServer<H> {
         let response = match priming {
             None => body::json_from(rx).await,
             Some(id) => {
-                // The head waits for the stream's first event, and leaves with the priming
-                // event and that event in one write; for a call that streams nothing, that
-                // event is its answer, and the stream's end follows in the same write. Sent
-                // at once, the head and the priming event took a write (and a wake-up of the
-                // client) of their own.
+                // The head waits for the stream's first event, for at most `head_wait`, and
+                // leaves with the priming event and that event in one write; for a call that
+                // streams nothing, that event is its answer, and the stream's end follows in
+                // the same write. Sent at once, the head and the priming event took a write
+                // (and a wake-up of the client) of their own. (`recv` is cancel-safe: an
+                // event that comes after the wait stays in `rx`.)
                 let mut first = Vec::new();
                 sse::encode_priming(&mut first, &id, Some(self.config.retry_ms));
-                if let Some(event) = rx.recv().await {
+                if let Ok(Some(event)) =
+                    tokio::time::timeout(self.config.head_wait, rx.recv()).await
+                {
                     first.extend_from_slice(&event);
                 }
                 sse_response(SseBody::starting_with(Bytes::from(first), rx))

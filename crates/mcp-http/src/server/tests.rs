@@ -23,7 +23,8 @@ fn a_session_id_is_random_bytes_or_nothing() {
     assert_ne!(a, b);
 }
 
-/// `echo` answers after a moment; `slow` reports progress first, then answers after a moment.
+/// `echo` answers after a moment; `slow` reports progress first, then answers after a moment;
+/// `never` never answers.
 struct Echo;
 
 impl Handler for Echo {
@@ -35,6 +36,9 @@ impl Handler for Echo {
         let ClientRequest::CallTool(p) = request else {
             return Err(ErrorObject::new(-32601, "no".into()));
         };
+        if p.name == "never" {
+            return std::future::pending().await;
+        }
         if p.name == "slow" {
             context.progress(1, Some(2), None);
         }
@@ -92,12 +96,15 @@ async fn reads_to_end(tcp: &mut TcpStream) -> Vec<String> {
     reads
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_that_streams_nothing_leaves_in_one_write() {
+/// A server with `Echo`, whose heads wait `head_wait` for a first event, and a session with
+/// it, its handshake over: the server's address and the session id.
+async fn initialized(head_wait: Duration) -> (SocketAddr, String) {
     let mut server = ServerConfig::new(Implementation::new("one".into(), "1".into()));
     server.capabilities.tools = Some(ListChangedCapability::new());
+    let mut config = HttpServerConfig::new(server);
+    config.head_wait = head_wait;
     let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    tokio::spawn(serve_http(listener, HttpServerConfig::new(server), Echo));
+    tokio::spawn(serve_http(listener, config, Echo));
 
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
     let head = reads_to_end(&mut post(addr, None, init).await)
@@ -109,10 +116,17 @@ async fn a_call_that_streams_nothing_leaves_in_one_write() {
         .unwrap()
         .to_owned();
     // Wait for its 202: until the session has it, the session refuses the progress
-    // notifications of the second call below (the handshake is not over).
+    // notifications of `slow` (the handshake is not over).
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let accepted = read_head(&mut post(addr, Some(&session), initialized).await).await;
     assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+    (addr, session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_streams_nothing_leaves_in_one_write() {
+    // Far longer than `echo` takes, even on busy cores: the head waits for its answer.
+    let (addr, session) = initialized(Duration::from_secs(10)).await;
 
     // The head waits for the answer, and leaves with the priming event, the answer and the
     // end of the stream in one write, so the client's first read has all of it (loopback
@@ -139,4 +153,26 @@ async fn a_call_that_streams_nothing_leaves_in_one_write() {
     assert!(reads.len() > 1, "{reads:#?}");
     assert!(reads[0].contains("notifications/progress"), "{reads:#?}");
     assert!(reads.concat().contains(r#""id":3,"result""#), "{reads:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_never_answered_still_gets_its_head_and_priming_event() {
+    let (addr, session) = initialized(HEAD_WAIT).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}"#;
+    let mut tcp = post(addr, Some(&session), call).await;
+    let head = read_head(&mut tcp).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    // The priming event follows: its id is what the client resumes from.
+    let mut body = String::new();
+    while !body.contains("retry: ") {
+        let mut buf = vec![0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+            .await
+            .expect("no priming event")
+            .unwrap();
+        assert!(n > 0, "the connection closed: {body}");
+        body.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(body.contains("id: "), "{body}");
 }
