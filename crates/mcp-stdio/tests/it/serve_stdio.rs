@@ -21,7 +21,8 @@ const CHILD: &str = "MCP_STDIO_SERVE_STDIO_CHILD";
 const CHILD_ARGS: [&str; 3] = ["serve_stdio::child", "--exact", "--quiet"];
 
 /// `echo` answers its `message`; `nonblocking` says whether descriptors 0 and 1 of the
-/// serving process have `O_NONBLOCK` set on their (shared) open file descriptions.
+/// serving process have `O_NONBLOCK` set on their (shared) open file descriptions;
+/// `reactor` says whether each of them has a twin (see [`twinned`]).
 struct Served;
 
 impl Handler for Served {
@@ -35,6 +36,7 @@ impl Handler for Served {
         };
         let text = match p.name.as_str() {
             "nonblocking" => format!("{} {}", nonblocking(0), nonblocking(1)),
+            "reactor" => format!("{} {}", twinned(0), twinned(1)),
             _ => p
                 .arguments
                 .and_then(|a| a.get("message").cloned())
@@ -54,6 +56,22 @@ fn nonblocking(fd: i32) -> bool {
         .unwrap()
         .trim();
     i64::from_str_radix(flags, 8).unwrap() & 0o4000 != 0
+}
+
+/// Whether another descriptor of this process is the same pipe or socket as descriptor `fd`:
+/// the reopened pipe or duplicated socket `serve_stdio` reads or writes on the reactor. The
+/// fallback, tokio's `stdin()` and `stdout()`, uses descriptors 0 and 1 themselves.
+fn twinned(fd: i32) -> bool {
+    let target = |path: &std::path::Path| std::fs::read_link(path).ok();
+    let own = target(format!("/proc/self/fd/{fd}").as_ref()).unwrap();
+    std::fs::read_dir("/proc/self/fd").unwrap().any(|entry| {
+        let entry = entry.unwrap();
+        let number = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok());
+        number.is_some_and(|n| n > 2) && target(&entry.path()).as_ref() == Some(&own)
+    })
 }
 
 /// Not a test by itself: the server the tests below start. Without [`CHILD`] set it does
@@ -92,6 +110,11 @@ async fn exercise(client: &Client) {
         text(client, "nonblocking", json!({})).await,
         "false false",
         "serve_stdio must not make descriptors 0 and 1 non-blocking for the processes sharing them"
+    );
+    assert_eq!(
+        text(client, "reactor", json!({})).await,
+        "true true",
+        "stdin and stdout are served on the reactor, not through tokio's stdin() and stdout()"
     );
 }
 
