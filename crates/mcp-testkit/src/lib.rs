@@ -130,3 +130,39 @@ pub fn wait_until(timeout: std::time::Duration, mut done: impl FnMut() -> bool) 
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A scratch directory of its own for one test, removed when dropped: under the system's
+/// temporary directory, named after the test binary, the process, a counter and `what`, so
+/// that tests running at once never share one.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates it empty (a leftover of an earlier run with the same name is removed first).
+    pub fn new(what: &str) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let binary = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!(
+            "mcp-test-{binary}-{}-{n}-{what}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -26,10 +26,10 @@ struct Running {
 
 async fn start(file: Value) -> Running {
     let dir = TempDir::new("category");
-    let path = dir.0.join("gateway.json");
+    let path = dir.path().join("gateway.json");
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
     let loaded = mcp_gateway::load(&path, &mcp_host::config::Env::from_process(), None).unwrap();
-    let log = dir.0.join("gateway.log");
+    let log = dir.path().join("gateway.log");
     let mut options = GatewayOptions::new();
     options.log_file = Some(log.clone());
     let gateway = Gateway::start(loaded, options).await.unwrap();

@@ -201,10 +201,10 @@ fn two_servers() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_meta_tool_over_a_pipe() {
     let dir = TempDir::new("pipe");
-    let gateway = start(&write_file(&dir.0, two_servers(), json!({}))).await;
+    let gateway = start(&write_file(dir.path(), two_servers(), json!({}))).await;
     let client = over_pipe(&gateway).await;
     exercise(&client).await;
-    let log = std::fs::read_to_string(dir.0.join("gateway.log")).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("gateway.log")).unwrap();
     assert!(log.contains("meta mode: 2 upstream servers"), "{log}");
     assert!(log.contains("call call-tool fake/echo"), "{log}");
     assert!(
@@ -217,7 +217,7 @@ async fn every_meta_tool_over_a_pipe() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_meta_tool_over_http() {
     let dir = TempDir::new("http");
-    let gateway = start(&write_file(&dir.0, two_servers(), json!({}))).await;
+    let gateway = start(&write_file(dir.path(), two_servers(), json!({}))).await;
     let client = over_http(&gateway).await;
     exercise(&client).await;
     gateway.shutdown().await;
@@ -256,7 +256,7 @@ async fn a_deny_rule_refuses_the_call_before_the_upstream() {
     let servers = json!({"fake": fake("f", json!({
         "permission": {"default": "allow", "tools": {"crash": "deny"}},
     }))});
-    let gateway = start(&write_file(&dir.0, servers, json!({}))).await;
+    let gateway = start(&write_file(dir.path(), servers, json!({}))).await;
     let client = over_pipe(&gateway).await;
     assert_crash_refused_before_the_upstream(&client).await;
     gateway.shutdown().await;
@@ -268,7 +268,12 @@ async fn unattended_deny_refuses_what_would_ask_and_keeps_allow_rules() {
     let servers = json!({"fake": fake("f", json!({
         "permission": {"default": "ask", "tools": {"pid": "allow"}},
     }))});
-    let gateway = start(&write_file(&dir.0, servers, json!({"unattended": "deny"}))).await;
+    let gateway = start(&write_file(
+        dir.path(),
+        servers,
+        json!({"unattended": "deny"}),
+    ))
+    .await;
     let client = over_pipe(&gateway).await;
     assert_crash_refused_before_the_upstream(&client).await;
     gateway.shutdown().await;
@@ -278,7 +283,7 @@ async fn unattended_deny_refuses_what_would_ask_and_keeps_allow_rules() {
     let servers = json!({"fake": fake("f", json!({
         "permission": {"default": "ask"},
     }))});
-    let gateway = start(&write_file(&dir.0, servers, json!({}))).await;
+    let gateway = start(&write_file(dir.path(), servers, json!({}))).await;
     let client = over_pipe(&gateway).await;
     let echoed = call(
         &client,
@@ -294,7 +299,7 @@ async fn unattended_deny_refuses_what_would_ask_and_keeps_allow_rules() {
 async fn reload_applies_the_file_and_says_what_changed() {
     let dir = TempDir::new("reload");
     let path = write_file(
-        &dir.0,
+        dir.path(),
         json!({"fake": fake("f", json!({})), "gone": fake("g", json!({}))}),
         json!({}),
     );
@@ -302,7 +307,7 @@ async fn reload_applies_the_file_and_says_what_changed() {
     let client = over_pipe(&gateway).await;
 
     write_file(
-        &dir.0,
+        dir.path(),
         json!({
             "fake": fake("f", json!({"disabled_tools": ["echo"]})),
             "new": fake("n", json!({})),

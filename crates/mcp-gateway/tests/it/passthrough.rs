@@ -34,9 +34,9 @@ async fn start(dir: &TempDir, servers: Value) -> Gateway {
     let file = json!({
         "mode": "passthrough",
         "mcpServers": servers,
-        "logFile": dir.0.join("gateway.log"),
+        "logFile": dir.path().join("gateway.log"),
     });
-    let path = dir.0.join("gateway.json");
+    let path = dir.path().join("gateway.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
     load_and_start(&path).await
 }

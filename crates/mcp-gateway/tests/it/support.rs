@@ -2,8 +2,7 @@
 //! client in front of it over a pipe (as over stdio) or over Streamable HTTP, and reading a
 //! tool result.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 
 use mcp_gateway::{Gateway, GatewayOptions};
 use mcp_host::config::Env;
@@ -12,26 +11,7 @@ use mcp_protocol::{ClientConfig, RequestOptions};
 use mcp_session::Client;
 use serde_json::Value;
 
-/// A directory removed when dropped.
-pub(crate) struct TempDir(pub(crate) PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(what: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir =
-            std::env::temp_dir().join(format!("mcp-gateway-it-{}-{n}-{what}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub(crate) use mcp_testkit::TempDir;
 
 /// Loads the gateway file at `path` and starts the gateway it describes.
 pub(crate) async fn load_and_start(path: &Path) -> Gateway {
