@@ -96,15 +96,24 @@ fn child() {
     std::process::exit(0);
 }
 
-/// Many calls at once, then the flags of the server's descriptors.
+/// Many calls at once, some with answers larger than the pipe (so that they leave in many
+/// partial writes, between which the small ones queue), then the flags of the server's
+/// descriptors.
 async fn exercise(client: &Client) {
+    let message = |i: usize| {
+        if i.is_multiple_of(32) {
+            format!("m{i}").repeat(1 << 20)
+        } else {
+            format!("m{i}")
+        }
+    };
     let calls = (0..64).map(|i| {
         let client = client.clone();
-        async move { text(&client, "echo", json!({"message": format!("m{i}")})).await }
+        async move { text(&client, "echo", json!({"message": message(i)})).await }
     });
     let answers = join_all(calls).await;
     for (i, answer) in answers.iter().enumerate() {
-        assert_eq!(answer, &format!("m{i}"));
+        assert!(answer == &message(i), "answer {i} differs");
     }
     assert_eq!(
         text(client, "nonblocking", json!({})).await,
@@ -162,7 +171,7 @@ async fn over_socket_pairs_from_a_real_child() {
     ours_out.set_nonblocking(true).unwrap();
     let writer = tokio::net::UnixStream::from_std(ours_in).unwrap();
     let reader = tokio::net::UnixStream::from_std(ours_out).unwrap();
-    let client = mcp_stdio::connect("sockets", reader, writer, session(), 1 << 20)
+    let client = mcp_stdio::connect("sockets", reader, writer, session(), 8 << 20)
         .await
         .unwrap();
     assert_eq!(client.server_info().implementation.name, "child");
