@@ -159,22 +159,14 @@ impl Everything {
                     missing.insert("elicitation".to_owned(), json!({}));
                     return Err(missing_capability_error(missing));
                 }
+                // In the stateless era no request goes on the stream: `ask` answers with the
+                // question as an input_required result.
                 let question = input_required::elicit("Please provide input", "input", "string");
-                if context.era == Some(Era::Stateless) {
-                    // No request on the stream: the question goes back as the result.
-                    match params.extra.get("inputResponses") {
-                        Some(answer) => text(&format!("User response: {answer}")),
-                        None => {
-                            input_required::input_required(json!({"user_input": question}), None)
-                        }
-                    }
-                } else {
-                    elicited(answer_or_ask!(ask::<method::Elicit>(
-                        &context,
-                        &params.extra,
-                        question["params"].clone()
-                    )))
-                }
+                elicited(answer_or_ask!(ask::<method::Elicit>(
+                    &context,
+                    &params.extra,
+                    question["params"].clone()
+                )))
             }
             "test_header_param" => text(&format!("Region: {}", text_arg("region"))),
             "test_tool_with_logging" | "test_logging_tool" => {
