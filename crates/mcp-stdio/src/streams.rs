@@ -108,10 +108,22 @@ const PIPE_CAPACITY: i32 = 1 << 20;
 
 /// Asks for [`PIPE_CAPACITY`] (Linux's default limit for an unprivileged process). A refusal
 /// (a lower `/proc/sys/fs/pipe-max-size`, or the user's pipe memory used up) keeps the
-/// capacity the pipe has, which is only slower.
+/// capacity the pipe has, which is only slower. (Only Linux can; elsewhere there is no
+/// `/proc/self/fd` to reopen a pipe through, so this is never called.)
 fn grow_pipe(fd: &OwnedFd) {
+    #[cfg(target_os = "linux")]
     let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY));
+    #[cfg(not(target_os = "linux"))]
+    let _ = (fd, PIPE_CAPACITY);
 }
+
+/// `MSG_NOSIGNAL` where there is one: a client gone away is an error value, never SIGPIPE.
+/// macOS has none (a Rust program ignores SIGPIPE unless told otherwise, and tokio's
+/// `stdout()` would raise it just the same).
+#[cfg(target_os = "linux")]
+const NO_SIGPIPE: MsgFlags = MsgFlags::MSG_NOSIGNAL;
+#[cfg(not(target_os = "linux"))]
+const NO_SIGPIPE: MsgFlags = MsgFlags::empty();
 
 /// Descriptor `n` of this process opened again, non-blocking, on a description of its own;
 /// `None` where `/proc` is missing, or (for writing) when the pipe has no reader left.
@@ -194,10 +206,8 @@ impl SocketFd {
             return Err(io::ErrorKind::Unsupported.into());
         };
         let fd = socket.as_raw_fd();
-        socket.try_io(|| {
-            // MSG_NOSIGNAL: a client gone away is an error value, never SIGPIPE.
-            send(fd, buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL).map_err(io::Error::from)
-        })
+        socket
+            .try_io(|| send(fd, buf, MsgFlags::MSG_DONTWAIT | NO_SIGPIPE).map_err(io::Error::from))
     }
 
     async fn writable(&self) -> io::Result<()> {
