@@ -19,7 +19,8 @@ use crate::streams::{self, Output};
 /// Serves one client on this process's stdin and stdout until stdin ends.
 ///
 /// It serves in a task of its own on the runtime's worker threads; dropping this future ends
-/// it. When stdin and stdout are pipes or sockets (as every host starts a server) they are
+/// it. The runtime must have I/O enabled (`enable_io`, or `enable_all` as `#[tokio::main]`
+/// does): tokio panics when a pipe or socket is put on a runtime without a reactor. When stdin and stdout are pipes or sockets (as every host starts a server) they are
 /// read and written on tokio's reactor, not through tokio's blocking thread pool. This never
 /// makes descriptors 0 and 1 non-blocking for anyone else (see the `streams` module). A
 /// terminal or a file keeps tokio's `stdin()` and `stdout()`.
@@ -49,8 +50,9 @@ pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::i
     }
 }
 
-/// Ends the serving task when `serve_stdio`'s future is dropped: dropping it stops serving,
-/// as it did when the loop ran in the future itself.
+/// Ends a task when the future that spawned it is dropped: dropping `serve_stdio`'s future
+/// stops serving, as it did when the loop ran in the future itself, and dropping the loop
+/// stops its writer task.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
@@ -112,10 +114,12 @@ where
         wake: Notify::new(),
     });
     let core = ServerCore::new(config, Arc::new(handler), LineTransport(Arc::clone(&out)));
-    let writer_task = match sink {
+    // Aborted if this future is dropped: detached, the task would hold the writer open (the
+    // client would never see the stream end) and wait forever for lines.
+    let mut writer_task = AbortOnDrop(match sink {
         Sink::Direct(output) => tokio::spawn(direct_write_loop(output, Arc::clone(&out))),
         Sink::Stream(writer) => tokio::spawn(write_loop(writer, Arc::clone(&out))),
-    };
+    });
     let mut decoder = LineDecoder::new(max_line_bytes);
     let mut chunk = vec![0u8; 64 << 10];
     let result = loop {
@@ -138,7 +142,7 @@ where
     core.close("the client closed the connection");
     out.lock().closing = true;
     out.wake.notify_one();
-    let _ = writer_task.await;
+    let _ = (&mut writer_task.0).await;
     result
 }
 

@@ -180,3 +180,40 @@ async fn the_stateless_era_on_the_same_pipe() {
         .count();
     assert_eq!(progress, 2, "{seen:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_serve_closes_its_output() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    let (client_io, server_io) = tokio::io::duplex(64 << 10);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let config = ServerConfig::dual_era(Implementation::new("half".into(), "1".into()));
+    let dropped = Arc::new(AtomicBool::new(false));
+    let server = tokio::spawn(mcp_stdio::serve(
+        config,
+        server_read,
+        server_write,
+        Tools { dropped },
+        1 << 20,
+    ));
+    // One answer: the loop and its writer task are running.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    client_write
+        .write_all(format!("{ping}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await;
+    assert!(line.expect("no answer").unwrap().is_some());
+
+    // Dropping the serving future (here, by aborting its task) drops the writer too: the
+    // client reads the end of the stream, as it would from a server that exited.
+    server.abort();
+    let _ = server.await;
+    let end = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+        .await
+        .expect("the server's output stayed open after serve was dropped")
+        .unwrap();
+    assert_eq!(end, None);
+}
