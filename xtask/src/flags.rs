@@ -5,9 +5,12 @@ xflags::xflags! {
     cmd xtask {
         /// The whole gate: fmt, clippy per package, tests, docs, interop, conformance, cargo-deny.
         cmd ci {}
-        /// Repository lints: file headers, banned test attributes, the crate graph.
+        /// Repository lints: file headers, banned test attributes, trailing whitespace,
+        /// workspace dependencies, the crate graph, a sans-IO mcp-protocol.
         cmd tidy {}
-        /// Our client, over stdio and HTTP, against the official TypeScript everything server.
+        /// Our client and command line against the official TypeScript everything server
+        /// (stdio, Streamable HTTP, HTTP+SSE) and the Python SDK's server (both eras), and the
+        /// TypeScript SDK's client in front of our gateway.
         cmd interop {}
         /// The official conformance suite, pinned, against our client and server; writes
         /// docs/conformance.md after a full run.
