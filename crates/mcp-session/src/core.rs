@@ -56,6 +56,11 @@ pub trait Transport: Send + Sync + 'static {
     /// order. The core calls this after every change that may queue a message.
     fn transmit(&self, core: &Arc<Core>, session: &mut ClientSession);
 
+    /// Called after every [`transmit`](Self::transmit), once the session lock is released:
+    /// a transport that writes without waiting makes its system call here, so that the lock
+    /// is not held across it (callers and the reader of a busy connection queue on it).
+    fn flush(&self) {}
+
     /// Adds what the transport knows about why the connection ended (an exit status, the
     /// server's last words on stderr) to `what`.
     fn end_reason(&self, what: &str) -> String {
@@ -80,10 +85,16 @@ pub trait Transport: Send + Sync + 'static {
     fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>>;
 }
 
+/// Where a caller waits for its answer.
+pub(crate) type Waiter = oneshot::Sender<Result<RawJson, mcp_protocol::Error>>;
+
 /// The locked part of the core.
 pub(crate) struct State {
     pub(crate) session: ClientSession,
-    pub(crate) waiters: HashMap<RequestId, oneshot::Sender<Result<RawJson, mcp_protocol::Error>>>,
+    pub(crate) waiters: HashMap<RequestId, Waiter>,
+    /// Answers taken from `waiters`, handed over once the lock is released: waking a caller
+    /// may wake a thread, and the lock is not held across that.
+    answered: Vec<(Waiter, Result<RawJson, mcp_protocol::Error>)>,
     pub(crate) progress: HashMap<RequestId, mpsc::UnboundedSender<ProgressParams>>,
     ready: Option<oneshot::Sender<Result<ServerInfo, mcp_protocol::Error>>>,
     incoming: mpsc::Sender<Incoming>,
@@ -116,7 +127,7 @@ impl State {
                 ClientEvent::Response { id, outcome, .. } => {
                     self.progress.remove(&id);
                     if let Some(waiter) = self.waiters.remove(&id) {
-                        let _ = waiter.send(outcome);
+                        self.answered.push((waiter, outcome));
                     }
                 }
                 ClientEvent::Progress { id, params } => {
@@ -208,6 +219,7 @@ impl Core {
             state: Mutex::new(State {
                 session: ClientSession::new(session),
                 waiters: HashMap::new(),
+                answered: Vec::new(),
                 progress: HashMap::new(),
                 ready: None,
                 incoming,
@@ -237,14 +249,21 @@ impl Core {
     /// Applies `f` to the session, then delivers events, sends what was queued, and re-arms
     /// the timer: the one way anything changes the session.
     pub(crate) fn with_session<R>(self: &Arc<Self>, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut guard = self.lock();
-        let state = &mut *guard;
-        let r = f(state);
-        state.dispatch();
-        self.transport.transmit(self, &mut state.session);
-        state
-            .armed
-            .wake_if_needed(&mut state.session, &self.wake_timer);
+        let (r, answered) = {
+            let mut guard = self.lock();
+            let state = &mut *guard;
+            let r = f(state);
+            state.dispatch();
+            self.transport.transmit(self, &mut state.session);
+            state
+                .armed
+                .wake_if_needed(&mut state.session, &self.wake_timer);
+            (r, std::mem::take(&mut state.answered))
+        };
+        self.transport.flush();
+        for (waiter, outcome) in answered {
+            let _ = waiter.send(outcome);
+        }
         r
     }
 

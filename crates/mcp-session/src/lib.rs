@@ -3,7 +3,8 @@
 //! - The client side: the cloneable [`Client`] handle with its typed API (tools with
 //!   pagination, calls with timeouts, progress and cancellation, resources, prompts, answers to
 //!   server requests), and the [`Core`] a client transport feeds.
-//! - The server side: a [`Handler`] answers each request in its own task, and a
+//! - The server side: a [`Handler`] answers each request (polled first where the request
+//!   was read, then in a task of its own if it must wait), and a
 //!   [`ServerCore`] runs one client's session for a server transport, in either era. The cores
 //!   of one server share [`Sessions`], through which a notification reaches every client:
 //!   handshake sessions on their streams, stateless ones on their `subscriptions/listen`

@@ -1,6 +1,7 @@
-//! The server side on tokio, over any transport: a [`Handler`] answers each client request in
-//! a task of its own (a slow tool never holds the others; a cancelled request's task is
-//! aborted), and a [`ServerTransport`] carries what the session sends. `mcp-stdio` serves one
+//! The server side on tokio, over any transport: a [`Handler`] answers each client request,
+//! polled first on the thread that read it and, if it must wait, in a task of its own (a slow
+//! tool never holds the others; a cancelled request's task is aborted; a handler that panics
+//! answers with an internal error), and a [`ServerTransport`] carries what the session sends. `mcp-stdio` serves one
 //! client on stdin and stdout with it; `mcp-http` one per HTTP session, and one per request in
 //! the 2026-07-28 stateless era.
 //!
@@ -10,8 +11,11 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use mcp_protocol::schema::{
@@ -19,7 +23,7 @@ use mcp_protocol::schema::{
 };
 use mcp_protocol::{
     ClientInfo, DecodeError, Decoded, Era, ErrorObject, Message, RawJson, RequestId,
-    RequestOptions, ServerConfig, ServerEvent, ServerSession, decode_result,
+    RequestOptions, ServerConfig, ServerEvent, ServerSession, code, decode_result,
 };
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
@@ -84,6 +88,11 @@ pub trait ServerTransport: Send + Sync + 'static {
     /// or the one whose handler sent it (progress, a sampling request); `None` for what the
     /// server sends unprompted (list changes). Over HTTP this picks the stream.
     fn send(&self, message: Message, related: Option<&RequestId>);
+
+    /// Called after every change that may have sent something, once the session lock is
+    /// released: a transport that writes without waiting makes its system call here, so that
+    /// the lock is not held across it.
+    fn flush(&self) {}
 }
 
 /// What a handler knows about the request it handles, and its way back to the client.
@@ -298,10 +307,34 @@ struct State {
     tell: Vec<Tell>,
 }
 
-/// A call to the handler's notification hooks, made outside the session lock.
+/// A call to the handler, made outside the session lock, in the order the session raised it.
+// Moved once, into a vector that lives for one `with_session`: boxing a request buys nothing.
+#[allow(clippy::large_enum_variant)]
 enum Tell {
+    Start {
+        id: RequestId,
+        request: ClientRequest,
+        context: RequestContext,
+    },
     Notified(ClientNotification),
     Closed,
+}
+
+/// A handler's answer in the making, boxed once so that it can move into a task after its
+/// first poll.
+type Answer = Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send>>;
+
+/// Polls a handler's answer; a handler that panics answers with an internal error, so that
+/// its client is not left waiting until its timeout (the panic itself is reported by the
+/// process's panic hook, as for any task).
+fn poll_answer(answer: &mut Answer, cx: &mut Context<'_>) -> Poll<Result<RawJson, ErrorObject>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
+        Ok(poll) => poll,
+        Err(_) => Poll::Ready(Err(ErrorObject::new(
+            code::INTERNAL_ERROR,
+            "the server's handler for this request failed (it panicked)".to_owned(),
+        ))),
+    }
 }
 
 /// One client's session on the server side: a transport feeds it what arrives.
@@ -395,8 +428,14 @@ impl<H: Handler> ServerCore<H> {
     /// queued, tagging each message with the request it belongs to.
     fn with_session<R>(&self, related: Option<&RequestId>, f: impl FnOnce(&mut State) -> R) -> R {
         let (r, tell) = self.with_session_locked(related, f);
+        self.transport.flush();
         for t in tell {
             match t {
+                Tell::Start {
+                    id,
+                    request,
+                    context,
+                } => self.start(id, request, context),
                 Tell::Notified(n) => self.handler.notified(self.key, n),
                 Tell::Closed => self.handler.closed(self.key),
             }
@@ -452,22 +491,11 @@ impl<H: Handler> ServerCore<H> {
                         era,
                         sessions: self.sessions.clone(),
                     };
-                    let handler = Arc::clone(&self.handler);
-                    let me = self.me.clone();
-                    let task_id = id.clone();
-                    let task = tokio::spawn(async move {
-                        let outcome = handler.handle(request, context).await;
-                        if let Some(core) = me.upgrade() {
-                            core.with_session(Some(&task_id), |state| {
-                                state.tasks.remove(&task_id);
-                                let _ = match outcome {
-                                    Ok(result) => state.session.respond(&task_id, result),
-                                    Err(error) => state.session.respond_error(&task_id, error),
-                                };
-                            });
-                        }
+                    state.tell.push(Tell::Start {
+                        id,
+                        request,
+                        context,
                     });
-                    state.tasks.insert(id, task.abort_handle());
                 }
                 ServerEvent::Cancelled { id, .. } => {
                     if let Some(task) = state.tasks.remove(&id) {
@@ -494,6 +522,51 @@ impl<H: Handler> ServerCore<H> {
                 _ => {}
             }
         }
+    }
+
+    /// Runs the handler for one request, outside the lock. Its first poll happens here, on
+    /// the thread that read the request: most tools answer at once, and their answer then
+    /// leaves without a task, a wake-up or a hop to another worker thread (on two cores that
+    /// hop was most of a short call's cost). A handler that must wait goes on in a task of its
+    /// own, which a cancellation aborts: a slow tool never holds the others. A handler that
+    /// blocks the thread before its first `.await` does hold this connection's reader, as it
+    /// would hold a worker thread anyway: blocking work belongs in `spawn_blocking`.
+    fn start(&self, id: RequestId, request: ClientRequest, context: RequestContext) {
+        let handler = Arc::clone(&self.handler);
+        let mut answer: Answer = Box::pin(async move { handler.handle(request, context).await });
+        let mut first = Context::from_waker(Waker::noop());
+        if let Poll::Ready(outcome) = poll_answer(&mut answer, &mut first) {
+            self.finish(&id, outcome);
+            return;
+        }
+        // The first poll saw only a no-op waker; the task polls again at once, which
+        // registers its own. The lock is held until the task is recorded, so that its answer,
+        // however soon it comes, finds it there to remove.
+        let mut state = self.lock();
+        if !state.session.is_awaited(&id) {
+            // Cancelled, or the session ended, while the handler ran: nobody wants the answer.
+            return;
+        }
+        let me = self.me.clone();
+        let task_id = id.clone();
+        let task = tokio::spawn(async move {
+            let outcome = std::future::poll_fn(|cx| poll_answer(&mut answer, cx)).await;
+            if let Some(core) = me.upgrade() {
+                core.finish(&task_id, outcome);
+            }
+        });
+        state.tasks.insert(id, task.abort_handle());
+    }
+
+    /// Sends a handler's answer.
+    fn finish(&self, id: &RequestId, outcome: Result<RawJson, ErrorObject>) {
+        self.with_session(Some(id), |state| {
+            state.tasks.remove(id);
+            let _ = match outcome {
+                Ok(result) => state.session.respond(id, result),
+                Err(error) => state.session.respond_error(id, error),
+            };
+        });
     }
 
     /// A frame arrived: decodes it and feeds the session.

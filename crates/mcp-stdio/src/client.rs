@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::{ClientConfig, ClientSession};
@@ -16,6 +16,7 @@ use tokio::sync::{Notify, watch};
 use crate::child::{self, StderrLog, StdioConfig};
 use crate::codec::{Line, LineDecoder, encode_line};
 use crate::error::{Error, Result};
+use crate::outbox::{self, Outbox};
 
 /// Starts the server described by `config` and initializes a session with it.
 ///
@@ -42,13 +43,7 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
         })?;
     let (exited_tx, exited) = watch::channel(None);
     let inner = Arc::new(Inner {
-        out: Mutex::new(Outgoing {
-            pending: Vec::new(),
-            pipe: Some(Arc::new(pipe)),
-            broken: false,
-            closing: false,
-        }),
-        wake_writer: Notify::new(),
+        out: Arc::new(Outbox::new(Some(pipe))),
         stderr: Some(spawned.stderr),
         exited,
         shutdown: Notify::new(),
@@ -63,7 +58,7 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
         config.close_timeout,
         config.term_timeout,
     ));
-    tokio::spawn(pipe_write_loop(Arc::clone(&inner)));
+    tokio::spawn(outbox::write_direct(Arc::clone(&inner.out)));
     tokio::spawn(read_loop(
         spawned.stdout,
         core,
@@ -88,33 +83,28 @@ where
 {
     let (exited_tx, exited) = watch::channel(None);
     let inner = Arc::new(Inner {
-        out: Mutex::new(Outgoing {
-            pending: Vec::new(),
-            pipe: None,
-            broken: false,
-            closing: false,
-        }),
-        wake_writer: Notify::new(),
+        out: Arc::new(Outbox::new(None)),
         stderr: None,
         exited,
         shutdown: Notify::new(),
     });
     let pending = Pending::new(name, session, StdioTransport(Arc::clone(&inner)));
     let core = Arc::clone(pending.core());
-    tokio::spawn(stream_write_loop(
-        Box::new(writer),
-        Arc::clone(&inner),
-        exited_tx,
-    ));
+    let out = Arc::clone(&inner.out);
+    tokio::spawn(async move {
+        outbox::write_stream(writer, out).await;
+        let _ = exited_tx.send(Some("closed".to_owned()));
+    });
     tokio::spawn(read_loop(reader, core, Arc::clone(&inner), max_line_bytes));
     Ok(pending.connect(Arc::new(())).await?)
 }
 
 /// What the transport shares with its tasks.
 struct Inner {
-    /// Encoded frames not yet written, in order.
-    out: Mutex<Outgoing>,
-    wake_writer: Notify,
+    /// Frames for the server's stdin. With a pipe, the caller that queued a frame behind
+    /// nothing writes it once the session lock is released; the writer task writes the rest,
+    /// and closes stdin when the host closes.
+    out: Arc<Outbox<pipe::Sender>>,
     stderr: Option<Arc<StderrLog>>,
     /// How the connection ended, once it has (the process's exit status).
     exited: watch::Receiver<Option<String>>,
@@ -122,51 +112,20 @@ struct Inner {
     shutdown: Notify,
 }
 
-/// The write side. With a pipe, the task that queued a frame writes it at once when nothing is
-/// queued ahead of it (a non-blocking write: no task hop, and nothing half-written if its
-/// future is dropped); whatever does not fit waits for the writer task. With any other
-/// stream, only the writer task writes.
-struct Outgoing {
-    pending: Vec<u8>,
-    pipe: Option<Arc<pipe::Sender>>,
-    /// Set when a write failed: the server is gone.
-    broken: bool,
-    /// Set once the host closes: the writer closes stdin when it has flushed.
-    closing: bool,
-}
-
-impl Inner {
-    fn out(&self) -> MutexGuard<'_, Outgoing> {
-        self.out.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// The transport the `mcp-session` core drives.
 struct StdioTransport(Arc<Inner>);
 
 impl Transport for StdioTransport {
     fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
-        let inner = &self.0;
-        let mut out = inner.out();
-        let was_empty = out.pending.is_empty();
-        while let Some(message) = session.poll_transmit() {
-            encode_line(&message, &mut out.pending);
-        }
-        if out.pending.is_empty() || out.broken {
-            return;
-        }
-        if was_empty && let Some(pipe) = out.pipe.clone() {
-            match pipe.try_write(&out.pending) {
-                Ok(n) => {
-                    out.pending.drain(..n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => out.broken = true,
+        self.0.out.push(|bytes| {
+            while let Some(message) = session.poll_transmit() {
+                encode_line(&message, bytes);
             }
-        }
-        if !out.pending.is_empty() {
-            inner.wake_writer.notify_one();
-        }
+        });
+    }
+
+    fn flush(&self) {
+        self.0.out.flush();
     }
 
     fn end_reason(&self, what: &str) -> String {
@@ -190,8 +149,7 @@ impl Transport for StdioTransport {
     fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>> {
         let inner = Arc::clone(&self.0);
         Box::pin(async move {
-            inner.out().closing = true;
-            inner.wake_writer.notify_one();
+            inner.out.close();
             inner.shutdown.notify_one();
             let mut exited = inner.exited.clone();
             let status = exited
@@ -276,58 +234,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
     })
     .await;
     core.end(&end);
-}
-
-/// Writes what callers could not write at once, and closes the pipe when the host closes.
-async fn pipe_write_loop(inner: Arc<Inner>) {
-    loop {
-        let (pipe, has_pending, closing) = {
-            let out = inner.out();
-            (
-                out.pipe.clone(),
-                !out.pending.is_empty() && !out.broken,
-                out.closing,
-            )
-        };
-        let Some(pipe) = pipe else { return };
-        if has_pending {
-            if pipe.writable().await.is_err() {
-                inner.out().broken = true;
-                continue;
-            }
-            let mut out = inner.out();
-            match pipe.try_write(&out.pending) {
-                Ok(n) => {
-                    out.pending.drain(..n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                // The server is gone; the reader sees the end of stdout and reports it.
-                Err(_) => out.broken = true,
-            }
-            continue;
-        }
-        if closing {
-            // Closing the server's stdin is the first step of a polite shutdown. Callers only
-            // borrow the pipe under the lock, so this is the last handle.
-            inner.out().pipe = None;
-            return;
-        }
-        inner.wake_writer.notified().await;
-    }
-}
-
-/// Sends whatever is queued, all of it in one write, until the host closes.
-async fn stream_write_loop(
-    writer: Box<dyn AsyncWrite + Unpin + Send>,
-    inner: Arc<Inner>,
-    exited: watch::Sender<Option<String>>,
-) {
-    crate::writer::write_batches(writer, &inner.wake_writer, || {
-        let mut out = inner.out();
-        (std::mem::take(&mut out.pending), out.closing)
-    })
-    .await;
-    let _ = exited.send(Some("closed".to_owned()));
 }
 
 /// Owns the process: reports its exit, and on the host's word shuts it down with its group.

@@ -40,9 +40,9 @@ mod client;
 pub mod codec;
 pub mod env;
 mod error;
+mod outbox;
 mod server;
 mod streams;
-mod writer;
 
 // The public interface is:
 pub use child::{StdioConfig, kill_all_servers, termination_signal};

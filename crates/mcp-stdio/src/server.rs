@@ -6,14 +6,14 @@
 //! version (`ServerConfig::dual_era`) a client that sends `_meta` instead of `initialize` is
 //! served statelessly on the same pipe, its `subscriptions/listen` streams included.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use mcp_protocol::{Message, RequestId, ServerConfig};
 use mcp_session::{Handler, ServerCore, ServerTransport};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
-use tokio::sync::Notify;
 
 use crate::codec::{Line, LineDecoder, encode_line};
+use crate::outbox::{self, Outbox};
 use crate::streams::{self, Output};
 
 /// Serves one client on this process's stdin and stdout until stdin ends.
@@ -28,7 +28,7 @@ pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::i
     let (input, output) = streams::open();
     let sink = match output {
         Output::Tokio(stdout) => Sink::Stream(Box::new(stdout)),
-        other => Sink::Direct(Arc::new(other)),
+        other => Sink::Direct(other),
     };
     // The loop runs as a task of its own, on a worker thread, not in the caller's future: a
     // consumer awaits this in `#[tokio::main]`, whose future runs on the main thread, outside
@@ -95,7 +95,7 @@ enum Sink {
     Stream(Box<dyn AsyncWrite + Unpin + Send>),
     /// A pipe or socket that can be written without waiting, on the reactor (never
     /// `Output::Tokio`, which cannot).
-    Direct(Arc<Output>),
+    Direct(Output),
 }
 
 async fn serve_on<R, H>(
@@ -109,16 +109,16 @@ where
     R: AsyncRead + Unpin,
     H: Handler,
 {
-    let out = Arc::new(Outgoing {
-        buffer: Mutex::default(),
-        wake: Notify::new(),
-    });
+    let (out, writer) = match sink {
+        Sink::Direct(output) => (Arc::new(Outbox::new(Some(output))), None),
+        Sink::Stream(writer) => (Arc::new(Outbox::new(None)), Some(writer)),
+    };
     let core = ServerCore::new(config, Arc::new(handler), LineTransport(Arc::clone(&out)));
     // Aborted if this future is dropped: detached, the task would hold the writer open (the
     // client would never see the stream end) and wait forever for lines.
-    let mut writer_task = AbortOnDrop(match sink {
-        Sink::Direct(output) => tokio::spawn(direct_write_loop(output, Arc::clone(&out))),
-        Sink::Stream(writer) => tokio::spawn(write_loop(writer, Arc::clone(&out))),
+    let mut writer_task = AbortOnDrop(match writer {
+        None => tokio::spawn(outbox::write_direct(Arc::clone(&out))),
+        Some(writer) => tokio::spawn(outbox::write_stream(writer, Arc::clone(&out))),
     });
     let mut decoder = LineDecoder::new(max_line_bytes);
     let mut chunk = vec![0u8; 64 << 10];
@@ -140,98 +140,21 @@ where
         }
     };
     core.close("the client closed the connection");
-    out.lock().closing = true;
-    out.wake.notify_one();
+    out.close();
     let _ = (&mut writer_task.0).await;
     result
 }
 
-#[derive(Default)]
-struct Buffer {
-    bytes: Vec<u8>,
-    /// How much of `bytes` a direct output has already written: the rest is still owed. A
-    /// large answer leaves in many writes, and moving the rest forward after each would copy
-    /// it over and over.
-    written: usize,
-    closing: bool,
-    /// A write failed: the client is gone, and what is queued is dropped.
-    broken: bool,
-}
-
-/// Lines waiting for the writer task, in order.
-struct Outgoing {
-    buffer: Mutex<Buffer>,
-    wake: Notify,
-}
-
-impl Outgoing {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Buffer> {
-        self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Every message becomes a line on stdout; stdio has one stream, so `related` is not needed.
-struct LineTransport(Arc<Outgoing>);
+/// An answer is written as soon as its session lock is released (see [`Outbox`]).
+struct LineTransport(Arc<Outbox<Output>>);
 
 impl ServerTransport for LineTransport {
     fn send(&self, message: Message, _related: Option<&RequestId>) {
-        let mut b = self.0.lock();
-        if b.broken {
-            return;
-        }
-        encode_line(&message, &mut b.bytes);
-        self.0.wake.notify_one();
+        self.0.push(|bytes| encode_line(&message, bytes));
     }
-}
 
-/// Writes what fits of the queued bytes without waiting (the lock is held, so the bytes
-/// leave in order); a failed write marks the output broken.
-fn write_now(output: &Output, b: &mut Buffer) {
-    match output.try_write(&b.bytes[b.written..]) {
-        Some(Ok(n)) => {
-            b.written += n;
-            if b.written == b.bytes.len() {
-                b.bytes.clear();
-                b.written = 0;
-            }
-        }
-        Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-        Some(Err(_)) => {
-            b.broken = true;
-            b.bytes.clear();
-            b.written = 0;
-        }
-        None => {}
-    }
-}
-
-/// Writes whatever is queued, all of it in one write, until the reader ends.
-async fn write_loop(writer: Box<dyn AsyncWrite + Unpin + Send>, out: Arc<Outgoing>) {
-    crate::writer::write_batches(writer, &out.wake, || {
-        let mut b = out.lock();
-        (std::mem::take(&mut b.bytes), b.closing)
-    })
-    .await;
-}
-
-/// Writes what is queued as the output takes it, until the reader ends and all is out.
-async fn direct_write_loop(output: Arc<Output>, out: Arc<Outgoing>) {
-    loop {
-        let (pending, closing) = {
-            let b = out.lock();
-            (!b.bytes.is_empty() && !b.broken, b.closing)
-        };
-        if pending {
-            if output.writable().await.is_err() {
-                out.lock().broken = true;
-                continue;
-            }
-            write_now(&output, &mut out.lock());
-            continue;
-        }
-        if closing {
-            return;
-        }
-        out.wake.notified().await;
+    fn flush(&self) {
+        self.0.flush();
     }
 }

@@ -32,6 +32,8 @@ use nix::sys::socket::{MsgFlags, recv, send};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::unix::pipe;
 
+use crate::outbox::Direct;
+
 /// What stdin or stdout is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -121,23 +123,21 @@ fn reopen(n: i32, write: bool) -> Option<OwnedFd> {
     (kind(file.as_fd()) == Kind::Fifo).then(|| file.into())
 }
 
-impl Output {
-    /// Writes what fits now without waiting: `None` when this output cannot (tokio's
-    /// `stdout()`, whose writes go through the blocking pool).
-    pub(crate) fn try_write(&self, buf: &[u8]) -> Option<io::Result<usize>> {
+/// [`Output::Tokio`] is never used as one: its writes go through the blocking pool.
+impl Direct for Output {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Self::Pipe(p) => Some(p.try_write(buf)),
-            Self::Socket(s) => Some(s.try_send(buf)),
-            Self::Tokio(_) => None,
+            Self::Pipe(p) => p.try_write(buf),
+            Self::Socket(s) => s.try_send(buf),
+            Self::Tokio(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 
-    /// Waits until a write may succeed (for [`Output::Tokio`], at once).
-    pub(crate) async fn writable(&self) -> io::Result<()> {
+    async fn writable(&self) -> io::Result<()> {
         match self {
             Self::Pipe(p) => p.writable().await,
             Self::Socket(s) => s.writable().await,
-            Self::Tokio(_) => Ok(()),
+            Self::Tokio(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 }

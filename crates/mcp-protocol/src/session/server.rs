@@ -248,6 +248,13 @@ impl ServerSession {
         matches!(self.state, State::Closed)
     }
 
+    /// Whether a client request still waits for its answer: not answered, not withdrawn by
+    /// the client, not lost with the session. A runtime that hands a request to a task after
+    /// other work uses it to skip one the client cancelled in between.
+    pub fn is_awaited(&self, id: &RequestId) -> bool {
+        self.core.inbound.contains_key(id)
+    }
+
     /// Feeds one decoded frame. A batch is accepted only from a 2025-03-26 client.
     pub fn handle_decoded(&mut self, now: Instant, decoded: Decoded) {
         if matches!(self.state, State::Closed) {

@@ -37,6 +37,13 @@ impl Handler for Tools {
             ClientRequest::ListTools(_) => {
                 Ok(RawJson::encode(&ListToolsResult::new(vec![Tool::new("echo".into())])).unwrap())
             }
+            // Before its first `.await`: the handler fails while the reader polls it.
+            ClientRequest::CallTool(p) if p.name == "panic" => panic!("the tool broke"),
+            // After one: the handler fails in the task it went on in.
+            ClientRequest::CallTool(p) if p.name == "panic_later" => {
+                tokio::task::yield_now().await;
+                panic!("the tool broke later")
+            }
             ClientRequest::CallTool(p) if p.name == "wait" => {
                 let _guard = SetOnDrop(Arc::clone(&self.dropped));
                 std::future::pending().await
@@ -97,16 +104,48 @@ async fn our_client_against_our_server_half() {
     assert_eq!(result.content, vec![ContentBlock::text("\"hey\"")]);
     assert_eq!(rx.recv().await.unwrap().progress.as_u64(), Some(1));
 
-    // A cancelled call's handler future is dropped on the server.
-    let options = RequestOptions::DEFAULT.timeout(Duration::from_millis(100));
-    assert!(
-        client
-            .call_tool(call("wait", json!({})), options)
-            .await
-            .unwrap_err()
-            .is_timeout()
+    // A call that waits holds no other: the echo sent after it is answered first. Then the
+    // waiting call times out, and its handler future is dropped on the server.
+    let options = RequestOptions::DEFAULT.timeout(Duration::from_millis(500));
+    let order = std::sync::Mutex::new(Vec::new());
+    let (waited, echoed) = tokio::join!(
+        async {
+            let r = client.call_tool(call("wait", json!({})), options).await;
+            order.lock().unwrap().push("wait");
+            r
+        },
+        async {
+            tokio::task::yield_now().await;
+            let r = client
+                .call_tool(call("echo", json!({"message": 1})), RequestOptions::DEFAULT)
+                .await;
+            order.lock().unwrap().push("echo");
+            r
+        }
     );
+    assert!(waited.unwrap_err().is_timeout());
+    assert_eq!(echoed.unwrap().content, vec![ContentBlock::text("1")]);
+    assert_eq!(*order.lock().unwrap(), ["echo", "wait"]);
     assert!(mcp_testkit::wait_until(Duration::from_secs(5), || dropped.load(Ordering::SeqCst)));
+
+    // A handler that panics, before or after its first `.await`, answers with an internal
+    // error instead of leaving the call to time out; the session goes on.
+    for tool in ["panic", "panic_later"] {
+        let err = client
+            .call_tool(call(tool, json!({})), RequestOptions::DEFAULT)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err.protocol(), mcp_protocol::Error::Rpc { error, .. }
+                if error.code == -32603 && error.message.contains("panicked")),
+            "{tool}: {err}"
+        );
+    }
+    let result = client
+        .call_tool(call("echo", json!({"message": 2})), RequestOptions::DEFAULT)
+        .await
+        .unwrap();
+    assert_eq!(result.content, vec![ContentBlock::text("2")]);
 
     // A method the server does not declare is refused by its session, not its handler.
     let err = client.list_all_prompts().await.unwrap_err();
