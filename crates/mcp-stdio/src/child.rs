@@ -34,6 +34,8 @@ pub struct StdioConfig {
     /// redacted from the stderr text shown in errors.
     pub env: Vec<(String, String)>,
     /// Pass the host's whole environment instead of the allow-list in [`crate::env`](mod@crate::env).
+    /// The values of what passes beyond the allow-list (a host's tokens and keys among them)
+    /// are redacted from the stderr text shown in errors, as configured values are.
     pub inherit_env: bool,
     /// The longest line accepted on stdout; a longer one is discarded and reported.
     pub max_line_bytes: usize,
@@ -65,15 +67,6 @@ impl StdioConfig {
             close_timeout: Duration::from_secs(2),
             term_timeout: Duration::from_secs(2),
         }
-    }
-
-    /// The configured values that must never be shown.
-    pub(crate) fn secrets(&self) -> Vec<String> {
-        self.env
-            .iter()
-            .map(|(_, v)| v.clone())
-            .filter(|v| v.len() >= 4)
-            .collect()
     }
 }
 
@@ -227,7 +220,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
     command
         .args(&config.args)
         .env_clear()
-        .envs(env)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -264,7 +257,8 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
             Some("pipes were not created".to_owned()),
         ));
     };
-    let log = Arc::new(StderrLog::new(config.stderr_capacity, config.secrets()));
+    let secrets = env::secrets(&config.env, &env);
+    let log = Arc::new(StderrLog::new(config.stderr_capacity, secrets));
     tokio::spawn(drain_stderr(stderr, Arc::clone(&log)));
     Ok(Spawned {
         child,

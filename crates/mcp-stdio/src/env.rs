@@ -64,9 +64,31 @@ pub fn build(
     env
 }
 
+/// The values a server's stderr must not show in an error: every configured value (at least
+/// 4 bytes; a shorter one would blank out common words), and the value of every variable the
+/// server started with beyond the allow-list (at least 8 bytes), which is how the host's own
+/// tokens and keys reach a server with `inherit_env`. The allow-list's values (a `PATH`, a
+/// `HOME`) stay: they are no secrets, and blanking them would garble the messages.
+pub(crate) fn secrets(
+    configured: &[(String, String)],
+    started: &[(String, String)],
+) -> Vec<String> {
+    let configured_values = configured.iter().map(|(_, v)| v).filter(|v| v.len() >= 4);
+    let inherited = started
+        .iter()
+        .filter(|(k, _)| !is_allowed(k) && !configured.iter().any(|(c, _)| c == k))
+        .map(|(_, v)| v)
+        .filter(|v| v.len() >= 8);
+    let mut all: Vec<String> = configured_values.chain(inherited).cloned().collect();
+    // The longest first, so that a secret containing another is blanked whole.
+    all.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    all.dedup();
+    all
+}
+
 #[cfg(test)]
 mod tests {
-    use super::build;
+    use super::{build, secrets};
 
     fn host() -> Vec<(String, String)> {
         [
@@ -99,5 +121,27 @@ mod tests {
     fn inheritance_is_explicit() {
         let env = build(host(), &[], true);
         assert!(env.iter().any(|(k, _)| k == "AWS_SECRET_ACCESS_KEY"));
+    }
+
+    #[test]
+    fn what_is_redacted_configured_and_inherited() {
+        let configured = vec![
+            ("API_KEY".to_owned(), "key-1234".to_owned()),
+            ("SHORT".to_owned(), "abc".to_owned()),
+        ];
+        let mut host = host();
+        host.push(("GITHUB_TOKEN".to_owned(), "ghp_0123456789".to_owned()));
+        host.push(("DEBUG".to_owned(), "true".to_owned()));
+
+        // With the allow-list, nothing of the host's beyond it is there to redact.
+        let allowed = build(host.clone(), &configured, false);
+        assert_eq!(secrets(&configured, &allowed), ["key-1234"]);
+
+        // Inherited, the host's keys are redacted too; its allow-listed values and short
+        // values are not.
+        let inherited = build(host, &configured, true);
+        let mut found = secrets(&configured, &inherited);
+        found.sort();
+        assert_eq!(found, ["ghp_0123456789", "key-1234"]);
     }
 }

@@ -216,3 +216,20 @@ async fn a_hung_initialize_fails_within_the_timeout_and_leaves_nothing() {
         mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inherited_host_variable_is_redacted_like_a_configured_one() {
+    // cargo test runs this with CARGO_MANIFEST_DIR set: a host variable off the allow-list,
+    // which only `inherit_env` passes on.
+    let inherited = std::env::var("CARGO_MANIFEST_DIR").expect("run under cargo test");
+    let script = r#"echo "fatal: cannot start in $CARGO_MANIFEST_DIR" >&2; exit 3"#;
+    let mut config = mcp_stdio::StdioConfig::new("leaky", "sh", ["-c", script]);
+    config.inherit_env = true;
+    let err = mcp_stdio::spawn(config, session()).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("fatal: cannot start in [redacted]"),
+        "{message}"
+    );
+    assert!(!message.contains(&inherited), "{message}");
+}
