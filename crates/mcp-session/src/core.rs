@@ -323,6 +323,12 @@ impl Core {
         self.with_session(|state| state.session.close(&reason));
     }
 
+    /// Whether a request still waits for its answer: a transport about to resume the stream
+    /// that would carry it checks first (the caller may have cancelled, or timed out).
+    pub fn is_awaiting(&self, id: &RequestId) -> bool {
+        self.lock().session.is_in_flight(id)
+    }
+
     /// Whether the session has ended.
     pub fn is_closed(&self) -> bool {
         self.lock().session.is_closed()

@@ -89,6 +89,13 @@ pub trait ServerTransport: Send + Sync + 'static {
     /// server sends unprompted (list changes). Over HTTP this picks the stream.
     fn send(&self, message: Message, related: Option<&RequestId>);
 
+    /// The client withdrew a request (it cancelled it): no answer will be sent for it, so
+    /// whatever waits for one can end (over HTTP, the request's stream). Called with the
+    /// session locked; must not block.
+    fn withdrawn(&self, id: &RequestId) {
+        let _ = id;
+    }
+
     /// Called after every change that may have sent something, once the session lock is
     /// released: a transport that writes without waiting makes its system call here, so that
     /// the lock is not held across it.
@@ -501,6 +508,7 @@ impl<H: Handler> ServerCore<H> {
                     if let Some(task) = state.tasks.remove(&id) {
                         task.abort();
                     }
+                    self.transport.withdrawn(&id);
                 }
                 ServerEvent::Response { id, outcome, .. } => {
                     if let Some(waiter) = state.waiters.remove(&id) {

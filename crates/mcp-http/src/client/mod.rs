@@ -982,6 +982,13 @@ async fn stream(
             () = tokio::time::sleep(wait) => {}
             _ = closed.wait_for(|c| *c) => return,
         }
+        if let Some(id) = &request
+            && !core.is_awaiting(id)
+        {
+            // Cancelled or timed out meanwhile (a server ends the stream of a cancelled
+            // request): nothing left to resume for.
+            return;
+        }
         let req = inner.request(Method::GET, ACCEPT_SSE, None, Some(&last));
         match inner.base.pool().request(req).await {
             Ok(resp) if resp.status() == StatusCode::OK => {

@@ -133,6 +133,12 @@ pub(crate) async fn json_from(mut rx: mpsc::UnboundedReceiver<Bytes>) -> Respons
         answers.push(chunk);
     }
     let body = match answers.len() {
+        // Every request of the POST was cancelled: nothing to answer.
+        0 => {
+            let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::new())));
+            *r.status_mut() = StatusCode::ACCEPTED;
+            return r;
+        }
         1 => answers.remove(0),
         _ => {
             let mut joined = b"[".to_vec();

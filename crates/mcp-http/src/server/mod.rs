@@ -607,6 +607,13 @@ impl ServerTransport for RoutedTransport {
             routes.streams.remove(&id);
         }
     }
+
+    /// A cancelled request is never answered: its stream ends once nothing else it carries
+    /// is owed (the last request of its POST), instead of staying open, and in the routes,
+    /// for the session's life.
+    fn withdrawn(&self, id: &RequestId) {
+        lock(&self.0.state).streams.remove(id);
+    }
 }
 
 fn host_allowed(host: &str, allowed: &[String]) -> bool {

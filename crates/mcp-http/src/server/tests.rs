@@ -179,3 +179,19 @@ async fn a_call_never_answered_still_gets_its_head_and_priming_event() {
     }
     assert!(body.contains("id: "), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_ends_its_stream_without_an_answer() {
+    let (addr, session) = initialized(HEAD_WAIT).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}"#;
+    let mut tcp = post(addr, Some(&session), call).await;
+    assert!(read_head(&mut tcp).await.starts_with("HTTP/1.1 200"));
+
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#;
+    let accepted = read_head(&mut post(addr, Some(&session), cancel).await).await;
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+
+    // The call's stream ends (its last chunk comes) with no answer on it.
+    let rest = reads_to_end(&mut tcp).await.concat();
+    assert!(!rest.contains(r#""id":2"#), "{rest}");
+}

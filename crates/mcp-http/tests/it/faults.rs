@@ -173,3 +173,24 @@ async fn an_answer_over_the_size_limit_fails_its_call_at_once() {
         "the connection lives on"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_a_call_already_over_is_not_resumed() {
+    let fake = FakeHttp::start().await;
+    let victim = client(&fake).await;
+    // The stream ends after its priming event, which asks for a retry after 100 ms; the call
+    // times out before that, so there is nothing left to resume for.
+    fake.set_fault(Fault::CloseAfterPriming);
+    let options = RequestOptions::DEFAULT.timeout(std::time::Duration::from_millis(30));
+    let err = victim
+        .call_tool(CallToolParams::new("echo".into()), options)
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let resumed = fake
+        .seen()
+        .iter()
+        .any(|s| s.headers.contains_key("last-event-id"));
+    assert!(!resumed, "a GET resumed the stream of a call that was over");
+}

@@ -499,6 +499,12 @@ impl ClientSession {
         }
     }
 
+    /// Whether a request we sent still waits for its answer: not answered, not cancelled, not
+    /// timed out. A transport does not resume a stream for one that is over.
+    pub fn is_in_flight(&self, id: &RequestId) -> bool {
+        self.core.method_of(id).is_some()
+    }
+
     /// Fails a request whose answer the transport could not deliver (a response line over the
     /// size limit, say): it ends with [`Error::Transport`] and a reply that still comes is
     /// dropped. The server is not told; it has already answered. Returns `false` if the request
