@@ -1320,13 +1320,25 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
         };
         match item {
             Incoming::Notification(notification) => {
-                if matches!(notification, ServerNotification::ToolListChanged(_))
+                let relist = match &notification {
+                    ServerNotification::ToolListChanged(_) => Some("tools/list_changed"),
+                    // A change made after the tools were listed but before the server had the
+                    // listen stream was told to nobody: the list is taken again once the
+                    // server acknowledges the stream (at each listen, so after a reconnect
+                    // too).
+                    ServerNotification::SubscriptionsAcknowledged(ack)
+                        if ack.notifications.tools_list_changed == Some(true) =>
+                    {
+                        Some("the subscriptions/listen acknowledgement")
+                    }
+                    _ => None,
+                };
+                if let Some(why) = relist
                     && let Err(e) = relist_tools(inner, slot, client).await
                 {
                     // The change is never ignored silently.
-                    let message = format!(
-                        "tools/list after tools/list_changed failed, keeping the old list: {e}"
-                    );
+                    let message =
+                        format!("tools/list after {why} failed, keeping the old list: {e}");
                     tracing::warn!(server = %slot.entry.id, "{message}");
                     slot.diagnostic(message.clone());
                     inner.emit(HostEvent::Diagnostic {

@@ -680,6 +680,57 @@ async fn both_eras_at_one_server_and_list_changes_in_each() {
     host.shutdown().await;
 }
 
+/// A server whose tools change with no word: each `tools/list` finds one more tool than the
+/// last (as if one were added between any two lists, told to no listen stream yet open).
+#[derive(Clone, Default)]
+struct ChangesUntold(Arc<AtomicUsize>);
+
+impl mcp_session::Handler for ChangesUntold {
+    async fn handle(
+        &self,
+        request: mcp_protocol::schema::ClientRequest,
+        _context: mcp_session::RequestContext,
+    ) -> Result<mcp_protocol::RawJson, mcp_protocol::ErrorObject> {
+        use mcp_protocol::schema::{ClientRequest, ListToolsResult, Tool};
+        match request {
+            ClientRequest::ListTools(_) => {
+                let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+                let tools = (0..n).map(|i| Tool::new(format!("t{i}"))).collect();
+                Ok(mcp_protocol::RawJson::encode(&ListToolsResult::new(tools)).unwrap())
+            }
+            other => Err(mcp_protocol::ErrorObject::new(
+                -32601,
+                format!("no {}", other.method()),
+            )),
+        }
+    }
+}
+
+/// A change made between the host's first `tools/list` and the moment the server has its
+/// listen stream is told to nobody: the host lists the tools again once the stream is
+/// acknowledged, so the catalogue does not keep the stale list until the next change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_are_listed_again_once_the_listen_stream_is_acknowledged() {
+    use mcp_protocol::schema::ListChangedCapability;
+    let mut server =
+        mcp_protocol::ServerConfig::dual_era(Implementation::new("untold".into(), "1".into()));
+    let mut tools = ListChangedCapability::new();
+    tools.list_changed = Some(true);
+    server.capabilities.tools = Some(tools);
+    let lists = ChangesUntold::default();
+    let (_, free) = dual_era_server(server, lists.clone()).await;
+    let host = Host::new(options(AllowAll));
+    host.start(vec![free]).await;
+    assert_eq!(host.server_status("free").unwrap().era, Some("stateless"));
+    wait_until(&host, "free", |s| s.tools == 2).await;
+    assert_eq!(
+        lists.0.load(Ordering::SeqCst),
+        2,
+        "listed at connect and after the ack"
+    );
+    host.shutdown().await;
+}
+
 /// A server on our HTTP half that speaks both eras and offers resource subscriptions: `touch`
 /// announces a change of the resource at its `uri` argument to every session and listen
 /// stream; `resources/subscribe` (the handshake era's) is counted.
