@@ -82,7 +82,17 @@ impl ClientSession {
         let stateless: Vec<ProtocolVersion> = self.config.speaks(Era::Stateless).cloned().collect();
         match outcome {
             Ok(raw) => {
-                let result: DiscoverResult = raw.decode().unwrap_or_default();
+                let result: DiscoverResult = match raw.decode() {
+                    Ok(result) => result,
+                    Err(e) => {
+                        // Said as it is: "listed no version" would send the reader looking
+                        // for a version list the answer never had.
+                        return self.fall_back(
+                            now,
+                            format!("server/discover answered with a malformed result ({e})"),
+                        );
+                    }
+                };
                 let listed = result.supported_versions.clone().unwrap_or_default();
                 match ProtocolVersion::best_mutual(listed.iter().map(String::as_str), &stateless) {
                     Some(version) => self.operate_stateless(result, version),
