@@ -602,6 +602,16 @@ impl mcp_session::Handler for Growing {
     }
 }
 
+/// A server of both eras whose tools may change (it declares `tools.listChanged`).
+fn changing_tools(name: &str) -> mcp_protocol::ServerConfig {
+    let mut server =
+        mcp_protocol::ServerConfig::dual_era(Implementation::new(name.into(), "1".into()));
+    let mut tools = mcp_protocol::schema::ListChangedCapability::new();
+    tools.list_changed = Some(true);
+    server.capabilities.tools = Some(tools);
+    server
+}
+
 /// Serves `handler` on our HTTP half as `server` says (both eras) and returns two entries
 /// for it: `pinned` to 2025-11-25 and `free` to negotiate.
 async fn dual_era_server(
@@ -634,12 +644,7 @@ async fn dual_era_server(
 /// through its `subscriptions/listen` stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_eras_at_one_server_and_list_changes_in_each() {
-    use mcp_protocol::schema::ListChangedCapability;
-    let mut server =
-        mcp_protocol::ServerConfig::dual_era(Implementation::new("both".into(), "1".into()));
-    let mut tools = ListChangedCapability::new();
-    tools.list_changed = Some(true);
-    server.capabilities.tools = Some(tools);
+    let server = changing_tools("both");
     let grown = Growing::default();
     let (pinned, free) = dual_era_server(server, grown.clone()).await;
     let host = Host::new(options(AllowAll));
@@ -711,12 +716,7 @@ impl mcp_session::Handler for ChangesUntold {
 /// acknowledged, so the catalogue does not keep the stale list until the next change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tools_are_listed_again_once_the_listen_stream_is_acknowledged() {
-    use mcp_protocol::schema::ListChangedCapability;
-    let mut server =
-        mcp_protocol::ServerConfig::dual_era(Implementation::new("untold".into(), "1".into()));
-    let mut tools = ListChangedCapability::new();
-    tools.list_changed = Some(true);
-    server.capabilities.tools = Some(tools);
+    let server = changing_tools("untold");
     let lists = ChangesUntold::default();
     let (_, free) = dual_era_server(server, lists.clone()).await;
     let host = Host::new(options(AllowAll));
