@@ -34,7 +34,10 @@ use crate::timer;
 /// Answers the requests of one client. Implemented by the gateway and by test servers.
 pub trait Handler: Send + Sync + 'static {
     /// Handles one request. The result is sent as the answer; an `Err` is sent as a JSON-RPC
-    /// error. If the client cancels, the future is dropped.
+    /// error; a panic is answered as an internal error. If the client cancels, the future is
+    /// dropped. It is first polled where the request was read, so that an answer ready at once
+    /// leaves without a task: work that blocks the thread belongs in `spawn_blocking`, or it
+    /// holds the connection's other requests until its first `.await`.
     fn handle(
         &self,
         request: ClientRequest,
