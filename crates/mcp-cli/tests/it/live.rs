@@ -97,6 +97,18 @@ fn status_is_the_mcp_view() {
     assert_eq!(one["server_info"]["name"], "mcp-host-demo");
     assert!(one["last_connected_at"].as_str().unwrap().ends_with('Z'));
     assert_eq!(one["session"], serde_json::Value::Null);
+    // The demo server speaks only the handshake era: the host probed, fell back, and says so.
+    assert_eq!(one["era"], "handshake");
+    let negotiation = one["negotiation"].as_str().unwrap();
+    assert!(
+        negotiation.starts_with("server/discover")
+            && negotiation.ends_with("initialize agreed on 2025-11-25"),
+        "{one}"
+    );
+    u.run(&["status", "demo"])
+        .code(0)
+        .out_has("era:               handshake")
+        .out_has(&format!("negotiation:       {negotiation}"));
     let broken = u.run(&["status", "broken"]);
     broken
         .code(0)
