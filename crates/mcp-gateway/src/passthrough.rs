@@ -500,12 +500,7 @@ async fn call_tool(
     let outcome = shared.relay_call(&label, &server, params, context).await;
     lock(&shared.passthrough.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {
-        Ok(Relayed::Complete(mut out)) => {
-            if let Some(meta) = &mut out.result.meta {
-                meta.remove(meta_key::SERVER_INFO);
-            }
-            encode(&out.result)
-        }
+        Ok(Relayed::Complete(out)) => without_server_info(encode(&out.result)?),
         Ok(Relayed::InputRequired(raw)) => without_server_info(raw),
         Ok(_) => Err(ErrorObject::new(
             code::INTERNAL_ERROR,

@@ -396,7 +396,7 @@ impl Shared {
             .cloned()
             .or_else(|| self.routes.log_level(context.session));
         meta.remove("progressToken");
-        meta.retain(|key, _| !key.starts_with(ENVELOPE_PREFIX));
+        meta.retain(|key, _| !key.starts_with(meta_key::PREFIX));
         let stateless = self
             .host
             .client(server)
@@ -416,9 +416,6 @@ impl Shared {
         (!meta.is_empty()).then_some(meta)
     }
 }
-
-/// The prefix of the `_meta` keys the protocol itself defines.
-const ENVELOPE_PREFIX: &str = "io.modelcontextprotocol/";
 
 /// The gateway's own failures, as seed 004 §2 names them: the first word of the tool error's
 /// text, so that a model (and a script) can tell them apart.

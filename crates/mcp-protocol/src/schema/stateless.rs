@@ -13,6 +13,9 @@ use crate::wire::{JsonObject, wire_str_enum, wire_struct};
 /// The reserved `_meta` keys of the stateless era (`basic/index.mdx` §_meta). Every request
 /// carries the first two; a server rejects a request without them with -32602.
 pub mod meta_key {
+    /// What every key the protocol itself defines starts with: the envelope's members, which a
+    /// proxy strips from what it relays so that its own session adds its own.
+    pub const PREFIX: &str = "io.modelcontextprotocol/";
     /// The revision this request speaks; on HTTP equal to the `MCP-Protocol-Version` header.
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
     /// What the client can do, for this request only: servers may not remember it.
