@@ -1,9 +1,9 @@
 //! The server side on tokio, over any transport: a [`Handler`] answers each client request,
 //! polled first on the thread that read it and, if it must wait, in a task of its own (a slow
 //! tool never holds the others; a cancelled request's task is aborted; a handler that panics
-//! answers with an internal error), and a [`ServerTransport`] carries what the session sends. `mcp-stdio` serves one
-//! client on stdin and stdout with it; `mcp-http` one per HTTP session, and one per request in
-//! the 2026-07-28 stateless era.
+//! answers with an internal error), and a [`ServerTransport`] carries what the session sends.
+//! `mcp-stdio` serves one client on stdin and stdout with it; `mcp-http` one per HTTP session,
+//! and one per request in the 2026-07-28 stateless era.
 //!
 //! The cores of one server share a [`Sessions`] registry, so that a handler can tell every
 //! client at once that its tools changed: each handshake-era session on its own stream, each
