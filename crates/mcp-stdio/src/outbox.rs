@@ -47,7 +47,8 @@ pub(crate) struct Outbox<D> {
 struct Queue<D> {
     bytes: Vec<u8>,
     /// How much of `bytes` is already written: a large frame leaves in many writes, and
-    /// moving the rest forward after each would copy it over and over.
+    /// moving the rest forward after each would copy it over and over. The written part is
+    /// dropped when the queue empties, or by [`compact`](Self::compact).
     written: usize,
     /// The direct output; the writer task drops it (closing a pipe) once closing is done.
     direct: Option<Arc<D>>,
@@ -64,6 +65,16 @@ impl<D> Queue<D> {
     fn forget(&mut self) {
         self.bytes.clear();
         self.written = 0;
+    }
+
+    /// Drops the written part once it is as long as the rest: a queue that never quite
+    /// empties (a peer that reads about as fast as frames come) then holds its backlog, not
+    /// everything it ever sent. Each byte moved was paid for by a byte written.
+    fn compact(&mut self) {
+        if self.written > 0 && self.written >= self.bytes.len() - self.written {
+            self.bytes.drain(..self.written);
+            self.written = 0;
+        }
     }
 }
 
@@ -117,6 +128,7 @@ impl<D: Direct> Outbox<D> {
             return;
         }
         let was_empty = !q.pending();
+        q.compact();
         fill(&mut q.bytes);
         if !q.pending() {
             return;
@@ -204,4 +216,52 @@ pub(crate) async fn write_stream<D: Direct, W: AsyncWrite + Unpin>(
         outbox.wake.notified().await;
     }
     let _ = writer.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer that takes at most `per_write` bytes a write, and counts them.
+    struct Slow {
+        per_write: usize,
+        taken: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Direct for Slow {
+        fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.per_write);
+            self.taken.fetch_add(n, Ordering::Relaxed);
+            Ok(n)
+        }
+
+        fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
+            std::future::ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn a_queue_that_never_empties_keeps_only_what_is_unwritten() {
+        let outbox = Outbox::new(Some(Slow {
+            per_write: 100,
+            taken: 0.into(),
+        }));
+        // Each round queues 100 bytes and writes 100: the backlog stays at 900 bytes, and
+        // the queue never empties, however long this goes on.
+        outbox.push(|b| b.extend_from_slice(&[b'x'; 1000]));
+        outbox.flush();
+        for _ in 0..10_000 {
+            outbox.push(|b| b.extend_from_slice(&[b'y'; 100]));
+            outbox.lock().write_now();
+        }
+        let q = outbox.lock();
+        let direct = q.direct.as_ref().unwrap();
+        assert_eq!(direct.taken.load(Ordering::Relaxed), 100 * 10_001);
+        assert_eq!(q.bytes.len() - q.written, 900, "the backlog");
+        assert!(
+            q.bytes.len() <= 2 * 900,
+            "{} bytes kept for a backlog of 900",
+            q.bytes.len()
+        );
+    }
 }
