@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 
 use crate::codec::{Line, LineDecoder, encode_line};
 use crate::outbox::{self, Outbox};
-use crate::streams::{self, Output};
+use crate::streams::{self, DirectOutput, Output};
 
 /// Serves one client on this process's stdin and stdout until stdin ends.
 ///
@@ -28,7 +28,7 @@ pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::i
     let (input, output) = streams::open();
     let sink = match output {
         Output::Tokio(stdout) => Sink::Stream(Box::new(stdout)),
-        other => Sink::Direct(other),
+        Output::Direct(direct) => Sink::Direct(direct),
     };
     // The loop runs as a task of its own, on a worker thread, not in the caller's future: a
     // consumer awaits this in `#[tokio::main]`, whose future runs on the main thread, outside
@@ -93,9 +93,8 @@ where
 enum Sink {
     /// Any stream: only the writer task writes, a batch of queued lines at a time.
     Stream(Box<dyn AsyncWrite + Unpin + Send>),
-    /// A pipe or socket that can be written without waiting, on the reactor (never
-    /// `Output::Tokio`, which cannot).
-    Direct(Output),
+    /// A pipe or socket that can be written without waiting, on the reactor.
+    Direct(DirectOutput),
 }
 
 async fn serve_on<R, H>(
@@ -147,7 +146,7 @@ where
 
 /// Every message becomes a line on stdout; stdio has one stream, so `related` is not needed.
 /// An answer is written as soon as its session lock is released (see [`Outbox`]).
-struct LineTransport(Arc<Outbox<Output>>);
+struct LineTransport(Arc<Outbox<DirectOutput>>);
 
 impl ServerTransport for LineTransport {
     fn send(&self, message: Message, _related: Option<&RequestId>) {

@@ -63,15 +63,22 @@ fn kind(fd: BorrowedFd<'_>) -> Kind {
 /// The read side of stdin.
 pub(crate) enum Input {
     Pipe(pipe::Receiver),
-    Socket(SocketFd),
+    Socket(SocketIn),
     Tokio(tokio::io::Stdin),
 }
 
-/// The write side of stdout. Only [`Output::Tokio`] cannot be written without waiting.
+/// The write side of stdout.
 pub(crate) enum Output {
-    Pipe(pipe::Sender),
-    Socket(SocketFd),
+    /// On the reactor: written without waiting.
+    Direct(DirectOutput),
+    /// Written through the blocking pool.
     Tokio(tokio::io::Stdout),
+}
+
+/// Stdout on the reactor.
+pub(crate) enum DirectOutput {
+    Pipe(pipe::Sender),
+    Socket(SocketOut),
 }
 
 /// Stdin and stdout, each on the reactor when it can be, each independently of the other.
@@ -83,7 +90,7 @@ pub(crate) fn open() -> (Input, Output) {
         Kind::Fifo => reopen(0, false)
             .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok())
             .map(Input::Pipe),
-        Kind::Socket => SocketFd::new(stdin.as_fd(), false).map(Input::Socket),
+        Kind::Socket => SocketIn::new(stdin.as_fd()).map(Input::Socket),
         Kind::Other => None,
     };
     let output = match kind(stdout.as_fd()) {
@@ -92,13 +99,13 @@ pub(crate) fn open() -> (Input, Output) {
         // every new pipe of theirs, a shell's included, gets a single page.
         Kind::Fifo => reopen(1, true)
             .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok())
-            .map(Output::Pipe),
-        Kind::Socket => SocketFd::new(stdout.as_fd(), true).map(Output::Socket),
+            .map(DirectOutput::Pipe),
+        Kind::Socket => SocketOut::new(stdout.as_fd()).map(DirectOutput::Socket),
         Kind::Other => None,
     };
     (
         input.unwrap_or_else(|| Input::Tokio(tokio::io::stdin())),
-        output.unwrap_or_else(|| Output::Tokio(tokio::io::stdout())),
+        output.map_or_else(|| Output::Tokio(tokio::io::stdout()), Output::Direct),
     )
 }
 
@@ -123,21 +130,18 @@ fn reopen(n: i32, write: bool) -> Option<OwnedFd> {
     (kind(file.as_fd()) == Kind::Fifo).then(|| file.into())
 }
 
-/// [`Output::Tokio`] is never used as one: its writes go through the blocking pool.
-impl Direct for Output {
+impl Direct for DirectOutput {
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Self::Pipe(p) => p.try_write(buf),
             Self::Socket(s) => s.try_send(buf),
-            Self::Tokio(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 
     async fn writable(&self) -> io::Result<()> {
         match self {
             Self::Pipe(p) => p.writable().await,
-            Self::Socket(s) => s.writable().await,
-            Self::Tokio(_) => Err(io::ErrorKind::Unsupported.into()),
+            Self::Socket(s) => s.0.writable().await,
         }
     }
 }
@@ -156,54 +160,31 @@ impl AsyncRead for Input {
     }
 }
 
-/// A socket on the reactor, used only through `MSG_DONTWAIT` calls so that the blocking
-/// flag it shares with other processes is never touched.
+/// Stdin as a socket on the reactor, read only with `recv` and `MSG_DONTWAIT`, so that the
+/// blocking flag it shares with other processes is never touched.
 ///
 /// tokio has no safe registration for a descriptor that stays blocking, so a socket is
 /// registered as a pipe end (epoll does not tell them apart). Only the registration, the
 /// readiness and `close` of that pipe type are used, never its reads and writes, which would
 /// expect the flag set. A TCP socket, as inetd gives one, works the same.
-pub(crate) enum SocketFd {
-    In(pipe::Receiver),
-    Out(pipe::Sender),
-}
+pub(crate) struct SocketIn(pipe::Receiver);
 
-impl SocketFd {
-    /// A duplicate of `fd` registered with the reactor for reading or for writing; `None` if
-    /// either step fails.
-    fn new(fd: BorrowedFd<'_>, write: bool) -> Option<Self> {
+/// Stdout as a socket on the reactor, written only with `send` and `MSG_DONTWAIT` (see
+/// [`SocketIn`]).
+pub(crate) struct SocketOut(pipe::Sender);
+
+impl SocketIn {
+    /// A duplicate of `fd` registered with the reactor for reading; `None` if either step
+    /// fails.
+    fn new(fd: BorrowedFd<'_>) -> Option<Self> {
         let owned = fd.try_clone_to_owned().ok()?;
-        if write {
-            pipe::Sender::from_owned_fd_unchecked(owned)
-                .ok()
-                .map(Self::Out)
-        } else {
-            pipe::Receiver::from_owned_fd_unchecked(owned)
-                .ok()
-                .map(Self::In)
-        }
-    }
-
-    fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
-        let Self::Out(socket) = self else {
-            return Err(io::ErrorKind::Unsupported.into());
-        };
-        let fd = socket.as_raw_fd();
-        socket
-            .try_io(|| send(fd, buf, MsgFlags::MSG_DONTWAIT | NO_SIGPIPE).map_err(io::Error::from))
-    }
-
-    async fn writable(&self) -> io::Result<()> {
-        match self {
-            Self::Out(socket) => socket.writable().await,
-            Self::In(_) => Err(io::ErrorKind::Unsupported.into()),
-        }
+        pipe::Receiver::from_owned_fd_unchecked(owned)
+            .ok()
+            .map(Self)
     }
 
     fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let Self::In(socket) = self else {
-            return Poll::Ready(Err(io::ErrorKind::Unsupported.into()));
-        };
+        let socket = &self.0;
         let fd = socket.as_raw_fd();
         loop {
             ready!(socket.poll_read_ready(cx))?;
@@ -220,5 +201,20 @@ impl SocketFd {
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
+    }
+}
+
+impl SocketOut {
+    /// A duplicate of `fd` registered with the reactor for writing; `None` if either step
+    /// fails.
+    fn new(fd: BorrowedFd<'_>) -> Option<Self> {
+        let owned = fd.try_clone_to_owned().ok()?;
+        pipe::Sender::from_owned_fd_unchecked(owned).ok().map(Self)
+    }
+
+    fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        let fd = self.0.as_raw_fd();
+        self.0
+            .try_io(|| send(fd, buf, MsgFlags::MSG_DONTWAIT | NO_SIGPIPE).map_err(io::Error::from))
     }
 }
