@@ -19,11 +19,18 @@ use crate::streams::{self, DirectOutput, Output};
 /// Serves one client on this process's stdin and stdout until stdin ends.
 ///
 /// It serves in a task of its own on the runtime's worker threads; dropping this future ends
-/// it. The runtime must have I/O enabled (`enable_io`, or `enable_all` as `#[tokio::main]`
-/// does): tokio panics when a pipe or socket is put on a runtime without a reactor. When stdin and stdout are pipes or sockets (as every host starts a server) they are
-/// read and written on tokio's reactor, not through tokio's blocking thread pool. This never
-/// makes descriptors 0 and 1 non-blocking for anyone else (see the `streams` module). A
-/// terminal or a file keeps tokio's `stdin()` and `stdout()`.
+/// it.
+///
+/// When stdin and stdout are pipes or sockets (as every host starts a server) they are read
+/// and written on tokio's reactor, not through tokio's blocking thread pool. This never makes
+/// descriptors 0 and 1 non-blocking for anyone else (see the `streams` module). A terminal
+/// or a file keeps tokio's `stdin()` and `stdout()`.
+///
+/// # Panics
+///
+/// When the runtime has no I/O driver (it was built without `enable_io` or `enable_all`;
+/// `#[tokio::main]` enables it) and stdin or stdout is a pipe or socket: tokio panics when
+/// one is put on a runtime without a reactor.
 pub async fn serve_stdio<H: Handler>(config: ServerConfig, handler: H) -> std::io::Result<()> {
     let (input, output) = streams::open();
     let sink = match output {
