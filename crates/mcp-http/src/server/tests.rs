@@ -99,17 +99,21 @@ async fn reads_to_end(tcp: &mut TcpStream) -> Vec<String> {
 /// A server with `Echo`, whose heads wait `head_wait` for a first event, and a session with
 /// it, its handshake over: the server's address and the session id.
 async fn initialized(head_wait: Duration) -> (SocketAddr, String) {
+    initialized_with(|config| config.head_wait = head_wait).await
+}
+
+/// [`initialized`], with the server's configuration changed by `configure`.
+async fn initialized_with(configure: impl FnOnce(&mut HttpServerConfig)) -> (SocketAddr, String) {
     let mut server = ServerConfig::new(Implementation::new("one".into(), "1".into()));
     server.capabilities.tools = Some(ListChangedCapability::new());
     let mut config = HttpServerConfig::new(server);
-    config.head_wait = head_wait;
+    configure(&mut config);
     let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     tokio::spawn(serve_http(listener, config, Echo));
 
+    // The head carries the session id, whether a JSON body or an SSE stream follows.
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-    let head = reads_to_end(&mut post(addr, None, init).await)
-        .await
-        .concat();
+    let head = read_head(&mut post(addr, None, init).await).await;
     let session = head
         .lines()
         .find_map(|l| l.strip_prefix("mcp-session-id: "))
@@ -194,4 +198,39 @@ async fn a_cancelled_call_ends_its_stream_without_an_answer() {
     // The call's stream ends (its last chunk comes) with no answer on it.
     let rest = reads_to_end(&mut tcp).await.concat();
     assert!(!rest.contains(r#""id":2"#), "{rest}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_with_json_answers_is_accepted_with_no_body() {
+    let (addr, session) = initialized_with(|config| config.json_response = true).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}"#;
+    let mut tcp = post(addr, Some(&session), call).await;
+
+    // A JSON answer has no head before the answer, so nothing says when the session has the
+    // call: the cancellation goes again until the call's response starts (one for a request
+    // not yet in flight is ignored).
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#;
+    let mut started = false;
+    for _ in 0..50 {
+        let accepted = read_head(&mut post(addr, Some(&session), cancel).await).await;
+        assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+        let mut byte = [0u8; 1];
+        if let Ok(peeked) =
+            tokio::time::timeout(Duration::from_millis(100), tcp.peek(&mut byte)).await
+        {
+            assert!(
+                peeked.unwrap() > 0,
+                "the connection closed without a response"
+            );
+            started = true;
+            break;
+        }
+    }
+    assert!(started, "the cancelled call's POST was never answered");
+
+    // Nothing to answer: 202 and no body, as for a POST of notifications, not a 200 with an
+    // empty JSON-RPC batch (`[]`), which is no valid answer.
+    let head = read_head(&mut tcp).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    assert!(head.contains("content-length: 0"), "{head}");
 }
