@@ -126,20 +126,25 @@ impl Body for SseBody {
 }
 
 /// The JSON body of a POST whose requests are answered in JSON: every answer the channel
-/// delivers (one, or an array for a batch).
-pub(crate) async fn json_from(mut rx: mpsc::UnboundedReceiver<Bytes>) -> Response<ResponseBody> {
+/// delivers, as one object for a lone request and as an array for a `batch`, however few of
+/// its requests are answered (JSON-RPC 2.0 §6: the answer to a batch is an array).
+pub(crate) async fn json_from(
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    batch: bool,
+) -> Response<ResponseBody> {
     let mut answers = Vec::new();
     while let Some(chunk) = rx.recv().await {
         answers.push(chunk);
     }
     let body = match answers.len() {
-        // Every request of the POST was cancelled: nothing to answer.
+        // Every request of the POST was cancelled: nothing to answer. (For a batch too: one
+        // with no responses gets nothing back, not an empty array.)
         0 => {
             let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::new())));
             *r.status_mut() = StatusCode::ACCEPTED;
             return r;
         }
-        1 => answers.remove(0),
+        1 if !batch => answers.remove(0),
         _ => {
             let mut joined = b"[".to_vec();
             for (i, a) in answers.iter().enumerate() {

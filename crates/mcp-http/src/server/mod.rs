@@ -366,9 +366,11 @@ impl<H: Handler> HttpServer<H> {
             priming
         };
         drop(stream);
+        // A batch is answered with an array, even of one; each SSE event carries one answer.
+        let batch = matches!(decoded, Decoded::Batch(_));
         session.core.receive(decoded);
         let response = match priming {
-            None => body::json_from(rx).await,
+            None => body::json_from(rx, batch).await,
             Some(id) => {
                 // The head waits for the stream's first event, for at most `head_wait`, and
                 // leaves with the priming event and that event in one write; for a call that

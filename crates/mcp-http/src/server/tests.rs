@@ -78,6 +78,23 @@ async fn read_head(tcp: &mut TcpStream) -> String {
     String::from_utf8_lossy(&head).into_owned()
 }
 
+/// The head and the whole body of a response with a `content-length`.
+async fn read_whole(tcp: &mut TcpStream) -> (String, String) {
+    let head = read_head(tcp).await;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .expect("a content-length")
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; length];
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_exact(&mut body))
+        .await
+        .expect("the body stalled")
+        .unwrap();
+    (head, String::from_utf8(body).unwrap())
+}
+
 /// Every read of a chunked response until its last chunk.
 async fn reads_to_end(tcp: &mut TcpStream) -> Vec<String> {
     let mut reads = Vec::new();
@@ -104,6 +121,14 @@ async fn initialized(head_wait: Duration) -> (SocketAddr, String) {
 
 /// [`initialized`], with the server's configuration changed by `configure`.
 async fn initialized_with(configure: impl FnOnce(&mut HttpServerConfig)) -> (SocketAddr, String) {
+    initialized_at("2025-11-25", configure).await
+}
+
+/// [`initialized_with`], the handshake asking for protocol `version`.
+async fn initialized_at(
+    version: &str,
+    configure: impl FnOnce(&mut HttpServerConfig),
+) -> (SocketAddr, String) {
     let mut server = ServerConfig::new(Implementation::new("one".into(), "1".into()));
     server.capabilities.tools = Some(ListChangedCapability::new());
     let mut config = HttpServerConfig::new(server);
@@ -112,8 +137,10 @@ async fn initialized_with(configure: impl FnOnce(&mut HttpServerConfig)) -> (Soc
     tokio::spawn(serve_http(listener, config, Echo));
 
     // The head carries the session id, whether a JSON body or an SSE stream follows.
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-    let head = read_head(&mut post(addr, None, init).await).await;
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    );
+    let head = read_head(&mut post(addr, None, &init).await).await;
     let session = head
         .lines()
         .find_map(|l| l.strip_prefix("mcp-session-id: "))
@@ -200,19 +227,16 @@ async fn a_cancelled_call_ends_its_stream_without_an_answer() {
     assert!(!rest.contains(r#""id":2"#), "{rest}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancelled_call_with_json_answers_is_accepted_with_no_body() {
-    let (addr, session) = initialized_with(|config| config.json_response = true).await;
-    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}"#;
-    let mut tcp = post(addr, Some(&session), call).await;
-
-    // A JSON answer has no head before the answer, so nothing says when the session has the
-    // call: the cancellation goes again until the call's response starts (one for a request
-    // not yet in flight is ignored).
-    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#;
-    let mut started = false;
+/// Cancels request `id` until the POST on `tcp` that carries it is answered. A JSON answer has
+/// no head before the answer, so nothing says when the session has the call: the cancellation
+/// goes again until the call's response starts (one for a request not yet in flight is
+/// ignored).
+async fn cancel_until_answered(addr: SocketAddr, session: &str, id: i64, tcp: &TcpStream) {
+    let cancel = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+    );
     for _ in 0..50 {
-        let accepted = read_head(&mut post(addr, Some(&session), cancel).await).await;
+        let accepted = read_head(&mut post(addr, Some(session), &cancel).await).await;
         assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
         let mut byte = [0u8; 1];
         if let Ok(peeked) =
@@ -222,14 +246,131 @@ async fn a_cancelled_call_with_json_answers_is_accepted_with_no_body() {
                 peeked.unwrap() > 0,
                 "the connection closed without a response"
             );
-            started = true;
-            break;
+            return;
         }
     }
-    assert!(started, "the cancelled call's POST was never answered");
+    panic!("the cancelled call's POST was never answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_with_json_answers_is_accepted_with_no_body() {
+    let (addr, session) = initialized_with(|config| config.json_response = true).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}"#;
+    let mut tcp = post(addr, Some(&session), call).await;
+
+    cancel_until_answered(addr, &session, 2, &tcp).await;
 
     // Nothing to answer: 202 and no body, as for a POST of notifications, not a 200 with an
     // empty JSON-RPC batch (`[]`), which is no valid answer.
+    let head = read_head(&mut tcp).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    assert!(head.contains("content-length: 0"), "{head}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_json_answers_gets_an_array_however_few_it_answers() {
+    // Batches are a 2025-03-26 thing. JSON-RPC 2.0 §6: a batch is answered with an array of
+    // its responses, a lone request with one object.
+    let (addr, session) = initialized_at("2025-03-26", |config| config.json_response = true).await;
+    let answer = |body: &'static str| {
+        let session = session.clone();
+        async move {
+            let (head, body) = read_whole(&mut post(addr, Some(&session), body).await).await;
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            assert!(head.contains("content-type: application/json"), "{head}");
+            serde_json::from_str::<serde_json::Value>(&body).unwrap()
+        }
+    };
+
+    let one = answer(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#).await;
+    assert_eq!(
+        one,
+        serde_json::json!([{"jsonrpc":"2.0","id":2,"result":{}}]),
+        "a batch of one request"
+    );
+    // A notification beside the request is not answered: still an array of one.
+    let one = answer(
+        r#"[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},{"jsonrpc":"2.0","id":3,"method":"ping"}]"#,
+    )
+    .await;
+    assert_eq!(
+        one,
+        serde_json::json!([{"jsonrpc":"2.0","id":3,"result":{}}])
+    );
+    let two = answer(
+        r#"[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]"#,
+    )
+    .await;
+    let mut ids: Vec<_> = two
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    ids.sort_by_key(|id| id.as_i64());
+    assert_eq!(ids, [4, 5]);
+    // A lone request, not in a batch, gets one object.
+    let single = answer(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#).await;
+    assert_eq!(
+        single,
+        serde_json::json!({"jsonrpc":"2.0","id":6,"result":{}})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_sse_answers_gets_one_event_per_answer() {
+    let (addr, session) = initialized_at("2025-03-26", |_| {}).await;
+    // The data of every `message` event on a stream, as JSON.
+    let events = |body: &'static str| {
+        let session = session.clone();
+        async move {
+            let all = reads_to_end(&mut post(addr, Some(&session), body).await)
+                .await
+                .concat();
+            all.lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .filter(|d| !d.is_empty())
+                .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+
+    // The answer to a batch of one is an event like any other: one object, not an array.
+    let one = events(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#).await;
+    assert_eq!(
+        one,
+        [serde_json::json!({"jsonrpc":"2.0","id":2,"result":{}})]
+    );
+    let two = events(
+        r#"[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]"#,
+    )
+    .await;
+    let mut ids: Vec<_> = two.iter().map(|a| a["id"].as_i64()).collect();
+    ids.sort();
+    assert_eq!(ids, [Some(3), Some(4)]);
+    assert!(two.iter().all(serde_json::Value::is_object), "{two:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_json_answers_and_a_cancelled_call_gets_an_array_of_the_rest() {
+    let (addr, session) = initialized_at("2025-03-26", |config| config.json_response = true).await;
+
+    // One request answered, one cancelled: an array of the one answer.
+    let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}},{"jsonrpc":"2.0","id":3,"method":"ping"}]"#;
+    let mut tcp = post(addr, Some(&session), batch).await;
+    cancel_until_answered(addr, &session, 2, &tcp).await;
+    let (head, body) = read_whole(&mut tcp).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        serde_json::json!([{"jsonrpc":"2.0","id":3,"result":{}}])
+    );
+
+    // Every request cancelled: a batch with no responses gets nothing back (JSON-RPC 2.0 §6),
+    // so 202 and no body, not an empty array.
+    let batch = r#"[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"never"}}]"#;
+    let mut tcp = post(addr, Some(&session), batch).await;
+    cancel_until_answered(addr, &session, 4, &tcp).await;
     let head = read_head(&mut tcp).await;
     assert!(head.starts_with("HTTP/1.1 202"), "{head}");
     assert!(head.contains("content-length: 0"), "{head}");
