@@ -13,7 +13,8 @@ use mcp_host::auth_store::AuthStore;
 use mcp_host::oauth::{Loopback, OAuthContext, Pasted, Url, UserAgent};
 use mcp_host::permission::{AllowAll, AskAlways, CallRequest};
 use mcp_host::{
-    CallOptions, Host, LoadedConfig, Policy, Prompter, ServerState, ServerStatus, ToolOutput, setup,
+    CallOptions, Host, LoadedConfig, Phase, Policy, Prompter, ServerState, ServerStatus,
+    ToolOutput, setup,
 };
 use mcp_protocol::JsonObject;
 use mcp_protocol::schema::{
@@ -270,12 +271,7 @@ pub(crate) fn not_ready(status: &ServerStatus) -> Failure {
             format!("server `{id}` needs authorization{why}"),
         )
         .hint(format!("log in with `mcp-host login {id}`")),
-        _ if status.transport == "unknown"
-            || status
-                .last_error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("configuration:")) =>
-        {
+        _ if status.last_error_phase == Some(Phase::Configuration) => {
             Failure::config(format!("server `{id}` is not usable{why}"))
                 .hint("fix the entry (see `mcp-host list`)")
         }
@@ -364,7 +360,12 @@ pub(crate) fn detail_text(s: &ServerStatus) -> String {
         format!("tools:             {}", s.tools),
         format!(
             "last_error:        {}",
-            s.last_error.as_deref().map_or("-".to_owned(), clean)
+            s.last_error
+                .as_deref()
+                .map_or("-".to_owned(), |e| match s.last_error_phase {
+                    Some(phase) => format!("[{phase}] {}", clean(e)),
+                    None => clean(e),
+                })
         ),
         format!(
             "last_connected_at: {}",
@@ -426,6 +427,7 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
         "state": s.state.as_str(),
         "tools": s.tools,
         "last_error": s.last_error.as_deref().map(clean),
+        "last_error_phase": s.last_error_phase.map(Phase::as_str),
         "last_connected_at": s.last_connected_at.map(rfc3339),
         "protocol_version": s.protocol_version,
         "era": s.era,

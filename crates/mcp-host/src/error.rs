@@ -22,6 +22,15 @@ pub enum CallError {
         /// The id asked for.
         server: String,
     },
+    /// A login or logout was asked of a server that does not use OAuth (a stdio server, or
+    /// an HTTP server with a configured `Authorization` header).
+    #[error(
+        "server `{server}` does not use OAuth (a stdio server, or a configured Authorization header)"
+    )]
+    NoOAuth {
+        /// The server id.
+        server: String,
+    },
     /// The server is not connected.
     #[error("server `{server}` is not ready (state {state}){}", last_error.as_deref().map(|e| format!(": {e}")).unwrap_or_default())]
     NotReady {
@@ -112,6 +121,7 @@ impl CallError {
             self,
             Self::UnknownTool { .. }
                 | Self::UnknownServer { .. }
+                | Self::NoOAuth { .. }
                 | Self::NotReady { .. }
                 | Self::Denied { .. }
         )

@@ -59,9 +59,9 @@ pub struct ServerEntry {
     pub transport: String,
     /// A disabled server is listed with state `disabled` and never started.
     pub enabled: bool,
-    /// How to connect; `Err` holds why the configuration cannot be used (a missing secret),
-    /// and the server is listed in state `error` with that message.
-    pub connect: Result<Connect, String>,
+    /// How to connect; `Err` holds why the entry cannot be used (a missing secret, a project
+    /// server the user has not trusted), and the server is listed in state `error` with it.
+    pub connect: Result<Connect, Unusable>,
     /// How long a request (`initialize` included) waits for its answer; for a tool call, the
     /// idle timeout (progress restarts it, up to [`HostOptions::max_call_duration`]).
     pub request_timeout: Duration,
@@ -110,14 +110,70 @@ impl ServerEntry {
 
 impl ServerEntry {
     /// A server the configuration names but that cannot be started (`why`: a missing secret,
-    /// an invalid entry): listed in state `error` with that message, never connected.
-    pub fn unusable(id: impl Into<String>, transport: &str, why: String) -> Self {
+    /// an invalid entry, a project server not trusted): listed in state `error` with that
+    /// message and `phase`, never connected.
+    pub fn unusable(id: impl Into<String>, transport: &str, phase: Phase, why: String) -> Self {
         let id = id.into();
         let placeholder = StdioConfig::new(id.clone(), String::new(), Vec::<String>::new());
         let mut entry = Self::new(id, Connect::Stdio(placeholder));
         entry.transport = transport.to_owned();
-        entry.connect = Err(why);
+        entry.connect = Err(Unusable {
+            phase,
+            message: why,
+        });
         entry
+    }
+}
+
+/// Why an entry cannot be started at all.
+#[derive(Debug, Clone)]
+pub struct Unusable {
+    /// [`Phase::Configuration`] or [`Phase::Trust`].
+    pub phase: Phase,
+    /// What is wrong and what to do, for a person; it names no secret value.
+    pub message: String,
+}
+
+/// The step at which a server failed, so that a consumer can act on a failure (an exit code, a
+/// hint, a retry) without reading its message, which is for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// The entry cannot be used as written: a missing secret, a transport without settings,
+    /// an entry the file got wrong. Retrying does not help; editing the configuration does.
+    Configuration,
+    /// The entry comes from a project file the user has not approved, so it is not run.
+    Trust,
+    /// The host's connection limit was reached before this server's turn.
+    Limit,
+    /// Starting the process or opening the connection, the handshake, or authorization.
+    Connect,
+    /// Listing the tools after the handshake.
+    Tools,
+    /// The connection was lost after it had been made.
+    Connection,
+    /// The user logged out; the server waits for a login.
+    Authorization,
+}
+
+impl Phase {
+    /// The name used in status output and `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Configuration => "configuration",
+            Self::Trust => "trust",
+            Self::Limit => "limit",
+            Self::Connect => "connect",
+            Self::Tools => "tools",
+            Self::Connection => "connection",
+            Self::Authorization => "authorization",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -173,6 +229,8 @@ pub struct ServerStatus {
     pub tools: usize,
     /// The latest failure, if any (kept after a recovery until the next one).
     pub last_error: Option<String>,
+    /// The step at which `last_error` happened.
+    pub last_error_phase: Option<Phase>,
     /// When the last successful connection was made.
     pub last_connected_at: Option<SystemTime>,
     /// The negotiated protocol version, while connected.
@@ -481,7 +539,7 @@ struct Slot {
 #[derive(Default)]
 struct SlotState {
     state: Option<ServerState>,
-    last_error: Option<String>,
+    last_error: Option<(Phase, String)>,
     last_connected_at: Option<SystemTime>,
     client: Option<Client>,
     info: Option<ServerInfo>,
@@ -614,43 +672,47 @@ impl Host {
 
     /// Logs in to an OAuth-protected server now (through the OAuth context's user agent) and
     /// reconnects it.
-    pub async fn login(&self, id: &str) -> Result<(), String> {
-        let slot = self.inner.slot(id).map_err(|e| e.to_string())?;
+    pub async fn login(&self, id: &str) -> Result<(), CallError> {
+        let slot = self.inner.slot(id)?;
         let Some(oauth) = slot.entry.oauth.clone() else {
-            return Err(format!(
-                "server `{id}` does not use OAuth (a stdio server, or a configured Authorization header)"
-            ));
+            return Err(CallError::NoOAuth {
+                server: id.to_owned(),
+            });
         };
-        oauth
-            .login()
-            .await
-            .map_err(|e| format!("server `{id}`: {e}"))?;
+        oauth.login().await.map_err(|e| CallError::Failed {
+            server: id.to_owned(),
+            what: "login".to_owned(),
+            message: e.to_string(),
+        })?;
         self.restart(id).await
     }
 
     /// Forgets an OAuth server's tokens, here and in the token store, and disconnects it.
-    pub async fn logout(&self, id: &str) -> Result<(), String> {
-        let slot = self.inner.slot(id).map_err(|e| e.to_string())?;
+    pub async fn logout(&self, id: &str) -> Result<(), CallError> {
+        let slot = self.inner.slot(id)?;
         let Some(oauth) = slot.entry.oauth.clone() else {
-            return Err(format!("server `{id}` does not use OAuth"));
+            return Err(CallError::NoOAuth {
+                server: id.to_owned(),
+            });
         };
-        oauth
-            .logout()
-            .await
-            .map_err(|e| format!("server `{id}`: {e}"))?;
+        oauth.logout().await.map_err(|message| CallError::Failed {
+            server: id.to_owned(),
+            what: "logout".to_owned(),
+            message,
+        })?;
         stop_slot(&slot).await;
         self.inner.set_state(
             &slot,
             ServerState::AuthRequired,
-            Some("logged out".to_owned()),
+            Some((Phase::Authorization, "logged out".to_owned())),
         );
         self.inner.catalog_changed(id);
         Ok(())
     }
 
     /// Stops and starts one server again with the same entry, and waits until it settles.
-    pub async fn restart(&self, id: &str) -> Result<(), String> {
-        let slot = self.inner.slot(id).map_err(|e| e.to_string())?;
+    pub async fn restart(&self, id: &str) -> Result<(), CallError> {
+        let slot = self.inner.slot(id)?;
         self.start(vec![slot.entry.clone()]).await;
         Ok(())
     }
@@ -979,7 +1041,8 @@ impl Slot {
             enabled: self.entry.enabled,
             state: s.state.unwrap_or(ServerState::Connecting),
             tools: s.tools.len(),
-            last_error: s.last_error.clone(),
+            last_error: s.last_error.as_ref().map(|(_, e)| e.clone()),
+            last_error_phase: s.last_error.as_ref().map(|(p, _)| *p),
             last_connected_at: s.last_connected_at,
             protocol_version: s
                 .info
@@ -1030,12 +1093,12 @@ impl Inner {
             (_, state) => Err(CallError::NotReady {
                 server: server.to_owned(),
                 state: state.unwrap_or(ServerState::Connecting),
-                last_error: s.last_error.clone(),
+                last_error: s.last_error.as_ref().map(|(_, e)| e.clone()),
             }),
         }
     }
 
-    fn set_state(&self, slot: &Slot, state: ServerState, error: Option<String>) {
+    fn set_state(&self, slot: &Slot, state: ServerState, error: Option<(Phase, String)>) {
         {
             let mut s = lock(&slot.state);
             s.state = Some(state);
@@ -1044,8 +1107,8 @@ impl Inner {
             }
         }
         match &error {
-            Some(error) => {
-                tracing::warn!(server = %slot.entry.id, state = state.as_str(), %error, "server state")
+            Some((phase, error)) => {
+                tracing::warn!(server = %slot.entry.id, state = state.as_str(), phase = phase.as_str(), %error, "server state")
             }
             None => tracing::info!(server = %slot.entry.id, state = state.as_str(), "server state"),
         }
@@ -1116,6 +1179,7 @@ impl AuthHook for ChallengeWatch {
 
 /// Why one connection attempt failed.
 struct Failure {
+    phase: Phase,
     message: String,
     auth_required: bool,
 }
@@ -1130,11 +1194,13 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
         session.protocol_version = version.clone();
         session.supported_versions = vec![version.clone()];
     }
-    let connect = entry.connect.clone().map_err(|message| Failure {
-        message,
+    let connect = entry.connect.clone().map_err(|u| Failure {
+        phase: u.phase,
+        message: u.message,
         auth_required: false,
     })?;
-    let fail = |message: String| Failure {
+    let fail = |phase: Phase, message: String| Failure {
+        phase,
         message,
         auth_required: false,
     };
@@ -1143,7 +1209,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
             config.name = entry.id.clone();
             mcp_stdio::spawn(config, session)
                 .await
-                .map_err(|e| fail(format!("connect: {e}")))?
+                .map_err(|e| fail(Phase::Connect, format!("connect: {e}")))?
         }
         Connect::Http(mut config) => {
             config.name = entry.id.clone();
@@ -1159,6 +1225,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
             mcp_http::connect(config, session).await.map_err(|e| {
                 let auth = entry.oauth.as_ref().and_then(|h| h.last_error());
                 Failure {
+                    phase: Phase::Connect,
                     auth_required: watch.unauthorized.load(Ordering::SeqCst),
                     message: match auth {
                         Some(auth) => format!("connect: {e}; {auth}"),
@@ -1174,7 +1241,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
             Ok(tools) => tools,
             Err(e) => {
                 client.close().await;
-                return Err(fail(format!("tools/list: {e}")));
+                return Err(fail(Phase::Tools, format!("tools/list: {e}")));
             }
         }
     } else {
@@ -1212,8 +1279,11 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
         inner.set_state(
             &slot,
             ServerState::Error,
-            Some(format!(
-                "maximum connections ({max}) reached: raise mcp.max_connections or disable a server"
+            Some((
+                Phase::Limit,
+                format!(
+                    "maximum connections ({max}) reached: raise mcp.max_connections or disable a server"
+                ),
             )),
         );
         return;
@@ -1255,7 +1325,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
                 inner.set_state(
                     &slot,
                     ServerState::Error,
-                    Some(format!("connection lost: {reason}")),
+                    Some((Phase::Connection, format!("connection lost: {reason}"))),
                 );
                 inner.catalog_changed(&slot.entry.id);
             }
@@ -1265,7 +1335,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
                 } else {
                     ServerState::Error
                 };
-                inner.set_state(&slot, state, Some(failure.message));
+                inner.set_state(&slot, state, Some((failure.phase, failure.message)));
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(());
                 }
@@ -1282,13 +1352,19 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
             s.reconnect_attempts
         };
         if attempts > inner.options.reconnect_attempts {
-            let error = lock(&slot.state).last_error.clone().unwrap_or_default();
+            let (phase, error) = lock(&slot.state)
+                .last_error
+                .clone()
+                .unwrap_or((Phase::Connection, String::new()));
             inner.set_state(
                 &slot,
                 ServerState::Error,
-                Some(format!(
-                    "gave up after {} reconnection attempts: {error}",
-                    inner.options.reconnect_attempts
+                Some((
+                    phase,
+                    format!(
+                        "gave up after {} reconnection attempts: {error}",
+                        inner.options.reconnect_attempts
+                    ),
                 )),
             );
             return;

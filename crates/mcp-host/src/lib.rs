@@ -46,7 +46,7 @@ pub use config::{DEFAULT_MAX_RESULT_BYTES, LoadedConfig, ServerConfig};
 pub use elicit::AcceptDefaults;
 pub use error::CallError;
 pub use host::{
-    CallOptions, Connect, Host, HostEvent, HostOptions, Relayed, RequestHandler, ServerEntry,
-    ServerState, ServerStatus, Subscription, ToolOutput, error_result,
+    CallOptions, Connect, Host, HostEvent, HostOptions, Phase, Relayed, RequestHandler,
+    ServerEntry, ServerState, ServerStatus, Subscription, ToolOutput, Unusable, error_result,
 };
 pub use permission::{Decision, Policy, Prompter};

@@ -8,7 +8,7 @@ use mcp_protocol::schema::Implementation;
 
 use crate::catalog::ToolFilter;
 use crate::config::{LoadedConfig, Scope, ServerConfig, Transport};
-use crate::host::{Connect, HostOptions, ServerEntry};
+use crate::host::{Connect, HostOptions, Phase, ServerEntry};
 use crate::oauth::OAuthContext;
 use crate::permission::{Decision, Policy, ServerRules};
 
@@ -45,6 +45,7 @@ pub fn entries(loaded: &LoadedConfig, oauth: Option<&OAuthContext>) -> Vec<Serve
         let mut e = ServerEntry::unusable(
             rejected.id.clone(),
             "unknown",
+            Phase::Configuration,
             format!("configuration: {why}"),
         );
         e.source = rejected.source.as_str().to_owned();
@@ -76,7 +77,12 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
     };
     let mut e = match connect {
         Ok(connect) => ServerEntry::new(server.id.clone(), connect),
-        Err(why) => ServerEntry::unusable(server.id.clone(), server.transport.kind(), why),
+        Err(why) => ServerEntry::unusable(
+            server.id.clone(),
+            server.transport.kind(),
+            Phase::Configuration,
+            why,
+        ),
     };
     e.source = server.source.as_str().to_owned();
     e.transport = server.transport.kind().to_owned();

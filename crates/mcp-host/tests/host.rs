@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use mcp_host::permission::{AllowAll, CallRequest, ServerRules};
 use mcp_host::{
-    CallError, CallOptions, Connect, Decision, Host, HostEvent, HostOptions, Policy, Prompter,
-    ServerEntry, ServerState,
+    CallError, CallOptions, Connect, Decision, Host, HostEvent, HostOptions, Phase, Policy,
+    Prompter, ServerEntry, ServerState, Unusable,
 };
 use mcp_protocol::JsonObject;
 use mcp_protocol::schema::{ContentBlock, Implementation, Root};
@@ -94,7 +94,10 @@ async fn twenty_servers_at_once_five_broken() {
     )));
     entries.push(missing);
     let mut unresolved = fake("unresolved", &[]);
-    unresolved.connect = Err("env `API_TOKEN`: the variable `API_TOKEN` is not set".to_owned());
+    unresolved.connect = Err(Unusable {
+        phase: Phase::Configuration,
+        message: "env `API_TOKEN`: the variable `API_TOKEN` is not set".to_owned(),
+    });
     entries.push(unresolved);
     let mut disabled = fake("off", &[]);
     disabled.enabled = false;
@@ -151,6 +154,13 @@ async fn twenty_servers_at_once_five_broken() {
         error("missing")
     );
     assert!(error("unresolved").contains("API_TOKEN"));
+    // The step each failed at is told apart without reading the text.
+    let phase = |id: &str| host.server_status(id).unwrap().last_error_phase;
+    assert_eq!(phase("unresolved"), Some(Phase::Configuration));
+    for id in ["hung", "exits", "garbage", "missing"] {
+        assert_eq!(phase(id), Some(Phase::Connect), "{id}");
+    }
+    assert_eq!(phase("off"), None);
     assert_eq!(
         host.server_status("off").unwrap().state,
         ServerState::Disabled
@@ -186,6 +196,7 @@ async fn connection_limit_leaves_the_rest_in_error() {
             .unwrap()
             .contains("maximum connections (2)")
     );
+    assert_eq!(limited[0].last_error_phase, Some(Phase::Limit));
     host.shutdown().await;
 }
 
@@ -390,6 +401,7 @@ async fn three_outcomes_and_a_bounded_result() {
             .contains("connection lost"),
         "{status:?}"
     );
+    assert_eq!(status.last_error_phase, Some(Phase::Connection));
     let out = host
         .call_tool(
             "s",
@@ -891,5 +903,26 @@ async fn resource_subscriptions_in_both_eras() {
         "test://c",
         "no longer subscribed to a"
     );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_logout_and_restart_fail_with_typed_errors() {
+    let host = Host::new(options(AllowAll));
+    host.start(vec![fake("s", &[])]).await;
+    for err in [
+        host.login("s").await.unwrap_err(),
+        host.logout("s").await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, CallError::NoOAuth { server } if server == "s"),
+            "{err:?}"
+        );
+        assert!(err.never_sent());
+    }
+    let err = host.restart("nope").await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownServer { .. }), "{err:?}");
+    host.restart("s").await.unwrap();
+    assert_eq!(host.server_status("s").unwrap().state, ServerState::Ready);
     host.shutdown().await;
 }

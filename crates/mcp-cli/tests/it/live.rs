@@ -51,6 +51,27 @@ fn test_fails_with_the_phase_and_a_hint() {
         .err_has("configured servers: missing, nothing");
     u.add_demo_disabled("off");
     u.run(&["test", "off"]).code(3).err_has("disabled");
+    // An entry that cannot be used as written (its secret's variable is not set) is a
+    // configuration error, told by the phase the library reports, not by its text.
+    u.run(&[
+        "add",
+        "unset",
+        "--transport",
+        "stdio",
+        "--command",
+        "/bin/true",
+        "--env-from",
+        "TOKEN=MCP_HOST_TEST_NEVER_SET",
+    ])
+    .code(0);
+    u.run(&["test", "unset"])
+        .code(3)
+        .err_has("server `unset` is not usable")
+        .err_has("MCP_HOST_TEST_NEVER_SET");
+    let v = u.run(&["status", "unset", "--json"]).code(0).json();
+    assert_eq!(v["last_error_phase"], "configuration");
+    let v = u.run(&["status", "missing", "--json"]).code(0).json();
+    assert_eq!(v["last_error_phase"], "connect");
 }
 
 #[test]
