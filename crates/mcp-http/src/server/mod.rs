@@ -339,6 +339,21 @@ impl<H: Handler> HttpServer<H> {
                 &format!("Bad Request: unsupported MCP-Protocol-Version {version}"),
             );
         }
+        // Refused here, not by the session: the session would answer with one error that no
+        // stream of this POST carries, and leave the POST waiting for its requests' answers.
+        let batch = matches!(decoded, Decoded::Batch(_));
+        if batch
+            && !session
+                .core
+                .protocol_version()
+                .is_some_and(|v| v.allows_batches())
+        {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                mcp_protocol::code::INVALID_REQUEST,
+                "JSON-RPC batches are not allowed in this protocol version",
+            );
+        }
         let requests: Vec<RequestId> = messages
             .iter()
             .filter_map(|m| match m {
@@ -366,10 +381,9 @@ impl<H: Handler> HttpServer<H> {
             priming
         };
         drop(stream);
-        // A batch is answered with an array, even of one; each SSE event carries one answer.
-        let batch = matches!(decoded, Decoded::Batch(_));
         session.core.receive(decoded);
         let response = match priming {
+            // A batch is answered with an array, even of one; each SSE event carries one.
             None => body::json_from(rx, batch).await,
             Some(id) => {
                 // The head waits for the stream's first event, for at most `head_wait`, and

@@ -375,3 +375,32 @@ async fn a_batch_with_json_answers_and_a_cancelled_call_gets_an_array_of_the_res
     assert!(head.starts_with("HTTP/1.1 202"), "{head}");
     assert!(head.contains("content-length: 0"), "{head}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_in_a_version_without_batches_is_refused() {
+    // Only 2025-03-26 has batches. A session on a later version refuses one at once with 400,
+    // in either answer mode, rather than keep its POST open for answers that never come.
+    for json in [true, false] {
+        let (addr, session) =
+            initialized_at("2025-11-25", |config| config.json_response = json).await;
+        let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#;
+        let (head, body) = read_whole(&mut post(addr, Some(&session), batch).await).await;
+        assert!(head.starts_with("HTTP/1.1 400"), "json {json}: {head}");
+        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["error"]["code"], -32600, "json {json}: {body}");
+        assert_eq!(error["id"], serde_json::Value::Null, "json {json}: {body}");
+
+        // The session goes on.
+        let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+        let all = if json {
+            read_whole(&mut post(addr, Some(&session), ping).await)
+                .await
+                .1
+        } else {
+            reads_to_end(&mut post(addr, Some(&session), ping).await)
+                .await
+                .concat()
+        };
+        assert!(all.contains(r#""id":3,"result""#), "json {json}: {all}");
+    }
+}
