@@ -1,6 +1,9 @@
 //! Starting a server process from explicit configuration, capturing its stderr, and ending it
 //! with its whole process group: close stdin, wait, SIGTERM, wait, SIGKILL, reap.
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::io;
@@ -134,17 +137,28 @@ pub fn termination_signal() -> io::Result<impl Future<Output = i32> + Send> {
 /// The most recent bytes a server wrote to stderr.
 #[derive(Debug)]
 pub(crate) struct StderrLog {
-    bytes: Mutex<VecDeque<u8>>,
+    ring: Mutex<Ring>,
     capacity: usize,
     secrets: Vec<String>,
     /// Becomes `true` when stderr reached its end (every process holding it exited).
     drained: tokio::sync::watch::Sender<bool>,
 }
 
+/// What the log keeps.
+#[derive(Debug)]
+struct Ring {
+    bytes: VecDeque<u8>,
+    /// The last byte dropped to stay within the capacity; `None` while none has been.
+    dropped: Option<u8>,
+}
+
 impl StderrLog {
     fn new(capacity: usize, secrets: Vec<String>) -> Self {
         Self {
-            bytes: Mutex::new(VecDeque::with_capacity(capacity.min(64 << 10))),
+            ring: Mutex::new(Ring {
+                bytes: VecDeque::with_capacity(capacity.min(64 << 10)),
+                dropped: None,
+            }),
             capacity,
             secrets,
             drained: tokio::sync::watch::Sender::new(false),
@@ -157,29 +171,31 @@ impl StderrLog {
         let _ = rx.wait_for(|done| *done).await;
     }
 
-    fn append(&self, chunk: &[u8]) {
-        let mut bytes = self
-            .bytes
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
+        self.ring
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let chunk = &chunk[chunk.len().saturating_sub(self.capacity)..];
-        let overflow = (bytes.len() + chunk.len()).saturating_sub(self.capacity);
-        bytes.drain(..overflow);
-        bytes.extend(chunk);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The kept text, lossily decoded, with configured secrets replaced.
-    pub(crate) fn text(&self) -> String {
-        let bytes = self
-            .bytes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (a, b) = bytes.as_slices();
-        let mut text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
-        for s in &self.secrets {
-            text = text.replace(s.as_str(), "[redacted]");
+    fn append(&self, chunk: &[u8]) {
+        let mut ring = self.lock();
+        let cut = chunk.len().saturating_sub(self.capacity);
+        let (dropped, chunk) = chunk.split_at(cut);
+        let overflow = (ring.bytes.len() + chunk.len()).saturating_sub(self.capacity);
+        if let Some(&last) = dropped.last() {
+            ring.dropped = Some(last);
+        } else if let Some(&last) = overflow.checked_sub(1).and_then(|i| ring.bytes.get(i)) {
+            ring.dropped = Some(last);
         }
-        text
+        ring.bytes.drain(..overflow);
+        ring.bytes.extend(chunk);
+    }
+
+    /// The kept text, lossily decoded, with no part of a secret in it: see [`redact`].
+    pub(crate) fn text(&self) -> String {
+        let mut ring = self.lock();
+        let dropped = ring.dropped;
+        redact(ring.bytes.make_contiguous(), dropped, &self.secrets)
     }
 
     /// The last `lines` non-empty lines, for an error message.
@@ -188,6 +204,101 @@ impl StderrLog {
         let kept: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         kept[kept.len().saturating_sub(lines)..].join(" | ")
     }
+}
+
+/// What stands for a secret, or for what may be part of one.
+const REDACTED: &str = "[redacted]";
+
+/// `kept`, the newest bytes of a stream, as text that shows no part of any of `secrets`:
+///
+/// - every occurrence of a secret, overlapping ones too, is shown as `[redacted]`;
+/// - when older bytes were dropped (`dropped` is the last of them), the kept bytes may begin
+///   inside a secret: their longest beginning that is the end of a secret is left out, and
+///   so is the rest of that line (its start was dropped) unless nothing follows it; if the
+///   kept bytes may all lie inside one secret, nothing is shown;
+/// - the kept bytes may end inside a secret still being written (or cut off by the end of
+///   the stream): their longest end that is the beginning of a secret is shown as
+///   `[redacted]`. An unfinished line that happens to end like a secret begins is therefore
+///   shown with `[redacted]` in place of that end, until its next byte arrives.
+///
+/// Each check compares bytes, with no bound on the length of what matches: not even one byte
+/// of a secret is shown, whatever the offset at which the ring cut it or the chunks in which
+/// it was written.
+fn redact(kept: &[u8], dropped: Option<u8>, secrets: &[String]) -> String {
+    let len = kept.len();
+    // Byte ranges to show as `[redacted]`, and where the text starts.
+    let mut hidden: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    for secret in secrets.iter().map(String::as_bytes) {
+        if secret.is_empty() || len == 0 {
+            continue;
+        }
+        // Whole occurrences, every one, overlapping ones included.
+        if len >= secret.len() {
+            hidden.extend(
+                kept.windows(secret.len())
+                    .enumerate()
+                    .filter(|(_, w)| *w == secret)
+                    .map(|(i, _)| i..i + secret.len()),
+            );
+        }
+        // The beginning of one still being written.
+        let partial = 1..secret.len().min(len + 1);
+        if let Some(k) = partial
+            .clone()
+            .rev()
+            .find(|&k| kept.ends_with(&secret[..k]))
+        {
+            hidden.push(len - k..len);
+        }
+        if dropped.is_some() {
+            // The end of one whose beginning was dropped.
+            if let Some(k) = partial
+                .rev()
+                .find(|&k| kept.starts_with(&secret[secret.len() - k..]))
+            {
+                start = start.max(k);
+            }
+            // The middle of one longer than what is kept.
+            if len < secret.len() && secret.windows(len).any(|w| w == kept) {
+                start = len;
+            }
+        }
+    }
+    if let Some(last) = dropped {
+        let at_line_start = match start {
+            0 => last == b'\n',
+            _ => kept.get(start - 1) == Some(&b'\n'),
+        };
+        if !at_line_start
+            && let Some(end) = kept[start..].iter().position(|&b| b == b'\n')
+            && start + end + 1 < len
+        {
+            start += end + 1;
+        }
+    }
+    hidden.sort_by_key(|r| r.start);
+    let mut text = String::with_capacity(len - start);
+    let mut at = start;
+    // Whether `at` is the end of the `[redacted]` last written, which a range that begins
+    // there or earlier extends.
+    let mut in_hidden = false;
+    for range in hidden {
+        if range.end <= at {
+            continue;
+        }
+        if range.start > at {
+            text.push_str(&String::from_utf8_lossy(&kept[at..range.start]));
+            in_hidden = false;
+        }
+        if !in_hidden {
+            text.push_str(REDACTED);
+            in_hidden = true;
+        }
+        at = range.end;
+    }
+    text.push_str(&String::from_utf8_lossy(&kept[at..]));
+    text
 }
 
 /// A started server: its pipes, its group, and its stderr log.

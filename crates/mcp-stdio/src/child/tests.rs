@@ -1,0 +1,176 @@
+//! Tests of the stderr log: what it keeps, and that no part of a secret is shown, wherever
+//! the ring cuts it and however it is written.
+
+use super::StderrLog;
+
+/// Secrets made of upper-case letters and digits, which neither the filler text of these tests
+/// nor `[redacted]` contains: a text shows some part of a secret if and only if it shows one
+/// of those bytes. The second is a multi-line value (a PEM key passed in a variable), whose
+/// line ends must not be taken for the stream's.
+const SECRETS: [&str; 2] = ["TOKEN0123456789XYZ", "KEY-ONE\nKEY-TWO\nKEY-END"];
+
+/// Appends in chunks of these sizes, so that the ring wraps at varying points.
+const CHUNKS: [usize; 5] = [1, 5, 13, 64, 1000];
+
+fn new_log(capacity: usize, secrets: &[&str]) -> StderrLog {
+    StderrLog::new(capacity, secrets.iter().map(|s| (*s).to_owned()).collect())
+}
+
+fn feed(log: &StderrLog, input: &str, chunk: usize) {
+    for part in input.as_bytes().chunks(chunk) {
+        log.append(part);
+    }
+}
+
+/// `pattern` repeated up to `len` bytes.
+fn filler(pattern: &str, len: usize) -> String {
+    pattern.chars().cycle().take(len).collect()
+}
+
+/// Whether `text` shows any byte of a secret in [`SECRETS`].
+fn shows_secret(text: &str) -> bool {
+    text.bytes()
+        .any(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+#[test]
+fn a_secret_cut_at_any_offset_shows_no_part() {
+    let capacity = 64;
+    let before = filler("an earlier line\n", 100);
+    for secret in SECRETS {
+        for cut in 1..secret.len() {
+            // What follows fills the ring exactly, so that it keeps the secret from `cut` on.
+            let rest = capacity - (secret.len() - cut);
+            for pattern in ["no line end in what follows ", "a line\n"] {
+                let after = filler(pattern, rest);
+                // Shown: what follows, from its first whole line when it has one.
+                let expected = match after.find('\n') {
+                    Some(i) => &after[i + 1..],
+                    None => &after[..],
+                };
+                for chunk in CHUNKS {
+                    let log = new_log(capacity, &[secret]);
+                    feed(&log, &format!("{before}{secret}{after}"), chunk);
+                    let (text, tail) = (log.text(), log.tail(5));
+                    let case = format!("{secret:?} cut after {cut} bytes, chunks of {chunk}");
+                    assert!(!shows_secret(&text), "{case}: text() shows {text:?}");
+                    assert!(!shows_secret(&tail), "{case}: tail() shows {tail:?}");
+                    assert_eq!(text, expected, "{case}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_secret_across_the_wrap_point_is_redacted() {
+    let capacity = 64;
+    let mut across = 0;
+    for secret in SECRETS {
+        for lead in 0..capacity {
+            // The secret starts a line, at kept index 1 or later.
+            for trail in 0..capacity - secret.len() {
+                let trail = filler("more\n", trail);
+                let input = format!("{}\n{secret}{trail}", filler("earlier\n", lead + capacity));
+                for chunk in CHUNKS {
+                    let log = new_log(capacity, &[secret]);
+                    feed(&log, &input, chunk);
+                    {
+                        let ring = log.ring.lock().unwrap();
+                        let first = ring.bytes.as_slices().0.len();
+                        let at = capacity - trail.len() - secret.len();
+                        across += usize::from(at < first && first < at + secret.len());
+                    }
+                    let text = log.text();
+                    let case = format!("{input:?} in chunks of {chunk}");
+                    assert!(!shows_secret(&text), "{case}: shows {text:?}");
+                    assert_eq!(text.matches("[redacted]").count(), 1, "{case}: {text:?}");
+                    assert!(
+                        text.ends_with(&format!("[redacted]{trail}")),
+                        "{case}: {text:?}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        across > 0,
+        "no case put the ring's wrap point inside the secret"
+    );
+}
+
+#[test]
+fn a_secret_still_being_written_shows_no_part() {
+    for secret in SECRETS {
+        for written in 1..=secret.len() {
+            let log = new_log(256, &[secret]);
+            feed(&log, &format!("starting\n{}", &secret[..written]), 7);
+            assert_eq!(
+                log.text(),
+                "starting\n[redacted]",
+                "{written} bytes written"
+            );
+            assert_eq!(log.tail(5), "starting | [redacted]");
+        }
+        // A ring smaller than the secret may keep only its middle: nothing of it is shown.
+        for before in 0..20 {
+            for written in 1..=secret.len() {
+                let log = new_log(8, &[secret]);
+                let input = format!("{}{}", filler("hello\n", before), &secret[..written]);
+                feed(&log, &input, 3);
+                let text = log.text();
+                assert!(!shows_secret(&text), "{input:?}: shows {text:?}");
+            }
+        }
+    }
+}
+
+/// The price of hiding a secret still being written: an unfinished line that ends with the
+/// first bytes of a secret shows `[redacted]` in their place, until it is finished.
+#[test]
+fn an_unfinished_line_that_ends_like_a_secret_begins_hides_that_end() {
+    let log = new_log(256, &["key-1234"]);
+    log.append(b"no such key");
+    assert_eq!(log.text(), "no such [redacted]");
+    log.append(b"\n");
+    assert_eq!(log.text(), "no such key\n");
+    log.append(b"key-1234 is wrong\n");
+    assert_eq!(log.tail(5), "no such key | [redacted] is wrong");
+}
+
+#[test]
+fn overlapping_occurrences_are_redacted_whole() {
+    let log = new_log(256, &["ABAB"]);
+    log.append(b"x ABABAB y\n");
+    assert_eq!(log.text(), "x [redacted] y\n");
+
+    let log = new_log(256, &["ABCDEF", "DEFGHI"]);
+    log.append(b"x ABCDEFGHI y, ABCDEF DEFGHI\n");
+    assert_eq!(log.text(), "x [redacted] y, [redacted] [redacted]\n");
+}
+
+#[test]
+fn what_is_kept_starts_at_a_line_once_bytes_were_dropped() {
+    // Nothing dropped: everything, from the first byte.
+    let log = new_log(64, &[]);
+    log.append(b"abc\ndef");
+    assert_eq!(log.text(), "abc\ndef");
+
+    // The first kept line is partial: it is left out.
+    let log = new_log(8, &[]);
+    log.append(b"abcdef\nghij\n");
+    assert_eq!(log.text(), "ghij\n");
+
+    // The ring was cut at a line end: nothing more is left out.
+    let log = new_log(8, &[]);
+    log.append(b"abc\nefghijk\n");
+    assert_eq!(log.text(), "efghijk\n");
+
+    // No whole line is kept: the partial one is shown rather than nothing.
+    let log = new_log(8, &[]);
+    log.append(b"abcdefghijkl");
+    assert_eq!(log.text(), "efghijkl");
+    let log = new_log(8, &[]);
+    log.append(b"abcdefghijk\n");
+    assert_eq!(log.text(), "efghijk\n");
+}
