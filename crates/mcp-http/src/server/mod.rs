@@ -303,10 +303,6 @@ impl<H: Handler> HttpServer<H> {
             Ok(decoded) => decoded,
             Err(e) => return undecodable(&e),
         };
-        let messages: Vec<&Message> = match &decoded {
-            Decoded::Single(m) => vec![m],
-            Decoded::Batch(items) => items.iter().filter_map(|i| i.as_ref().ok()).collect(),
-        };
         let is_initialize =
             matches!(&decoded, Decoded::Single(Message::Request(r)) if r.method == "initialize");
         let (session_id, session) = match existing {
@@ -354,13 +350,7 @@ impl<H: Handler> HttpServer<H> {
                 "JSON-RPC batches are not allowed in this protocol version",
             );
         }
-        let requests: Vec<RequestId> = messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Request(r) => Some(r.id.clone()),
-                _ => None,
-            })
-            .collect();
+        let requests = owed_answers(&decoded);
         if requests.is_empty() {
             session.core.receive(decoded);
             return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
@@ -497,6 +487,26 @@ impl<H: Handler> HttpServer<H> {
         session.core.close("the client ended the session");
         lock(&session.routes.state).close_all();
         empty(StatusCode::OK)
+    }
+}
+
+/// The ids a POST's stream must carry the answers to: its requests', and in a batch, those of
+/// the items that did not decode but are owed an error naming them (an invalid request with
+/// an id), which JSON-RPC 2.0 §6 puts in the batch's answer with the rest.
+fn owed_answers(decoded: &Decoded) -> Vec<RequestId> {
+    let request = |m: &Message| match m {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    match decoded {
+        Decoded::Single(m) => request(m).into_iter().collect(),
+        Decoded::Batch(items) => items
+            .iter()
+            .filter_map(|item| match item {
+                Ok(m) => request(m),
+                Err(e) => e.to_response().and(e.id.clone()),
+            })
+            .collect(),
     }
 }
 

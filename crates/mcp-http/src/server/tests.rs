@@ -404,3 +404,41 @@ async fn a_batch_in_a_version_without_batches_is_refused() {
         assert!(all.contains(r#""id":3,"result""#), "json {json}: {all}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_item_owed_an_error_gets_it_in_the_batch_answer() {
+    // An item that is no valid request but names its id and a method is owed an error
+    // (-32600) naming that id; in a batch it belongs in the batch's answer (JSON-RPC 2.0 §6),
+    // not on the standalone stream.
+    let (addr, session) = initialized_at("2025-03-26", |config| config.json_response = true).await;
+    let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":3}]"#;
+    let (head, body) = read_whole(&mut post(addr, Some(&session), batch).await).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let answers: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut answers = answers.as_array().expect("an array").clone();
+    answers.sort_by_key(|a| a["id"].as_i64());
+    assert_eq!(answers.len(), 2, "{body}");
+    assert_eq!(
+        answers[0],
+        serde_json::json!({"jsonrpc":"2.0","id":2,"result":{}})
+    );
+    assert_eq!(answers[1]["error"]["code"], -32600, "{body}");
+    assert_eq!(answers[1]["id"], 3, "{body}");
+
+    // With no valid request beside it, it is still answered (not 202).
+    let batch = r#"[{"jsonrpc":"2.0","id":4,"method":4}]"#;
+    let (head, body) = read_whole(&mut post(addr, Some(&session), batch).await).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let answers: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answers[0]["id"], 4, "{body}");
+    assert_eq!(answers[0]["error"]["code"], -32600, "{body}");
+
+    // The same on an SSE stream: the error is an event of the POST's own stream.
+    let (addr, session) = initialized_at("2025-03-26", |_| {}).await;
+    let batch = r#"[{"jsonrpc":"2.0","id":5,"method":5}]"#;
+    let all = reads_to_end(&mut post(addr, Some(&session), batch).await)
+        .await
+        .concat();
+    assert!(all.contains(r#""id":5"#), "{all}");
+    assert!(all.contains("-32600"), "{all}");
+}
