@@ -163,6 +163,21 @@ Examples:
         #[arg(long)]
         yes: bool,
     },
+    /// Approve a project's servers to run. A project's files come with its repository, so
+    /// their servers run only once approved here; editing what one runs withdraws it.
+    /// Without ids, lists the project's servers and whether each is approved.
+    Trust {
+        /// The servers to approve, as their entries are written now.
+        ids: Vec<String>,
+        /// Approve every server the project's files define.
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+    /// Withdraw the approval of a project's server: it does not run until approved again.
+    Untrust {
+        /// The server id.
+        id: String,
+    },
     /// Show the whole flow against a bundled demo server: no configuration, no network.
     Demo,
     /// Serve MCP in front of the servers of a gateway file: category mode (two tools that

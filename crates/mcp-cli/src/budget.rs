@@ -32,7 +32,7 @@ pub(crate) async fn run(cx: &Context, out: &Out, gateway: Option<&Path>) -> Resu
         }
         None => {
             let loaded = cx.load(ReadScope::Effective);
-            let live = live::start(cx, loaded, None, Setup::default()).await?;
+            let live = live::start(cx, out, loaded, None, Setup::default()).await?;
             (live.host, GatewayFile::default())
         }
     };

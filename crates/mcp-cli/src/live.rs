@@ -94,6 +94,7 @@ fn known(loaded: &LoadedConfig, id: &str) -> Result<(), Failure> {
 /// they connect.
 pub(crate) async fn start(
     cx: &Context,
+    out: &Out,
     loaded: LoadedConfig,
     only: Option<&str>,
     setup: Setup,
@@ -101,11 +102,12 @@ pub(crate) async fn start(
     if let Some(id) = only {
         known(&loaded, id)?;
     }
+    let approvals = crate::trust::review(cx, out, &loaded, only).await?;
     let mut oauth = oauth(cx)?;
     if let Some(agent) = setup.user_agent {
         oauth = oauth.with_user_agent(agent);
     }
-    let mut entries = setup::entries(&loaded, Some(&oauth));
+    let mut entries = setup::entries(&loaded, Some(&oauth), &approvals);
     if let Some(id) = only {
         entries.retain(|e| e.id == id);
     }
@@ -208,7 +210,7 @@ pub(crate) async fn test(
     let loaded = cx.load(scope);
     manage::report_problems(out, &loaded);
     let began = Instant::now();
-    let live = start(cx, loaded, Some(id), Setup::default()).await?;
+    let live = start(cx, out, loaded, Some(id), Setup::default()).await?;
     let status = live.host.server_status(id);
     let elapsed = began.elapsed();
     let tool_names: Vec<String> = live
@@ -271,6 +273,12 @@ pub(crate) fn not_ready(status: &ServerStatus) -> Failure {
             format!("server `{id}` needs authorization{why}"),
         )
         .hint(format!("log in with `mcp-host login {id}`")),
+        _ if status.last_error_phase == Some(Phase::Trust) => Failure::config(format!(
+            "server `{id}` is not approved in this project{why}"
+        ))
+        .hint(format!(
+            "read what it runs with `mcp-host trust`, then approve it with `mcp-host trust {id}`"
+        )),
         _ if status.last_error_phase == Some(Phase::Configuration) => {
             Failure::config(format!("server `{id}` is not usable{why}"))
                 .hint("fix the entry (see `mcp-host list`)")
@@ -297,7 +305,7 @@ pub(crate) async fn status(cx: &Context, out: &Out, id: Option<&str>) -> Result<
         }
         return Ok(());
     }
-    let live = start(cx, loaded, id, Setup::default()).await?;
+    let live = start(cx, out, loaded, id, Setup::default()).await?;
     let statuses = live.host.status();
     live.host.shutdown().await;
     match id {
@@ -444,7 +452,7 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
 pub(crate) async fn tools(cx: &Context, out: &Out, id: Option<&str>) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
-    let live = start(cx, loaded, id, Setup::default()).await?;
+    let live = start(cx, out, loaded, id, Setup::default()).await?;
     let outcome = show_tools(out, &live.host, id);
     live.host.shutdown().await;
     outcome
@@ -526,7 +534,7 @@ pub(crate) async fn call(cx: &Context, out: &Out, a: CallArgs) -> Result<(), Fai
         prompter: if a.yes { None } else { terminal_prompter() },
         ..Setup::default()
     };
-    let live = start(cx, loaded, Some(&a.id), setup).await?;
+    let live = start(cx, out, loaded, Some(&a.id), setup).await?;
     let outcome = call_on(out, &live.host, &a.id, &a.tool, arguments, a.timeout_ms).await;
     live.host.shutdown().await;
     outcome
@@ -673,7 +681,7 @@ fn ready_ids(host: &Host, out: &Out, id: Option<&str>) -> Result<Vec<String>, Fa
 pub(crate) async fn resources(cx: &Context, out: &Out, id: Option<&str>) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
-    let live = start(cx, loaded, id, Setup::default()).await?;
+    let live = start(cx, out, loaded, id, Setup::default()).await?;
     let outcome = show_resources(out, &live.host, id).await;
     live.host.shutdown().await;
     outcome
@@ -750,7 +758,7 @@ pub(crate) async fn show_resources(
 pub(crate) async fn read(cx: &Context, out: &Out, id: &str, uri: &str) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
-    let live = start(cx, loaded, Some(id), Setup::default()).await?;
+    let live = start(cx, out, loaded, Some(id), Setup::default()).await?;
     let outcome = read_on(out, &live.host, id, uri).await;
     live.host.shutdown().await;
     outcome
@@ -800,7 +808,7 @@ pub(crate) fn contents_text(result: &ReadResourceResult) -> String {
 pub(crate) async fn prompts(cx: &Context, out: &Out, id: Option<&str>) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
-    let live = start(cx, loaded, id, Setup::default()).await?;
+    let live = start(cx, out, loaded, id, Setup::default()).await?;
     let outcome = show_prompts(out, &live.host, id).await;
     live.host.shutdown().await;
     outcome
@@ -882,7 +890,7 @@ pub(crate) async fn get(
 ) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
-    let live = start(cx, loaded, Some(id), Setup::default()).await?;
+    let live = start(cx, out, loaded, Some(id), Setup::default()).await?;
     let outcome = get_on(out, &live.host, id, prompt, args.into_iter().collect()).await;
     live.host.shutdown().await;
     outcome
@@ -998,7 +1006,7 @@ pub(crate) async fn login(
         },
         ..Setup::default()
     };
-    let live = start(cx, loaded, Some(id), setup).await?;
+    let live = start(cx, out, loaded, Some(id), setup).await?;
     let status = live.host.server_status(id);
     live.host.shutdown().await;
     let Some(status) = status else {

@@ -17,6 +17,7 @@ mod live;
 mod manage;
 mod output;
 mod shell;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -87,6 +88,8 @@ async fn run(cli: Cli, out: Out) -> Result<(), Failure> {
         Command::Login { id, no_browser } => live::login(&cx, &out, &id, no_browser).await,
         Command::Logout { id } => live::logout(&cx, &out, &id),
         Command::Shell { yes } => shell::run(&cx, &out, yes).await,
+        Command::Trust { ids, all } => trust::trust(&cx, &out, &ids, all),
+        Command::Untrust { id } => trust::untrust(&cx, &out, &id),
         Command::Demo => demo::run(&out).await,
         Command::Serve {
             gateway,

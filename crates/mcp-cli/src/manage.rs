@@ -7,6 +7,7 @@ use mcp_host::config::{
     self, ConfigPaths, Env, FileStatus, LoadedConfig, NewServer, NewTransport, Scope, Secret,
     SecretSource, ServerConfig, Transport,
 };
+use mcp_host::trust::TrustStore;
 use serde_json::{Value, json};
 
 use crate::args::{self, AddArgs, EditScope, ReadScope, TransportArg};
@@ -74,6 +75,9 @@ pub(crate) fn add(cx: &Context, out: &Out, a: AddArgs) -> Result<(), Failure> {
     let server = new_server(&a)?;
     let path = cx.file(a.scope)?;
     config::add_server(&path, &a.id, &server, a.replace)?;
+    if a.scope == EditScope::Project {
+        approve_added(cx, &a.id, &path)?;
+    }
     let kind = match &server.transport {
         NewTransport::Stdio { .. } => "stdio",
         NewTransport::Http {
@@ -99,6 +103,30 @@ pub(crate) fn add(cx: &Context, out: &Out, a: AddArgs) -> Result<(), Failure> {
         out.note(&format!("next: `mcp-host test {}`", a.id));
     }
     Ok(())
+}
+
+/// A server the user just wrote into the project file is theirs: it is approved as written,
+/// even if it is not usable yet (a variable it reads is not set in this shell).
+/// Only the entry in `file`, the one just written, is approved: never another file's.
+fn approve_added(cx: &Context, id: &str, file: &Path) -> Result<(), Failure> {
+    let loaded = cx.load(ReadScope::Project);
+    let fingerprint = match loaded.server(id) {
+        Some(s) if s.file == file => Some(s.fingerprint.clone()),
+        Some(_) => None,
+        None => loaded
+            .rejected
+            .iter()
+            .find(|r| r.id == id && r.file == file)
+            .and_then(|r| r.fingerprint.clone()),
+    };
+    let (Some(fingerprint), Some(path)) =
+        (fingerprint, TrustStore::default_path(&cx.paths, &cx.env))
+    else {
+        return Ok(());
+    };
+    TrustStore::new(path)
+        .approve_fingerprints(&cx.paths.project_dir, [(id, fingerprint.as_str())])
+        .map_err(|e| Failure::new(Code::Other, e.to_string()))
 }
 
 /// The entry `add`'s flags describe, or a usage error that says which flag is missing or

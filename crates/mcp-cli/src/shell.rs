@@ -19,6 +19,7 @@ use crate::exit::{Code, Failure};
 use crate::live::{self, Setup};
 use crate::manage::{self, Context};
 use crate::output::{Out, Sink};
+use crate::trust;
 
 const HELP: &str = "\
 commands:
@@ -100,6 +101,7 @@ pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failur
     manage::report_problems(&out, &loaded);
     let live = live::start(
         cx,
+        &out,
         loaded,
         None,
         Setup {
@@ -297,9 +299,12 @@ fn command(
             Some(Box::pin(async move {
                 let loaded = cx.load(ReadScope::Effective);
                 manage::report_problems(&out, &loaded);
-                match live::oauth(&cx) {
-                    Ok(oauth) => {
-                        host.reload(setup::entries(&loaded, Some(&oauth))).await;
+                // No question here: the line belongs to the shell. A project server nobody
+                // approved stays in `error` and says how to approve it.
+                match live::oauth(&cx).and_then(|o| Ok((o, trust::approvals(&cx)?))) {
+                    Ok((oauth, approvals)) => {
+                        host.reload(setup::entries(&loaded, Some(&oauth), &approvals))
+                            .await;
                         live::show_statuses(&out, &host.status());
                     }
                     Err(f) => out.failure(&f),

@@ -384,7 +384,9 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
             warnings.push(problem.to_string());
         }
     }
-    let mut entries = mcp_host::setup::entries(&loaded, oauth);
+    // The gateway file is read as the user's own (global) layer: none of it awaits approval.
+    let mut entries =
+        mcp_host::setup::entries(&loaded, oauth, &mcp_host::trust::Approvals::default());
     for entry in &mut entries {
         entry.source = "gateway".to_owned();
     }

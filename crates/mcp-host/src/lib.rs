@@ -38,6 +38,7 @@ mod host;
 pub mod oauth;
 pub mod permission;
 pub mod setup;
+pub mod trust;
 
 // The public interface is:
 pub use bound::bound_result;

@@ -11,6 +11,7 @@ use crate::config::{LoadedConfig, Scope, ServerConfig, Transport};
 use crate::host::{Connect, HostOptions, Phase, ServerEntry};
 use crate::oauth::OAuthContext;
 use crate::permission::{Decision, Policy, ServerRules};
+use crate::trust::Approvals;
 
 /// The entries for every server in `loaded`: the effective ones (enabled or not) and the
 /// refused ones, ordered by id. A refused entry is listed in state `error` with its problems,
@@ -18,11 +19,22 @@ use crate::permission::{Decision, Policy, ServerRules};
 ///
 /// With an OAuth context, every HTTP server without a configured `Authorization` header gets
 /// an OAuth hook: its stored tokens are used, and a 401 starts discovery and login.
-pub fn entries(loaded: &LoadedConfig, oauth: Option<&OAuthContext>) -> Vec<ServerEntry> {
+///
+/// A project file's server runs only if `approvals` approves it as it is written now;
+/// otherwise it is listed in state `error` at [`Phase::Trust`], and nothing of it is started
+/// or sent anywhere ([`crate::trust`]).
+pub fn entries(
+    loaded: &LoadedConfig,
+    oauth: Option<&OAuthContext>,
+    approvals: &Approvals,
+) -> Vec<ServerEntry> {
     let mut out: Vec<ServerEntry> = loaded
         .servers
         .iter()
         .map(|server| {
+            if !approvals.approves(server) {
+                return untrusted(server, approvals.knows(&server.id));
+            }
             let mut e = entry(server);
             e.oauth = oauth.and_then(|ctx| ctx.hook(server));
             e
@@ -93,6 +105,27 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
     e.max_result_bytes = server.max_result_bytes;
     e.protocol_version = server.protocol_version.clone();
     e.notes = notes;
+    e
+}
+
+/// A project's server the user has not approved (or approved as it was before an edit).
+fn untrusted(server: &ServerConfig, changed: bool) -> ServerEntry {
+    let why = if changed {
+        "changed since it was approved"
+    } else {
+        "not approved yet"
+    };
+    let mut e = ServerEntry::unusable(
+        server.id.clone(),
+        server.transport.kind(),
+        Phase::Trust,
+        format!(
+            "trust: the project file {} defines this server, {why}: nothing of it runs until the user approves it",
+            server.file.display()
+        ),
+    );
+    e.source = server.source.as_str().to_owned();
+    e.enabled = server.enabled;
     e
 }
 

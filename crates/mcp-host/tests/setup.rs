@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use mcp_host::config::{ConfigFile, Env, FileFormat, Scope, load_files};
 use mcp_host::permission::AllowAll;
-use mcp_host::{Decision, Host, ServerState, setup};
+use mcp_host::trust::{TrustError, TrustStore};
+use mcp_host::{Decision, Host, Phase, ServerState, setup};
 use mcp_protocol::schema::Implementation;
 use serde_json::json;
 
@@ -56,8 +57,15 @@ impl tracing::Subscriber for Capture {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
+/// The tests of this file one at a time: one captures the log on its own thread, and tracing
+/// decides whether a log line is wanted when it is first reached, on whichever thread that is.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn configured_servers_start_and_secrets_stay_hidden() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let capture = Capture::default();
     let _guard = tracing::subscriber::set_default(capture.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -87,7 +95,10 @@ fn configured_servers_start_and_secrets_stay_hidden() {
         &env,
         &dir,
     );
-    let entries = setup::entries(&loaded, None);
+    // The user approved this project's servers (the next test is about approval).
+    let store = TrustStore::new(dir.join("trust.json"));
+    store.approve(&dir, &loaded.servers).unwrap();
+    let entries = setup::entries(&loaded, None, &store.approvals(&dir).unwrap());
     let ids: Vec<_> = entries.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["broken", "good", "leaky", "off", "remote"]);
     // Project files cannot allow without asking; a deny stands.
@@ -148,4 +159,165 @@ fn configured_servers_start_and_secrets_stay_hidden() {
             "the secret leaked into {what}: {text}"
         );
     }
+}
+
+/// A cloned repository's `.mcp.json` names a program to run and a header to fill from the
+/// user's environment; neither happens until the user approves the entry, in this project,
+/// as it is written.
+#[test]
+fn project_servers_run_only_once_approved_as_written() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let root = temp_dir("trust");
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let fake = mcp_testkit::fake_server().display().to_string();
+    let global = root.join("global.json");
+    std::fs::write(
+        &global,
+        json!({"version": 1, "mcp": {"servers": {"mine": {"command": fake}}}}).to_string(),
+    )
+    .unwrap();
+    let mcp_json = project.join(".mcp.json");
+    let write_project = |tool: serde_json::Value| {
+        let doc = json!({"mcpServers": {
+            "tool": tool,
+            "web": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": {"env": "HOST_TOKEN"}}},
+        }});
+        std::fs::write(&mcp_json, doc.to_string()).unwrap();
+    };
+    write_project(
+        json!({"command": fake, "args": ["--tools", "1"], "env": {"K": {"env": "HOST_TOKEN"}}}),
+    );
+    let env = Env::new().with("HOST_TOKEN", PLANTED);
+    let load = || {
+        load_files(
+            &[
+                ConfigFile::new(&global, Scope::Global, FileFormat::Native),
+                ConfigFile::new(&mcp_json, Scope::Project, FileFormat::McpServers),
+            ],
+            &env,
+            &project,
+        )
+    };
+    let loaded = load();
+    let tool = loaded.server("tool").unwrap();
+    assert_eq!(tool.reads_env, ["HOST_TOKEN"]);
+    assert_eq!(loaded.server("web").unwrap().reads_env, ["HOST_TOKEN"]);
+
+    let store = TrustStore::new(root.join("home/trust.json"));
+    let host = Host::new(setup::host_options(
+        &loaded,
+        Implementation::new("t".into(), "0".into()),
+        Arc::new(AllowAll),
+    ));
+    rt.block_on(host.start(setup::entries(
+        &loaded,
+        None,
+        &store.approvals(&project).unwrap(),
+    )));
+    assert_eq!(
+        host.server_status("mine").unwrap().state,
+        ServerState::Ready
+    );
+    for id in ["tool", "web"] {
+        let s = host.server_status(id).unwrap();
+        assert_eq!(s.state, ServerState::Error, "{s:?}");
+        assert_eq!(s.last_error_phase, Some(Phase::Trust));
+        let why = s.last_error.unwrap();
+        assert!(
+            why.contains(".mcp.json") && why.contains("not approved yet"),
+            "{why}"
+        );
+        assert!(s.last_connected_at.is_none());
+    }
+
+    // Approved: it runs. The global server needed no approval and has none.
+    store.approve(&project, [tool]).unwrap();
+    let approvals = store.approvals(&project).unwrap();
+    assert!(approvals.knows("tool") && !approvals.knows("mine") && !approvals.knows("web"));
+    rt.block_on(host.reload(setup::entries(&loaded, None, &approvals)));
+    assert_eq!(
+        host.server_status("tool").unwrap().state,
+        ServerState::Ready
+    );
+    assert_eq!(
+        host.server_status("web").unwrap().last_error_phase,
+        Some(Phase::Trust)
+    );
+
+    // Member order, switching it off and on, and permissions keep the approval...
+    write_project(
+        json!({"env": {"K": {"env": "HOST_TOKEN"}}, "args": ["--tools", "1"],
+        "command": fake, "disabled": false, "permission": {"default": "deny"}}),
+    );
+    assert!(approvals.approves(load().server("tool").unwrap()));
+    // ...what it runs, with what, does not.
+    for changed in [
+        json!({"command": fake, "args": ["--tools", "2"], "env": {"K": {"env": "HOST_TOKEN"}}}),
+        json!({"command": fake, "args": ["--tools", "1"], "env": {"K": {"env": "OTHER"}}}),
+        json!({"command": fake, "args": ["--tools", "1"], "env": {"K": {"env": "HOST_TOKEN"}}, "inherit_env": true}),
+        json!({"command": "/bin/sh", "args": ["--tools", "1"], "env": {"K": {"env": "HOST_TOKEN"}}}),
+    ] {
+        write_project(changed.clone());
+        let loaded = load();
+        if let Some(server) = loaded.server("tool") {
+            assert!(!approvals.approves(server), "{changed}");
+        }
+        let entries = setup::entries(&loaded, None, &approvals);
+        let entry = entries.iter().find(|e| e.id == "tool").unwrap();
+        let unusable = entry.connect.as_ref().unwrap_err();
+        assert!(
+            matches!(unusable.phase, Phase::Trust | Phase::Configuration),
+            "{changed}"
+        );
+    }
+    write_project(json!({"command": fake, "args": ["--tools", "3"]}));
+    let entries = setup::entries(&load(), None, &approvals);
+    let why = &entries
+        .iter()
+        .find(|e| e.id == "tool")
+        .unwrap()
+        .connect
+        .as_ref()
+        .unwrap_err()
+        .message;
+    assert!(why.contains("changed since it was approved"), "{why}");
+
+    // Another checkout of the same files starts with no approval.
+    let clone = root.join("clone");
+    std::fs::create_dir_all(&clone).unwrap();
+    assert_eq!(store.approvals(&clone).unwrap(), Default::default());
+
+    // The file is private and holds fingerprints, never a value.
+    let text = std::fs::read_to_string(store.path()).unwrap();
+    assert!(
+        !text.contains(PLANTED) && !text.contains("--tools"),
+        "{text}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(store.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    assert!(store.revoke(&project, "tool").unwrap());
+    assert!(!store.revoke(&project, "tool").unwrap());
+    assert!(!store.approvals(&project).unwrap().knows("tool"));
+
+    // A file it cannot read is an error that names it, not an empty list of approvals.
+    std::fs::write(store.path(), "{not json").unwrap();
+    let err = store.approvals(&project).unwrap_err();
+    assert!(matches!(err, TrustError::Corrupt { .. }));
+    assert!(err.to_string().contains("trust.json"), "{err}");
+    rt.block_on(host.shutdown());
 }

@@ -42,6 +42,7 @@ pub use model::{
     Problem, RejectedServer, Scope, ServerConfig, Severity, StdioTransport, Transport, shown_url,
 };
 pub use parse::is_valid_server_id;
+pub(crate) use parse::json_error_text;
 pub use secret::{Env, Secret, SecretSource};
 
 use parse::{Entry, Resolve};

@@ -261,6 +261,16 @@ pub struct ServerConfig {
     /// A protocol revision to use instead of negotiating, which pins its era too; always one a
     /// session speaks ([`ProtocolVersion::KNOWN`], 2026-07-28 included).
     pub protocol_version: Option<ProtocolVersion>,
+    /// What a user approves when they trust a project's server: a SHA-256 (hex) of the entry
+    /// as written, less the members that neither start anything nor send anything anywhere
+    /// (`enabled`, timeouts, tool lists, permissions, limits). Editing the command, its
+    /// arguments, environment, URL or headers changes it, and the approval with it
+    /// (`crate::trust`).
+    pub fingerprint: String,
+    /// The variables of the host's environment the entry reads (its `{"env": …}` references,
+    /// in file order): what it would take from the user's environment and hand to a server,
+    /// which is what a user must see before approving a project's server.
+    pub reads_env: Vec<String>,
 }
 
 impl ServerConfig {
@@ -430,6 +440,8 @@ pub struct RejectedServer {
     pub source: Scope,
     /// The file.
     pub file: PathBuf,
+    /// The entry's [`ServerConfig::fingerprint`], when it is an object.
+    pub fingerprint: Option<String>,
 }
 
 /// The result of loading: the effective servers, the entries that were refused, every problem

@@ -292,6 +292,16 @@ fn rejected(file: &ConfigFile, id: &str) -> RejectedServer {
         id: id.to_owned(),
         source: file.scope,
         file: file.path.clone(),
+        fingerprint: None,
+    }
+}
+
+/// A refused entry that is an object: its fingerprint is kept, so that the user who wrote it
+/// can approve it before it becomes usable (a variable it reads is set later).
+fn rejected_entry(file: &ConfigFile, id: &str, map: &Map<String, Value>) -> RejectedServer {
+    RejectedServer {
+        fingerprint: Some(fingerprint(map)),
+        ..rejected(file, id)
     }
 }
 
@@ -338,6 +348,8 @@ struct EntryCx<'c, 'a> {
     cx: &'c mut Cx<'a>,
     id: &'c str,
     errors: usize,
+    /// The `{"env": …}` references read so far, once each.
+    reads_env: Vec<String>,
 }
 
 impl EntryCx<'_, '_> {
@@ -448,15 +460,24 @@ impl EntryCx<'_, '_> {
         };
         match source {
             SecretSource::Plain(s) => Some(s),
-            SecretSource::Env(var) => match rs.env {
-                None => Some(Secret::new(String::new())),
-                Some(env) => match env.var(&var) {
-                    Some(v) => Some(Secret::new(v)),
-                    None => {
-                        self.error(path, &format!("environment variable `{var}` is not set"));
-                        None
-                    }
-                },
+            SecretSource::Env(var) => {
+                if !self.reads_env.contains(&var) {
+                    self.reads_env.push(var.clone());
+                }
+                self.resolve(path, &var, rs)
+            }
+        }
+    }
+
+    fn resolve(&mut self, path: &str, var: &str, rs: &Resolve<'_>) -> Option<Secret> {
+        match rs.env {
+            None => Some(Secret::new(String::new())),
+            Some(env) => match env.var(var) {
+                Some(v) => Some(Secret::new(v)),
+                None => {
+                    self.error(path, &format!("environment variable `{var}` is not set"));
+                    None
+                }
             },
         }
     }
@@ -509,7 +530,12 @@ enum Kind {
 /// Validates one server entry. Errors reject it; warnings do not.
 pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve<'_>) -> Entry {
     let file = cx.file;
-    let mut e = EntryCx { cx, id, errors: 0 };
+    let mut e = EntryCx {
+        cx,
+        id,
+        errors: 0,
+        reads_env: Vec::new(),
+    };
     if !is_valid_server_id(id) {
         e.errors += 1;
         e.cx.push(
@@ -551,7 +577,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
         return if e.errors == 0 {
             Entry::DisableMarker { id: id.to_owned() }
         } else {
-            Entry::Rejected(rejected(file, id))
+            Entry::Rejected(rejected_entry(file, id, map))
         };
     }
 
@@ -567,11 +593,11 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
         Some("sse") => Some(Kind::Sse),
         Some(_) => {
             e.error(kind_field, "must be \"stdio\", \"http\" or \"sse\"");
-            return Entry::Rejected(rejected(file, id));
+            return Entry::Rejected(rejected_entry(file, id, map));
         }
     };
     if kind.is_none() && map.contains_key(kind_field) {
-        return Entry::Rejected(rejected(file, id));
+        return Entry::Rejected(rejected_entry(file, id, map));
     }
 
     let transport = read_transport(&mut e, map, kind, rs);
@@ -607,7 +633,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
         });
 
     let Some(transport) = transport else {
-        return Entry::Rejected(rejected(file, id));
+        return Entry::Rejected(rejected_entry(file, id, map));
     };
     let ignored: &[&str] = match transport {
         Transport::Stdio(_) => HTTP_ONLY,
@@ -627,7 +653,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
     }
     let oauth = oauth.filter(|_| matches!(transport, Transport::Http(_)));
     if e.errors > 0 {
-        return Entry::Rejected(rejected(file, id));
+        return Entry::Rejected(rejected_entry(file, id, map));
     }
     Entry::Server {
         config: Box::new(ServerConfig {
@@ -643,9 +669,72 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
             permission,
             max_result_bytes: super::model::DEFAULT_MAX_RESULT_BYTES,
             protocol_version,
+            fingerprint: fingerprint(map),
+            reads_env: std::mem::take(&mut e.reads_env),
         }),
         own_max_result,
     }
+}
+
+/// Members of an entry that change neither what runs nor where anything is sent: editing
+/// them keeps a project server's approval.
+const NOT_APPROVED: &[&str] = &[
+    "enabled",
+    "disabled",
+    "description",
+    "request_timeout_ms",
+    "enabled_tools",
+    "disabled_tools",
+    "permission",
+    "max_result_bytes",
+    "protocol_version",
+];
+
+/// [`ServerConfig::fingerprint`]: SHA-256 over the entry's other members in a canonical form
+/// (keys sorted at every level), so that formatting and member order do not matter.
+fn fingerprint(map: &Map<String, Value>) -> String {
+    use sha2::{Digest, Sha256};
+    fn canonical(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical(&Value::String(key.clone()), out);
+                    out.push(':');
+                    canonical(&map[key], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical(item, out);
+                }
+                out.push(']');
+            }
+            // A string or a number prints one way only.
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let kept: Map<String, Value> = map
+        .iter()
+        .filter(|(k, _)| !NOT_APPROVED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut text = String::from("mcp-host server entry v1\n");
+    canonical(&Value::Object(kept), &mut text);
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn read_transport(

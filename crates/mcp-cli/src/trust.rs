@@ -1,0 +1,283 @@
+//! Approving a project's servers: `trust`, `untrust`, and the question asked on a terminal
+//! before a project server nobody approved would run. A project's files come with a
+//! repository someone may have cloned; the library runs none of their servers without an
+//! approval (`mcp_host::trust`), and this is where a person gives or withdraws one.
+
+use std::io::IsTerminal as _;
+
+use mcp_host::config::{LoadedConfig, Scope, ServerConfig, Transport, shown_url};
+use mcp_host::trust::{Approvals, TrustStore};
+use serde_json::{Value, json};
+
+use crate::args::ReadScope;
+use crate::exit::{Code, Failure};
+use crate::manage::{Context, target};
+use crate::output::{Out, Table, cell};
+
+/// This user's approvals file, if there is a place for it.
+fn store(cx: &Context) -> Option<TrustStore> {
+    TrustStore::default_path(&cx.paths, &cx.env).map(TrustStore::new)
+}
+
+/// The approvals of the current project (none when the user has no configuration directory).
+pub(crate) fn approvals(cx: &Context) -> Result<Approvals, Failure> {
+    match store(cx) {
+        Some(store) => store
+            .approvals(&cx.paths.project_dir)
+            .map_err(|e| Failure::config(e.to_string())),
+        None => Ok(Approvals::default()),
+    }
+}
+
+/// Records the user's approval of `servers` in the current project.
+pub(crate) fn approve<'a>(
+    cx: &Context,
+    servers: impl IntoIterator<Item = &'a ServerConfig>,
+) -> Result<(), Failure> {
+    let Some(store) = store(cx) else {
+        return Err(Failure::config(
+            "no place to keep approvals: set HOME, XDG_CONFIG_HOME or MCP_HOST_CONFIG",
+        ));
+    };
+    store
+        .approve(&cx.paths.project_dir, servers)
+        .map_err(|e| Failure::new(Code::Other, e.to_string()))
+}
+
+/// What a project server would do if approved, one line per fact, its text cleaned: the
+/// command line or the URL, the directory, and every value it would take from the user's
+/// environment.
+pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
+    let mut lines = Vec::new();
+    match &s.transport {
+        Transport::Stdio(t) => {
+            lines.push(("runs", cell(&target(s), 300)));
+            if let Some(dir) = &t.cwd {
+                lines.push(("directory", cell(&dir.display().to_string(), 200)));
+            }
+            if !t.env.is_empty() {
+                let names: Vec<&str> = t.env.iter().map(|(k, _)| k.as_str()).collect();
+                lines.push(("environment", cell(&names.join(", "), 300)));
+            }
+            if t.inherit_env {
+                lines.push((
+                    "inherits",
+                    "your whole environment (every variable, tokens included)".to_owned(),
+                ));
+            }
+        }
+        Transport::Http(h) => {
+            lines.push(("connects to", cell(&shown_url(&h.url), 300)));
+            if !h.headers.is_empty() {
+                let names: Vec<&str> = h.headers.iter().map(|(k, _)| k.as_str()).collect();
+                lines.push(("headers", cell(&names.join(", "), 300)));
+            }
+        }
+        _ => {}
+    }
+    if !s.reads_env.is_empty() {
+        lines.push((
+            "reads",
+            format!(
+                "from your environment: {}",
+                cell(&s.reads_env.join(", "), 300)
+            ),
+        ));
+    }
+    lines
+}
+
+/// Whether a person can be asked: stdin and stderr are terminals.
+fn can_ask() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// The approvals to start servers with. On a terminal, each enabled project server that would
+/// start (only `only`, if given) and is not approved is shown and asked about first; an
+/// approval is recorded. Elsewhere nothing is asked, and those servers stay in `error` at the
+/// trust phase.
+pub(crate) async fn review(
+    cx: &Context,
+    out: &Out,
+    loaded: &LoadedConfig,
+    only: Option<&str>,
+) -> Result<Approvals, Failure> {
+    let approvals = approvals(cx)?;
+    let pending: Vec<&ServerConfig> = loaded
+        .servers
+        .iter()
+        .filter(|s| s.enabled && only.is_none_or(|id| s.id == id) && !approvals.approves(s))
+        .collect();
+    if pending.is_empty() || !can_ask() {
+        return Ok(approvals);
+    }
+    let mut approved = Vec::new();
+    for s in pending {
+        let changed = if approvals.knows(&s.id) {
+            ", changed since you approved it"
+        } else {
+            ""
+        };
+        let mut question = format!(
+            "the project file {} defines server `{}`{changed}:\n",
+            s.file.display(),
+            s.id
+        );
+        for (what, text) in describe(s) {
+            question.push_str(&format!("  {what:<12} {text}\n"));
+        }
+        question.push_str("run it? (approve it for this project) [y/N] ");
+        if ask(question).await {
+            approved.push(s);
+        } else {
+            out.note(&format!(
+                "not approved: `{}` will not run (`mcp-host trust {}` approves it later)",
+                s.id, s.id
+            ));
+        }
+    }
+    approve(cx, approved)?;
+    self::approvals(cx)
+}
+
+/// Asks `question` on the terminal; only `y` or `yes` is a yes.
+async fn ask(question: String) -> bool {
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write as _;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{question}");
+        let _ = err.flush();
+        drop(err);
+        let mut answer = String::new();
+        if std::io::stdin().read_line(&mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// `trust`: without ids, the project's servers and whether each is approved; with ids (or
+/// `--all`), approves them as they are written now.
+pub(crate) fn trust(cx: &Context, out: &Out, ids: &[String], all: bool) -> Result<(), Failure> {
+    let loaded = cx.load(ReadScope::Effective);
+    let approvals = approvals(cx)?;
+    let project: Vec<&ServerConfig> = loaded
+        .servers
+        .iter()
+        .filter(|s| s.source == Scope::Project)
+        .collect();
+    if ids.is_empty() && !all {
+        return show(out, &project, &approvals);
+    }
+    let mut chosen = Vec::new();
+    for id in ids {
+        match loaded.server(id) {
+            Some(s) if s.source == Scope::Project => chosen.push(s),
+            Some(_) => out.note(&format!(
+                "`{id}` comes from your global file, which needs no approval"
+            )),
+            None => {
+                return Err(Failure::config(format!("no server `{id}` is configured"))
+                    .hint("`mcp-host trust` lists the project's servers"));
+            }
+        }
+    }
+    if all {
+        chosen = project;
+    }
+    approve(cx, chosen.iter().copied())?;
+    if out.is_json() {
+        out.json(&json!({
+            "project": cx.paths.project_dir.display().to_string(),
+            "approved": chosen.iter().map(|s| entry_json(s, true)).collect::<Vec<_>>(),
+        }));
+    } else if chosen.is_empty() {
+        out.text("no project server to approve");
+    } else {
+        for s in chosen {
+            let mut text = format!("approved `{}` for this project:", s.id);
+            for (what, line) in describe(s) {
+                text.push_str(&format!("\n  {what:<12} {line}"));
+            }
+            out.text(&text);
+        }
+    }
+    Ok(())
+}
+
+/// The project's servers and their approval.
+fn show(out: &Out, project: &[&ServerConfig], approvals: &Approvals) -> Result<(), Failure> {
+    let state = |s: &ServerConfig| {
+        if approvals.approves(s) {
+            "yes"
+        } else if approvals.knows(&s.id) {
+            "changed"
+        } else {
+            "no"
+        }
+    };
+    if out.is_json() {
+        out.json(&json!({
+            "servers": project.iter().map(|s| {
+                let mut v = entry_json(s, approvals.approves(s));
+                v["state"] = json!(state(s));
+                v
+            }).collect::<Vec<_>>(),
+        }));
+        return Ok(());
+    }
+    if project.is_empty() {
+        out.text("this project's files define no server");
+        return Ok(());
+    }
+    let mut table = Table::new(&["ID", "APPROVED", "FILE", "RUNS OR CONNECTS TO"]);
+    for s in project {
+        table.row(vec![
+            s.id.clone(),
+            state(s).to_owned(),
+            s.file.display().to_string(),
+            cell(&target(s), 100),
+        ]);
+    }
+    out.text(&table.render());
+    if project.iter().any(|s| !approvals.approves(s)) {
+        out.note("`mcp-host trust ID` shows what a server runs and approves it");
+    }
+    Ok(())
+}
+
+fn entry_json(s: &ServerConfig, approved: bool) -> Value {
+    json!({
+        "id": s.id,
+        "file": s.file.display().to_string(),
+        "approved": approved,
+        "describe": describe(s).into_iter().map(|(k, v)| json!({"what": k, "text": v})).collect::<Vec<_>>(),
+    })
+}
+
+/// `untrust`: withdraws the approval of a project server.
+pub(crate) fn untrust(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
+    if !mcp_host::config::is_valid_server_id(id) {
+        return Err(Failure::from(
+            mcp_host::config::ConfigError::InvalidServerId { id: id.to_owned() },
+        ));
+    }
+    let removed = match store(cx) {
+        Some(store) => store
+            .revoke(&cx.paths.project_dir, id)
+            .map_err(|e| Failure::new(Code::Other, e.to_string()))?,
+        None => false,
+    };
+    if out.is_json() {
+        out.json(&json!({ "id": id, "revoked": removed }));
+    } else if removed {
+        out.text(&format!(
+            "`{id}` is no longer approved in this project: it will not run until approved again"
+        ));
+    } else {
+        out.text(&format!("`{id}` was not approved in this project"));
+    }
+    Ok(())
+}

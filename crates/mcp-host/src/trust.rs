@@ -1,0 +1,249 @@
+//! Which project servers the user has approved. A project's files (`.mcp-host/config.json`,
+//! `.mcp.json`) arrive with a repository someone may have cloned, and a server entry is a
+//! command to run or a place to send headers to, so a project's server is not started until
+//! its user approves it. An approval is kept outside the project, in the user's own
+//! `trust.json` next to the global configuration: per project directory (canonical path), per
+//! server id, the entry's [`fingerprint`](crate::ServerConfig::fingerprint). Editing what the
+//! entry runs or where it connects changes the fingerprint and withdraws the approval;
+//! cloning the same repository elsewhere starts with none.
+//!
+//! The global file and a gateway file are the user's own and need no approval.
+//!
+//! The file is written atomically under a lock on `trust.json.lock`, like the token store;
+//! the calls block on file I/O.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::config::{ConfigPaths, Env, Scope, ServerConfig};
+use crate::fs::{self, FileLock, PRIVATE_MODE};
+
+/// The approvals file's name.
+pub const TRUST_FILE_NAME: &str = "trust.json";
+
+/// The file's format version; a newer one is refused rather than rewritten.
+const VERSION: u64 = 1;
+
+/// Why the approvals could not be read or written. Messages name the file and never quote
+/// its contents.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustError {
+    /// Reading failed for a reason other than the file being absent.
+    #[error("cannot read the approvals file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Locking or writing failed.
+    #[error("cannot write the approvals file {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not one this version understands; it is left as it is.
+    #[error("the approvals file {} is unreadable ({why}); move it away and approve the project's servers again", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+/// The approvals of one project: server id to the fingerprint approved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Approvals {
+    servers: BTreeMap<String, String>,
+}
+
+impl Approvals {
+    /// Whether `server` may run: always for a server from the user's own files, and for a
+    /// project's server only if this very entry was approved.
+    pub fn approves(&self, server: &ServerConfig) -> bool {
+        server.source != Scope::Project || self.servers.get(&server.id) == Some(&server.fingerprint)
+    }
+
+    /// Whether `id` was approved at all in this project, as it is now or as it was.
+    pub fn knows(&self, id: &str) -> bool {
+        self.servers.contains_key(id)
+    }
+}
+
+/// The approvals file at one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustStore {
+    path: PathBuf,
+}
+
+impl TrustStore {
+    /// The file at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// `trust.json` in the global configuration file's directory; `None` when that is not
+    /// known (no `HOME`), in which case no project server can be approved.
+    pub fn default_path(paths: &ConfigPaths, _env: &Env) -> Option<PathBuf> {
+        paths.global_dir().map(|d| d.join(TRUST_FILE_NAME))
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The approvals for the project at `project_dir`. A missing file approves nothing.
+    pub fn approvals(&self, project_dir: &Path) -> Result<Approvals, TrustError> {
+        let mut projects = self.read()?;
+        Ok(Approvals {
+            servers: projects
+                .remove(&project_key(project_dir))
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Approves `servers` (each as it is written now) in the project at `project_dir`, keeping
+    /// every other approval. Servers not from a project file need none and are skipped.
+    pub fn approve<'a>(
+        &self,
+        project_dir: &Path,
+        servers: impl IntoIterator<Item = &'a ServerConfig>,
+    ) -> Result<(), TrustError> {
+        self.approve_fingerprints(
+            project_dir,
+            servers
+                .into_iter()
+                .filter(|s| s.source == Scope::Project)
+                .map(|s| (s.id.as_str(), s.fingerprint.as_str())),
+        )
+    }
+
+    /// Approves entries by id and [`fingerprint`](ServerConfig::fingerprint), for an entry
+    /// that is not usable yet ([`RejectedServer::fingerprint`](crate::config::RejectedServer)):
+    /// its author approves it as they wrote it.
+    pub fn approve_fingerprints<'a>(
+        &self,
+        project_dir: &Path,
+        entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), TrustError> {
+        let entries: Vec<(&str, &str)> = entries.into_iter().collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let mut projects = self.read()?;
+        let project = projects.entry(project_key(project_dir)).or_default();
+        for (id, fingerprint) in entries {
+            project.insert(id.to_owned(), fingerprint.to_owned());
+        }
+        self.write(&projects)
+    }
+
+    /// Withdraws the approval of server `id` in the project at `project_dir`; whether there
+    /// was one.
+    pub fn revoke(&self, project_dir: &Path, id: &str) -> Result<bool, TrustError> {
+        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let mut projects = self.read()?;
+        let key = project_key(project_dir);
+        let Some(project) = projects.get_mut(&key) else {
+            return Ok(false);
+        };
+        let found = project.remove(id).is_some();
+        if project.is_empty() {
+            projects.remove(&key);
+        }
+        if found {
+            self.write(&projects)?;
+        }
+        Ok(found)
+    }
+
+    fn write_err(&self, source: io::Error) -> TrustError {
+        TrustError::Write {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn read(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, TrustError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(source) => {
+                return Err(TrustError::Read {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        let corrupt = |why: String| TrustError::Corrupt {
+            path: self.path.clone(),
+            why,
+        };
+        let doc: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| corrupt(crate::config::json_error_text(&e)))?;
+        match doc.get("version").and_then(Value::as_u64) {
+            Some(VERSION) => {}
+            Some(v) => return Err(corrupt(format!("version {v}, newer than this program"))),
+            None => return Err(corrupt("no `version`".to_owned())),
+        }
+        let mut out = BTreeMap::new();
+        let Some(projects) = doc.get("projects").and_then(Value::as_object) else {
+            return Err(corrupt("no `projects` object".to_owned()));
+        };
+        for (dir, servers) in projects {
+            let Some(servers) = servers.as_object() else {
+                return Err(corrupt("a project is not an object".to_owned()));
+            };
+            let mut approved = BTreeMap::new();
+            for (id, fingerprint) in servers {
+                let Some(fingerprint) = fingerprint.as_str() else {
+                    return Err(corrupt("a fingerprint is not a string".to_owned()));
+                };
+                approved.insert(id.clone(), fingerprint.to_owned());
+            }
+            out.insert(dir.clone(), approved);
+        }
+        Ok(out)
+    }
+
+    fn write(
+        &self,
+        projects: &BTreeMap<String, BTreeMap<String, String>>,
+    ) -> Result<(), TrustError> {
+        let projects: Map<String, Value> = projects
+            .iter()
+            .map(|(dir, servers)| {
+                let servers: Map<String, Value> = servers
+                    .iter()
+                    .map(|(id, f)| (id.clone(), Value::String(f.clone())))
+                    .collect();
+                (dir.clone(), Value::Object(servers))
+            })
+            .collect();
+        let doc = serde_json::json!({ "version": VERSION, "projects": projects });
+        let mut bytes =
+            serde_json::to_vec_pretty(&doc).map_err(|e| self.write_err(io::Error::other(e)))?;
+        bytes.push(b'\n');
+        fs::write_atomic(&self.path, &bytes, PRIVATE_MODE).map_err(|e| self.write_err(e))
+    }
+}
+
+/// A project's key: its canonical path, so that `.`, a symbolic link and the full path are
+/// one project; the path as given when it cannot be resolved (it no longer exists).
+fn project_key(dir: &Path) -> String {
+    std::fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
