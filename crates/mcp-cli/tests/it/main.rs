@@ -10,6 +10,7 @@ mod live;
 mod manage;
 mod serve;
 mod shell;
+mod trust;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};

@@ -201,3 +201,42 @@ fn call_asks_on_the_terminal() {
     pty.wait_for("was denied", asked);
     assert_eq!(pty.child.wait().unwrap().code(), Some(6));
 }
+
+#[test]
+fn an_unapproved_project_server_is_asked_about_on_a_terminal() {
+    let u = User::new();
+    trust::clone_project(&u, &["demo-server"]);
+
+    // Asked, with what it would run and read; a no leaves it off.
+    let mut pty = Pty::start(&u, &["test", "cloned"]);
+    let asked = pty.wait_for("run it? (approve it for this project) [y/N]", 0);
+    let question = pty.seen_since(0);
+    assert!(
+        question.contains("defines server `cloned`")
+            && question.contains("demo-server")
+            && question.contains("from your environment: PATH"),
+        "{question}"
+    );
+    pty.type_line("n");
+    pty.wait_for("not approved", asked);
+    assert_eq!(pty.child.wait().unwrap().code(), Some(3));
+
+    // A yes is kept: the next run asks nothing.
+    let mut pty = Pty::start(&u, &["test", "cloned"]);
+    let asked = pty.wait_for("[y/N]", 0);
+    pty.type_line("y");
+    pty.wait_for("ok: server `cloned`", asked);
+    assert!(pty.child.wait().unwrap().success());
+    u.run(&["test", "cloned"]).code(0);
+
+    // The shell asks before its first prompt.
+    trust::clone_project(&u, &["demo-server", "--http", "127.0.0.1:0"]);
+    let mut pty = Pty::start(&u, &["shell"]);
+    let asked = pty.wait_for("changed since you approved it", 0);
+    pty.type_line("n");
+    pty.wait_for("type /help", asked);
+    let mark = pty.len();
+    pty.type_line("/mcp cloned");
+    pty.wait_for("[trust]", mark);
+    pty.quit();
+}

@@ -1,0 +1,135 @@
+//! A cloned project's servers: nothing runs until the user approves it, an edit withdraws the
+//! approval, and `add` approves what the user wrote themselves.
+
+use serde_json::json;
+
+use super::*;
+
+/// Writes `.mcp.json` as a cloned repository would bring it: the demo server, started with
+/// `args`, reading `PATH` from the user's environment.
+pub(crate) fn clone_project(u: &User, args: &[&str]) {
+    let doc = json!({"mcpServers": {
+        "cloned": {"command": bin(), "args": args, "env": {"FROM_HOST": {"env": "PATH"}}},
+    }});
+    std::fs::write(u.project.path().join(".mcp.json"), doc.to_string()).unwrap();
+}
+
+#[test]
+fn a_cloned_projects_server_runs_only_once_approved() {
+    let u = User::new();
+    clone_project(&u, &["demo-server"]);
+
+    // Without a terminal nobody is asked: the server does not run, and the error says how to
+    // approve it.
+    u.run(&["test", "cloned"])
+        .code(3)
+        .err_has("server `cloned` is not approved in this project")
+        .err_has(".mcp.json")
+        .err_has("mcp-host trust cloned");
+    let v = u.run(&["status", "cloned", "--json"]).code(0).json();
+    assert_eq!(v["state"], "error");
+    assert_eq!(v["last_error_phase"], "trust");
+    u.run(&["call", "cloned", "echo", "-y"]).code(3);
+
+    // `trust` lists it, with what it would run and read.
+    u.run(&["trust"])
+        .code(0)
+        .out_has("cloned")
+        .out_has(" no ")
+        .out_has("demo-server");
+    let v = u.run(&["trust", "--json"]).code(0).json();
+    assert_eq!(v["servers"][0]["id"], "cloned");
+    assert_eq!(v["servers"][0]["approved"], false);
+    assert_eq!(v["servers"][0]["state"], "no");
+    let said = v["servers"][0]["describe"].to_string();
+    assert!(said.contains("runs") && said.contains("PATH"), "{said}");
+
+    // Approved, it runs.
+    u.run(&["trust", "cloned"])
+        .code(0)
+        .out_has("approved `cloned`")
+        .out_has("from your environment: PATH");
+    u.run(&["test", "cloned"])
+        .code(0)
+        .out_has("ok: server `cloned`");
+
+    // Changing what it runs withdraws the approval; `trust` says it changed.
+    clone_project(&u, &["demo-server", "--http", "127.0.0.1:9"]);
+    u.run(&["test", "cloned"])
+        .code(3)
+        .err_has("changed since it was approved");
+    u.run(&["trust"]).code(0).out_has("changed");
+    u.run(&["trust", "--all"]).code(0);
+    clone_project(&u, &["demo-server"]);
+    u.run(&["trust", "--all"]).code(0);
+    u.run(&["test", "cloned"]).code(0);
+
+    // Withdrawn, it stops running; a second withdrawal finds nothing.
+    u.run(&["untrust", "cloned"])
+        .code(0)
+        .out_has("no longer approved");
+    u.run(&["untrust", "cloned"])
+        .code(0)
+        .out_has("was not approved");
+    u.run(&["test", "cloned"]).code(3);
+
+    // The approval belongs to this directory: the same files elsewhere are not approved.
+    u.run(&["trust", "cloned"]).code(0);
+    let other = TempDir::new("other-checkout");
+    std::fs::copy(
+        u.project.path().join(".mcp.json"),
+        other.path().join(".mcp.json"),
+    )
+    .unwrap();
+    let other_dir = other.path().to_str().unwrap();
+    u.run(&["--project", other_dir, "test", "cloned"]).code(3);
+
+    // Errors: an unknown id, an invalid one, a global server (which needs no approval).
+    u.run(&["trust", "ghost"])
+        .code(3)
+        .err_has("no server `ghost`");
+    u.run(&["untrust", "bad id"]).code(2);
+    u.add_demo("mine", "global");
+    u.run(&["trust", "mine"])
+        .code(0)
+        .err_has("needs no approval");
+}
+
+#[test]
+fn what_the_user_adds_to_the_project_is_approved() {
+    let u = User::new();
+    u.add_demo("mine", "project");
+    let v = u.run(&["trust", "--json"]).code(0).json();
+    assert_eq!(v["servers"][0]["id"], "mine");
+    assert_eq!(v["servers"][0]["approved"], true);
+    // Switching it off and on, a permission or a timeout keeps the approval.
+    u.run(&["disable", "mine"]).code(0);
+    u.run(&["enable", "mine"]).code(0);
+    u.run(&["test", "mine"]).code(0);
+    // Added while a variable it reads is unset, it is approved as written and runs once the
+    // variable is set.
+    u.run(&[
+        "add",
+        "later",
+        "--transport",
+        "stdio",
+        "--command",
+        bin(),
+        "--arg",
+        "demo-server",
+        "--env-from",
+        "K=MCP_HOST_TEST_LATER",
+    ])
+    .code(0);
+    u.run(&["test", "later"])
+        .code(3)
+        .err_has("MCP_HOST_TEST_LATER");
+    let r = Run::from(
+        u.command(&["test", "later"])
+            .env("MCP_HOST_TEST_LATER", "set")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    );
+    r.code(0);
+}
