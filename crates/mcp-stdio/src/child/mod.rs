@@ -229,19 +229,13 @@ fn redact(kept: &[u8], dropped: Option<u8>, secrets: &[String]) -> String {
     // Byte ranges to show as `[redacted]`, and where the text starts.
     let mut hidden: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
-    for secret in secrets.iter().map(String::as_bytes) {
+    for secret in secrets {
         if secret.is_empty() || len == 0 {
             continue;
         }
         // Whole occurrences, every one, overlapping ones included.
-        if len >= secret.len() {
-            hidden.extend(
-                kept.windows(secret.len())
-                    .enumerate()
-                    .filter(|(_, w)| *w == secret)
-                    .map(|(i, _)| i..i + secret.len()),
-            );
-        }
+        occurrences(kept, secret, &mut hidden);
+        let secret = secret.as_bytes();
         // The beginning of one still being written.
         let partial = 1..secret.len().min(len + 1);
         if let Some(k) = partial
@@ -299,6 +293,26 @@ fn redact(kept: &[u8], dropped: Option<u8>, secrets: &[String]) -> String {
     }
     text.push_str(&String::from_utf8_lossy(&kept[at..]));
     text
+}
+
+/// Adds to `found` where `secret` occurs in `kept`, overlapping occurrences included.
+///
+/// The search runs on the UTF-8 stretches of `kept`, with `str::find`. A secret is UTF-8, and
+/// a decoder never takes a byte that starts a character as the continuation of another: an
+/// occurrence lies within one stretch, whatever bytes surround it.
+fn occurrences(kept: &[u8], secret: &str, found: &mut Vec<std::ops::Range<usize>>) {
+    let mut offset = 0;
+    for chunk in kept.utf8_chunks() {
+        let text = chunk.valid();
+        let mut from = 0;
+        while let Some(i) = text[from..].find(secret) {
+            let at = from + i;
+            found.push(offset + at..offset + at + secret.len());
+            // The next may overlap this one: go on from this one's second character.
+            from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+        }
+        offset += text.len() + chunk.invalid().len();
+    }
 }
 
 /// A started server: its pipes, its group, and its stderr log.

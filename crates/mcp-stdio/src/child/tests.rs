@@ -147,6 +147,18 @@ fn overlapping_occurrences_are_redacted_whole() {
     let log = new_log(256, &["ABCDEF", "DEFGHI"]);
     log.append(b"x ABCDEFGHI y, ABCDEF DEFGHI\n");
     assert_eq!(log.text(), "x [redacted] y, [redacted] [redacted]\n");
+
+    let log = new_log(256, &["ÄÖÄÖ"]);
+    log.append("x ÄÖÄÖÄÖ y\n".as_bytes());
+    assert_eq!(log.text(), "x [redacted] y\n");
+
+    // Among bytes that are not UTF-8, right against them too.
+    let log = new_log(256, &["ABAB", "ÄÖÄÖ"]);
+    log.append(b"\xff ABABAB \xfe\xe2ABAB\xc3\x84\xc3\x96\xc3\x84\xc3\x96\x96\n");
+    assert_eq!(
+        log.text(),
+        "\u{fffd} [redacted] \u{fffd}\u{fffd}[redacted]\u{fffd}\n"
+    );
 }
 
 #[test]
