@@ -119,14 +119,14 @@ fn approve_added(cx: &Context, id: &str, file: &Path) -> Result<(), Failure> {
             .find(|r| r.id == id && r.file == file)
             .and_then(|r| r.fingerprint.clone()),
     };
-    let (Some(fingerprint), Some(path)) =
-        (fingerprint, TrustStore::default_path(&cx.paths, &cx.env))
-    else {
-        return Ok(());
-    };
-    TrustStore::new(path)
-        .approve_fingerprints(&cx.paths.project_dir, [(id, fingerprint.as_str())])
-        .map_err(|e| Failure::new(Code::Other, e.to_string()))
+    match fingerprint {
+        // With no place for approvals (no HOME) there is nothing to record, and nothing
+        // that could be approved later either: the entry is written all the same.
+        Some(f) if TrustStore::default_path(&cx.paths, &cx.env).is_some() => {
+            crate::trust::approve_fingerprints(cx, [(id, f.as_str())])
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The entry `add`'s flags describe, or a usage error that says which flag is missing or

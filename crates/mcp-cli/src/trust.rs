@@ -34,13 +34,27 @@ pub(crate) fn approve<'a>(
     cx: &Context,
     servers: impl IntoIterator<Item = &'a ServerConfig>,
 ) -> Result<(), Failure> {
+    approve_fingerprints(
+        cx,
+        servers
+            .into_iter()
+            .filter(|s| s.source == Scope::Project)
+            .map(|s| (s.id.as_str(), s.fingerprint.as_str())),
+    )
+}
+
+/// Records approvals by id and fingerprint (an entry not usable yet has no `ServerConfig`).
+pub(crate) fn approve_fingerprints<'a>(
+    cx: &Context,
+    entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), Failure> {
     let Some(store) = store(cx) else {
         return Err(Failure::config(
             "no place to keep approvals: set HOME, XDG_CONFIG_HOME or MCP_HOST_CONFIG",
         ));
     };
     store
-        .approve(&cx.paths.project_dir, servers)
+        .approve_fingerprints(&cx.paths.project_dir, entries)
         .map_err(|e| Failure::new(Code::Other, e.to_string()))
 }
 
