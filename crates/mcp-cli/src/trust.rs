@@ -89,6 +89,20 @@ pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
         }
         _ => {}
     }
+    if let Some(o) = &s.oauth {
+        // Where a login would send the user and the authorization code.
+        let endpoints: Vec<String> = [
+            ("authorization", &o.authorization_url),
+            ("token", &o.token_url),
+            ("registration", &o.registration_url),
+        ]
+        .into_iter()
+        .filter_map(|(what, url)| url.as_ref().map(|u| format!("{what} {}", shown_url(u))))
+        .collect();
+        if !endpoints.is_empty() {
+            lines.push(("oauth", cell(&endpoints.join(", "), 300)));
+        }
+    }
     if !s.reads_env.is_empty() {
         lines.push((
             "reads",

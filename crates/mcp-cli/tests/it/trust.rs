@@ -133,3 +133,38 @@ fn what_the_user_adds_to_the_project_is_approved() {
     );
     r.code(0);
 }
+
+#[test]
+fn a_remote_servers_question_names_where_it_connects_and_what_it_sends() {
+    let u = User::new();
+    let doc = json!({"mcpServers": {"web": {
+        "type": "http",
+        "url": "https://mcp.example.com/mcp?key=abc",
+        "headers": {"X-Api-Key": {"env": "HOST_TOKEN"}},
+        "oauth": {"token_url": "https://tokens.example.net/token"},
+    }}});
+    std::fs::write(u.project.path().join(".mcp.json"), doc.to_string()).unwrap();
+    let r = Run::from(
+        u.command(&["trust", "--json"])
+            .env("HOST_TOKEN", "t0ps3cret")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    );
+    r.code(0);
+    let said = r.json()["servers"][0]["describe"].to_string();
+    for part in [
+        "connects to",
+        "https://mcp.example.com/mcp",
+        "X-Api-Key",
+        "token https://tokens.example.net/token",
+        "from your environment: HOST_TOKEN",
+    ] {
+        assert!(said.contains(part), "{part} in {said}");
+    }
+    // Never a value: neither the variable's nor the URL's query.
+    assert!(
+        !said.contains("t0ps3cret") && !said.contains("key=abc"),
+        "{said}"
+    );
+}
