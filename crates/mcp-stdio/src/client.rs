@@ -47,6 +47,7 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
         stderr: Some(spawned.stderr),
         exited,
         shutdown: Notify::new(),
+        dropped: Notify::new(),
     });
     let pending = Pending::new(&config.name, session, StdioTransport(Arc::clone(&inner)));
     let core = Arc::clone(pending.core());
@@ -70,6 +71,11 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
 }
 
 /// Runs a session over any byte streams: an in-process server, a socket, a test pipe.
+///
+/// Dropping every handle of the returned client without
+/// [`close`](mcp_session::Client::close) ends the connection as `close` does: the writer
+/// writes what is queued, then shuts `writer` down (the peer reads the end of its input), and
+/// the reader stops reading. Both are dropped as their tasks end.
 pub async fn connect<R, W>(
     name: &str,
     reader: R,
@@ -87,6 +93,7 @@ where
         stderr: None,
         exited,
         shutdown: Notify::new(),
+        dropped: Notify::new(),
     });
     let pending = Pending::new(name, session, StdioTransport(Arc::clone(&inner)));
     let core = Arc::clone(pending.core());
@@ -96,7 +103,7 @@ where
         let _ = exited_tx.send(Some("closed".to_owned()));
     });
     tokio::spawn(read_loop(reader, core, Arc::clone(&inner), max_line_bytes));
-    Ok(pending.connect(Arc::new(())).await?)
+    Ok(pending.connect(Arc::new(DropGuard { inner })).await?)
 }
 
 /// What the transport shares with its tasks.
@@ -110,6 +117,8 @@ struct Inner {
     exited: watch::Receiver<Option<String>>,
     /// Asks the supervisor to shut the process down.
     shutdown: Notify,
+    /// Tells the reader that every client handle is gone.
+    dropped: Notify,
 }
 
 /// The transport the `mcp-session` core drives.
@@ -184,7 +193,21 @@ impl Drop for ProcessGuard {
     }
 }
 
-/// Reads frames until the stream ends, then ends the session with the reason.
+/// Ends the tasks of a connection over streams when the last client handle goes away without
+/// `close`: the writer writes what is queued and shuts the stream down, the reader stops.
+struct DropGuard {
+    inner: Arc<Inner>,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        self.inner.out.close();
+        self.inner.dropped.notify_one();
+    }
+}
+
+/// Reads frames until the stream ends, then ends the session with the reason; or until every
+/// client handle is gone.
 async fn read_loop<R: AsyncRead + Unpin>(
     mut reader: R,
     core: Arc<Core>,
@@ -194,7 +217,12 @@ async fn read_loop<R: AsyncRead + Unpin>(
     let mut decoder = LineDecoder::new(max_line);
     let mut chunk = vec![0u8; 64 << 10];
     let end = loop {
-        match reader.read(&mut chunk).await {
+        let read = tokio::select! {
+            read = reader.read(&mut chunk) => read,
+            // Nobody is left to take what the server says.
+            () = inner.dropped.notified() => return,
+        };
+        match read {
             Ok(0) => break "the server closed its stdout".to_owned(),
             Ok(n) => {
                 decoder.push(&chunk[..n]);

@@ -256,3 +256,122 @@ async fn dropping_serve_closes_its_output() {
         .unwrap();
     assert_eq!(end, None);
 }
+
+/// A stream that tells the test when it is shut down and when it is dropped.
+struct Watched<S> {
+    stream: S,
+    shut_down: Arc<AtomicBool>,
+    _dropped: SetOnDrop,
+}
+
+impl<S> Watched<S> {
+    /// `stream`, and the flags set when it is shut down and when it is dropped.
+    fn new(stream: S) -> (Self, Arc<AtomicBool>, Arc<AtomicBool>) {
+        let (shut_down, dropped) = (Arc::default(), Arc::default());
+        let watched = Self {
+            stream,
+            shut_down: Arc::clone(&shut_down),
+            _dropped: SetOnDrop(Arc::clone(&dropped)),
+        };
+        (watched, shut_down, dropped)
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let done = std::pin::Pin::new(&mut self.stream).poll_shutdown(cx);
+        if done.is_ready() {
+            self.shut_down.store(true, Ordering::SeqCst);
+        }
+        done
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_handle_of_a_connected_client_ends_its_tasks() {
+    // Our client writes to the server through one pipe; the server's answers come back through
+    // two, with a relay between them that never ends the client's input: only the client itself
+    // can stop its reader.
+    let (to_server, server_read) = tokio::io::duplex(64 << 10);
+    let (server_write, mut relay_read) = tokio::io::duplex(64 << 10);
+    let (mut relay_write, from_server) = tokio::io::duplex(64 << 10);
+    let relay = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut relay_read, &mut relay_write).await;
+        relay_write
+    });
+    let (reader, _, reader_dropped) = Watched::new(from_server);
+    let (writer, writer_shut_down, writer_dropped) = Watched::new(to_server);
+    let mut config = ServerConfig::new(Implementation::new("half".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let mut server = tokio::spawn(mcp_stdio::serve(
+        config,
+        server_read,
+        server_write,
+        Tools { dropped },
+        1 << 20,
+    ));
+    let client = mcp_stdio::connect("half", reader, writer, session(), 1 << 20)
+        .await
+        .unwrap();
+    let ended = || {
+        [&reader_dropped, &writer_shut_down, &writer_dropped]
+            .map(|flag| flag.load(Ordering::SeqCst))
+    };
+
+    // A clone keeps the connection: dropping the first handle ends nothing.
+    let copy = client.clone();
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        ended(),
+        [false; 3],
+        "reader dropped, writer shut down, dropped"
+    );
+    assert!(!server.is_finished(), "the server saw its input end");
+    assert_eq!(copy.list_all_tools().await.unwrap().len(), 1);
+
+    // The last one ends it: the server reads the end of its input, and serve returns.
+    drop(copy);
+    tokio::time::timeout(Duration::from_secs(5), &mut server)
+        .await
+        .expect("the server's input did not end when the last handle was dropped")
+        .unwrap()
+        .unwrap();
+    // The client's input is still open (the relay holds it), yet both tasks ended: the writer
+    // shut its stream down, and both streams were dropped.
+    let _still_open = relay.await.unwrap();
+    assert!(
+        mcp_testkit::wait_until(Duration::from_secs(5), || ended() == [true; 3]),
+        "reader dropped, writer shut down, dropped: {:?}",
+        ended()
+    );
+}
