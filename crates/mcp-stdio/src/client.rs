@@ -25,8 +25,9 @@ use crate::outbox::{self, Outbox};
 /// exit status and last words on stderr (configured secrets redacted).
 ///
 /// Dropping every handle of the returned client without
-/// [`close`](mcp_session::Client::close) kills the server's process group at once (SIGKILL);
-/// `close` ends it politely.
+/// [`close`](mcp_session::Client::close) kills the server's process group at once (SIGKILL),
+/// and ends the tasks that read and write its pipes, closing our ends; `close` ends it
+/// politely.
 pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client> {
     let spawned = child::spawn(&config)?;
     let pipe = spawned
@@ -66,7 +67,10 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
         Arc::clone(&inner),
         config.max_line_bytes,
     ));
-    let guard = Arc::new(ProcessGuard { pgid: spawned.pgid });
+    let guard = Arc::new(DropGuard {
+        inner,
+        pgid: Some(spawned.pgid),
+    });
     Ok(pending.connect(guard).await?)
 }
 
@@ -103,7 +107,9 @@ where
         let _ = exited_tx.send(Some("closed".to_owned()));
     });
     tokio::spawn(read_loop(reader, core, Arc::clone(&inner), max_line_bytes));
-    Ok(pending.connect(Arc::new(DropGuard { inner })).await?)
+    Ok(pending
+        .connect(Arc::new(DropGuard { inner, pgid: None }))
+        .await?)
 }
 
 /// What the transport shares with its tasks.
@@ -182,25 +188,20 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Kills the server group when the last client handle goes away without `close`.
-struct ProcessGuard {
-    pgid: i32,
-}
-
-impl Drop for ProcessGuard {
-    fn drop(&mut self) {
-        child::kill_group_now(self.pgid);
-    }
-}
-
-/// Ends the tasks of a connection over streams when the last client handle goes away without
-/// `close`: the writer writes what is queued and shuts the stream down, the reader stops.
+/// Ends the connection when the last client handle goes away without `close`: kills the
+/// server's group at once (a child process), and ends the tasks: the writer writes what is
+/// queued (or finds the pipe broken) and closes the server's input, the reader stops.
 struct DropGuard {
     inner: Arc<Inner>,
+    /// The server's process group, for a child process.
+    pgid: Option<i32>,
 }
 
 impl Drop for DropGuard {
     fn drop(&mut self) {
+        if let Some(pgid) = self.pgid {
+            child::kill_group_now(pgid);
+        }
         self.inner.out.close();
         self.inner.dropped.notify_one();
     }

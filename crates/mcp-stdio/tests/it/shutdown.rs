@@ -56,6 +56,41 @@ async fn dropping_every_handle_kills_the_group() {
     assert_group_gone(group);
 }
 
+/// What descriptor `fd` of process `pid` is: `pipe:[inode]` for a pipe.
+fn descriptor(pid: &str, fd: u32) -> std::path::PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap()
+}
+
+/// Whether this process holds a descriptor for `what` (an end of a pipe).
+fn we_hold(what: &std::path::Path) -> bool {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .any(|target| target == what)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_handle_closes_our_ends_of_the_pipes() {
+    let client = connect(&[]).await;
+    let pid = text(&client, "pid", json!({})).await;
+    let (pid, group) = pid.split_once(' ').unwrap();
+    let group: i32 = group.parse().unwrap();
+    let (stdin, stdout) = (descriptor(pid, 0), descriptor(pid, 1));
+    assert!(we_hold(&stdin) && we_hold(&stdout), "{stdin:?} {stdout:?}");
+    drop(client);
+    assert_group_gone(group);
+    // The writer task closes the server's stdin, and the reader task its stdout, as they end.
+    let closed = mcp_testkit::wait_until(Duration::from_secs(5), || {
+        !we_hold(&stdin) && !we_hold(&stdout)
+    });
+    assert!(
+        closed,
+        "still held: stdin {}, stdout {}",
+        we_hold(&stdin),
+        we_hold(&stdout)
+    );
+}
+
 #[test]
 fn the_host_getting_sigterm_takes_its_servers_with_it() {
     let mut host = std::process::Command::new(mcp_testkit::fake_host())
