@@ -15,6 +15,7 @@ mod body;
 mod stateless;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -26,7 +27,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use mcp_protocol::{Decoded, Message, ProtocolVersion, RequestId, ServerConfig};
+use mcp_protocol::{DecodeError, Decoded, Message, ProtocolVersion, RequestId, ServerConfig};
 use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport, Sessions};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -350,8 +351,7 @@ impl<H: Handler> HttpServer<H> {
                 "JSON-RPC batches are not allowed in this protocol version",
             );
         }
-        let requests = owed_answers(&decoded);
-        if requests.is_empty() {
+        if !owes_answers(&decoded) {
             session.core.receive(decoded);
             return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
         }
@@ -361,17 +361,17 @@ impl<H: Handler> HttpServer<H> {
             tx,
             json: self.config.json_response,
         });
-        let priming = {
+        let (priming, rest) = {
             let mut routes = lock(&session.routes.state);
             // The priming event's id comes first in the session's order, whenever it is sent.
             let priming = (!self.config.json_response).then(|| routes.next_event_id());
-            for id in &requests {
-                routes.streams.insert(id.clone(), Arc::clone(&stream));
-            }
-            priming
+            let rest = routes.claim(decoded, &stream);
+            (priming, rest)
         };
         drop(stream);
-        session.core.receive(decoded);
+        if let Some(rest) = rest {
+            session.core.receive(rest);
+        }
         let response = match priming {
             // A batch is answered with an array, even of one; each SSE event carries one.
             None => body::json_from(rx, batch).await,
@@ -490,23 +490,23 @@ impl<H: Handler> HttpServer<H> {
     }
 }
 
-/// The ids a POST's stream must carry the answers to: its requests', and in a batch, those of
-/// the items that did not decode but are owed an error naming them (an invalid request with
-/// an id), which JSON-RPC 2.0 §6 puts in the batch's answer with the rest.
-fn owed_answers(decoded: &Decoded) -> Vec<RequestId> {
-    let request = |m: &Message| match m {
-        Message::Request(r) => Some(r.id.clone()),
-        _ => None,
-    };
+/// Whether a POST must be answered: it holds a request, or (in a batch) an item that did not
+/// decode but is owed an error naming its id.
+fn owes_answers(decoded: &Decoded) -> bool {
     match decoded {
-        Decoded::Single(m) => request(m).into_iter().collect(),
-        Decoded::Batch(items) => items
-            .iter()
-            .filter_map(|item| match item {
-                Ok(m) => request(m),
-                Err(e) => e.to_response().and(e.id.clone()),
-            })
-            .collect(),
+        Decoded::Single(m) => owed_id(Ok(m)).is_some(),
+        Decoded::Batch(items) => items.iter().any(|item| owed_id(item.as_ref()).is_some()),
+    }
+}
+
+/// The id an item of a POST is answered under, if it is owed an answer on the POST's stream:
+/// a request's, or that of an item that did not decode but names its id and a method (an
+/// invalid request), which JSON-RPC 2.0 §6 answers with the rest of its batch.
+fn owed_id<'a>(item: Result<&'a Message, &'a DecodeError>) -> Option<&'a RequestId> {
+    match item {
+        Ok(Message::Request(r)) => Some(&r.id),
+        Ok(_) => None,
+        Err(e) => e.to_response().and(e.id.as_ref()),
     }
 }
 
@@ -577,6 +577,79 @@ impl RouteState {
         self.events.to_string()
     }
 
+    /// Routes the answers `decoded` is owed to `stream`, and returns what of it the session
+    /// must see, if anything.
+    ///
+    /// Routes are keyed by request id, so an id that has a route already is refused here, on
+    /// `stream`, with -32600, and kept from the session: an unanswered request of this session
+    /// holds it (a route is made before the session sees its request, and dropped only once
+    /// the session no longer awaits it: answered, cancelled or ended), or an earlier item of
+    /// the same batch does. The session would refuse such a request too, but its error names
+    /// only the id, so it would take the first request's route, and with it the answer that
+    /// request is owed; and the session answers a `ping` at once, in use or not. An invalid
+    /// item that names such an id gets its own error here, for the same reason.
+    fn claim(&mut self, decoded: Decoded, stream: &Arc<StreamTx>) -> Option<Decoded> {
+        match decoded {
+            Decoded::Single(message) => match self.claim_item(Ok(message), stream) {
+                Some(Ok(message)) => Some(Decoded::Single(message)),
+                _ => None,
+            },
+            Decoded::Batch(items) => {
+                let rest: Vec<_> = items
+                    .into_iter()
+                    .filter_map(|item| self.claim_item(item, stream))
+                    .collect();
+                (!rest.is_empty()).then_some(Decoded::Batch(rest))
+            }
+        }
+    }
+
+    /// One item of [`claim`](Self::claim): given back for the session, or answered here.
+    fn claim_item(
+        &mut self,
+        item: Result<Message, DecodeError>,
+        stream: &Arc<StreamTx>,
+    ) -> Option<Result<Message, DecodeError>> {
+        let Some(id) = owed_id(item.as_ref()).cloned() else {
+            return Some(item);
+        };
+        let id = match self.streams.entry(id) {
+            Entry::Vacant(free) => {
+                free.insert(Arc::clone(stream));
+                return Some(item);
+            }
+            Entry::Occupied(taken) => taken.key().clone(),
+        };
+        let refusal = match &item {
+            Ok(_) => Message::Error(mcp_protocol::ErrorResponse {
+                id: Some(id),
+                error: mcp_protocol::ErrorObject::new(
+                    mcp_protocol::code::INVALID_REQUEST,
+                    "request id is already in use by an unanswered request".to_owned(),
+                ),
+            }),
+            Err(e) => e.to_response()?,
+        };
+        self.deliver(stream, &refusal);
+        None
+    }
+
+    /// Puts `message` on `stream`: an SSE event with the session's next event id, or in a
+    /// JSON answer as it is, if it is an answer (a JSON answer carries nothing else).
+    fn deliver(&mut self, stream: &StreamTx, message: &Message) {
+        let frame = if !stream.json {
+            body::event(message, Some(&self.next_event_id()))
+        } else if matches!(message, Message::Response(_))
+            || matches!(message, Message::Error(e) if e.id.is_some())
+        {
+            Bytes::from(message.encode())
+        } else {
+            return;
+        };
+        // A client that went away does not cancel: its answer is simply not delivered.
+        let _ = stream.tx.send(frame);
+    }
+
     fn close_all(&mut self) {
         self.streams.clear();
         self.standalone = None;
@@ -617,17 +690,7 @@ impl ServerTransport for RoutedTransport {
             .and_then(|id| routes.streams.get(id).cloned())
             .or_else(|| routes.standalone.clone());
         if let Some(stream) = stream {
-            let frame = if !stream.json {
-                Some(body::event(&message, Some(&routes.next_event_id())))
-            } else if answers.is_some() {
-                Some(Bytes::from(message.encode()))
-            } else {
-                None
-            };
-            if let Some(frame) = frame {
-                // A client that went away does not cancel: its answer is simply not delivered.
-                let _ = stream.tx.send(frame);
-            }
+            routes.deliver(&stream, &message);
         }
         if let Some(id) = answers {
             routes.streams.remove(&id);
@@ -681,7 +744,7 @@ fn with_session_id(mut r: Response<ResponseBody>, id: &str) -> Response<Response
 }
 
 /// 400 for a body that did not decode, with the JSON-RPC error it is owed when there is one.
-fn undecodable(e: &mcp_protocol::DecodeError) -> Response<ResponseBody> {
+fn undecodable(e: &DecodeError) -> Response<ResponseBody> {
     match e.to_response() {
         Some(message) => json_response(StatusCode::BAD_REQUEST, &message),
         None => rpc_error(StatusCode::BAD_REQUEST, e.code(), "Parse error"),

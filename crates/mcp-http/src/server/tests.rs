@@ -24,8 +24,32 @@ fn a_session_id_is_random_bytes_or_nothing() {
 }
 
 /// `echo` answers after a moment; `slow` reports progress first, then answers after a moment;
-/// `never` never answers.
-struct Echo;
+/// `never` never answers; `gated` says it has started, then answers once its [`Gate`] lets it.
+struct Echo {
+    gate: Arc<Gate>,
+}
+
+/// Holds `gated` calls: each takes an `entered` permit when it starts, and answers once it
+/// gets an `open` one.
+struct Gate {
+    entered: tokio::sync::Semaphore,
+    open: tokio::sync::Semaphore,
+}
+
+impl Gate {
+    /// Waits until a `gated` call has started: the session has it in flight.
+    async fn entered(&self) {
+        tokio::time::timeout(Duration::from_secs(5), self.entered.acquire())
+            .await
+            .expect("the gated call never started")
+            .unwrap()
+            .forget();
+    }
+}
+
+fn text(text: &str) -> RawJson {
+    RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(text)])).unwrap()
+}
 
 impl Handler for Echo {
     async fn handle(
@@ -39,12 +63,17 @@ impl Handler for Echo {
         if p.name == "never" {
             return std::future::pending().await;
         }
+        if p.name == "gated" {
+            self.gate.entered.add_permits(1);
+            self.gate.open.acquire().await.unwrap().forget();
+            return Ok(text("let through"));
+        }
         if p.name == "slow" {
             context.progress(1, Some(2), None);
         }
         // Long enough that a head sent before the answer is read on its own.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Ok(RawJson::encode(&CallToolResult::new(vec![ContentBlock::text("hello")])).unwrap())
+        Ok(text("hello"))
     }
 }
 
@@ -113,6 +142,28 @@ async fn reads_to_end(tcp: &mut TcpStream) -> Vec<String> {
     reads
 }
 
+/// The JSON-RPC messages a POST's response carries: its JSON body (one object, or each of an
+/// array), or the data of every `message` event of its SSE stream.
+async fn messages(tcp: &mut TcpStream, json: bool) -> Vec<serde_json::Value> {
+    if json {
+        let (head, body) = read_whole(tcp).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        match serde_json::from_str(&body).unwrap() {
+            serde_json::Value::Array(items) => items,
+            one => vec![one],
+        }
+    } else {
+        reads_to_end(tcp)
+            .await
+            .concat()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| !d.is_empty())
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
 /// A server with `Echo`, whose heads wait `head_wait` for a first event, and a session with
 /// it, its handshake over: the server's address and the session id.
 async fn initialized(head_wait: Duration) -> (SocketAddr, String) {
@@ -129,12 +180,28 @@ async fn initialized_at(
     version: &str,
     configure: impl FnOnce(&mut HttpServerConfig),
 ) -> (SocketAddr, String) {
+    let (addr, session, _) = initialized_gated(version, configure).await;
+    (addr, session)
+}
+
+/// [`initialized_at`], with the [`Gate`] of the server's `gated` calls.
+async fn initialized_gated(
+    version: &str,
+    configure: impl FnOnce(&mut HttpServerConfig),
+) -> (SocketAddr, String, Arc<Gate>) {
     let mut server = ServerConfig::new(Implementation::new("one".into(), "1".into()));
     server.capabilities.tools = Some(ListChangedCapability::new());
     let mut config = HttpServerConfig::new(server);
     configure(&mut config);
     let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    tokio::spawn(serve_http(listener, config, Echo));
+    let gate = Arc::new(Gate {
+        entered: tokio::sync::Semaphore::new(0),
+        open: tokio::sync::Semaphore::new(0),
+    });
+    let echo = Echo {
+        gate: Arc::clone(&gate),
+    };
+    tokio::spawn(serve_http(listener, config, echo));
 
     // The head carries the session id, whether a JSON body or an SSE stream follows.
     let init = format!(
@@ -151,7 +218,7 @@ async fn initialized_at(
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let accepted = read_head(&mut post(addr, Some(&session), initialized).await).await;
     assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
-    (addr, session)
+    (addr, session, gate)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -441,4 +508,77 @@ async fn a_batch_item_owed_an_error_gets_it_in_the_batch_answer() {
         .concat();
     assert!(all.contains(r#""id":5"#), "{all}");
     assert!(all.contains("-32600"), "{all}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_request_id_is_refused_on_its_own_post_and_the_first_request_goes_on() {
+    for json in [false, true] {
+        let (addr, session, gate) =
+            initialized_gated("2025-11-25", |config| config.json_response = json).await;
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gated"}}"#;
+        let mut first = post(addr, Some(&session), call).await;
+        gate.entered().await;
+
+        // The id of a request in flight, in another POST: that POST gets the error, whatever
+        // the method (a ping too), and the first request keeps its stream.
+        for reused in [
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        ] {
+            let answers = messages(&mut post(addr, Some(&session), reused).await, json).await;
+            assert_eq!(answers.len(), 1, "json {json}: {answers:?}");
+            assert_eq!(answers[0]["id"], 2, "json {json}: {answers:?}");
+            assert_eq!(
+                answers[0]["error"]["code"], -32600,
+                "json {json}: {answers:?}"
+            );
+        }
+
+        gate.open.add_permits(1);
+        let answers = messages(&mut first, json).await;
+        assert_eq!(answers.len(), 1, "json {json}: {answers:?}");
+        assert_eq!(answers[0]["id"], 2, "json {json}: {answers:?}");
+        assert_eq!(
+            answers[0]["result"]["content"][0]["text"], "let through",
+            "json {json}: {answers:?}"
+        );
+
+        // Answered, the id is free again.
+        let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+        let answers = messages(&mut post(addr, Some(&session), ping).await, json).await;
+        assert_eq!(answers[0]["result"], serde_json::json!({}), "json {json}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_twice_in_one_batch_is_refused_the_second_time() {
+    for json in [false, true] {
+        let (addr, session, gate) =
+            initialized_gated("2025-03-26", |config| config.json_response = json).await;
+        // The first id 2 runs; the second, and an invalid item naming id 2, are refused in the
+        // batch's own answer; the first one's answer still comes, with the rest of the batch.
+        let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gated"}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}},{"jsonrpc":"2.0","id":2,"method":2},{"jsonrpc":"2.0","id":3,"method":"ping"}]"#;
+        let mut tcp = post(addr, Some(&session), batch).await;
+        gate.entered().await;
+        gate.open.add_permits(1);
+        let answers = messages(&mut tcp, json).await;
+        assert_eq!(answers.len(), 4, "json {json}: {answers:?}");
+        let refused: Vec<_> = answers
+            .iter()
+            .filter(|a| a["id"] == 2 && a["error"]["code"] == -32600)
+            .collect();
+        assert_eq!(refused.len(), 2, "json {json}: {answers:?}");
+        assert!(
+            answers
+                .iter()
+                .any(|a| a["id"] == 2 && a["result"]["content"][0]["text"] == "let through"),
+            "json {json}: {answers:?}"
+        );
+        assert!(
+            answers
+                .iter()
+                .any(|a| a["id"] == 3 && a["result"] == serde_json::json!({})),
+            "json {json}: {answers:?}"
+        );
+    }
 }
