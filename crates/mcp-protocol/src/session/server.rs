@@ -26,6 +26,9 @@ use crate::session::stateless_server::{self as stateless, Declared, Listen};
 use crate::version::{Era, ProtocolVersion};
 use crate::wire::JsonObject;
 
+/// The -32600 answer to a request whose id an unanswered request of the session holds.
+const ID_IN_USE: &str = "request id is already in use by an unanswered request";
+
 /// How a server session introduces itself.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -349,6 +352,13 @@ impl ServerSession {
             self.handle_stateless(id, method, params);
             return;
         }
+        // Before ping and initialize, which are answered at once and never recorded: an answer
+        // to one must not name the id of a request still in flight.
+        if self.is_awaited(&id) {
+            self.core
+                .push_error(Some(id), code::INVALID_REQUEST, ID_IN_USE);
+            return;
+        }
         if method == <method::Ping as RequestMethod>::METHOD {
             self.core.push_result(id, RawJson::empty_object());
             return;
@@ -392,10 +402,7 @@ impl ServerSession {
                 if self.core.accept_inbound(id, method) {
                     return Some(routed);
                 }
-                (
-                    code::INVALID_REQUEST,
-                    "request id is already in use by an unanswered request".to_owned(),
-                )
+                (code::INVALID_REQUEST, ID_IN_USE.to_owned())
             }
         };
         self.core.push_error(Some(id.clone()), refusal, message);

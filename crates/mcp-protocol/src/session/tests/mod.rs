@@ -665,6 +665,65 @@ fn server_refuses_requests_before_initialize_and_for_undeclared_features() {
 }
 
 #[test]
+fn server_refuses_an_id_in_use_whatever_the_method() {
+    let now = epoch();
+    let mut server = ServerSession::new(server_config());
+    let feed_server = |server: &mut ServerSession, frame: Value| {
+        server.handle_decoded(now, decode(&serde_json::to_vec(&frame).unwrap()).unwrap());
+        std::iter::from_fn(|| server.poll_transmit())
+            .map(|m| serde_json::from_slice::<Value>(&m.encode()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let _ = feed_server(
+        &mut server,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
+    );
+    let _ = feed_server(
+        &mut server,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    );
+    // A call in flight holds id 2: a ping, an initialize or another call with it is refused,
+    // so that no answer names id 2 but the call's own.
+    let out = feed_server(
+        &mut server,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}),
+    );
+    assert!(out.is_empty(), "{out:?}");
+    for reused in [
+        json!({"jsonrpc":"2.0","id":2,"method":"ping"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}),
+    ] {
+        let out = feed_server(&mut server, reused.clone());
+        assert_eq!(out.len(), 1, "{reused}: {out:?}");
+        assert_eq!(out[0]["id"], 2, "{reused}: {out:?}");
+        assert_eq!(
+            out[0]["error"]["code"],
+            code::INVALID_REQUEST,
+            "{reused}: {out:?}"
+        );
+        assert!(
+            out[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("in use"),
+            "{reused}: {out:?}"
+        );
+    }
+    let out = feed_server(&mut server, json!({"jsonrpc":"2.0","id":3,"method":"ping"}));
+    assert_eq!(out[0]["result"], json!({}));
+    // Answered, the id is free again.
+    assert!(
+        server
+            .respond(&RequestId::from(2), RawJson::empty_object())
+            .unwrap()
+    );
+    let _ = std::iter::from_fn(|| server.poll_transmit()).count();
+    let out = feed_server(&mut server, json!({"jsonrpc":"2.0","id":2,"method":"ping"}));
+    assert_eq!(out[0]["result"], json!({}));
+}
+
+#[test]
 fn server_accepts_a_batch_from_a_2025_03_26_client() {
     let mut config = client_config();
     config.protocol_version = ProtocolVersion::V2025_03_26;
