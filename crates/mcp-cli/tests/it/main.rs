@@ -108,6 +108,17 @@ impl User {
         Run::from(output)
     }
 
+    /// Runs to the end with stdin closed and one more variable in the environment.
+    pub(crate) fn run_with(&self, args: &[&str], name: &str, value: &str) -> Run {
+        let output = self
+            .command(args)
+            .env(name, value)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        Run::from(output)
+    }
+
     /// The global configuration file.
     pub(crate) fn global_file(&self) -> PathBuf {
         self.home.path().join(".config/mcp-host/config.json")

@@ -124,14 +124,8 @@ fn what_the_user_adds_to_the_project_is_approved() {
     u.run(&["test", "later"])
         .code(3)
         .err_has("MCP_HOST_TEST_LATER");
-    let r = Run::from(
-        u.command(&["test", "later"])
-            .env("MCP_HOST_TEST_LATER", "set")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap(),
-    );
-    r.code(0);
+    u.run_with(&["test", "later"], "MCP_HOST_TEST_LATER", "set")
+        .code(0);
 }
 
 #[test]
@@ -144,15 +138,8 @@ fn a_remote_servers_question_names_where_it_connects_and_what_it_sends() {
         "oauth": {"token_url": "https://tokens.example.net/token"},
     }}});
     std::fs::write(u.project.path().join(".mcp.json"), doc.to_string()).unwrap();
-    let r = Run::from(
-        u.command(&["trust", "--json"])
-            .env("HOST_TOKEN", "t0ps3cret")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap(),
-    );
-    r.code(0);
-    let said = r.json()["servers"][0]["describe"].to_string();
+    let r = u.run_with(&["trust", "--json"], "HOST_TOKEN", "t0ps3cret");
+    let said = r.code(0).json()["servers"][0]["describe"].to_string();
     for part in [
         "connects to",
         "https://mcp.example.com/mcp",
