@@ -99,6 +99,17 @@ pub trait ServerTransport: Send + Sync + 'static {
         let _ = id;
     }
 
+    /// Why a request to the client tied to `related` (as in [`send`](Self::send)) could not
+    /// reach it now, if it could not: the request then fails at once with
+    /// [`Error::Transport`](mcp_protocol::Error::Transport) and this reason, and is not sent,
+    /// rather than wait for its timeout. Over HTTP, a request whose own answer is one JSON
+    /// body needs the client's standalone stream. Called with the session locked; must not
+    /// block.
+    fn undeliverable(&self, related: Option<&RequestId>) -> Option<String> {
+        let _ = related;
+        None
+    }
+
     /// Called after every change that may have sent something, once the session lock is
     /// released: a transport that writes without waiting makes its system call here, so that
     /// the lock is not held across it.
@@ -643,6 +654,12 @@ impl<H: Handler> Link for ServerCore<H> {
     ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>> {
         let (tx, rx) = oneshot::channel();
         self.with_session(related, |state| {
+            if let Some(detail) = self.transport.undeliverable(related) {
+                return Err(mcp_protocol::Error::Transport {
+                    method: method.to_owned(),
+                    detail,
+                });
+            }
             let id = state.session.send_request(now(), method, params, options)?;
             state.waiters.insert(id, tx);
             Ok(rx)

@@ -4,7 +4,8 @@
 //! sessions with unguessable ids that DELETE or idleness end (404 afterwards, 400 without
 //! one); `Origin` and `Host` checked against DNS rebinding (403); an optional bearer token;
 //! bounded bodies. Each session is an `mcp-session` `ServerCore` answering with the caller's
-//! `Handler`.
+//! `Handler`. A handler's request to the client goes on its own request's stream, or on the
+//! standalone one when that cannot carry it (a JSON answer), or fails at once when neither can.
 //!
 //! The same endpoint serves the 2026-07-28 stateless era (`stateless.rs`): a POST whose
 //! `MCP-Protocol-Version` is not a handshake-era version is one request with its own
@@ -557,7 +558,7 @@ async fn sweep_idle<H: Handler>(server: std::sync::Weak<HttpServer<H>>) {
 }
 
 /// Where a session's messages go: the stream of the request they belong to, or the
-/// standalone stream.
+/// standalone stream (a request to the client, when its request's stream cannot carry it).
 #[derive(Default)]
 struct Routes {
     state: Mutex<RouteState>,
@@ -650,6 +651,42 @@ impl RouteState {
         let _ = stream.tx.send(frame);
     }
 
+    /// The stream a request to the client tied to `related` goes on, or why there is none:
+    /// that request's own stream if it is SSE and the client still reads it, else the
+    /// standalone stream if it is open.
+    ///
+    /// A JSON answer carries nothing but the answer (a handler's progress and other
+    /// notifications on such a request are dropped, as the TypeScript and Python SDKs drop
+    /// them), and a stream the client closed carries nothing at all. The spec would have the
+    /// standalone stream carry messages unrelated to the client's requests (a SHOULD), but it
+    /// is then the one way left to the client; with no way, the handler's request fails at
+    /// once instead of waiting for its timeout for an answer that cannot come.
+    fn request_stream(&self, related: Option<&RequestId>) -> Result<Arc<StreamTx>, String> {
+        let own = related.and_then(|id| self.streams.get(id));
+        if let Some(own) = own
+            && !own.json
+            && !own.tx.is_closed()
+        {
+            return Ok(Arc::clone(own));
+        }
+        if let Some(standalone) = &self.standalone
+            && !standalone.tx.is_closed()
+        {
+            return Ok(Arc::clone(standalone));
+        }
+        Err(match (related, own) {
+            (Some(id), Some(own)) if own.json => format!(
+                "the answer to request {id} is one JSON body, which carries nothing else, and \
+                 the client has no standalone GET stream open"
+            ),
+            (Some(id), Some(_)) => format!(
+                "the client closed the stream of request {id} and has no standalone GET \
+                 stream open"
+            ),
+            _ => "the client has no standalone GET stream open".to_owned(),
+        })
+    }
+
     fn close_all(&mut self) {
         self.streams.clear();
         self.standalone = None;
@@ -686,9 +723,12 @@ impl ServerTransport for RoutedTransport {
             Message::Error(e) => e.id.clone(),
             _ => None,
         };
-        let stream = related
-            .and_then(|id| routes.streams.get(id).cloned())
-            .or_else(|| routes.standalone.clone());
+        let stream = match &message {
+            Message::Request(_) => routes.request_stream(related).ok(),
+            _ => related
+                .and_then(|id| routes.streams.get(id).cloned())
+                .or_else(|| routes.standalone.clone()),
+        };
         if let Some(stream) = stream {
             routes.deliver(&stream, &message);
         }
@@ -702,6 +742,12 @@ impl ServerTransport for RoutedTransport {
     /// for the session's life.
     fn withdrawn(&self, id: &RequestId) {
         lock(&self.0.state).streams.remove(id);
+    }
+
+    /// A request to the client that no stream can carry fails at once (see
+    /// [`RouteState::request_stream`]).
+    fn undeliverable(&self, related: Option<&RequestId>) -> Option<String> {
+        lock(&self.0.state).request_stream(related).err()
     }
 }
 

@@ -3,7 +3,7 @@
 use mcp_protocol::schema::{
     CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
 };
-use mcp_protocol::{ErrorObject, RawJson};
+use mcp_protocol::{ErrorObject, RawJson, RequestOptions};
 use mcp_session::RequestContext;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -24,13 +24,15 @@ fn a_session_id_is_random_bytes_or_nothing() {
 }
 
 /// `echo` answers after a moment; `slow` reports progress first, then answers after a moment;
-/// `never` never answers; `gated` says it has started, then answers once its [`Gate`] lets it.
+/// `never` never answers; `gated` says it has started, then answers once its [`Gate`] lets it;
+/// `ask` reports progress, then pings the client and answers with how that went; `gated_ask`
+/// pings it once its gate lets it.
 struct Echo {
     gate: Arc<Gate>,
 }
 
-/// Holds `gated` calls: each takes an `entered` permit when it starts, and answers once it
-/// gets an `open` one.
+/// Holds `gated` and `gated_ask` calls: each adds an `entered` permit when it starts, and goes
+/// on once it gets an `open` one.
 struct Gate {
     entered: tokio::sync::Semaphore,
     open: tokio::sync::Semaphore,
@@ -68,6 +70,15 @@ impl Handler for Echo {
             self.gate.open.acquire().await.unwrap().forget();
             return Ok(text("let through"));
         }
+        if p.name == "gated_ask" {
+            self.gate.entered.add_permits(1);
+            self.gate.open.acquire().await.unwrap().forget();
+            return Ok(ping_client(&context).await);
+        }
+        if p.name == "ask" {
+            context.progress(1, None, None);
+            return Ok(ping_client(&context).await);
+        }
         if p.name == "slow" {
             context.progress(1, Some(2), None);
         }
@@ -75,6 +86,18 @@ impl Handler for Echo {
         tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(text("hello"))
     }
+}
+
+/// Pings the client on behalf of the request of `context`: "answered", or why not.
+async fn ping_client(context: &RequestContext) -> RawJson {
+    let answer = context
+        .peer
+        .request_raw("ping", None, RequestOptions::DEFAULT)
+        .await;
+    text(&match answer {
+        Ok(_) => "answered".to_owned(),
+        Err(e) => e.to_string(),
+    })
 }
 
 /// A POST on a connection of its own, written in one go.
@@ -162,6 +185,56 @@ async fn messages(tcp: &mut TcpStream, json: bool) -> Vec<serde_json::Value> {
             .map(|d| serde_json::from_str(d).unwrap())
             .collect()
     }
+}
+
+/// The `message` events of an SSE response, read as they come.
+struct Events {
+    tcp: TcpStream,
+    seen: String,
+    read: usize,
+}
+
+impl Events {
+    fn new(tcp: TcpStream) -> Self {
+        Self {
+            tcp,
+            seen: String::new(),
+            read: 0,
+        }
+    }
+
+    /// The next event's message (events without data, such as the priming one, are skipped).
+    async fn next(&mut self) -> serde_json::Value {
+        loop {
+            if let Some(start) = self.seen[self.read..].find("data: {")
+                && let Some(len) = self.seen[self.read + start..].find('\n')
+            {
+                let line = &self.seen[self.read + start..self.read + start + len];
+                self.read += start + len;
+                return serde_json::from_str(&line["data: ".len()..]).unwrap();
+            }
+            let mut buf = vec![0u8; 4096];
+            let n = tokio::time::timeout(Duration::from_secs(5), self.tcp.read(&mut buf))
+                .await
+                .expect("the stream stalled")
+                .unwrap();
+            assert!(n > 0, "the stream ended: {}", self.seen);
+            self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+}
+
+/// The standalone stream of `session`, its head read (the server has it from then on).
+async fn standalone(addr: SocketAddr, session: &str) -> Events {
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\
+         mcp-session-id: {session}\r\n\r\n"
+    );
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let head = read_head(&mut tcp).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    Events::new(tcp)
 }
 
 /// A server with `Echo`, whose heads wait `head_wait` for a first event, and a session with
@@ -581,4 +654,70 @@ async fn a_request_id_twice_in_one_batch_is_refused_the_second_time() {
             "json {json}: {answers:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_the_client_goes_where_the_client_can_answer_it() {
+    for json in [false, true] {
+        let (addr, session) = initialized_with(|config| config.json_response = json).await;
+        let mut get = standalone(addr, &session).await;
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","_meta":{"progressToken":"p"}}}"#;
+        let mut tcp = post(addr, Some(&session), call).await;
+
+        // On an SSE answer the ping goes on the call's own stream, after its progress. A JSON
+        // answer carries nothing but the answer: the ping goes on the standalone stream, and
+        // the progress nowhere (the first message there is the ping).
+        let ping = if json {
+            get.next().await
+        } else {
+            let mut own = Events::new(tcp);
+            let progress = own.next().await;
+            assert_eq!(progress["method"], "notifications/progress", "{progress}");
+            let ping = own.next().await;
+            tcp = own.tcp;
+            ping
+        };
+        assert_eq!(ping["method"], "ping", "json {json}: {ping}");
+        let pong = serde_json::json!({"jsonrpc":"2.0","id":ping["id"],"result":{}}).to_string();
+        let accepted = read_head(&mut post(addr, Some(&session), &pong).await).await;
+        assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+
+        let answers = messages(&mut tcp, json).await;
+        let answer = answers.last().unwrap();
+        assert_eq!(answer["id"], 2, "json {json}: {answers:?}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "answered",
+            "json {json}: {answers:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_the_client_no_stream_can_carry_fails_at_once() {
+    // JSON answers and no standalone stream open: nothing can carry the handler's ping, which
+    // fails at once rather than at its timeout (60 s; `messages` gives up after 5).
+    let (addr, session) = initialized_with(|config| config.json_response = true).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask"}}"#;
+    let answers = messages(&mut post(addr, Some(&session), call).await, true).await;
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    let text = answers[0]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("ping failed in transport"), "{text}");
+    assert!(text.contains("standalone"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_the_client_whose_stream_is_closed_goes_on_the_standalone_stream() {
+    let (addr, session, gate) = initialized_gated("2025-11-25", |_| {}).await;
+    let mut get = standalone(addr, &session).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gated_ask"}}"#;
+    let mut tcp = post(addr, Some(&session), call).await;
+    assert!(read_head(&mut tcp).await.starts_with("HTTP/1.1 200"));
+    gate.entered().await;
+    // The client leaves the call's stream; the server sees the connection end at once (it
+    // reads the socket while it streams), well within the wait.
+    drop(tcp);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gate.open.add_permits(1);
+    let ping = get.next().await;
+    assert_eq!(ping["method"], "ping", "{ping}");
 }
