@@ -59,8 +59,9 @@ pub enum Error {
     /// A frame could not be decoded.
     #[error(transparent)]
     Decode(#[from] DecodeError),
-    /// The transport could not deliver the answer to this request (for example, a response
-    /// line over the size limit was discarded).
+    /// The transport could not carry this request or its answer (for example, a response
+    /// line over the size limit was discarded, or a server's request to its client had no
+    /// stream to go on).
     #[error("{method} failed in transport: {detail}")]
     Transport {
         /// The method of the request.
