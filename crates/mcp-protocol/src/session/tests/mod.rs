@@ -157,6 +157,14 @@ fn sent(client: &mut ClientSession) -> Vec<Value> {
         .collect()
 }
 
+/// Hands `frame` to `server` and returns what it sent back.
+fn feed_server(server: &mut ServerSession, now: Instant, frame: Value) -> Vec<Value> {
+    server.handle_decoded(now, decode(&serde_json::to_vec(&frame).unwrap()).unwrap());
+    std::iter::from_fn(|| server.poll_transmit())
+        .map(|m| serde_json::from_slice::<Value>(&m.encode()).unwrap())
+        .collect()
+}
+
 fn events(client: &mut ClientSession) -> Vec<ClientEvent> {
     std::iter::from_fn(|| client.poll_event()).collect()
 }
@@ -604,12 +612,7 @@ fn a_broken_answer_fails_its_request() {
 fn server_refuses_requests_before_initialize_and_for_undeclared_features() {
     let now = epoch();
     let mut server = ServerSession::new(server_config());
-    let feed_server = |server: &mut ServerSession, frame: Value| {
-        server.handle_decoded(now, decode(&serde_json::to_vec(&frame).unwrap()).unwrap());
-        std::iter::from_fn(|| server.poll_transmit())
-            .map(|m| serde_json::from_slice::<Value>(&m.encode()).unwrap())
-            .collect::<Vec<_>>()
-    };
+    let feed_server = |server: &mut ServerSession, frame: Value| feed_server(server, now, frame);
     let out = feed_server(
         &mut server,
         json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
@@ -668,12 +671,7 @@ fn server_refuses_requests_before_initialize_and_for_undeclared_features() {
 fn server_refuses_an_id_in_use_whatever_the_method() {
     let now = epoch();
     let mut server = ServerSession::new(server_config());
-    let feed_server = |server: &mut ServerSession, frame: Value| {
-        server.handle_decoded(now, decode(&serde_json::to_vec(&frame).unwrap()).unwrap());
-        std::iter::from_fn(|| server.poll_transmit())
-            .map(|m| serde_json::from_slice::<Value>(&m.encode()).unwrap())
-            .collect::<Vec<_>>()
-    };
+    let feed_server = |server: &mut ServerSession, frame: Value| feed_server(server, now, frame);
     let _ = feed_server(
         &mut server,
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
