@@ -122,7 +122,7 @@ fn approve_added(cx: &Context, id: &str, file: &Path) -> Result<(), Failure> {
     match fingerprint {
         // With no place for approvals (no HOME) there is nothing to record, and nothing
         // that could be approved later either: the entry is written all the same.
-        Some(f) if TrustStore::default_path(&cx.paths, &cx.env).is_some() => {
+        Some(f) if TrustStore::default_path(&cx.paths).is_some() => {
             crate::trust::approve_fingerprints(cx, [(id, f.as_str())])
         }
         _ => Ok(()),

@@ -16,7 +16,7 @@ use crate::output::{Out, Table, cell};
 
 /// This user's approvals file, if there is a place for it.
 fn store(cx: &Context) -> Option<TrustStore> {
-    TrustStore::default_path(&cx.paths, &cx.env).map(TrustStore::new)
+    TrustStore::default_path(&cx.paths).map(TrustStore::new)
 }
 
 /// The approvals of the current project (none when the user has no configuration directory).

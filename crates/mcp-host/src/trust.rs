@@ -16,15 +16,13 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
-use crate::config::{ConfigPaths, Env, Scope, ServerConfig};
+use crate::config::{ConfigPaths, Scope, ServerConfig};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
 
 /// The approvals file's name.
 pub const TRUST_FILE_NAME: &str = "trust.json";
 
-/// The file's format version; a newer one is refused rather than rewritten.
+/// The file's format version; another one is refused rather than rewritten.
 const VERSION: u64 = 1;
 
 /// Why the approvals could not be read or written. Messages name the file and never quote
@@ -93,7 +91,7 @@ impl TrustStore {
 
     /// `trust.json` in the global configuration file's directory; `None` when that is not
     /// known (no `HOME`), in which case no project server can be approved.
-    pub fn default_path(paths: &ConfigPaths, _env: &Env) -> Option<PathBuf> {
+    pub fn default_path(paths: &ConfigPaths) -> Option<PathBuf> {
         paths.global_dir().map(|d| d.join(TRUST_FILE_NAME))
     }
 
@@ -146,7 +144,7 @@ impl TrustStore {
         for (id, fingerprint) in entries {
             project.insert(id.to_owned(), fingerprint.to_owned());
         }
-        self.write(&projects)
+        self.write(projects)
     }
 
     /// Withdraws the approval of server `id` in the project at `project_dir`; whether there
@@ -163,7 +161,7 @@ impl TrustStore {
             projects.remove(&key);
         }
         if found {
-            self.write(&projects)?;
+            self.write(projects)?;
         }
         Ok(found)
     }
@@ -175,10 +173,10 @@ impl TrustStore {
         }
     }
 
-    fn read(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, TrustError> {
+    fn read(&self) -> Result<Projects, TrustError> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Projects::new()),
             Err(source) => {
                 return Err(TrustError::Read {
                     path: self.path.clone(),
@@ -190,53 +188,37 @@ impl TrustStore {
             path: self.path.clone(),
             why,
         };
-        let doc: Value = serde_json::from_slice(&bytes)
+        let file: TrustFile = serde_json::from_slice(&bytes)
             .map_err(|e| corrupt(crate::config::json_error_text(&e)))?;
-        match doc.get("version").and_then(Value::as_u64) {
-            Some(VERSION) => {}
-            Some(v) => return Err(corrupt(format!("version {v}, newer than this program"))),
-            None => return Err(corrupt("no `version`".to_owned())),
+        if file.version != VERSION {
+            return Err(corrupt(format!(
+                "version {}, not {VERSION}, the one this program knows",
+                file.version
+            )));
         }
-        let mut out = BTreeMap::new();
-        let Some(projects) = doc.get("projects").and_then(Value::as_object) else {
-            return Err(corrupt("no `projects` object".to_owned()));
-        };
-        for (dir, servers) in projects {
-            let Some(servers) = servers.as_object() else {
-                return Err(corrupt("a project is not an object".to_owned()));
-            };
-            let mut approved = BTreeMap::new();
-            for (id, fingerprint) in servers {
-                let Some(fingerprint) = fingerprint.as_str() else {
-                    return Err(corrupt("a fingerprint is not a string".to_owned()));
-                };
-                approved.insert(id.clone(), fingerprint.to_owned());
-            }
-            out.insert(dir.clone(), approved);
-        }
-        Ok(out)
+        Ok(file.projects)
     }
 
-    fn write(
-        &self,
-        projects: &BTreeMap<String, BTreeMap<String, String>>,
-    ) -> Result<(), TrustError> {
-        let projects: Map<String, Value> = projects
-            .iter()
-            .map(|(dir, servers)| {
-                let servers: Map<String, Value> = servers
-                    .iter()
-                    .map(|(id, f)| (id.clone(), Value::String(f.clone())))
-                    .collect();
-                (dir.clone(), Value::Object(servers))
-            })
-            .collect();
-        let doc = serde_json::json!({ "version": VERSION, "projects": projects });
+    fn write(&self, projects: Projects) -> Result<(), TrustError> {
+        let file = TrustFile {
+            version: VERSION,
+            projects,
+        };
         let mut bytes =
-            serde_json::to_vec_pretty(&doc).map_err(|e| self.write_err(io::Error::other(e)))?;
+            serde_json::to_vec_pretty(&file).map_err(|e| self.write_err(io::Error::other(e)))?;
         bytes.push(b'\n');
         fs::write_atomic(&self.path, &bytes, PRIVATE_MODE).map_err(|e| self.write_err(e))
     }
+}
+
+/// Project directory to (server id to approved fingerprint).
+type Projects = BTreeMap<String, BTreeMap<String, String>>;
+
+/// `trust.json` as it is on disk.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TrustFile {
+    version: u64,
+    projects: Projects,
 }
 
 /// A project's key: its canonical path, so that `.`, a symbolic link and the full path are

@@ -319,5 +319,14 @@ fn project_servers_run_only_once_approved_as_written() {
     let err = store.approvals(&project).unwrap_err();
     assert!(matches!(err, TrustError::Corrupt { .. }));
     assert!(err.to_string().contains("trust.json"), "{err}");
+    // Nor is a file of another version rewritten as if it were this one.
+    std::fs::write(store.path(), r#"{"version": 2, "projects": {}}"#).unwrap();
+    let err = store.approve(&project, [tool]).unwrap_err();
+    assert!(err.to_string().contains("version 2"), "{err}");
+    assert!(
+        std::fs::read_to_string(store.path())
+            .unwrap()
+            .contains("\"version\": 2")
+    );
     rt.block_on(host.shutdown());
 }

@@ -691,7 +691,9 @@ const NOT_APPROVED: &[&str] = &[
 ];
 
 /// [`ServerConfig::fingerprint`]: SHA-256 over the entry's other members in a canonical form
-/// (keys sorted at every level), so that formatting and member order do not matter.
+/// (keys sorted at every level), so that formatting and member order do not matter. The keys
+/// are sorted here rather than left to `serde_json`, whose map order is a cargo feature any
+/// crate in a build may switch on.
 fn fingerprint(map: &Map<String, Value>) -> String {
     use sha2::{Digest, Sha256};
     fn canonical(value: &Value, out: &mut String) {
