@@ -346,11 +346,7 @@ impl<H: Handler> HttpServer<H> {
                 .protocol_version()
                 .is_some_and(|v| v.allows_batches())
         {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                mcp_protocol::code::INVALID_REQUEST,
-                "JSON-RPC batches are not allowed in this protocol version",
-            );
+            return no_batches();
         }
         if !owes_answers(&decoded) {
             session.core.receive(decoded);
@@ -787,6 +783,16 @@ fn with_session_id(mut r: Response<ResponseBody>, id: &str) -> Response<Response
         r.headers_mut().insert(SESSION_ID, v);
     }
     r
+}
+
+/// 400 for a batch in a protocol version that has none (any but 2025-03-26), with the -32600
+/// error, without id, that the session would answer it with.
+fn no_batches() -> Response<ResponseBody> {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        mcp_protocol::code::INVALID_REQUEST,
+        "JSON-RPC batches are not allowed in this protocol version",
+    )
 }
 
 /// 400 for a body that did not decode, with the JSON-RPC error it is owed when there is one.

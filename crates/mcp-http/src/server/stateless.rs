@@ -79,13 +79,7 @@ impl<H: Handler> HttpServer<H> {
             Ok(Decoded::Single(Message::Request(request))) => request,
             // A notification or a response concerns no request of this server: nothing to do.
             Ok(Decoded::Single(_)) => return super::empty(StatusCode::ACCEPTED),
-            Ok(Decoded::Batch(_)) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    code::INVALID_REQUEST,
-                    "JSON-RPC batches are not allowed in this protocol version",
-                );
-            }
+            Ok(Decoded::Batch(_)) => return super::no_batches(),
             Err(e) => return undecodable(&e),
         };
         let params: Option<Value> = request.params.as_ref().and_then(|p| p.decode().ok());
