@@ -139,11 +139,7 @@ pub(crate) async fn json_from(
     let body = match answers.len() {
         // Every request of the POST was cancelled: nothing to answer. (For a batch too: one
         // with no responses gets nothing back, not an empty array.)
-        0 => {
-            let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::new())));
-            *r.status_mut() = StatusCode::ACCEPTED;
-            return r;
-        }
+        0 => return super::empty(StatusCode::ACCEPTED),
         1 if !batch => answers.remove(0),
         _ => {
             let mut joined = b"[".to_vec();
