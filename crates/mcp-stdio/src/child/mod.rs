@@ -193,9 +193,14 @@ impl StderrLog {
 
     /// The kept text, lossily decoded, with no part of a secret in it: see [`redact`].
     pub(crate) fn text(&self) -> String {
-        let mut ring = self.lock();
-        let dropped = ring.dropped;
-        redact(ring.bytes.make_contiguous(), dropped, &self.secrets)
+        // A copy, redacted with the lock released: the task draining stderr never waits for
+        // a redaction.
+        let (kept, dropped) = {
+            let ring = self.lock();
+            let (a, b) = ring.bytes.as_slices();
+            ([a, b].concat(), ring.dropped)
+        };
+        redact(&kept, dropped, &self.secrets)
     }
 
     /// The last `lines` non-empty lines, for an error message.
@@ -229,12 +234,13 @@ fn redact(kept: &[u8], dropped: Option<u8>, secrets: &[String]) -> String {
     // Byte ranges to show as `[redacted]`, and where the text starts.
     let mut hidden: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
+    let stretches = utf8_stretches(kept);
     for secret in secrets {
         if secret.is_empty() || len == 0 {
             continue;
         }
         // Whole occurrences, every one, overlapping ones included.
-        occurrences(kept, secret, &mut hidden);
+        occurrences(&stretches, secret, &mut hidden);
         let secret = secret.as_bytes();
         // The beginning of one still being written.
         let partial = 1..secret.len().min(len + 1);
@@ -295,15 +301,31 @@ fn redact(kept: &[u8], dropped: Option<u8>, secrets: &[String]) -> String {
     text
 }
 
-/// Adds to `found` where `secret` occurs in `kept`, overlapping occurrences included.
+/// The UTF-8 stretches of `kept`, each with its offset, for [`occurrences`]: decoded once for
+/// every secret.
 ///
-/// The search runs on the UTF-8 stretches of `kept`, with `str::find`. A secret is UTF-8, and
-/// a decoder never takes a byte that starts a character as the continuation of another: an
-/// occurrence lies within one stretch, whatever bytes surround it.
-fn occurrences(kept: &[u8], secret: &str, found: &mut Vec<std::ops::Range<usize>>) {
+/// A secret is UTF-8, and a decoder never takes a byte that starts a character as the
+/// continuation of another: an occurrence lies within one stretch, whatever bytes surround it.
+fn utf8_stretches(kept: &[u8]) -> Vec<(usize, &str)> {
     let mut offset = 0;
-    for chunk in kept.utf8_chunks() {
-        let text = chunk.valid();
+    kept.utf8_chunks()
+        .map(|chunk| {
+            let at = offset;
+            offset += chunk.valid().len() + chunk.invalid().len();
+            (at, chunk.valid())
+        })
+        .collect()
+}
+
+/// Adds to `found` where `secret` occurs in the kept bytes, given as their `stretches`,
+/// overlapping occurrences included.
+fn occurrences(stretches: &[(usize, &str)], secret: &str, found: &mut Vec<std::ops::Range<usize>>) {
+    // A stretch too short to hold the secret is not searched: `find` would prepare its search
+    // (a pass over the secret) all the same, for each of them.
+    let long_enough = stretches
+        .iter()
+        .filter(|(_, text)| text.len() >= secret.len());
+    for &(offset, text) in long_enough {
         let mut from = 0;
         while let Some(i) = text[from..].find(secret) {
             let at = from + i;
@@ -311,7 +333,6 @@ fn occurrences(kept: &[u8], secret: &str, found: &mut Vec<std::ops::Range<usize>
             // The next may overlap this one: go on from this one's second character.
             from = at + text[at..].chars().next().map_or(1, char::len_utf8);
         }
-        offset += text.len() + chunk.invalid().len();
     }
 }
 
