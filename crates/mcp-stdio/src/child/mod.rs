@@ -135,7 +135,8 @@ pub fn termination_signal() -> io::Result<impl Future<Output = i32> + Send> {
 }
 
 /// The most recent bytes a server wrote to stderr.
-#[derive(Debug)]
+///
+/// No `Debug`: it holds the secrets it redacts, and the raw bytes they may be in.
 pub(crate) struct StderrLog {
     ring: Mutex<Ring>,
     capacity: usize,
@@ -145,7 +146,6 @@ pub(crate) struct StderrLog {
 }
 
 /// What the log keeps.
-#[derive(Debug)]
 struct Ring {
     bytes: VecDeque<u8>,
     /// The last byte dropped to stay within the capacity; `None` while none has been.
