@@ -392,19 +392,28 @@ async fn cancel_until_answered(addr: SocketAddr, session: &str, id: i64, tcp: &T
     panic!("the cancelled call's POST was never answered");
 }
 
+/// POSTs `body`, whose one request `id` is a call that never answers, cancels it, and checks
+/// the POST's answer: nothing to answer, so 202 and no body, as for a POST of notifications,
+/// not a 200 with an empty JSON-RPC batch (`[]`), which is no valid answer (JSON-RPC 2.0 §6:
+/// a batch with no responses gets nothing back).
+async fn assert_cancelled_post_is_accepted_with_no_body(
+    addr: SocketAddr,
+    session: &str,
+    body: &str,
+    id: i64,
+) {
+    let mut tcp = post(addr, Some(session), body).await;
+    cancel_until_answered(addr, session, id, &tcp).await;
+    let head = read_head(&mut tcp).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    assert!(head.contains("content-length: 0"), "{head}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_with_json_answers_is_accepted_with_no_body() {
     let (addr, session) = initialized_with(|config| config.json_response = true).await;
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}"#;
-    let mut tcp = post(addr, Some(&session), call).await;
-
-    cancel_until_answered(addr, &session, 2, &tcp).await;
-
-    // Nothing to answer: 202 and no body, as for a POST of notifications, not a 200 with an
-    // empty JSON-RPC batch (`[]`), which is no valid answer.
-    let head = read_head(&mut tcp).await;
-    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
-    assert!(head.contains("content-length: 0"), "{head}");
+    assert_cancelled_post_is_accepted_with_no_body(addr, &session, call, 2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -506,14 +515,9 @@ async fn a_batch_with_json_answers_and_a_cancelled_call_gets_an_array_of_the_res
         serde_json::json!([{"jsonrpc":"2.0","id":3,"result":{}}])
     );
 
-    // Every request cancelled: a batch with no responses gets nothing back (JSON-RPC 2.0 §6),
-    // so 202 and no body, not an empty array.
+    // Every request cancelled: nothing back, not an empty array.
     let batch = r#"[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"never"}}]"#;
-    let mut tcp = post(addr, Some(&session), batch).await;
-    cancel_until_answered(addr, &session, 4, &tcp).await;
-    let head = read_head(&mut tcp).await;
-    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
-    assert!(head.contains("content-length: 0"), "{head}");
+    assert_cancelled_post_is_accepted_with_no_body(addr, &session, batch, 4).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
