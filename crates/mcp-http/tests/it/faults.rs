@@ -29,8 +29,13 @@ async fn client(fake: &FakeHttp) -> Client {
 }
 
 async fn call(client: &Client) -> Result<String, mcp_session::Error> {
+    call_with(client, RequestOptions::DEFAULT).await
+}
+
+/// [`call`], with `options` (a shorter timeout).
+async fn call_with(client: &Client, options: RequestOptions) -> Result<String, mcp_session::Error> {
     let result = client
-        .call_tool(CallToolParams::new("echo".into()), RequestOptions::DEFAULT)
+        .call_tool(CallToolParams::new("echo".into()), options)
         .await?;
     match &result.content[0] {
         ContentBlock::Text(t) => Ok(t.text.clone()),
@@ -120,10 +125,7 @@ async fn a_hung_stream_times_out_and_the_server_is_told() {
     let victim = client(&fake).await;
     fake.set_fault(Fault::Hang);
     let options = RequestOptions::DEFAULT.timeout(std::time::Duration::from_millis(300));
-    let err = victim
-        .call_tool(CallToolParams::new("echo".into()), options)
-        .await
-        .unwrap_err();
+    let err = call_with(&victim, options).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     fake.set_fault(Fault::None);
     // The cancellation went out as its own POST.
@@ -182,10 +184,7 @@ async fn a_stream_of_a_call_already_over_is_not_resumed() {
     // times out before that, so there is nothing left to resume for.
     fake.set_fault(Fault::CloseAfterPriming);
     let options = RequestOptions::DEFAULT.timeout(std::time::Duration::from_millis(30));
-    let err = victim
-        .call_tool(CallToolParams::new("echo".into()), options)
-        .await
-        .unwrap_err();
+    let err = call_with(&victim, options).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let resumed = fake
