@@ -154,7 +154,7 @@ pub(crate) async fn connect(host: &Host, entries: Vec<mcp_host::ServerEntry>, te
 /// A terminal prompter when stdin and stderr are terminals: `--yes` is not needed by a person
 /// who can answer.
 pub(crate) fn terminal_prompter() -> Option<Arc<dyn Prompter>> {
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    if crate::output::can_ask() {
         Some(Arc::new(TerminalPrompter))
     } else {
         None
@@ -170,22 +170,7 @@ impl Prompter for TerminalPrompter {
         call: &'a CallRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         let question = question(call);
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                use std::io::Write as _;
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "{question} [y/N] ");
-                let _ = err.flush();
-                drop(err);
-                let mut answer = String::new();
-                if std::io::stdin().read_line(&mut answer).is_err() {
-                    return false;
-                }
-                matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes")
-            })
-            .await
-            .unwrap_or(false)
-        })
+        Box::pin(crate::output::ask(format!("{question} [y/N] ")))
     }
 }
 

@@ -11,6 +11,29 @@ use serde_json::{Value, json};
 
 use crate::exit::Failure;
 
+/// Whether a person can be asked: stdin and stderr are terminals.
+pub(crate) fn can_ask() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks `question` on stderr and reads the answer from stdin, off the runtime's threads: only
+/// `y` or `yes`, in any case, is a yes; an unreadable answer is a no.
+pub(crate) async fn ask(question: String) -> bool {
+    tokio::task::spawn_blocking(move || {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{question}");
+        let _ = err.flush();
+        drop(err);
+        let mut answer = String::new();
+        if std::io::stdin().read_line(&mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    })
+    .await
+    .unwrap_or(false)
+}
+
 /// Where a line goes instead of stdout and stderr: the shell prints above its prompt.
 pub(crate) type Sink = Arc<dyn Fn(&str) + Send + Sync>;
 

@@ -3,8 +3,6 @@
 //! repository someone may have cloned; the library runs none of their servers without an
 //! approval (`mcp_host::trust`), and this is where a person gives or withdraws one.
 
-use std::io::IsTerminal as _;
-
 use mcp_host::config::{LoadedConfig, Scope, ServerConfig, Transport, shown_url};
 use mcp_host::trust::{Approvals, TrustStore};
 use serde_json::{Value, json};
@@ -12,7 +10,7 @@ use serde_json::{Value, json};
 use crate::args::ReadScope;
 use crate::exit::{Code, Failure};
 use crate::manage::{Context, target};
-use crate::output::{Out, Table, cell};
+use crate::output::{Out, Table, ask, can_ask, cell};
 
 /// This user's approvals file, if there is a place for it.
 fn store(cx: &Context) -> Option<TrustStore> {
@@ -115,11 +113,6 @@ pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
     lines
 }
 
-/// Whether a person can be asked: stdin and stderr are terminals.
-fn can_ask() -> bool {
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-}
-
 /// The approvals to start servers with. On a terminal, each enabled project server that would
 /// start (only `only`, if given) and is not approved is shown and asked about first; an
 /// approval is recorded. Elsewhere nothing is asked, and those servers stay in `error` at the
@@ -166,24 +159,6 @@ pub(crate) async fn review(
     }
     approve(cx, approved)?;
     self::approvals(cx)
-}
-
-/// Asks `question` on the terminal; only `y` or `yes` is a yes.
-async fn ask(question: String) -> bool {
-    tokio::task::spawn_blocking(move || {
-        use std::io::Write as _;
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{question}");
-        let _ = err.flush();
-        drop(err);
-        let mut answer = String::new();
-        if std::io::stdin().read_line(&mut answer).is_err() {
-            return false;
-        }
-        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-    })
-    .await
-    .unwrap_or(false)
 }
 
 /// `trust`: without ids, the project's servers and whether each is approved; with ids (or
