@@ -453,9 +453,14 @@ fn group_alive(pgid: i32) -> bool {
         })
 }
 
-/// SIGKILL to the group, at once: for `Drop`, where nothing can be awaited.
+/// SIGKILL to the group, at once: for `Drop`, where nothing can be awaited. Only while the
+/// group is one of [`GROUPS`]: once it was seen to end (a `close`, a crash, a failed
+/// handshake) its id may be another group's.
 pub(crate) fn kill_group_now(pgid: i32) {
-    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    let groups = groups();
+    if groups.contains(&pgid) {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
 }
 
 /// Ends the server and everything it started, politely first. Call after its stdin has been

@@ -1,7 +1,7 @@
 //! Tests of the stderr log: what it keeps, and that no part of a secret is shown, wherever
-//! the ring cuts it and however it is written.
+//! the ring cuts it and however it is written; and of which groups a dropped client kills.
 
-use super::StderrLog;
+use super::{StderrLog, groups, kill_group_now};
 
 /// Secrets made of upper-case letters and digits, which neither the filler text of these tests
 /// nor `[redacted]` contains: a text shows some part of a secret if and only if it shows one
@@ -185,4 +185,32 @@ fn what_is_kept_starts_at_a_line_once_bytes_were_dropped() {
     let log = new_log(8, &[]);
     log.append(b"abcdefghijk\n");
     assert_eq!(log.text(), "efghijk\n");
+}
+
+/// A dropped client kills its group only while it is tracked: once the group was seen to end,
+/// its id may be another's.
+#[test]
+fn only_a_tracked_group_is_killed_on_drop() {
+    use std::os::unix::process::CommandExt as _;
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pgid = i32::try_from(other.id()).unwrap();
+    kill_group_now(pgid);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "an untracked group was killed"
+    );
+
+    groups().insert(pgid);
+    kill_group_now(pgid);
+    let status = other.wait().unwrap();
+    groups().remove(&pgid);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
 }
