@@ -163,28 +163,23 @@ fn overlapping_occurrences_are_redacted_whole() {
 
 #[test]
 fn what_is_kept_starts_at_a_line_once_bytes_were_dropped() {
-    // Nothing dropped: everything, from the first byte.
-    let log = new_log(64, &[]);
-    log.append(b"abc\ndef");
-    assert_eq!(log.text(), "abc\ndef");
-
-    // The first kept line is partial: it is left out.
-    let log = new_log(8, &[]);
-    log.append(b"abcdef\nghij\n");
-    assert_eq!(log.text(), "ghij\n");
-
-    // The ring was cut at a line end: nothing more is left out.
-    let log = new_log(8, &[]);
-    log.append(b"abc\nefghijk\n");
-    assert_eq!(log.text(), "efghijk\n");
-
-    // No whole line is kept: the partial one is shown rather than nothing.
-    let log = new_log(8, &[]);
-    log.append(b"abcdefghijkl");
-    assert_eq!(log.text(), "efghijkl");
-    let log = new_log(8, &[]);
-    log.append(b"abcdefghijk\n");
-    assert_eq!(log.text(), "efghijk\n");
+    // (capacity, what was written, what is shown)
+    let cases = [
+        // Nothing dropped: everything, from the first byte.
+        (64, "abc\ndef", "abc\ndef"),
+        // The first kept line is partial: it is left out.
+        (8, "abcdef\nghij\n", "ghij\n"),
+        // The ring was cut at a line end: nothing more is left out.
+        (8, "abc\nefghijk\n", "efghijk\n"),
+        // No whole line is kept: the partial one is shown rather than nothing.
+        (8, "abcdefghijkl", "efghijkl"),
+        (8, "abcdefghijk\n", "efghijk\n"),
+    ];
+    for (capacity, written, shown) in cases {
+        let log = new_log(capacity, &[]);
+        log.append(written.as_bytes());
+        assert_eq!(log.text(), shown, "{written:?} in a ring of {capacity}");
+    }
 }
 
 /// A dropped client kills its group only while it is tracked: once the group was seen to end,
