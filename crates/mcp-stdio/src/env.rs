@@ -80,8 +80,8 @@ pub(crate) fn secrets(
         .map(|(_, v)| v)
         .filter(|v| v.len() >= 8);
     let mut all: Vec<String> = configured_values.chain(inherited).cloned().collect();
-    // The longest first, so that a secret containing another is blanked whole.
-    all.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    // Each once. The order does not matter: the redaction merges overlapping occurrences.
+    all.sort_unstable();
     all.dedup();
     all
 }
