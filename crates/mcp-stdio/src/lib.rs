@@ -15,8 +15,9 @@
 //! The server runs in a process group of its own. `Client::close` ends it politely: close
 //! stdin, wait, SIGTERM to the group, wait, SIGKILL to the group, reap; a grandchild (the
 //! server an `npx` or `uvx` launcher starts) goes with it. Dropping every handle kills the
-//! group at once; a client `connect`ed over other streams shuts its streams down instead. A host that exits on a signal calls [`kill_all_servers`], or awaits
-//! [`termination_signal`], so that no server outlives it.
+//! group at once and closes our ends of its pipes; a client `connect`ed over other streams
+//! shuts its streams down instead. A host that exits on a signal calls [`kill_all_servers`],
+//! or awaits [`termination_signal`], so that no server outlives it.
 //!
 //! The protocol itself, ids, timeouts, cancellation, refusing undeclared server requests, is
 //! done by `mcp-protocol`'s session, run by `mcp-session`'s core; this crate moves bytes and
