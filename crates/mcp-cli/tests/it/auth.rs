@@ -33,9 +33,9 @@ fn get(url: &str) -> (u16, Option<String>) {
     (status, location.map(|l| url.join(&l).unwrap().to_string()))
 }
 
-/// Reads the child's stderr until the authorization address, and returns it with the rest
-/// of stderr's reader.
-fn authorization_url(child: &mut Child) -> (String, BufReader<std::process::ChildStderr>) {
+/// Reads the child's stderr until the authorization address, and returns it with what
+/// stderr said up to it and the rest of stderr's reader.
+fn authorization_url(child: &mut Child) -> (String, String, BufReader<std::process::ChildStderr>) {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
     loop {
@@ -46,9 +46,16 @@ fn authorization_url(child: &mut Child) -> (String, BufReader<std::process::Chil
         );
         seen.push_str(&line);
         if let Some(url) = line.trim().strip_prefix("http") {
-            return (format!("http{url}"), stderr);
+            return (format!("http{url}"), seen, stderr);
         }
     }
+}
+
+/// The token store, read strictly: a missing or unreadable file fails the test.
+fn token_store(u: &User) -> serde_json::Value {
+    let path = u.home.path().join(".config/mcp-host/mcp-auth.json");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -60,15 +67,24 @@ async fn login_in_a_browser_then_use_then_logout() {
     let fake = FakeAuth::start(FakeAuthOptions::default()).await;
     let u = std::sync::Arc::new(User::new());
     let url = fake.url();
-    let v = blocking({
+    // Every command's output, stdout and stderr, to search for the tokens at the end.
+    let mut printed: Vec<(&str, String)> = Vec::new();
+    let mut keep = |what, r: &Run| printed.push((what, format!("{}{}", r.stdout, r.stderr)));
+    let (add, before) = blocking({
         let u = u.clone();
         move || {
-            u.run(&["add", "secure", &url]).code(0);
-            u.run(&["status", "secure", "--json"]).json()
+            (
+                u.run(&["add", "secure", &url]),
+                u.run(&["status", "secure", "--json"]),
+            )
         }
     })
     .await;
+    add.code(0);
+    let v = before.json();
     assert_eq!(v["state"], "auth_required", "{v}");
+    keep("add", &add);
+    keep("status before login", &before);
     let r = blocking({
         let u = u.clone();
         move || u.run(&["tools", "secure"])
@@ -77,8 +93,9 @@ async fn login_in_a_browser_then_use_then_logout() {
     r.code(4)
         .err_has("needs authorization")
         .err_has("mcp-host login secure");
+    keep("tools before login", &r);
 
-    let r = blocking({
+    let login = blocking({
         let u = u.clone();
         move || {
             let mut child = u
@@ -88,7 +105,7 @@ async fn login_in_a_browser_then_use_then_logout() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let (url, mut rest) = authorization_url(&mut child);
+            let (url, mut stderr, mut rest) = authorization_url(&mut child);
             // The authorization server redirects the browser to the command's loopback.
             let (status, location) = get(&url);
             assert_eq!(status, 302, "{url}");
@@ -96,52 +113,103 @@ async fn login_in_a_browser_then_use_then_logout() {
             assert!(callback.starts_with("http://127.0.0.1:"), "{callback}");
             let (status, _) = get(&callback);
             assert_eq!(status, 200);
-            let mut stderr = String::new();
             rest.read_to_string(&mut stderr).unwrap();
             let output = child.wait_with_output().unwrap();
-            (
-                output.status.code(),
-                String::from_utf8_lossy(&output.stdout).into_owned(),
+            Run {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
                 stderr,
-            )
+            }
         }
     })
     .await;
-    assert_eq!(r.0, Some(0), "{r:?}");
-    assert!(
-        r.1.contains("logged in to `secure`; server state: ready"),
-        "{r:?}"
+    login
+        .code(0)
+        .out_has("logged in to `secure`; server state: ready");
+    keep("login", &login);
+
+    // The tokens are in the store, and the access token is the one the server was shown.
+    let store = token_store(&u);
+    let entry = &store["servers"]["secure"];
+    let mut secrets: Vec<String> = ["access_token", "refresh_token"]
+        .into_iter()
+        .map(|k| {
+            let t = entry[k]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {k}: {store}"));
+            // Long enough not to turn up by chance.
+            assert!(t.len() >= 8, "{k} {t:?}");
+            t.to_owned()
+        })
+        .collect();
+    secrets.extend(
+        store["clients"]
+            .as_object()
+            .into_iter()
+            .flat_map(|c| c.values())
+            .filter_map(|c| c["client_secret"].as_str())
+            .map(str::to_owned),
     );
+    let bearer = format!("Bearer {}", secrets[0]);
 
     let (status, tools, out) = blocking({
         let u = u.clone();
         move || {
-            let status = u.run(&["status", "secure", "--json"]).json();
+            let status = u.run(&["status", "secure", "--json"]);
             let tools = u.run(&["tools", "secure", "--json"]);
             let out = u.run(&["logout", "secure"]);
             (status, tools, out)
         }
     })
     .await;
-    assert_eq!(status["state"], "ready", "{status}");
-    assert!(status["token_expires_at"].as_str().unwrap().ends_with('Z'));
+    let v = status.code(0).json();
+    assert_eq!(v["state"], "ready", "{v}");
+    assert!(v["token_expires_at"].as_str().unwrap().ends_with('Z'));
     assert!(!tools.code(0).json()["tools"].as_array().unwrap().is_empty());
+    assert!(
+        fake.seen_at("/mcp").iter().any(|r| r
+            .headers
+            .get("authorization")
+            .is_some_and(|h| h == bearer.as_str())),
+        "the stored access token is the one sent"
+    );
     out.code(0).out_has("logged out of `secure`");
-    // The token store never shows in output, and tokens are gone after logout.
-    let store = std::fs::read_to_string(u.home.path().join(".config/mcp-host/mcp-auth.json"))
-        .unwrap_or_default();
-    assert!(!store.contains("\"secure\""), "{store}");
-    let v = blocking({
+    keep("status", &status);
+    keep("tools", &tools);
+    keep("logout", &out);
+
+    // Logout removed the entry; the store is still there and still readable.
+    let store = token_store(&u);
+    assert!(store["servers"].get("secure").is_none(), "{store}");
+    let (again, after) = blocking({
         let u = u.clone();
         move || {
-            u.run(&["logout", "secure"])
-                .code(0)
-                .out_has("no stored tokens");
-            u.run(&["status", "secure", "--json"]).json()
+            (
+                u.run(&["logout", "secure"]),
+                u.run(&["status", "secure", "--json"]),
+            )
         }
     })
     .await;
-    assert_eq!(v["state"], "auth_required");
+    again.code(0).out_has("no stored tokens");
+    assert_eq!(after.json()["state"], "auth_required");
+    keep("second logout", &again);
+    keep("status after logout", &after);
+
+    // No token, refresh token or client secret ever showed in any command's output.
+    let store_text = token_store(&u).to_string();
+    for secret in &secrets[..2] {
+        assert!(!store_text.contains(secret.as_str()), "{store_text}");
+    }
+    assert_eq!(printed.len(), 9);
+    for (what, text) in &printed {
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{what} printed a secret: {text}"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,7 +228,7 @@ async fn login_without_a_browser_reads_the_pasted_address() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let (url, _rest) = authorization_url(&mut child);
+            let (url, _, _rest) = authorization_url(&mut child);
             let (_, location) = get(&url);
             let landed = location.unwrap();
             assert!(landed.starts_with("http://127.0.0.1/callback?"), "{landed}");
