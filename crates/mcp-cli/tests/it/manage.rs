@@ -354,9 +354,27 @@ fn the_remaining_add_flags_help_and_version() {
         0,
         "a file holding a secret is private: {mode:o}"
     );
-    // The list never shows the secret.
+    // The list shows the server, and never the secret.
     let list = u.run(&["list", "--json"]);
-    assert!(!list.stdout.contains("s3cret") && !list.stderr.contains("s3cret"));
+    let v = list.code(0).json();
+    let servers = v["servers"].as_array().unwrap();
+    let legacy = servers.iter().find(|s| s["id"] == "legacy");
+    let legacy = legacy.unwrap_or_else(|| panic!("`legacy` is not listed: {v}"));
+    assert_eq!(legacy["transport"], "sse", "{v}");
+    assert_eq!(legacy["target"], "http://127.0.0.1:3001/sse", "{v}");
+    assert!(
+        !list.stdout.contains("s3cret") && !list.stderr.contains("s3cret"),
+        "{list:#?}"
+    );
+    let table = u.run(&["list"]);
+    table
+        .code(0)
+        .out_has("legacy")
+        .out_has("http://127.0.0.1:3001/sse");
+    assert!(
+        !table.stdout.contains("s3cret") && !table.stderr.contains("s3cret"),
+        "{table:#?}"
+    );
     u.run(&[
         "add",
         "both",
@@ -378,17 +396,38 @@ fn the_remaining_add_flags_help_and_version() {
 #[test]
 fn list_hides_url_credentials_and_query() {
     let u = User::new();
-    u.run(&["add", "k", "https://me:pw9@x.example/mcp?key=K9"])
-        .code(0);
+    let added = u.run(&["add", "k", "https://me:pw9@x.example/mcp?key=K9"]);
+    added.code(0);
+    assert!(
+        !added.stdout.contains("K9") && !added.stdout.contains("pw9"),
+        "{added:#?}"
+    );
+    // The whole address is kept in the file; only what is shown is cut.
+    let file = std::fs::read_to_string(u.project_file()).unwrap();
+    assert!(
+        file.contains("https://me:pw9@x.example/mcp?key=K9"),
+        "{file}"
+    );
     let r = u.run(&["list"]);
     r.code(0).out_has("https://x.example/mcp?[redacted]");
-    assert!(
-        !r.stdout.contains("K9") && !r.stdout.contains("pw9"),
-        "{r:#?}"
-    );
+    let row = r.stdout.lines().find(|l| l.starts_with("k "));
+    let row = row.unwrap_or_else(|| panic!("`k` is not listed: {r:#?}"));
+    assert!(row.contains("https://x.example/mcp?[redacted]"), "{r:#?}");
     let j = u.run(&["list", "--json"]);
-    assert!(
-        !j.stdout.contains("K9") && !j.stdout.contains("pw9"),
-        "{j:#?}"
+    let v = j.code(0).json();
+    let servers = v["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{v}");
+    assert_eq!(servers[0]["id"], "k", "{v}");
+    assert_eq!(
+        servers[0]["target"], "https://x.example/mcp?[redacted]",
+        "{v}"
     );
+    for run in [&r, &j] {
+        for hidden in ["K9", "pw9", "me:"] {
+            assert!(
+                !run.stdout.contains(hidden) && !run.stderr.contains(hidden),
+                "{hidden:?} shows: {run:#?}"
+            );
+        }
+    }
 }
