@@ -462,13 +462,34 @@ fn ids_and_fields_from_a_file_reach_the_terminal_cleaned() {
         }}"#,
     )
     .unwrap();
-    for args in [&["list"][..], &["status"], &["tools"]] {
+    // Each command names both entries, cleaned: the id without its title escape, the field
+    // without its colour escape; `list` fails for the invalid entries, the others go on.
+    let id_problem = "server `evil`: invalid server id";
+    let field_problem = "server `hdr`: field `headers.X`: not a valid HTTP header name";
+    for (args, code, row) in [
+        (&["list"][..], 3, ["evil", "-", "invalid"]),
+        (&["status"], 0, ["evil", "unknown", "project"]),
+        (&["tools"], 0, ["", "", ""]),
+    ] {
         let r = u.run(args);
-        assert!(
-            !r.stdout.contains('\u{1b}') && !r.stderr.contains('\u{1b}'),
-            "{r:#?}"
-        );
-        assert!(!r.stdout.contains('\u{7}') && !r.stderr.contains('\u{7}'));
-        assert!(r.stderr.contains("server `hdr`"), "{r:#?}");
+        r.code(code).err_has(id_problem).err_has(field_problem);
+        if args == ["tools"] {
+            r.err_has("server `evil` is not usable")
+                .err_has("server `hdr` is not usable")
+                .out_has("echo");
+        } else {
+            let evil = r.stdout.lines().find(|l| l.starts_with("evil "));
+            let evil = evil.unwrap_or_else(|| panic!("no row for `evil`: {r:#?}"));
+            let cells: Vec<&str> = evil.split_whitespace().take(3).collect();
+            assert_eq!(cells, row, "{r:#?}");
+            assert!(r.stdout.lines().any(|l| l.starts_with("hdr ")), "{r:#?}");
+        }
+        // Nothing of the escapes is left: not the bytes, not what they carried.
+        for hostile in ["\u{1b}", "\u{7}", "]0;", "0;title", "[31m"] {
+            assert!(
+                !r.stdout.contains(hostile) && !r.stderr.contains(hostile),
+                "{hostile:?} in {r:#?}"
+            );
+        }
     }
 }
