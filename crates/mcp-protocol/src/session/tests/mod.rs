@@ -378,41 +378,97 @@ fn notifications_before_the_initialize_result_are_accepted() {
     );
 }
 
+/// Feeds the server request `request` (its method and params) under `id` to `client`, and
+/// checks that the one frame sent back is the JSON-RPC error `code` with `message` under that
+/// same id, and that the host hears nothing of it.
+fn check_refusal(
+    row: &str,
+    client: &mut ClientSession,
+    request: &Value,
+    id: Value,
+    code: i64,
+    message: &str,
+) {
+    let mut frame = request.clone();
+    frame["jsonrpc"] = json!("2.0");
+    frame["id"] = id.clone();
+    feed(client, epoch(), frame);
+    assert_eq!(
+        sent(client),
+        [json!({"jsonrpc":"2.0","id":id,"error":{"code":code,"message":message}})],
+        "{row}: {request}"
+    );
+    let raised = events(client);
+    assert!(raised.is_empty(), "{row}: {request}: {raised:?}");
+}
+
+/// Every client capability a server request can need.
+fn all_capabilities() -> ClientCapabilities {
+    let mut caps = ClientCapabilities::new();
+    caps.roots = Some(crate::schema::RootsCapability::new());
+    caps.sampling = Some(SamplingCapability::new());
+    caps.elicitation = Some(ElicitationCapability::new());
+    caps
+}
+
 #[test]
 fn undeclared_server_requests_are_refused() {
-    let now = epoch();
+    let roots = json!({"method":"roots/list"});
+    let sampling =
+        json!({"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}});
+    let elicitation =
+        json!({"method":"elicitation/create","params":{"message":"name?","requestedSchema":{}}});
+    let tasks = json!({"method":"tasks/list"});
+
+    // Fail closed: a client that declared nothing refuses each with -32601 (SPEC: "Roots not
+    // supported"; the others by the same rule).
     let mut client = connected_client(client_config());
-    for (request, code, message) in [
-        (
-            json!({"method":"roots/list"}),
-            code::METHOD_NOT_FOUND,
-            "Roots not supported",
-        ),
-        (
-            json!({"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}),
-            code::METHOD_NOT_FOUND,
-            "Sampling not supported",
-        ),
-        (
-            json!({"method":"elicitation/create","params":{"message":"name?","requestedSchema":{}}}),
-            code::METHOD_NOT_FOUND,
-            "Elicitation not supported",
-        ),
-        (
-            json!({"method":"tasks/list"}),
-            code::METHOD_NOT_FOUND,
-            "Method not found: tasks/list",
-        ),
+    for (request, message) in [
+        (&roots, "Roots not supported"),
+        (&sampling, "Sampling not supported"),
+        (&elicitation, "Elicitation not supported"),
+        (&tasks, "Method not found: tasks/list"),
     ] {
-        let mut frame = request.clone();
-        frame["jsonrpc"] = json!("2.0");
-        frame["id"] = json!(7);
-        feed(&mut client, now, frame);
-        let out = sent(&mut client);
-        assert_eq!(out[0]["error"]["code"], code, "{request}");
-        assert_eq!(out[0]["error"]["message"], message);
-        assert_eq!(out[0]["id"], 7);
-        assert!(events(&mut client).is_empty());
+        for id in [json!(7), json!("srv-7")] {
+            check_refusal(
+                "a client that declared nothing",
+                &mut client,
+                request,
+                id,
+                code::METHOD_NOT_FOUND,
+                message,
+            );
+        }
+    }
+
+    // Before the handshake has finished only ping may come, whatever the client declared.
+    let mut config = client_config();
+    config.capabilities = all_capabilities();
+    let mut early = ClientSession::new(config);
+    early.initialize(epoch()).unwrap();
+    let _ = sent(&mut early);
+    // The 2026-07-28 era has no server-to-client requests at all.
+    let mut config = client_config();
+    config.capabilities = all_capabilities();
+    let mut stateless = stateless_client(config);
+    for request in [&roots, &sampling, &elicitation, &tasks] {
+        let method = request["method"].as_str().unwrap();
+        check_refusal(
+            "a client that declared everything, still initializing",
+            &mut early,
+            request,
+            json!(8),
+            code::INVALID_REQUEST,
+            &format!("{method} sent before the handshake finished; only ping is allowed"),
+        );
+        check_refusal(
+            "a client that declared everything, in the 2026-07-28 era",
+            &mut stateless,
+            request,
+            json!("srv-9"),
+            code::METHOD_NOT_FOUND,
+            &format!("{method}: MCP 2026-07-28 has no server-to-client requests"),
+        );
     }
 }
 
@@ -441,25 +497,50 @@ fn declared_server_requests_reach_the_host_with_their_sub_capabilities_checked()
     ));
 
     // Tools in sampling need sampling.tools.
-    feed(
+    check_refusal(
+        "sampling declared without sampling.tools",
         &mut client,
-        now,
-        json!({"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5,"tools":[]}}),
+        &json!({"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5,"tools":[]}}),
+        json!(2),
+        code::INVALID_PARAMS,
+        "tools in sampling requests are not supported (sampling.tools not declared)",
     );
-    assert_eq!(sent(&mut client)[0]["error"]["code"], code::INVALID_PARAMS);
 
     // `elicitation: {}` means form only: URL mode is refused with -32602.
-    feed(
+    check_refusal(
+        "elicitation declared as {}",
         &mut client,
-        now,
-        json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"mode":"url","message":"log in","url":"https://x.example","elicitationId":"e"}}),
+        &json!({"method":"elicitation/create","params":{"mode":"url","message":"log in","url":"https://x.example","elicitationId":"e"}}),
+        json!(3),
+        code::INVALID_PARAMS,
+        "elicitation mode \"url\" is not supported",
     );
-    assert_eq!(sent(&mut client)[0]["error"]["code"], code::INVALID_PARAMS);
 
     // The host answers the sampling request; a second answer is refused.
     let id = RequestId::Number(1);
     assert!(client.respond(now, &id, RawJson::empty_object()).unwrap());
     assert!(!client.respond(now, &id, RawJson::empty_object()).unwrap());
+}
+
+/// A client session of both eras whose `server/discover` probe a scripted stateless server
+/// answered: it speaks the 2026-07-28 era.
+fn stateless_client(mut config: ClientConfig) -> ClientSession {
+    config.supported_versions = ProtocolVersion::KNOWN.to_vec();
+    let now = epoch();
+    let mut client = ClientSession::new(config);
+    client.initialize(now).unwrap();
+    let probe = sent(&mut client);
+    assert_eq!(probe[0]["method"], "server/discover");
+    feed(
+        &mut client,
+        now,
+        json!({"jsonrpc":"2.0","id":probe[0]["id"],"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}),
+    );
+    assert!(client.is_ready());
+    assert_eq!(client.era(), crate::Era::Stateless);
+    let _ = sent(&mut client);
+    let _ = events(&mut client);
+    client
 }
 
 /// A client session whose handshake a scripted server answered.

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{
     client_config, connected_client, epoch, events, feed, feed_server, sent, server_config,
+    stateless_client,
 };
 use crate::jsonrpc::code;
 use crate::schema::{Implementation, ListChangedCapability, meta_key};
@@ -208,16 +209,7 @@ fn pings_are_answered_in_every_state_that_has_them() {
         ),
         (
             "a client operating in the 2026-07-28 era, which has no ping",
-            {
-                let mut c = dual_era_client();
-                let probe = only_request(&mut c);
-                feed(
-                    &mut c,
-                    now,
-                    json!({"jsonrpc":"2.0","id":probe,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}),
-                );
-                c
-            },
+            stateless_client(client_config()),
             "operating (stateless era)",
             Owed::Refusal(code::METHOD_NOT_FOUND),
         ),
