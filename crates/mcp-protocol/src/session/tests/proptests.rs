@@ -1,6 +1,11 @@
 //! Property: whatever a server sends, in whatever order and timing, the client session never
 //! panics and never makes a forbidden move, whether it speaks the handshake era only or both
 //! eras (the probe, the stateless envelope, multi round-trip retries).
+//!
+//! And the same for a server session, whatever a client sends: most generated clients open
+//! with a valid handshake or a valid 2026-07-28 request, so that the arbitrary steps after it
+//! reach the states behind the opening, and `server_cases_reach_every_state` checks that they
+//! do.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -10,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::{client_config, epoch};
 use crate::jsonrpc::{RequestId, decode};
-use crate::schema::RootsCapability;
+use crate::schema::{RootsCapability, meta_key};
 use crate::session::{ClientConfig, ClientEvent, ClientSession, RequestOptions};
 use crate::version::ProtocolVersion;
 
@@ -275,6 +280,19 @@ fn survives(config: ClientConfig, steps: Vec<Step>) -> Result<(), TestCaseError>
     Ok(())
 }
 
+/// The stateless era's per-request envelope, with `extra` members beside it; `version` is
+/// the one it declares.
+fn enveloped(version: &str, extra: Value) -> Value {
+    let mut params = json!({"_meta": {
+        meta_key::PROTOCOL_VERSION: version,
+        meta_key::CLIENT_CAPABILITIES: {"sampling": {}},
+    }});
+    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+        params.extend(extra);
+    }
+    params
+}
+
 fn client_frame() -> impl Strategy<Value = Value> {
     let methods = prop::sample::select(vec![
         "initialize",
@@ -282,6 +300,8 @@ fn client_frame() -> impl Strategy<Value = Value> {
         "tools/list",
         "tools/call",
         "prompts/list",
+        "server/discover",
+        "subscriptions/listen",
         "notifications/initialized",
         "notifications/cancelled",
         "notifications/progress",
@@ -298,6 +318,14 @@ fn client_frame() -> impl Strategy<Value = Value> {
         Just(Some(json!({"name":"echo"}))),
         (0i64..6).prop_map(|t| Some(json!({"requestId": t}))),
         Just(Some(json!({"progressToken": 0, "progress": 1}))),
+        // What a 2026-07-28 request carries: tools/call and subscriptions/listen each find
+        // what they need, and one declares a version nobody speaks.
+        Just(Some(enveloped(
+            "2026-07-28",
+            json!({"name":"echo","notifications":{"toolsListChanged":true}})
+        ))),
+        Just(Some(enveloped("2026-07-28", json!({})))),
+        Just(Some(enveloped("2099-01-01", json!({"name":"echo"})))),
     ];
     prop_oneof![
         (id(), methods.clone(), params.clone()).prop_map(|(id, m, p)| {
@@ -342,83 +370,281 @@ fn server_step() -> impl Strategy<Value = ServerStep> {
     ]
 }
 
+/// One generated client: the steps it takes against a server that speaks the handshake era
+/// only, or both eras.
+#[derive(Debug, Clone)]
+struct ServerCase {
+    dual_era: bool,
+    steps: Vec<ServerStep>,
+}
+
+/// Arbitrary steps rarely make a valid handshake (with arbitrary steps only, a frame arrived
+/// after `initialize` in 16 cases of 1,000 and after `notifications/initialized` in 3), so
+/// most cases open validly and the rest are arbitrary from the first frame:
+/// - 1 in 5: anything at all, to either server;
+/// - 2 in 5: `initialize`, up to two arbitrary steps while the handshake is open,
+///   `notifications/initialized`, then a client frame and anything;
+/// - 2 in 5: a valid 2026-07-28 `server/discover` to a server of both eras, then a client
+///   frame and anything.
+///
+/// `server_cases_reach_every_state` holds this to its promise.
+fn server_case() -> impl Strategy<Value = ServerCase> {
+    // What follows an opening starts with a frame, so that one arrives in the state the
+    // opening reached before a `Close` or a lone `Advance` can end the case.
+    let anything = || {
+        (client_frame(), prop::collection::vec(server_step(), 0..39)).prop_map(|(first, rest)| {
+            let mut steps = vec![ServerStep::Frame(first)];
+            steps.extend(rest);
+            steps
+        })
+    };
+    let versions =
+        prop::sample::select(vec!["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]);
+    prop_oneof![
+        1 => (any::<bool>(), prop::collection::vec(server_step(), 1..40))
+            .prop_map(|(dual_era, steps)| ServerCase { dual_era, steps }),
+        2 => (
+            any::<bool>(),
+            versions,
+            prop::collection::vec(server_step(), 0..3),
+            anything(),
+        )
+            .prop_map(|(dual_era, version, during, after)| {
+                let initialize = json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+                    "protocolVersion":version,"capabilities":{"sampling":{}},"clientInfo":{"name":"c","version":"1"}}});
+                let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+                let mut steps = vec![ServerStep::Frame(initialize)];
+                steps.extend(during);
+                steps.push(ServerStep::Frame(initialized));
+                steps.extend(after);
+                ServerCase { dual_era, steps }
+            }),
+        2 => anything().prop_map(|after| {
+            let discover = json!({"jsonrpc":"2.0","id":"discover","method":"server/discover",
+                "params":enveloped("2026-07-28", json!({}))});
+            let mut steps = vec![ServerStep::Frame(discover)];
+            steps.extend(after);
+            ServerCase { dual_era: true, steps }
+        }),
+    ]
+}
+
+/// A server session's state, as its public API shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum ServerState {
+    AwaitingInitialize,
+    AwaitingInitialized,
+    Operating,
+    Stateless,
+    Closed,
+}
+
+fn server_state(server: &crate::session::ServerSession) -> ServerState {
+    use crate::version::Era;
+    match server.era() {
+        _ if server.is_closed() => ServerState::Closed,
+        _ if server.is_operating() => ServerState::Operating,
+        None => ServerState::AwaitingInitialize,
+        Some(Era::Handshake) => ServerState::AwaitingInitialized,
+        Some(Era::Stateless) => ServerState::Stateless,
+    }
+}
+
+/// Whether a server session may go from `from` to `to` on one step (the diagram on its
+/// `State`); only a server of both eras enters the stateless era.
+fn allowed(from: ServerState, to: ServerState, dual_era: bool) -> bool {
+    use ServerState::*;
+    from == to
+        || to == Closed
+        || matches!(
+            (from, to),
+            (AwaitingInitialize, AwaitingInitialized) | (AwaitingInitialized, Operating)
+        )
+        || (dual_era && (from, to) == (AwaitingInitialize, Stateless))
+}
+
+/// Runs one client against a server session, checking every move the session makes.
+/// Returns each (state before, state after) of the frames that arrived.
+fn server_survives(case: ServerCase) -> Result<HashSet<(ServerState, ServerState)>, TestCaseError> {
+    use crate::schema::{Implementation, ListChangedCapability};
+    use crate::session::{ServerConfig, ServerEvent, ServerSession};
+    use crate::version::Era;
+
+    let ServerCase { dual_era, steps } = case;
+    let mut now = epoch();
+    let info = Implementation::new("s".into(), "1".into());
+    let mut config = if dual_era {
+        ServerConfig::dual_era(info)
+    } else {
+        ServerConfig::new(info)
+    };
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    config.capabilities.logging = Some(crate::JsonObject::new());
+    let mut server = ServerSession::new(config);
+    let mut delivered: Vec<RequestId> = Vec::new();
+    let mut initialized = false;
+    let mut closed = false;
+    let mut received_ids: HashSet<Value> = HashSet::new();
+    let mut moves = HashSet::new();
+
+    for step in steps {
+        let before = server_state(&server);
+        let frame = matches!(step, ServerStep::Frame(_) | ServerStep::Garbage(_));
+        match step {
+            ServerStep::Frame(f) => {
+                for m in f.as_array().cloned().unwrap_or_else(|| vec![f.clone()]) {
+                    if m.get("method").is_some()
+                        && let Some(id) = m.get("id")
+                    {
+                        received_ids.insert(id.clone());
+                    }
+                }
+                match decode(&serde_json::to_vec(&f).unwrap()) {
+                    Ok(d) => server.handle_decoded(now, d),
+                    Err(e) => server.handle_invalid(e),
+                }
+            }
+            ServerStep::Garbage(bytes) => match decode(&bytes) {
+                Ok(d) => server.handle_decoded(now, d),
+                Err(e) => server.handle_invalid(e),
+            },
+            ServerStep::Respond(i) => {
+                if let Some(id) = delivered.get(i) {
+                    let _ = server.respond(id, crate::RawJson::empty_object());
+                }
+            }
+            ServerStep::Sample => {
+                let r = server.send_request(
+                    now,
+                    "sampling/createMessage",
+                    None,
+                    RequestOptions::DEFAULT,
+                );
+                prop_assert!(
+                    r.is_err() || initialized,
+                    "a request went out before initialized"
+                );
+            }
+            ServerStep::Log => {
+                let r = server.notify("notifications/message", None);
+                prop_assert_eq!(r.is_ok(), !closed);
+            }
+            ServerStep::Advance(ms) => {
+                now += Duration::from_millis(ms);
+                server.handle_timeout(now);
+            }
+            ServerStep::Close => server.close("test"),
+        }
+        let after = server_state(&server);
+        prop_assert!(
+            allowed(before, after, dual_era),
+            "{before:?} -> {after:?} (both eras: {dual_era})"
+        );
+        if frame {
+            moves.insert((before, after));
+        }
+        while let Some(event) = server.poll_event() {
+            prop_assert!(!closed, "event after Closed: {event:?}");
+            match event {
+                ServerEvent::Initialized(_) => {
+                    prop_assert!(!initialized);
+                    initialized = true;
+                }
+                ServerEvent::Request { id, .. } => {
+                    prop_assert!(
+                        server.client_info().is_some() || server.era() == Some(Era::Stateless),
+                        "request routed before initialize"
+                    );
+                    prop_assert!(
+                        server.request_client(&id).is_some(),
+                        "request {id} delivered without what its client declared"
+                    );
+                    delivered.push(id);
+                }
+                ServerEvent::Closed(_) => closed = true,
+                _ => {}
+            }
+        }
+        prop_assert_eq!(server.is_operating(), initialized && !closed);
+        let stateless = server.era() == Some(Era::Stateless);
+        while let Some(message) = server.poll_transmit() {
+            let v: Value = serde_json::from_slice(&message.encode()).unwrap();
+            match (v.get("method").and_then(Value::as_str), v.get("id")) {
+                (Some(m), Some(_)) => {
+                    prop_assert!(initialized && (m == "sampling/createMessage" || m == "ping"))
+                }
+                (Some(m), None) => prop_assert!(
+                    m == "notifications/message"
+                        || (initialized && m == "notifications/cancelled")
+                        || (stateless && m == "notifications/subscriptions/acknowledged"),
+                    "{m} sent"
+                ),
+                (None, Some(id)) => prop_assert!(
+                    received_ids.contains(id),
+                    "answered id {id} the client never sent"
+                ),
+                (None, None) => prop_assert!(
+                    v.get("error").is_some(),
+                    "an answer without id must be an error"
+                ),
+            }
+        }
+    }
+    Ok(moves)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn server_session_survives_any_client(steps in prop::collection::vec(server_step(), 1..40)) {
-        use crate::schema::{Implementation, ListChangedCapability};
-        use crate::session::{ServerConfig, ServerEvent, ServerSession};
+    fn server_session_survives_any_client(case in server_case()) {
+        server_survives(case)?;
+    }
+}
 
-        let mut now = epoch();
-        let mut config = ServerConfig::new(Implementation::new("s".into(), "1".into()));
-        config.capabilities.tools = Some(ListChangedCapability::new());
-        config.capabilities.logging = Some(crate::JsonObject::new());
-        let mut server = ServerSession::new(config);
-        let mut delivered: Vec<RequestId> = Vec::new();
-        let mut initialized = false;
-        let mut closed = false;
-        let mut received_ids: HashSet<Value> = HashSet::new();
+/// The cases `server_case` generates reach every state of a server session: in a fixed
+/// sample of 1,000, each state has frames arrive in it in at least 30% of the cases, and at
+/// least 10% of the cases still send the start state frames it refuses or ignores (the
+/// arbitrary openings). Every case also passes the property.
+#[test]
+fn server_cases_reach_every_state() {
+    use ServerState::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
 
-        for step in steps {
-            match step {
-                ServerStep::Frame(f) => {
-                    for m in f.as_array().cloned().unwrap_or_else(|| vec![f.clone()]) {
-                        if m.get("method").is_some() && let Some(id) = m.get("id") { received_ids.insert(id.clone()); }
-                    }
-                    match decode(&serde_json::to_vec(&f).unwrap()) {
-                        Ok(d) => server.handle_decoded(now, d),
-                        Err(e) => server.handle_invalid(e),
-                    }
-                }
-                ServerStep::Garbage(bytes) => match decode(&bytes) {
-                    Ok(d) => server.handle_decoded(now, d),
-                    Err(e) => server.handle_invalid(e),
-                },
-                ServerStep::Respond(i) => {
-                    if let Some(id) = delivered.get(i) {
-                        let _ = server.respond(id, crate::RawJson::empty_object());
-                    }
-                }
-                ServerStep::Sample => {
-                    let r = server.send_request(now, "sampling/createMessage", None, RequestOptions::DEFAULT);
-                    prop_assert!(r.is_err() || initialized, "a request went out before initialized");
-                }
-                ServerStep::Log => {
-                    let r = server.notify("notifications/message", None);
-                    prop_assert_eq!(r.is_ok(), !closed);
-                }
-                ServerStep::Advance(ms) => {
-                    now += Duration::from_millis(ms);
-                    server.handle_timeout(now);
-                }
-                ServerStep::Close => server.close("test"),
-            }
-            while let Some(event) = server.poll_event() {
-                prop_assert!(!closed, "event after Closed: {event:?}");
-                match event {
-                    ServerEvent::Initialized(_) => { prop_assert!(!initialized); initialized = true; }
-                    ServerEvent::Request { id, .. } => {
-                        prop_assert!(server.client_info().is_some(), "request routed before initialize");
-                        delivered.push(id);
-                    }
-                    ServerEvent::Closed(_) => closed = true,
-                    _ => {}
-                }
-            }
-            prop_assert_eq!(server.is_operating(), initialized && !closed);
-            while let Some(message) = server.poll_transmit() {
-                let v: Value = serde_json::from_slice(&message.encode()).unwrap();
-                match (v.get("method").and_then(Value::as_str), v.get("id")) {
-                    (Some(m), Some(_)) => prop_assert!(initialized && (m == "sampling/createMessage" || m == "ping")),
-                    (Some(m), None) => prop_assert!(
-                        m == "notifications/message" || (initialized && m == "notifications/cancelled"),
-                        "{m} sent"
-                    ),
-                    (None, Some(id)) => prop_assert!(received_ids.contains(id), "answered id {id} the client never sent"),
-                    (None, None) => prop_assert!(v.get("error").is_some(), "an answer without id must be an error"),
-                }
-            }
+    const CASES: usize = 1000;
+    let strategy = server_case();
+    let mut runner = TestRunner::deterministic();
+    let mut arrived: std::collections::BTreeMap<ServerState, usize> = Default::default();
+    let mut kept_waiting = 0;
+    for _ in 0..CASES {
+        let case = strategy.new_tree(&mut runner).unwrap().current();
+        let moves = server_survives(case.clone()).unwrap_or_else(|e| panic!("{e}: {case:?}"));
+        let states: HashSet<ServerState> = moves.iter().map(|(from, _)| *from).collect();
+        for state in states {
+            *arrived.entry(state).or_default() += 1;
+        }
+        if moves.contains(&(AwaitingInitialize, AwaitingInitialize)) {
+            kept_waiting += 1;
         }
     }
+    let share = |n: usize| n as f64 / CASES as f64;
+    for state in [
+        AwaitingInitialize,
+        AwaitingInitialized,
+        Operating,
+        Stateless,
+        Closed,
+    ] {
+        let got = share(arrived.get(&state).copied().unwrap_or(0));
+        assert!(
+            got >= 0.30,
+            "frames arrived in {state:?} in {got:.3} of the cases: {arrived:?}"
+        );
+    }
+    let got = share(kept_waiting);
+    assert!(
+        got >= 0.10,
+        "only {got:.3} of the cases sent the start state a frame it refused"
+    );
 }
