@@ -57,6 +57,33 @@ impl tracing::Subscriber for Capture {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
+/// A loopback HTTP server that answers every request with a 500: its address, and the heads
+/// of the requests it was sent.
+fn refusing_server() -> (std::net::SocketAddr, Arc<Mutex<String>>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let heads = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            heads
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&head));
+            let _ = stream.write_all(
+                b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    (addr, seen)
+}
+
 /// The tests of this file one at a time: one captures the log on its own thread, and tracing
 /// decides whether a log line is wanted when it is first reached, on whichever thread that is.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -76,13 +103,19 @@ fn configured_servers_start_and_secrets_stay_hidden() {
     let dir = temp_dir("start");
     let fake = mcp_testkit::fake_server().display().to_string();
     let file = dir.join("config.json");
+    let received = dir.join("leaky-received-key");
+    let (remote, requests) = refusing_server();
     let config = json!({"version": 1, "mcp": {"servers": {
         "good": {"transport": "stdio", "command": fake, "args": ["--tools", "2"],
                  "disabled_tools": ["crash"], "protocol_version": "2025-06-18",
                  "permission": {"default": "allow", "tools": {"hang": "deny"}}},
-        "leaky": {"transport": "stdio", "command": fake, "args": ["--exit-on-start", "2"],
+        // A shell writes the key it was given to a file, then becomes the fake server,
+        // which prints the key to stderr and exits.
+        "leaky": {"transport": "stdio", "command": "/bin/sh",
+                  "args": ["-c", "printf %s \"$FAKE_API_KEY\" > \"$0\" && exec \"$1\" --exit-on-start 2",
+                           received.display().to_string(), fake],
                   "env": {"FAKE_API_KEY": {"env": "PLANTED_KEY"}}},
-        "remote": {"transport": "http", "url": format!("http://127.0.0.1:9/mcp?key={PLANTED}"),
+        "remote": {"transport": "http", "url": format!("http://{remote}/mcp?key={PLANTED}"),
                    "headers": {"Authorization": {"env": "PLANTED_KEY"}},
                    "request_timeout_ms": 2000},
         "off": {"transport": "stdio", "command": fake, "enabled": false},
@@ -134,12 +167,30 @@ fn configured_servers_start_and_secrets_stay_hidden() {
     );
     assert_eq!(state("off").state, ServerState::Disabled);
     assert_eq!(state("leaky").state, ServerState::Error);
+    // The secret reached the child: it wrote the key it was given.
+    assert_eq!(
+        std::fs::read_to_string(&received).unwrap(),
+        PLANTED,
+        "the child did not get the secret"
+    );
+    // The child's line that held the key is shown, with the key cut out.
     let leaky = state("leaky").last_error.unwrap();
     assert!(
-        leaky.contains("the API key") && leaky.contains("rejected"),
+        leaky.contains("the API key \"[redacted]\" was rejected"),
         "{leaky}"
     );
     assert_eq!(state("remote").state, ServerState::Error);
+    // The secret reached the remote server, in the address and in the header.
+    let seen = requests.lock().unwrap().clone();
+    assert!(
+        seen.contains(&format!("/mcp?key={PLANTED} HTTP/1.1\r\n")),
+        "{seen}"
+    );
+    assert!(
+        seen.to_ascii_lowercase()
+            .contains(&format!("\r\nauthorization: {PLANTED}\r\n")),
+        "{seen}"
+    );
     let broken = state("broken").last_error.unwrap();
     assert!(
         broken.contains("config.json") && broken.contains("`url`"),
