@@ -225,9 +225,58 @@ impl Policy for AskEverything {
     }
 }
 
+/// The pid the fake server `s` reports. `crash` ends the server and the host starts another,
+/// so the same pid before and after a `crash` call means the call never reached the server.
+async fn upstream_pid(host: &Host) -> String {
+    let out = host
+        .call_tool("s", "pid", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("the server cannot tell its pid: {e}"));
+    let pid = text(&out.result);
+    assert!(pid.split(' ').all(|n| n.parse::<i64>().is_ok()), "{pid}");
+    pid
+}
+
+/// The fake server `s` with `pid` allowed by configuration and `crash` as `crash` says.
+fn fake_with_crash(crash: Decision) -> ServerEntry {
+    let mut entry = fake("s", &[]);
+    entry.rules = ServerRules::new(
+        Decision::Ask,
+        [
+            ("pid".to_owned(), Decision::Allow),
+            ("crash".to_owned(), crash),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    entry
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_call_never_reaches_the_server() {
-    // Denied by the person asked: `crash` would end the server if it ran.
+    // The observable moves when a call does reach the server: an allowed `crash` ends it, and
+    // the server the host starts again reports another pid.
+    let host = Host::new(options(AllowAll));
+    host.start(vec![fake_with_crash(Decision::Allow)]).await;
+    let pid = upstream_pid(&host).await;
+    let connected_before = host.server_status("s").unwrap().last_connected_at;
+    let err = host
+        .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Failed { .. }), "{err}");
+    wait_until(&host, "s", |s| {
+        s.state == ServerState::Ready && s.last_connected_at > connected_before
+    })
+    .await;
+    assert_ne!(
+        upstream_pid(&host).await,
+        pid,
+        "the crash reached the server"
+    );
+    host.shutdown().await;
+
+    // Denied by the person asked: the server keeps its pid, so it never saw the call.
     let asker = Arc::new(Asker {
         asked: AtomicUsize::new(0),
         answer: false,
@@ -235,7 +284,8 @@ async fn a_denied_call_never_reaches_the_server() {
     let mut o = options(AskEverything);
     o.prompter = Some(asker.clone());
     let host = Host::new(o);
-    host.start(vec![fake("s", &[])]).await;
+    host.start(vec![fake_with_crash(Decision::Ask)]).await;
+    let pid = upstream_pid(&host).await;
     let err = host
         .call_tool(
             "s",
@@ -252,24 +302,20 @@ async fn a_denied_call_never_reaches_the_server() {
     let for_model = mcp_host::error_result(&err);
     assert!(for_model.is_tool_error());
     assert!(text(&for_model).contains("denied"));
-    // The server is alive: it never saw the call.
-    let status = host.server_status("s").unwrap();
-    assert_eq!(status.state, ServerState::Ready);
+    assert_eq!(upstream_pid(&host).await, pid);
+    assert_eq!(host.server_status("s").unwrap().state, ServerState::Ready);
     host.shutdown().await;
 
     // Denied by configuration, whatever the consumer's policy says.
     let host = Host::new(options(AllowAll));
-    let mut entry = fake("s", &[]);
-    entry.rules = ServerRules::new(
-        Decision::Allow,
-        [("crash".to_owned(), Decision::Deny)].into_iter().collect(),
-    );
-    host.start(vec![entry]).await;
+    host.start(vec![fake_with_crash(Decision::Deny)]).await;
+    let pid = upstream_pid(&host).await;
     let err = host
         .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::Denied { .. }), "{err}");
+    assert_eq!(upstream_pid(&host).await, pid);
     let ok = host
         .call_tool(
             "s",
@@ -284,12 +330,14 @@ async fn a_denied_call_never_reaches_the_server() {
 
     // With no one to ask, an `ask` is a denial.
     let host = Host::new(options(AskEverything));
-    host.start(vec![fake("s", &[])]).await;
+    host.start(vec![fake_with_crash(Decision::Ask)]).await;
+    let pid = upstream_pid(&host).await;
     let err = host
-        .call_tool("s", "echo", JsonObject::new(), CallOptions::default())
+        .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no one can be asked"), "{err}");
+    assert_eq!(upstream_pid(&host).await, pid);
     host.shutdown().await;
 }
 
