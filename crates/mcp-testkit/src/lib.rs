@@ -68,46 +68,95 @@ fn build(caller: &Path) -> PathBuf {
 }
 
 /// The processes of a group that are still alive (zombies excluded), from `/proc`.
+///
+/// Panics if `/proc` cannot be read: an empty list must mean that nothing is left, never
+/// that nothing could be seen.
 pub fn live_group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    pids()
+        .into_iter()
         .filter(|pid| matches!(proc_stat(*pid), Some((state, group)) if group == pgid && state != 'Z' && state != 'X'))
         .collect()
 }
 
 /// Live processes (zombies excluded) whose environment holds `key=value`: how a test finds
 /// what a server it never got to talk to left behind.
+///
+/// Panics if `/proc` cannot be read, or if this process's own environment cannot be read from
+/// it: then no other's could be either, and an empty list would prove nothing.
 pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
     let wanted = format!("{key}={value}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    if let Err(e) = std::fs::read("/proc/self/environ") {
+        panic!(
+            "cannot read /proc/self/environ ({e}): no process could be found by its environment"
+        );
+    }
+    pids()
+        .into_iter()
         .filter(|pid| is_alive(*pid))
         .filter(|pid| {
+            // Another user's process (or one that just ended) cannot be read: it is not ours.
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
         })
         .collect()
 }
 
+/// The ids of every process in `/proc`, in order. Panics if `/proc` cannot be listed, or if
+/// the list lacks this very process (`/proc` missing, or not procfs).
+fn pids() -> Vec<i32> {
+    let entries = match std::fs::read_dir("/proc") {
+        Ok(entries) => entries,
+        Err(e) => panic!("cannot list /proc ({e}): no process could be found"),
+    };
+    let mut pids: Vec<i32> = entries
+        .map(|e| match e {
+            Ok(e) => e,
+            Err(e) => panic!("cannot list /proc ({e}): no process could be found"),
+        })
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .collect();
+    pids.sort_unstable();
+    let me = i32::try_from(std::process::id()).unwrap();
+    assert!(
+        pids.contains(&me),
+        "/proc does not list this process ({me}): it is not a readable procfs"
+    );
+    pids
+}
+
 /// Whether a process exists at all, zombie or not: a child that was never reaped still does.
+/// Panics if `/proc` cannot be read (see [`proc_stat`]).
 pub fn exists(pid: i32) -> bool {
     proc_stat(pid).is_some()
 }
 
-/// Whether a process exists and is not a zombie.
+/// Whether a process exists and is not a zombie. Panics if `/proc` cannot be read (see
+/// [`proc_stat`]).
 pub fn is_alive(pid: i32) -> bool {
     matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
 }
 
-/// The state letter and process group of a process, from `/proc/<pid>/stat`.
+/// The state letter and process group of a process, from `/proc/<pid>/stat`; `None` when
+/// there is no such process.
+///
+/// Panics when the file cannot be read for another reason than the process being gone, or
+/// when this process's own stat cannot be read either: `None` must mean "no such process",
+/// never "`/proc` is unreadable".
 fn proc_stat(pid: i32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat,
+        // A process that ended between the listing and the read: gone.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32) =>
+        {
+            if let Err(own) = std::fs::read_to_string("/proc/self/stat") {
+                panic!("cannot read /proc/self/stat ({own}): no process could be found");
+            }
+            return None;
+        }
+        Err(e) => panic!("cannot read /proc/{pid}/stat ({e})"),
+    };
     // The command name is in parentheses and may hold spaces: split after the last `)`.
     let rest = &stat[stat.rfind(')')? + 2..];
     let mut fields = rest.split(' ');
