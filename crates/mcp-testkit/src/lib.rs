@@ -101,6 +101,42 @@ pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Watches, on a thread of its own, for live processes whose environment holds `key=value`
+/// (see [`live_processes_with_env`]), until [`stop`](Self::stop): how a test shows that the
+/// processes it will find gone were there while they ran.
+#[derive(Debug)]
+pub struct EnvWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<i32>>,
+}
+
+impl EnvWatch {
+    /// Starts watching at once.
+    pub fn start(key: &str, value: &str) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (key, value) = (key.to_owned(), value.to_owned());
+        let flag = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                seen.extend(live_processes_with_env(&key, &value));
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            seen.into_iter().collect()
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops watching; returns every process seen alive meanwhile, in order of id.
+    pub fn stop(self) -> Vec<i32> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        match self.thread.join() {
+            Ok(seen) => seen,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
 /// The ids of every process in `/proc`, in order. Panics if `/proc` cannot be listed, or if
 /// the list lacks this very process (`/proc` missing, or not procfs).
 fn pids() -> Vec<i32> {

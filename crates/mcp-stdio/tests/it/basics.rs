@@ -146,11 +146,22 @@ async fn spawn_failures_name_the_command_and_the_phase() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_dies_at_start_is_reported_with_its_stderr_and_no_secret() {
-    let mut config = fake(&["--exit-on-start", "4"]);
+    // It lives a moment before it dies, so that the watch below can see it alive.
+    let mut config = fake(&["--exit-on-start", "4", "--startup-delay-ms", "800"]);
     config.env = vec![("FAKE_API_KEY".into(), "sk-live-1234567890".into())];
     let marker = format!("dies-{}", std::process::id());
     config.env.push(("MCP_TEST_MARKER".into(), marker.clone()));
+    let watch = mcp_testkit::EnvWatch::start("MCP_TEST_MARKER", &marker);
     let err = mcp_stdio::spawn(config, session()).await.unwrap_err();
+    let seen = watch.stop();
+    // The marked server ran (the watch found it), and is gone by the time `spawn` returns.
+    assert_eq!(
+        seen.len(),
+        1,
+        "the marked server, seen while it ran: {seen:?}"
+    );
+    let left = mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker);
+    assert!(left.is_empty(), "left behind: {left:?}");
     let message = err.to_string();
     assert!(err.is_closed(), "{message}");
     assert!(message.starts_with("server `fake`"), "{message}");
@@ -160,7 +171,6 @@ async fn a_server_that_dies_at_start_is_reported_with_its_stderr_and_no_secret()
         "stderr is shown: {message}"
     );
     assert!(message.contains("[redacted]"), "{message}");
-    assert!(mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker).is_empty());
     assert!(
         !message.contains("sk-live-1234567890"),
         "the configured secret is redacted: {message}"
@@ -199,14 +209,22 @@ async fn the_environment_is_an_allow_list_plus_the_configuration() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_initialize_fails_within_the_timeout_and_leaves_nothing() {
     let mut s = session();
-    s.request_timeout = Duration::from_millis(300);
+    s.request_timeout = Duration::from_millis(800);
     // The server and its grandchild carry a marker, to find them without ever talking to them.
     let marker = format!("hung-{}", std::process::id());
     let mut config = fake(&["--hang-initialize", "--grandchild"]);
     config.env = vec![("MCP_TEST_MARKER".into(), marker.clone())];
+    let watch = mcp_testkit::EnvWatch::start("MCP_TEST_MARKER", &marker);
     let err = mcp_stdio::spawn(config, s).await.unwrap_err();
+    let seen = watch.stop();
     assert!(err.is_timeout(), "{err}");
     assert!(err.to_string().contains("initialize timed out"), "{err}");
+    // Both ran while the handshake hung (the watch found them), and both are gone after.
+    assert_eq!(
+        seen.len(),
+        2,
+        "the marked server and grandchild, seen while they ran: {seen:?}"
+    );
     let gone = mcp_testkit::wait_until(Duration::from_secs(5), || {
         mcp_testkit::live_processes_with_env("MCP_TEST_MARKER", &marker).is_empty()
     });

@@ -10,10 +10,10 @@
 //!   --grandchild            start a grandchild process at start-up (like an npx launcher)
 //!   --notify-before-init    send a log notification before the initialize result
 //!   --hang-initialize       never answer initialize
-//!   --startup-delay-ms N    wait before reading stdin
+//!   --startup-delay-ms N    wait before reading stdin (or before exiting, with --exit-on-start)
 //!   --garbage-on-start      print a non-JSON line before anything else
 //!   --stderr-on-start N     write N bytes to stderr at start-up
-//!   --exit-on-start CODE    print a message to stderr and exit with CODE at once
+//!   --exit-on-start CODE    print a message to stderr and exit with CODE without reading stdin
 //!   --idle                  do nothing but sleep (the grandchild mode)
 //!   --fail-tools-list-after N  answer tools/list with an error after N answers
 //!   --tools-file PATH       list the tools of a JSON file (an array of tools, or a
@@ -151,6 +151,8 @@ async fn run(flags: Flags) {
         }
     }
     if let Some(code) = flags.exit_on_start {
+        // Alive for a while first when asked, so that a test can see it run before it dies.
+        tokio::time::sleep(Duration::from_millis(flags.startup_delay_ms)).await;
         // Prints a configured secret on purpose: the host must redact it from what it shows.
         let key = std::env::var("FAKE_API_KEY").unwrap_or_default();
         eprintln!("fatal: the API key {key:?} was rejected; cannot start");
