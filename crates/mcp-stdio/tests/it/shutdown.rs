@@ -44,16 +44,25 @@ async fn a_server_that_exits_on_stdin_close_is_not_signalled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_every_handle_kills_the_group() {
-    let client = connect(&["--grandchild", "--ignore-sigterm"]).await;
+    // Deaf to SIGTERM and to the end of its stdin: only the SIGKILL of the drop ends it.
+    let client = connect(&["--grandchild", "--ignore-sigterm", "--ignore-stdin-close"]).await;
     let group = pgid(&client).await;
+    let grandchild: i32 = text(&client, "spawn_grandchild", json!({}))
+        .await
+        .parse()
+        .unwrap();
+    // The server, the grandchild it started at start-up and the one just asked for.
+    let members = mcp_testkit::live_group_members(group);
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert!(members.contains(&grandchild), "{members:?}");
     let copy = client.clone();
     drop(client);
-    assert!(
-        !mcp_testkit::live_group_members(group).is_empty(),
-        "a clone keeps it alive"
-    );
+    // A clone keeps it alive: the server still answers, and its whole group still runs.
+    assert_witness_fine(&copy).await;
+    assert_eq!(mcp_testkit::live_group_members(group), members);
     drop(copy);
     assert_group_gone(group);
+    assert!(!mcp_testkit::is_alive(grandchild));
 }
 
 /// What descriptor `fd` of process `pid` is: `pipe:[inode]` for a pipe.
