@@ -2,7 +2,8 @@
 //! misbehaves on demand over stdio (see its doc), the in-process fake HTTP server
 //! [`fake_http`], which misbehaves at the HTTP layer, the in-process fake OAuth authorization
 //! server and protected MCP endpoint [`fake_auth`], the accept loop they share ([`serve`]), the
-//! fake host `mcp-fake-host`, and helpers to find those binaries and to watch process groups.
+//! fake host `mcp-fake-host`, the `serve_stdio` server `mcp-serve-stdio`, and helpers to find
+//! those binaries and to watch process groups.
 //! Never a dependency of a product crate.
 
 // Test support reports on the terminal and fails loudly.
@@ -24,6 +25,11 @@ pub fn fake_server() -> PathBuf {
 /// The fake host binary (connects to a fake server, then waits for a signal).
 pub fn fake_host() -> PathBuf {
     binary("mcp-fake-host")
+}
+
+/// The `serve_stdio` server binary (serves on stdin and stdout until stdin ends).
+pub fn serve_stdio_server() -> PathBuf {
+    binary("mcp-serve-stdio")
 }
 
 /// `target/<profile>` of the running test or bench executable.
