@@ -347,7 +347,79 @@ async fn a_stream_cut_before_the_answer_is_resumed_with_last_event_id() {
     assert_eq!(resume.headers["accept"], "text/event-stream");
 }
 
-/// A key in a configured URL's query or userinfo shows in no error and no `Debug`.
+/// Every text an error shows: its `Display` and `Debug`, and those of each of its causes.
+fn shown_texts(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        texts.push(e.to_string());
+        texts.push(format!("{e:?}"));
+        next = e.source();
+    }
+    texts
+}
+
+/// Asserts that no text of `error` (see [`shown_texts`]) holds any of `secrets`.
+fn assert_hides(error: &mcp_http::Error, secrets: &[&str]) {
+    for text in shown_texts(error) {
+        for secret in secrets {
+            assert!(!text.contains(secret), "{secret:?} shows in {text:?}");
+        }
+    }
+}
+
+/// A loopback server that reads each request (head, and a body of `Content-Length`), keeps
+/// its head, writes `reply` as it is and closes the connection. Returns the port and the heads.
+async fn raw_server(reply: &'static [u8]) -> (u16, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&heads);
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let kept = Arc::clone(&kept);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let head_end = loop {
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match tcp.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                kept.lock().unwrap().push(head);
+                // The whole body is read first: closing on unread bytes would be a reset.
+                while buf.len() < head_end + length {
+                    match tcp.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = tcp.write_all(reply).await;
+                let _ = tcp.shutdown().await;
+            });
+        }
+    });
+    (port, heads)
+}
+
+/// A key in a configured URL's query or userinfo shows in no error and no `Debug`: not when
+/// the URL is refused before any connection, and not when a connection is made and fails
+/// later (an HTTP error with a body, a response cut short, a refused connection). Each error
+/// is checked whole: `Display`, `Debug`, and every cause in its source chain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_in_the_url_stays_out_of_errors_and_debug() {
     let config = HttpConfig::new("keyed", "https://user:pw1@api.example/mcp?key=SECRET1");
@@ -358,13 +430,77 @@ async fn a_key_in_the_url_stays_out_of_errors_and_debug() {
         "{shown}"
     );
 
+    // Refused before any connection.
     let err = mcp_http::connect(
         HttpConfig::new("keyed", "ftp://u:pw2@x.example/mcp?key=SECRET2"),
         session(),
     )
     .await
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("is not an http or https URL"), "{err}");
-    assert!(!err.contains("SECRET2") && !err.contains("pw2"), "{err}");
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("is not an http or https URL"),
+        "{err}"
+    );
+    assert_hides(&err, &["SECRET2", "pw2"]);
+
+    // A connection is made, and fails after the request went out. Each case is what the
+    // server does, its answer, and a part of the error that shows the failure is the one meant;
+    // the server saw the key, so it was in the URL sent.
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "an HTTP error with a body",
+            b"HTTP/1.1 500 Internal Server Error\r\n\
+              content-type: text/plain\r\ncontent-length: 16\r\n\r\nthe server broke",
+            "the server broke",
+        ),
+        (
+            // 404 to the initialize POST: the HTTP+SSE fallback GETs the same URL, and fails too.
+            "an HTTP error that makes the client try the old transport",
+            b"HTTP/1.1 404 Not Found\r\n\
+              content-type: text/plain\r\ncontent-length: 13\r\n\r\nno such thing",
+            "HTTP+SSE fallback failed",
+        ),
+        (
+            "a response cut short",
+            b"HTTP/1.1 200 OK\r\n\
+              content-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"jsonrpc\":\"2.0\",",
+            "reading the answer failed",
+        ),
+        (
+            "a connection closed before any response",
+            b"",
+            "POST failed",
+        ),
+    ];
+    for (what, reply, expected) in cases {
+        let (port, heads) = raw_server(reply).await;
+        let url = format!("http://user:pw3@127.0.0.1:{port}/mcp?api_key=SECRET3");
+        let err = mcp_http::connect(HttpConfig::new("keyed", url), session())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expected), "{what}: {err}");
+        let heads = heads.lock().unwrap().clone();
+        assert!(
+            heads
+                .iter()
+                .any(|h| h.contains("/mcp?api_key=SECRET3 HTTP/1.1")),
+            "{what}: the server saw {heads:?}"
+        );
+        assert_hides(&err, &["SECRET3", "pw3"]);
+    }
+
+    // Nothing listens on the port any more: the connection is refused.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://user:pw4@127.0.0.1:{port}/mcp?api_key=SECRET4");
+    let err = mcp_http::connect(HttpConfig::new("keyed", url), session())
+        .await
+        .unwrap_err();
+    assert_hides(&err, &["SECRET4", "pw4"]);
+    assert!(
+        shown_texts(&err).iter().any(|t| t.contains("refused")),
+        "{err}"
+    );
 }
