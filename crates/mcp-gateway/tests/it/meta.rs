@@ -55,10 +55,35 @@ fn assert_error(result: &CallToolResult, kind: &str) {
     );
 }
 
+/// A meta tool's JSON answer: its structured content, which its one text block repeats for
+/// clients that read only text.
+#[track_caller]
 fn structured(result: &CallToolResult) -> Value {
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    result.structured_content.clone().unwrap()
+    let value = result.structured_content.clone().unwrap();
+    assert!(value.is_object(), "{value}");
+    assert_eq!(result.content.len(), 1, "{result:?}");
+    let as_text: Value = serde_json::from_str(&text(result))
+        .unwrap_or_else(|e| panic!("the text is not JSON: {e}: {result:?}"));
+    assert_eq!(as_text, value);
+    value
 }
+
+/// The keys of a JSON object, sorted.
+#[track_caller]
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// The argument `call-tool` passes to the fake's `echo`: what the log must not show.
+const ECHOED: &str = "an-argument-for-echo-5f2c";
 
 /// Every meta tool, through `client`.
 async fn exercise(client: &Client) {
@@ -76,29 +101,65 @@ async fn exercise(client: &Client) {
         ]
     );
 
+    // `list-servers`: every server, each with the fields it promises.
     let servers = structured(&call(client, "list-servers", json!({})).await);
+    assert_eq!(keys(&servers), ["servers"], "{servers}");
     let servers = servers["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 2, "{servers:?}");
+    for s in servers {
+        assert_eq!(
+            keys(s),
+            [
+                "description",
+                "id",
+                "lastError",
+                "state",
+                "tools",
+                "transport"
+            ],
+            "{s}"
+        );
+        assert_eq!(s["transport"], "stdio", "{s}");
+    }
     assert_eq!(servers[0]["id"], "broken");
+    assert_eq!(servers[0]["description"], "exits at once");
     assert_eq!(servers[0]["state"], "error");
-    assert!(servers[0]["lastError"].is_string(), "{servers:?}");
+    assert!(
+        servers[0]["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("exit")),
+        "{servers:?}"
+    );
     assert_eq!(servers[1]["id"], "fake");
     assert_eq!(servers[1]["description"], "the testkit's fake server");
     assert_eq!(servers[1]["state"], "ready");
-    assert!(servers[1]["tools"].as_u64().unwrap() > 5, "{servers:?}");
+    assert_eq!(servers[1]["lastError"], Value::Null);
+    let tool_count = servers[1]["tools"].as_u64().unwrap();
+    assert!(tool_count > 5, "{servers:?}");
 
+    // `list-tools`: as many tools as `list-servers` counted, each with its server, name,
+    // description and input schema; every ready server's when no server is named.
     let listed = structured(&call(client, "list-tools", json!({"server": "fake"})).await);
-    let echo = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "echo")
-        .unwrap();
+    assert_eq!(keys(&listed), ["tools"], "{listed}");
+    let tools = listed["tools"].as_array().unwrap();
+    assert_eq!(tools.len() as u64, tool_count, "{listed}");
+    let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), tools.len(), "names are unique: {listed}");
+    for t in tools {
+        assert_eq!(t["server"], "fake", "{t}");
+        assert!(t["description"].is_string(), "{t}");
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+    }
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
     assert_eq!(echo["description"], "Returns its message");
     assert_eq!(
         echo["inputSchema"]["properties"]["message"]["type"],
         "string"
     );
+    let every = structured(&call(client, "list-tools", json!({})).await);
+    assert_eq!(every, listed, "only `fake` is ready");
     assert_error(
         &call(client, "list-tools", json!({"server": "broken"})).await,
         "UpstreamUnavailable",
@@ -112,15 +173,18 @@ async fn exercise(client: &Client) {
         "InvalidArguments",
     );
 
-    // The upstream's result comes back unchanged.
+    // `call-tool`: the upstream's result comes back unchanged.
     let echoed = call(
         client,
         "call-tool",
-        json!({"server": "fake", "tool": "echo", "arguments": {"message": "hi"}}),
+        json!({"server": "fake", "tool": "echo", "arguments": {"message": ECHOED}}),
     )
     .await;
-    assert_eq!(echoed.is_error, None, "{echoed:?}");
-    assert_eq!(text(&echoed), "hi");
+    assert_eq!(
+        serde_json::to_value(&echoed).unwrap(),
+        json!({"content": [{"type": "text", "text": ECHOED}]}),
+        "{echoed:?}"
+    );
     assert_error(
         &call(
             client,
@@ -157,25 +221,39 @@ async fn exercise(client: &Client) {
         "UnknownTool",
     );
 
+    // `list-resources`: resources and templates, each with the server it came from.
     let resources = structured(&call(client, "list-resources", json!({"server": "fake"})).await);
-    assert_eq!(resources["resources"][0]["uri"], "fake://hello");
-    assert_eq!(resources["resources"][0]["server"], "fake");
     assert_eq!(
-        resources["resourceTemplates"][0]["uriTemplate"],
-        "fake://{name}"
+        keys(&resources),
+        ["resourceTemplates", "resources"],
+        "{resources}"
     );
+    assert_eq!(
+        resources["resources"],
+        json!([{"uri": "fake://hello", "name": "hello", "mimeType": "text/plain", "server": "fake"}]),
+        "{resources}"
+    );
+    let templates = resources["resourceTemplates"].as_array().unwrap();
+    assert_eq!(templates.len(), 1, "{resources}");
+    assert_eq!(templates[0]["uriTemplate"], "fake://{name}");
+    assert_eq!(templates[0]["server"], "fake");
     let all = structured(&call(client, "list-resources", json!({})).await);
-    assert_eq!(all["resources"].as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(all, resources, "only `fake` is ready");
 
+    // `read-resource`: the contents as embedded resources.
     let read = call(
         client,
         "read-resource",
         json!({"server": "fake", "uri": "fake://hello"}),
     )
     .await;
+    assert_eq!(read.is_error, None, "{read:?}");
     let read = serde_json::to_value(&read).unwrap();
-    assert_eq!(read["content"][0]["type"], "resource", "{read}");
-    assert_eq!(read["content"][0]["resource"]["uri"], "fake://hello");
+    let content = read["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "{read}");
+    assert_eq!(content[0]["type"], "resource", "{read}");
+    assert_eq!(content[0]["resource"]["uri"], "fake://hello", "{read}");
+    assert!(content[0]["resource"]["text"].is_string(), "{read}");
     assert_error(
         &call(
             client,
@@ -189,6 +267,24 @@ async fn exercise(client: &Client) {
         &call(client, "read-resource", json!({"server": "fake"})).await,
         "InvalidArguments",
     );
+
+    // `reload-config` with the file as it was: nothing changed, and the servers as listed.
+    let report = structured(&call(client, "reload-config", json!({})).await);
+    assert_eq!(
+        keys(&report),
+        ["added", "changed", "removed", "servers"],
+        "{report}"
+    );
+    for k in ["added", "changed", "removed"] {
+        assert_eq!(report[k], json!([]), "{report}");
+    }
+    let ids: Vec<&str> = report["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["broken", "fake"], "{report}");
 }
 
 fn two_servers() -> Value {
@@ -206,9 +302,10 @@ async fn every_meta_tool_over_a_pipe() {
     exercise(&client).await;
     let log = std::fs::read_to_string(dir.path().join("gateway.log")).unwrap();
     assert!(log.contains("meta mode: 2 upstream servers"), "{log}");
+    // The log has the call, and not its arguments.
     assert!(log.contains("call call-tool fake/echo"), "{log}");
     assert!(
-        !log.contains("\"hi\""),
+        !log.contains(ECHOED),
         "arguments stay out of the log: {log}"
     );
     gateway.shutdown().await;
