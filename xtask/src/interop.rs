@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use xshell::{Shell, cmd};
 
+use crate::bounded::{self, PEER_STEP};
 use crate::{flags, project_root};
 
 /// The pinned server.
@@ -48,10 +49,12 @@ impl flags::Interop {
         let script_s = script.display().to_string();
 
         eprintln!("==> interop over stdio: {EVERYTHING}@{EVERYTHING_VERSION}");
-        cmd!(sh, "{interop} stdio {node_s} {script_s}")
-            .env("MCP_INTEROP_CANARY", "must-not-reach-the-server")
-            .run()
-            .context("the stdio interop checks failed")?;
+        bounded::run(
+            cmd!(sh, "{interop} stdio {node_s} {script_s}")
+                .env("MCP_INTEROP_CANARY", "must-not-reach-the-server"),
+            "the stdio interop checks",
+            PEER_STEP,
+        )?;
 
         // Streamable HTTP at /mcp, then the deprecated HTTP+SSE transport at /sse, which the
         // client must find by itself (the initialize POST is refused, the GET stream is not).
@@ -63,9 +66,11 @@ impl flags::Interop {
             let (mut server, port) = everything_http(&node, &script, mode)?;
             let outcome = wait_listening(port, "the everything server").and_then(|()| {
                 let url = format!("http://127.0.0.1:{port}{path}");
-                cmd!(sh, "{interop} http {url}")
-                    .run()
-                    .with_context(|| format!("the {what} interop checks failed"))
+                bounded::run(
+                    cmd!(sh, "{interop} http {url}"),
+                    &format!("the {what} interop checks"),
+                    PEER_STEP,
+                )
             });
             let _ = server.kill();
             let _ = server.wait();
@@ -84,9 +89,11 @@ fn stateless(sh: &Shell, tools: &Path, interop: &Path) -> anyhow::Result<()> {
     let python = python_sdk(sh, tools)?;
     let server = project_root().join("xtask/interop/stateless-server.py");
     eprintln!("==> interop over stdio, 2026-07-28: {PY_SDK}=={PY_SDK_VERSION} (Python)");
-    cmd!(sh, "{interop} stateless-stdio {python} {server}")
-        .run()
-        .context("the stateless-era stdio interop checks failed")?;
+    bounded::run(
+        cmd!(sh, "{interop} stateless-stdio {python} {server}"),
+        "the stateless-era stdio interop checks",
+        PEER_STEP,
+    )?;
     eprintln!("==> interop over Streamable HTTP, 2026-07-28: {PY_SDK}=={PY_SDK_VERSION} (Python)");
     let port = free_port()?;
     let mut child = std::process::Command::new(&python)
@@ -98,9 +105,11 @@ fn stateless(sh: &Shell, tools: &Path, interop: &Path) -> anyhow::Result<()> {
         .context("starting the Python SDK's server")?;
     let outcome = wait_listening(port, "the Python SDK's server").and_then(|()| {
         let url = format!("http://127.0.0.1:{port}/mcp");
-        cmd!(sh, "{interop} stateless-http {url}")
-            .run()
-            .context("the stateless-era HTTP interop checks failed")?;
+        bounded::run(
+            cmd!(sh, "{interop} stateless-http {url}"),
+            "the stateless-era HTTP interop checks",
+            PEER_STEP,
+        )?;
         // As a user sees it.
         let mcp_host = crate::target_dir().join("debug/mcp-host");
         let user = tools.join("interop-cli");
@@ -110,7 +119,11 @@ fn stateless(sh: &Shell, tools: &Path, interop: &Path) -> anyhow::Result<()> {
         let _config = sh.push_env("MCP_HOST_CONFIG", "");
         let _xdg = sh.push_env("XDG_CONFIG_HOME", "");
         cmd!(sh, "{mcp_host} add python-sdk {url}").run()?;
-        let report = cmd!(sh, "{mcp_host} test python-sdk").read()?;
+        let report = bounded::read(
+            cmd!(sh, "{mcp_host} test python-sdk"),
+            "`mcp-host test python-sdk`",
+            PEER_STEP,
+        )?;
         eprintln!("{report}");
         check_report(&report, "http", "stateless")
     });
@@ -218,14 +231,12 @@ fn gateway(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
         eprintln!(
             "==> {SDK}@{SDK_VERSION} client in front of mcp-host serve --gateway ({transport})"
         );
-        cmd!(sh, "{node} {client} {prefix} {mcp_host} {file} {transport}")
-            .run()
-            .with_context(|| {
-                format!(
-                    "the TypeScript client's checks of the gateway over {transport} failed (log: {})",
-                    dir.join("gateway.log").display()
-                )
-            })?;
+        bounded::run(
+            cmd!(sh, "{node} {client} {prefix} {mcp_host} {file} {transport}"),
+            &format!("the TypeScript client's checks of the gateway over {transport}"),
+            PEER_STEP,
+        )
+        .with_context(|| format!("gateway log: {}", dir.join("gateway.log").display()))?;
     }
     Ok(())
 }
@@ -248,7 +259,11 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
 
     eprintln!("==> mcp-host add + test over stdio: {EVERYTHING}@{EVERYTHING_VERSION}");
     cmd!(sh, "{mcp_host} add everything -- {node} {script} stdio").run()?;
-    let report = cmd!(sh, "{mcp_host} test everything").read()?;
+    let report = bounded::read(
+        cmd!(sh, "{mcp_host} test everything"),
+        "`mcp-host test everything`",
+        PEER_STEP,
+    )?;
     eprintln!("{report}");
     check_report(&report, "stdio", "handshake")?;
 
@@ -257,7 +272,11 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     let outcome = wait_listening(port, "the everything server").and_then(|()| {
         let url = format!("http://127.0.0.1:{port}/mcp");
         cmd!(sh, "{mcp_host} add everything-http {url} --scope global").run()?;
-        let report = cmd!(sh, "{mcp_host} test everything-http").read()?;
+        let report = bounded::read(
+            cmd!(sh, "{mcp_host} test everything-http"),
+            "`mcp-host test everything-http`",
+            PEER_STEP,
+        )?;
         eprintln!("{report}");
         check_report(&report, "http", "handshake")
     });

@@ -5,6 +5,7 @@
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
 mod bench;
+mod bounded;
 mod ci;
 mod conformance;
 mod flags;
