@@ -3,8 +3,11 @@
 //! `mcp-conformance-client` and `mcp-conformance-server`, and runs every scenario of every
 //! leg on its own (`--scenario`), so that exit codes and time-outs count. A leg's
 //! expected failures live in `conformance/expected-failures/<leg>.txt`; the run fails on a
-//! failure that is not listed there and on a listed one that passed (a stale entry). After a
-//! full run it writes `docs/conformance.md`.
+//! failure that is not listed there and on a listed one that passed (a stale entry). A
+//! scenario that passes with nothing checked proves nothing, so it fails too unless
+//! `conformance/expected-unchecked/<leg>.txt` lists it with its reason and issue; and results
+//! that cannot be read are a failure, never zero checks. After a full run it writes
+//! `docs/conformance.md`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -175,6 +178,9 @@ struct Outcome {
     trouble: Option<String>,
     /// The expected-failures entry's reason, if the leg lists the scenario.
     expected: Option<String>,
+    /// The expected-unchecked entry's reason, if the leg lists the scenario as one the suite
+    /// judges nothing of yet.
+    unchecked_reason: Option<String>,
 }
 
 impl Outcome {
@@ -191,9 +197,13 @@ impl Outcome {
 struct LegResult {
     leg: &'static Leg,
     outcomes: Vec<Outcome>,
-    /// Expected failures that name a scenario this leg does not have.
-    unknown: Vec<String>,
+    /// Entries of either list that name a scenario this leg does not have, with the list.
+    unknown: Vec<(&'static str, String)>,
 }
+
+/// The two lists a leg may keep under `conformance/`: one scenario a line, with its reason.
+const EXPECTED_FAILURES: &str = "expected-failures";
+const EXPECTED_UNCHECKED: &str = "expected-unchecked";
 
 impl flags::Conformance {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
@@ -269,7 +279,8 @@ impl flags::Conformance {
                     continue;
                 }
             }
-            let expected = expected_failures(&root, leg.name)?;
+            let expected = listed(&root, EXPECTED_FAILURES, leg.name)?;
+            let unchecked = listed(&root, EXPECTED_UNCHECKED, leg.name)?;
             eprintln!(
                 "==> conformance {} ({SUITE}@{}{}): {} scenarios",
                 leg.name,
@@ -307,20 +318,28 @@ impl flags::Conformance {
                         })?
                     }
                 };
-                outcome.expected = expected
-                    .iter()
-                    .find(|(s, _)| s == scenario)
-                    .map(|(_, r)| r.clone());
+                let reason = |list: &[(String, String)]| {
+                    list.iter()
+                        .find(|(s, _)| s == scenario)
+                        .map(|(_, r)| r.clone())
+                };
+                outcome.expected = reason(&expected);
+                outcome.unchecked_reason = reason(&unchecked);
                 eprintln!("    {}", line(&outcome));
                 outcomes.push(outcome);
             }
             drop(server);
             let unknown = if self.scenario.is_none() {
-                expected
-                    .iter()
-                    .filter(|(s, _)| !scenarios.contains(s))
-                    .map(|(s, _)| s.clone())
-                    .collect()
+                let unknown_in = |list: &'static str, entries: &[(String, String)]| {
+                    entries
+                        .iter()
+                        .filter(|(s, _)| !scenarios.contains(s))
+                        .map(|(s, _)| (list, s.clone()))
+                        .collect::<Vec<_>>()
+                };
+                let mut unknown = unknown_in(EXPECTED_FAILURES, &expected);
+                unknown.extend(unknown_in(EXPECTED_UNCHECKED, &unchecked));
+                unknown
             } else {
                 Vec::new()
             };
@@ -331,6 +350,11 @@ impl flags::Conformance {
             });
         }
 
+        if let Some(only) = &self.scenario
+            && results.is_empty()
+        {
+            bail!("no leg run here has a scenario named {only:?}; `list` of the suite names them");
+        }
         let mut stale = false;
         if full {
             let date = cmd!(sh, "date -u +%Y-%m-%d").read()?;
@@ -365,15 +389,26 @@ fn verdict(results: &[LegResult], took: Duration) -> anyhow::Result<()> {
             match (o.ok(), &o.expected) {
                 (false, None) => problems.push(format!("{}: {}", r.leg.name, line(o))),
                 (true, Some(_)) => problems.push(format!(
-                    "{}: {} passed but is listed in conformance/expected-failures/{}.txt (a stale entry)",
+                    "{}: {} passed but is listed in conformance/{EXPECTED_FAILURES}/{}.txt (a stale entry)",
+                    r.leg.name, o.scenario, r.leg.name
+                )),
+                _ => {}
+            }
+            match (o.unchecked(), &o.unchecked_reason) {
+                (true, None) => problems.push(format!(
+                    "{}: {} passed with nothing checked, which proves nothing; make it judge something, or list it in conformance/{EXPECTED_UNCHECKED}/{}.txt with its reason and issue",
+                    r.leg.name, o.scenario, r.leg.name
+                )),
+                (false, Some(_)) if o.ok() => problems.push(format!(
+                    "{}: {} had checks judged but is listed in conformance/{EXPECTED_UNCHECKED}/{}.txt (a stale entry)",
                     r.leg.name, o.scenario, r.leg.name
                 )),
                 _ => {}
             }
         }
-        for s in &r.unknown {
+        for (list, s) in &r.unknown {
             problems.push(format!(
-                "{}: conformance/expected-failures/{}.txt names {s}, which the leg does not run (a stale entry)",
+                "{}: conformance/{list}/{}.txt names {s}, which the leg does not run (a stale entry)",
                 r.leg.name, r.leg.name
             ));
         }
@@ -418,6 +453,9 @@ fn line(o: &Outcome) -> String {
     if let Some(reason) = &o.expected {
         let _ = write!(s, " (expected: {reason})");
     }
+    if let Some(reason) = &o.unchecked_reason {
+        let _ = write!(s, " (nothing checked, expected: {reason})");
+    }
     s
 }
 
@@ -441,77 +479,75 @@ fn run_one(
         command.args(["--spec-version", spec]);
     }
     // Its own process group, so that a time-out ends the client it started too.
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
+    command
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("starting the conformance suite")?;
-    let end = Instant::now() + HARD_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if Instant::now() >= end {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        .stderr(log);
+    let child = crate::bounded::spawn(&mut command, "the conformance suite")?;
+    let status = crate::bounded::wait(child, HARD_TIMEOUT)?;
+    let (checks, unreadable) = match count_checks(dir) {
+        Ok(checks) => (checks, None),
+        Err(e) => (Checks::default(), Some(format!("{e:#}"))),
     };
-    let (passed, failed, found) = count_checks(dir);
     let trouble = match status {
         None => Some(format!("timed out after {} s", HARD_TIMEOUT.as_secs())),
-        Some(s) if !s.success() && failed == 0 => Some(format!("the suite exited with {s}")),
-        Some(_) if !found => Some("no checks.json was written".to_owned()),
+        Some(_) if unreadable.is_some() => unreadable,
+        Some(s) if !s.success() && checks.failed == 0 => Some(format!("the suite exited with {s}")),
+        Some(_) if !checks.found => Some("no checks.json was written".to_owned()),
         Some(_) => None,
     };
     Ok(Outcome {
         scenario: scenario.to_owned(),
-        passed,
-        failed,
+        passed: checks.passed,
+        failed: checks.failed,
         trouble,
         expected: None,
+        unchecked_reason: None,
     })
 }
 
+/// The checks of one scenario run.
+#[derive(Default)]
+struct Checks {
+    passed: u32,
+    failed: u32,
+    /// Whether any `checks.json` was there.
+    found: bool,
+}
+
 /// Adds up the statuses in every `checks.json` under `dir`: SUCCESS passes, FAILURE and
-/// WARNING fail (the suite fails a scenario on either); INFO and SKIPPED do not count.
-fn count_checks(dir: &Path) -> (u32, u32, bool) {
-    let (mut passed, mut failed, mut found) = (0, 0, false);
+/// WARNING fail (the suite fails a scenario on either); INFO and SKIPPED do not count. A
+/// folder or file that cannot be read, or a file that is not an array of checks each with a
+/// status, is an error: results we cannot read are not zero checks.
+fn count_checks(dir: &Path) -> anyhow::Result<Checks> {
+    let mut checks = Checks::default();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
+        let entries = std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))?;
+        for entry in entries {
+            let path = entry
+                .with_context(|| format!("reading {}", d.display()))?
+                .path();
             if path.is_dir() {
                 stack.push(path);
             } else if path.file_name().is_some_and(|n| n == "checks.json") {
-                found = true;
-                let checks = std::fs::read_to_string(&path)
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-                for check in checks
-                    .as_ref()
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                {
+                checks.found = true;
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let list: Vec<serde_json::Value> = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not a JSON array", path.display()))?;
+                for check in &list {
                     match check["status"].as_str() {
-                        Some("SUCCESS") => passed += 1,
-                        Some("FAILURE" | "WARNING") => failed += 1,
-                        _ => {}
+                        Some("SUCCESS") => checks.passed += 1,
+                        Some("FAILURE" | "WARNING") => checks.failed += 1,
+                        Some(_) => {}
+                        None => bail!("{}: a check without a status: {check}", path.display()),
                     }
                 }
             }
         }
     }
-    (passed, failed, found)
+    Ok(checks)
 }
 
 /// The scenarios of a leg, from the suite's `list`: its role's section, filtered by tag.
@@ -551,14 +587,18 @@ fn list(sh: &Shell, node: &Path, script: &Path, leg: &Leg) -> anyhow::Result<Vec
     Ok(names)
 }
 
-/// `conformance/expected-failures/<leg>.txt`: one scenario a line, then the reason, which
-/// names the open issue that builds what is missing. `#` starts a comment.
-fn expected_failures(root: &Path, leg: &str) -> anyhow::Result<Vec<(String, String)>> {
+/// `conformance/<list>/<leg>.txt` (`list` is [`EXPECTED_FAILURES`] or [`EXPECTED_UNCHECKED`]):
+/// one scenario a line, then the reason, which names the open issue that builds what is
+/// missing. `#` starts a comment. A missing file is an empty list.
+fn listed(root: &Path, list: &str, leg: &str) -> anyhow::Result<Vec<(String, String)>> {
     let path = root
-        .join("conformance/expected-failures")
+        .join("conformance")
+        .join(list)
         .join(format!("{leg}.txt"));
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(Vec::new());
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     let mut entries = Vec::new();
     for (n, line) in text.lines().enumerate() {
@@ -570,7 +610,7 @@ fn expected_failures(root: &Path, leg: &str) -> anyhow::Result<Vec<(String, Stri
         let reason = reason.trim();
         if !names_an_issue(reason) {
             bail!(
-                "{}:{}: an expected failure needs a reason that names the open issue building it, as `issue <number>`",
+                "{}:{}: an entry needs a reason that names the open issue building what it lacks, as `issue <number>`",
                 path.display(),
                 n + 1
             );
@@ -703,9 +743,10 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
          WARNING (the suite fails a scenario on either). Checks that passed count SUCCESS; checks\n\
          that failed count FAILURE and WARNING; INFO and SKIPPED are not counted. A scenario that\n\
          passes with no check counted (every check skipped or informational) judged nothing: it\n\
-         is shown as \"passed, nothing checked\", and the summary counts it apart. An expected\n\
-         failure is listed in `conformance/expected-failures/<leg>.txt` with the open issue that\n\
-         builds what it needs.\n"
+         is shown as \"passed, nothing checked\", and the summary counts it apart; it fails the run\n\
+         unless `conformance/expected-unchecked/<leg>.txt` lists it with the open issue that builds\n\
+         what the suite needs to judge it. An expected failure is listed in\n\
+         `conformance/expected-failures/<leg>.txt` with the open issue that builds what it needs.\n"
     );
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
@@ -773,7 +814,11 @@ fn render(results: &[LegResult], node: &str, date: &str) -> String {
             } else {
                 "failed"
             };
-            let mut note = o.expected.clone().unwrap_or_default();
+            let mut note = o
+                .expected
+                .clone()
+                .or_else(|| o.unchecked_reason.clone())
+                .unwrap_or_default();
             if let Some(t) = &o.trouble {
                 if !note.is_empty() {
                     note.push_str("; ");
@@ -810,7 +855,67 @@ mod tests {
             failed,
             trouble: None,
             expected: expected.map(str::to_owned),
+            unchecked_reason: None,
         }
+    }
+
+    fn extensions() -> &'static Leg {
+        LEGS.iter()
+            .find(|l| l.name == "client-next-extensions")
+            .unwrap()
+    }
+
+    #[test]
+    fn a_pass_with_nothing_checked_fails_unless_listed() {
+        let run = |outcome: Outcome| {
+            verdict(
+                &[LegResult {
+                    leg: extensions(),
+                    outcomes: vec![outcome],
+                    unknown: Vec::new(),
+                }],
+                Duration::ZERO,
+            )
+        };
+        assert!(run(outcome("judged", 3, 0, None)).is_ok());
+        assert!(run(outcome("skipped", 0, 0, None)).is_err());
+        let listed = |passed| Outcome {
+            unchecked_reason: Some("issue 26: no Skills yet".to_owned()),
+            ..outcome("skipped", passed, 0, None)
+        };
+        assert!(run(listed(0)).is_ok());
+        // Listed, yet the suite judged it: the entry is stale.
+        assert!(run(listed(2)).is_err());
+        let stale = verdict(
+            &[LegResult {
+                leg: extensions(),
+                outcomes: Vec::new(),
+                unknown: vec![(EXPECTED_UNCHECKED, "gone".to_owned())],
+            }],
+            Duration::ZERO,
+        );
+        assert!(stale.is_err());
+    }
+
+    #[test]
+    fn results_that_cannot_be_read_are_an_error_not_zero_checks() {
+        let dir = std::env::temp_dir().join(format!("xtask-checks-{}", std::process::id()));
+        let nested = dir.join("scenario");
+        std::fs::create_dir_all(&nested).unwrap();
+        let file = nested.join("checks.json");
+        std::fs::write(
+            &file,
+            r#"[{"status":"SUCCESS"},{"status":"INFO"},{"status":"WARNING"}]"#,
+        )
+        .unwrap();
+        let checks = count_checks(&dir).unwrap();
+        assert_eq!((checks.passed, checks.failed, checks.found), (1, 1, true));
+        for bad in ["", "{", r#"{"status":"SUCCESS"}"#, r#"[{"name":"x"}]"#] {
+            std::fs::write(&file, bad).unwrap();
+            assert!(count_checks(&dir).is_err(), "{bad:?}");
+        }
+        assert!(count_checks(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
