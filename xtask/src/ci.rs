@@ -93,8 +93,11 @@ fn ensure_cargo_deny(sh: &Shell) -> anyhow::Result<()> {
 }
 
 /// The advisory check needs the RustSec database, which is fetched from GitHub; machines that
-/// reach only the package registries cannot fetch it. It runs when a copy is already on disk,
-/// and says plainly when it cannot run.
+/// reach only the package registries cannot fetch it. "Could not fetch" and "found something"
+/// both exit 1, so they are told apart by cargo-deny's JSON output: a summary line appears only
+/// when the check ran. An advisory found fails the gate with its text; a database that cannot
+/// be fetched falls back to a copy on disk, and with none the check says plainly that it did
+/// not run.
 fn advisories(sh: &Shell) -> anyhow::Result<()> {
     let home = std::env::var_os("CARGO_HOME")
         .map(std::path::PathBuf::from)
@@ -105,28 +108,100 @@ fn advisories(sh: &Shell) -> anyhow::Result<()> {
         .is_some_and(|mut entries| {
             entries.any(|e| e.is_ok_and(|e| e.path().join(".git").exists()))
         });
-    if cmd!(sh, "cargo deny --all-features check advisories")
+    let check = |offline: &[&str]| -> anyhow::Result<Advisories> {
+        let out = cmd!(
+            sh,
+            "cargo deny --format json --all-features check {offline...} advisories"
+        )
         .quiet()
-        .ignore_stderr()
-        .run()
-        .is_ok()
-    {
-        eprintln!("==> deny advisories: ok");
-        return Ok(());
-    }
-    if has_db {
-        step("deny advisories (offline)", || {
-            cmd!(
-                sh,
-                "cargo deny --all-features check --disable-fetch advisories"
+        .ignore_status()
+        .output()?;
+        Ok(judge_advisories(
+            out.status.success(),
+            &String::from_utf8_lossy(&out.stderr),
+        ))
+    };
+    let verdict = match check(&[])? {
+        Advisories::Unfetchable(why) if has_db => {
+            eprintln!(
+                "==> deny advisories: the database cannot be fetched ({why}); the copy on disk"
+            );
+            check(&["--disable-fetch"])?
+        }
+        other => other,
+    };
+    match verdict {
+        Advisories::Clean => {
+            eprintln!("==> deny advisories: ok");
+            Ok(())
+        }
+        Advisories::Unfetchable(why) => {
+            eprintln!(
+                "==> deny advisories: not run, the RustSec database cannot be fetched from this network and none is on disk ({why})"
+            );
+            Ok(())
+        }
+        Advisories::Found(found) => {
+            eprintln!("==> deny advisories: {} found", found.len());
+            for f in &found {
+                eprintln!("    {f}");
+            }
+            anyhow::bail!(
+                "xtask ci: step `deny advisories` failed: {} found",
+                found.len()
             )
-            .run()
+        }
+        Advisories::Broken(output) => {
+            eprintln!("{output}");
+            anyhow::bail!(
+                "xtask ci: step `deny advisories` failed, and not for want of the database"
+            )
+        }
+    }
+}
+
+/// What one run of `cargo deny --format json check advisories` said.
+#[derive(Debug, PartialEq)]
+enum Advisories {
+    Clean,
+    /// Error diagnostics, each as `code: message`.
+    Found(Vec<String>),
+    /// The database could not be fetched, with cargo-deny's reason.
+    Unfetchable(String),
+    /// Any other failure, with the whole output.
+    Broken(String),
+}
+
+/// Reads cargo-deny's JSON lines (`log`, `diagnostic`, `summary`).
+fn judge_advisories(success: bool, stderr: &str) -> Advisories {
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let found: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "diagnostic" && l["fields"]["severity"] == "error")
+        .map(|l| {
+            format!(
+                "{}: {}",
+                l["fields"]["code"].as_str().unwrap_or("error"),
+                l["fields"]["message"].as_str().unwrap_or("(no message)")
+            )
         })
-    } else {
-        eprintln!(
-            "==> deny advisories: not run, the RustSec database cannot be fetched from this network"
-        );
-        Ok(())
+        .collect();
+    let ran = lines.iter().any(|l| l["type"] == "summary");
+    let fetch_error = lines.iter().find_map(|l| {
+        let message = l["fields"]["message"].as_str()?;
+        (l["type"] == "log"
+            && l["fields"]["level"] == "ERROR"
+            && message.contains("failed to fetch advisory database"))
+        .then(|| message.lines().next().unwrap_or(message).to_owned())
+    });
+    match (success, found.is_empty(), ran, fetch_error) {
+        (_, false, _, _) => Advisories::Found(found),
+        (true, true, true, _) => Advisories::Clean,
+        (false, true, false, Some(why)) => Advisories::Unfetchable(why),
+        _ => Advisories::Broken(stderr.to_owned()),
     }
 }
 
@@ -171,4 +246,45 @@ fn count(line: &str, what: &str) -> u64 {
         })
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUMMARY_CLEAN: &str = r#"{"type":"summary","fields":{"advisories":{"errors":0,"warnings":0,"notes":0,"helps":0}}}"#;
+
+    #[test]
+    fn an_advisory_found_is_told_apart_from_a_database_out_of_reach() {
+        let found = format!(
+            "{}\n{}\n",
+            r#"{"type":"diagnostic","fields":{"severity":"error","code":"vulnerability","message":"Use-after-free in foo"}}"#,
+            r#"{"type":"summary","fields":{"advisories":{"errors":1,"warnings":0,"notes":0,"helps":0}}}"#
+        );
+        assert_eq!(
+            judge_advisories(false, &found),
+            Advisories::Found(vec!["vulnerability: Use-after-free in foo".to_owned()])
+        );
+        let unfetchable = r#"{"type":"log","fields":{"timestamp":"t","level":"ERROR","message":"failed to fetch advisory database https://github.com/RustSec/advisory-db with cli: exit status 128\nfatal: unable to access"}}"#;
+        assert_eq!(
+            judge_advisories(false, unfetchable),
+            Advisories::Unfetchable(
+                "failed to fetch advisory database https://github.com/RustSec/advisory-db with cli: exit status 128".to_owned()
+            )
+        );
+        assert_eq!(judge_advisories(true, SUMMARY_CLEAN), Advisories::Clean);
+        // A failure that is neither: a broken config, a crash, no output at all.
+        for broken in [
+            r#"{"type":"log","fields":{"level":"ERROR","message":"failed to parse deny.toml"}}"#,
+            "thread 'main' panicked",
+            "",
+        ] {
+            assert!(
+                matches!(judge_advisories(false, broken), Advisories::Broken(_)),
+                "{broken:?}"
+            );
+        }
+        // Success without a summary did not check anything.
+        assert!(matches!(judge_advisories(true, ""), Advisories::Broken(_)));
+    }
 }
