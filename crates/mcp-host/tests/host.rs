@@ -502,35 +502,66 @@ async fn list_changed_refreshes_the_catalogue() {
     host.shutdown().await;
 }
 
+/// What the fake server `s` read back when its tool `tool` (`sample`, `elicit` or `roots`)
+/// sent its request to the host under `id`: the host's answer, the whole frame as the server
+/// received it.
+async fn answer_to(host: &Host, tool: &str, id: serde_json::Value) -> serde_json::Value {
+    let out = host
+        .call_tool(
+            "s",
+            tool,
+            args(json!({ "request_id": id })),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let frame = text(&out.result);
+    serde_json::from_str(&frame)
+        .unwrap_or_else(|e| panic!("{tool}: the server read no JSON-RPC frame ({e}): {frame}"))
+}
+
+/// The refusal a client session sends for a server request whose capability it did not
+/// declare (mcp-protocol's `undeclared_server_requests_are_refused`).
+fn refused(id: serde_json::Value, message: &str) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": message}})
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_requests_fail_closed_unless_offered() {
+    // Nothing declared: each request is refused as method not found, under its own id (string
+    // and integer ids alike).
     let host = Host::new(options(AllowAll));
     host.start(vec![fake("s", &[])]).await;
-    for tool in ["sample", "elicit", "roots"] {
-        let out = host
-            .call_tool("s", tool, JsonObject::new(), CallOptions::default())
-            .await
-            .unwrap();
-        assert!(
-            text(&out.result).contains("Err"),
-            "{tool}: {}",
-            text(&out.result)
+    for (tool, id, message) in [
+        ("sample", json!("sample-1"), "Sampling not supported"),
+        ("elicit", json!(4242), "Elicitation not supported"),
+        ("roots", json!("roots-1"), "Roots not supported"),
+    ] {
+        assert_eq!(
+            answer_to(&host, tool, id.clone()).await,
+            refused(id, message),
+            "{tool}"
         );
     }
     host.shutdown().await;
 
+    // Roots configured: roots/list is answered with them, under its id; the rest is still
+    // refused.
     let mut o = options(AllowAll);
     o.roots = Some(vec![Root::new("file:///work/project".into())]);
     let host = Host::new(o);
     host.start(vec![fake("s", &[])]).await;
-    let out = host
-        .call_tool("s", "roots", JsonObject::new(), CallOptions::default())
-        .await
-        .unwrap();
-    assert!(
-        text(&out.result).contains("file:///work/project"),
-        "{}",
-        text(&out.result)
+    assert_eq!(
+        answer_to(&host, "roots", json!("roots-2")).await,
+        json!({"jsonrpc": "2.0", "id": "roots-2", "result": {"roots": [{"uri": "file:///work/project"}]}})
+    );
+    assert_eq!(
+        answer_to(&host, "sample", json!(77)).await,
+        refused(json!(77), "Sampling not supported")
+    );
+    assert_eq!(
+        answer_to(&host, "elicit", json!("elicit-2")).await,
+        refused(json!("elicit-2"), "Elicitation not supported")
     );
     host.shutdown().await;
 }
@@ -602,21 +633,20 @@ async fn a_registered_handler_answers_what_it_declared_and_reload_applies_a_new_
     o.requests = Some(Arc::new(Sampler));
     let host = Host::new(o);
     host.start(vec![fake("s", &[]), fake("old", &[])]).await;
-    let out = host
-        .call_tool("s", "sample", JsonObject::new(), CallOptions::default())
-        .await
-        .unwrap();
-    assert!(
-        text(&out.result).contains("sampled by the host"),
-        "{}",
-        text(&out.result)
+    assert_eq!(
+        answer_to(&host, "sample", json!("sample-3")).await,
+        json!({"jsonrpc": "2.0", "id": "sample-3", "result": {"role": "assistant", "content": {"type": "text", "text": "sampled by the host"}, "model": "test"}})
     );
-    // Elicitation was not declared: still refused by the session.
-    let out = host
-        .call_tool("s", "elicit", JsonObject::new(), CallOptions::default())
-        .await
-        .unwrap();
-    assert!(text(&out.result).contains("Err"), "{}", text(&out.result));
+    // Elicitation and roots were not declared: still refused by the session, never reaching
+    // the handler (which fails on anything but sampling).
+    assert_eq!(
+        answer_to(&host, "elicit", json!(5)).await,
+        refused(json!(5), "Elicitation not supported")
+    );
+    assert_eq!(
+        answer_to(&host, "roots", json!("roots-3")).await,
+        refused(json!("roots-3"), "Roots not supported")
+    );
 
     host.reload(vec![fake("s", &[]), fake("new", &[])]).await;
     let ids: Vec<_> = host.status().into_iter().map(|s| s.id).collect();

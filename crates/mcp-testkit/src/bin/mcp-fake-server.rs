@@ -23,6 +23,13 @@
 //! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
 //! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
 //! grow (one more generated tool, then list_changed), spawn_grandchild, pid, stats, env.
+//!
+//! `sample`, `elicit` and `roots` ask the client, through the server session when it allows
+//! (past it otherwise), and answer the outcome in Rust debug form. Given a `request_id`
+//! argument (a JSON-RPC id, a string or an integer the session does not use) they send the
+//! request under that id past the session instead, and answer the frame the client sent back,
+//! verbatim as JSON text: the response or error to that id, or, if the client answered no id
+//! the server has outstanding, that frame.
 
 #![allow(clippy::print_stderr, clippy::print_stdout, clippy::unwrap_used)]
 
@@ -129,6 +136,9 @@ enum Action {
         Option<RawJson>,
         oneshot::Sender<Result<RawJson, String>>,
     ),
+    /// A request to the client under a given id, sent past the session; the frame answered
+    /// goes to the sender as it was received.
+    AskWire(RequestId, String, Option<RawJson>, oneshot::Sender<Value>),
 }
 
 fn main() {
@@ -191,6 +201,7 @@ async fn run(flags: Flags) {
     let (act_tx, mut act_rx) = mpsc::unbounded_channel::<Action>();
     let mut asks: HashMap<RequestId, oneshot::Sender<Result<RawJson, String>>> = HashMap::new();
     let mut raw_asks: HashMap<RequestId, oneshot::Sender<Result<RawJson, String>>> = HashMap::new();
+    let mut wire_asks: HashMap<RequestId, oneshot::Sender<Value>> = HashMap::new();
     let mut tasks: HashMap<RequestId, tokio::task::AbortHandle> = HashMap::new();
     let mut stdin = tokio::io::stdin();
     let mut decoder = LineDecoder::new(64 << 20);
@@ -215,6 +226,26 @@ async fn run(flags: Flags) {
                             Ok(d) => d,
                             Err(e) => { session.handle_invalid(e); continue; }
                         };
+                        // Answers to requests sent under a given id go to their task as
+                        // received; so does an answer to no id outstanding while exactly one
+                        // such request waits (a client that answered the wrong id).
+                        if let mcp_protocol::Decoded::Single(m @ (Message::Response(_) | Message::Error(_))) = &decoded {
+                            let id = m.id();
+                            let wire = match id.and_then(|id| wire_asks.remove(id)) {
+                                Some(reply) => Some(reply),
+                                None if wire_asks.len() == 1
+                                    && !id.is_some_and(|id| asks.contains_key(id) || raw_asks.contains_key(id)) =>
+                                {
+                                    wire_asks.drain().next().map(|(_, reply)| reply)
+                                }
+                                None => None,
+                            };
+                            if let Some(reply) = wire {
+                                let frame = serde_json::from_slice(&bytes).unwrap_or_else(|e| json!({"unparsable": e.to_string()}));
+                                let _ = reply.send(frame);
+                                continue;
+                            }
+                        }
                         // Answers to requests sent past the session go straight to their task.
                         if let mcp_protocol::Decoded::Single(m @ (Message::Response(_) | Message::Error(_))) = &decoded
                             && let Some(reply) = m.id().and_then(|id| raw_asks.remove(id))
@@ -265,6 +296,14 @@ async fn run(flags: Flags) {
                             raw_asks.insert(id, reply);
                         }
                     }
+                }
+                Action::AskWire(id, method, params, reply) => {
+                    let m = Message::Request(mcp_protocol::Request { id: id.clone(), method, params });
+                    let mut buf = Vec::new();
+                    encode_line(&m, &mut buf);
+                    flush(&mut session, &out_tx);
+                    let _ = out_tx.send(buf);
+                    wire_asks.insert(id, reply);
                 }
             },
         }
@@ -483,6 +522,33 @@ async fn ask(
     rx.await.unwrap_or_else(|_| Err("no answer".to_owned()))
 }
 
+/// What `sample`, `elicit` and `roots` answer (see the module doc): the outcome of asking the
+/// client `method`, or with a `request_id` argument the frame it answered.
+async fn ask_client(
+    p: &CallToolParams,
+    tx: &mpsc::UnboundedSender<Action>,
+    method: &str,
+    params: Value,
+) -> Result<RawJson, ErrorObject> {
+    let Some(id) = p.arguments.as_ref().and_then(|a| a.get("request_id")) else {
+        let r = ask(tx, method, params).await;
+        return text(format!("{r:?}"));
+    };
+    let id: RequestId = serde_json::from_value(id.clone())
+        .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, format!("request_id: {e}")))?;
+    let (reply, rx) = oneshot::channel();
+    let _ = tx.send(Action::AskWire(
+        id,
+        method.to_owned(),
+        Some(RawJson::encode(&params).unwrap()),
+        reply,
+    ));
+    match rx.await {
+        Ok(frame) => text(frame.to_string()),
+        Err(_) => text("no answer"),
+    }
+}
+
 async fn handle(
     request: ClientRequest,
     id: &RequestId,
@@ -645,17 +711,12 @@ async fn call(
             text(format!("{steps} steps"))
         }
         "sample" => {
-            let r = ask(tx, "sampling/createMessage", json!({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10})).await;
-            text(format!("{r:?}"))
+            ask_client(&p, tx, "sampling/createMessage", json!({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10})).await
         }
         "elicit" => {
-            let r = ask(tx, "elicitation/create", json!({"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}})).await;
-            text(format!("{r:?}"))
+            ask_client(&p, tx, "elicitation/create", json!({"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}})).await
         }
-        "roots" => {
-            let r = ask(tx, "roots/list", json!({})).await;
-            text(format!("{r:?}"))
-        }
+        "roots" => ask_client(&p, tx, "roots/list", json!({})).await,
         "list_changed" => {
             let _ = tx.send(Action::Notify(
                 "notifications/tools/list_changed".into(),
