@@ -19,6 +19,10 @@
 //!   --tools-file PATH       list the tools of a JSON file (an array of tools, or a
 //!                           `tools/list` result) instead of the built-in ones; a call to one
 //!                           of them that is not built in answers its name and arguments
+//!   --leak-env NAME         echo the value of the variable NAME in JSON-RPC errors: every
+//!                           `tools/call` fails with it, and so does a failing `tools/list`
+//!                           (a server that quotes its own key in an error, which the host
+//!                           must redact)
 //!
 //! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
 //! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
@@ -90,6 +94,10 @@ fn parse_flags() -> Flags {
             "--fail-tools-list-after" => {
                 FAIL_LIST_AFTER.store(num() as usize, std::sync::atomic::Ordering::Relaxed);
             }
+            "--leak-env" => {
+                let name = args.next().unwrap_or_default();
+                let _ = LEAK.set(std::env::var(&name).unwrap_or_default());
+            }
             "--tools-file" => {
                 let path = args.next().unwrap_or_default();
                 let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
@@ -123,6 +131,8 @@ static FAIL_LIST_AFTER: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(usize::MAX);
 /// The tools of `--tools-file`, served instead of the built-in list.
 static FILE_TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
+/// `--leak-env`: the value quoted in every JSON-RPC error the server makes up.
+static LEAK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Tools added at run time by the `grow` tool.
 static GROWN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -562,7 +572,7 @@ async fn handle(
             if left == 0 {
                 return Err(ErrorObject::new(
                     code::INTERNAL_ERROR,
-                    "tools/list fails (--fail-tools-list-after)".into(),
+                    format!("tools/list fails (--fail-tools-list-after){}", leaked()),
                 ));
             }
             FAIL_LIST_AFTER.store(left.saturating_sub(1), std::sync::atomic::Ordering::Relaxed);
@@ -622,11 +632,24 @@ async fn handle(
                 .unwrap(),
             )
         }
+        ClientRequest::CallTool(_) if LEAK.get().is_some() => Err(ErrorObject::new(
+            code::INTERNAL_ERROR,
+            format!("the call failed{}", leaked()),
+        )),
         ClientRequest::CallTool(p) => call(p, id, tx).await,
         _ => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,
             "not served".into(),
         )),
+    }
+}
+
+/// What `--leak-env` adds to an error message: the key, quoted the way a careless server
+/// would.
+fn leaked() -> String {
+    match LEAK.get() {
+        Some(value) => format!(": the key {value:?} was refused"),
+        None => String::new(),
     }
 }
 
