@@ -21,6 +21,8 @@
 //!   ([`RequestOptions::passing_input_required`]) tells them apart with
 //!   [`schema::is_input_required`].
 //! - [`ProtocolVersion`]: the known revisions as an enumerated set.
+//! - [`Secrets`]: the values no text quoting a peer may show; the transports and the host run
+//!   what they show or log through it.
 //!
 //! # Example
 //!
@@ -71,6 +73,7 @@
 
 mod error;
 mod jsonrpc;
+mod redact;
 pub mod schema;
 mod session;
 mod version;
@@ -83,6 +86,7 @@ pub use jsonrpc::{
     RAW_EXCERPT_LIMIT, RawJson, Request, RequestId, Response, code, decode, decode_message,
     sniff_id,
 };
+pub use redact::Secrets;
 pub use session::{
     ClientConfig, ClientEvent, ClientInfo, ClientSession, Reply, RequestHandler, RequestOptions,
     ServerConfig, ServerEvent, ServerInfo, ServerSession, decode_result, missing_capability_error,

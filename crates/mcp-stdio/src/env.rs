@@ -2,6 +2,8 @@
 //! the configuration names. A server never sees the host's tokens and keys unless the user
 //! passes them on purpose.
 
+use mcp_protocol::Secrets;
+
 /// Host variables a server gets by default: enough for a shell, a locale, temporary files, and
 /// the Node and Python launchers (`npx`, `uvx`) to find their caches and certificates.
 pub const ALLOWED_VARS: &[&str] = &[
@@ -64,31 +66,29 @@ pub fn build(
     env
 }
 
-/// The values a server's stderr must not show in an error: every configured value (at least
-/// 4 bytes; a shorter one would blank out common words), and the value of every variable the
-/// server started with beyond the allow-list (at least 8 bytes), which is how the host's own
-/// tokens and keys reach a server with `inherit_env`. The allow-list's values (a `PATH`, a
-/// `HOME`) stay: they are no secrets, and blanking them would garble the messages.
-pub(crate) fn secrets(
-    configured: &[(String, String)],
-    started: &[(String, String)],
-) -> Vec<String> {
-    let configured_values = configured.iter().map(|(_, v)| v).filter(|v| v.len() >= 4);
+/// The values no text about a server may show (its stderr here, its errors and status in the
+/// host): every configured value (at least [`Secrets::CONFIGURED_MIN`] bytes; a shorter one
+/// would blank out common words), and the value of every variable the server started with
+/// beyond the allow-list (at least [`Secrets::INHERITED_MIN`] bytes), which is how the host's
+/// own tokens and keys reach a server with `inherit_env`. The allow-list's values (a `PATH`, a
+/// `HOME`) stay: they are no secrets, and blanking them would garble the messages. `started`
+/// is what [`build`] gave.
+pub fn secrets(configured: &[(String, String)], started: &[(String, String)]) -> Secrets {
+    let configured_values = configured
+        .iter()
+        .map(|(_, v)| v)
+        .filter(|v| v.len() >= Secrets::CONFIGURED_MIN);
     let inherited = started
         .iter()
         .filter(|(k, _)| !is_allowed(k) && !configured.iter().any(|(c, _)| c == k))
         .map(|(_, v)| v)
-        .filter(|v| v.len() >= 8);
-    let mut all: Vec<String> = configured_values.chain(inherited).cloned().collect();
-    // Each once. The order does not matter: the redaction merges overlapping occurrences.
-    all.sort_unstable();
-    all.dedup();
-    all
+        .filter(|v| v.len() >= Secrets::INHERITED_MIN);
+    Secrets::new(configured_values.chain(inherited).cloned())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{build, secrets};
+    use super::{Secrets, build, secrets};
 
     fn host() -> Vec<(String, String)> {
         [
@@ -135,13 +135,15 @@ mod tests {
 
         // With the allow-list, nothing of the host's beyond it is there to redact.
         let allowed = build(host.clone(), &configured, false);
-        assert_eq!(secrets(&configured, &allowed), ["key-1234"]);
+        let only = |values: &[&str]| Secrets::new(values.iter().map(|v| (*v).to_owned()));
+        assert_eq!(secrets(&configured, &allowed), only(&["key-1234"]));
 
         // Inherited, the host's keys are redacted too; its allow-listed values and short
         // values are not.
         let inherited = build(host, &configured, true);
-        let mut found = secrets(&configured, &inherited);
-        found.sort();
-        assert_eq!(found, ["ghp_0123456789", "key-1234"]);
+        assert_eq!(
+            secrets(&configured, &inherited),
+            only(&["ghp_0123456789", "key-1234"])
+        );
     }
 }

@@ -12,6 +12,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_protocol::Secrets;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt as _;
@@ -140,7 +141,7 @@ pub fn termination_signal() -> io::Result<impl Future<Output = i32> + Send> {
 pub(crate) struct StderrLog {
     ring: Mutex<Ring>,
     capacity: usize,
-    secrets: Vec<String>,
+    secrets: Secrets,
     /// Becomes `true` when stderr reached its end (every process holding it exited).
     drained: tokio::sync::watch::Sender<bool>,
 }
@@ -153,7 +154,7 @@ struct Ring {
 }
 
 impl StderrLog {
-    fn new(capacity: usize, secrets: Vec<String>) -> Self {
+    fn new(capacity: usize, secrets: Secrets) -> Self {
         Self {
             ring: Mutex::new(Ring {
                 bytes: VecDeque::with_capacity(capacity.min(64 << 10)),
@@ -191,7 +192,8 @@ impl StderrLog {
         ring.bytes.extend(chunk);
     }
 
-    /// The kept text, lossily decoded, with no part of a secret in it: see [`redact`].
+    /// The kept text, lossily decoded, with no part of a secret in it, wherever the ring cut
+    /// it: see [`Secrets::redact_stream`].
     pub(crate) fn text(&self) -> String {
         // A copy, redacted with the lock released: the task draining stderr never waits for
         // a redaction.
@@ -200,7 +202,7 @@ impl StderrLog {
             let (a, b) = ring.bytes.as_slices();
             ([a, b].concat(), ring.dropped)
         };
-        redact(&kept, dropped, &self.secrets)
+        self.secrets.redact_stream(&kept, dropped)
     }
 
     /// The last `lines` non-empty lines, for an error message.
@@ -208,131 +210,6 @@ impl StderrLog {
         let text = self.text();
         let kept: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         kept[kept.len().saturating_sub(lines)..].join(" | ")
-    }
-}
-
-/// What stands for a secret, or for what may be part of one.
-const REDACTED: &str = "[redacted]";
-
-/// `kept`, the newest bytes of a stream, as text that shows no part of any of `secrets`:
-///
-/// - every occurrence of a secret, overlapping ones too, is shown as `[redacted]`;
-/// - when older bytes were dropped (`dropped` is the last of them), the kept bytes may begin
-///   inside a secret: their longest beginning that is the end of a secret is left out, and
-///   so is the rest of that line (its start was dropped) unless nothing follows it; if the
-///   kept bytes may all lie inside one secret, nothing is shown;
-/// - the kept bytes may end inside a secret still being written (or cut off by the end of
-///   the stream): their longest end that is the beginning of a secret is shown as
-///   `[redacted]`. An unfinished line that happens to end like a secret begins is therefore
-///   shown with `[redacted]` in place of that end, until its next byte arrives.
-///
-/// Each check compares bytes, with no bound on the length of what matches: not even one byte
-/// of a secret is shown, whatever the offset at which the ring cut it or the chunks in which
-/// it was written.
-fn redact(kept: &[u8], dropped: Option<u8>, secrets: &[String]) -> String {
-    let len = kept.len();
-    // Byte ranges to show as `[redacted]`, and where the text starts.
-    let mut hidden: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut start = 0;
-    let stretches = utf8_stretches(kept);
-    for secret in secrets {
-        if secret.is_empty() || len == 0 {
-            continue;
-        }
-        // Whole occurrences, every one, overlapping ones included.
-        occurrences(&stretches, secret, &mut hidden);
-        let secret = secret.as_bytes();
-        // The beginning of one still being written.
-        let partial = 1..secret.len().min(len + 1);
-        if let Some(k) = partial
-            .clone()
-            .rev()
-            .find(|&k| kept.ends_with(&secret[..k]))
-        {
-            hidden.push(len - k..len);
-        }
-        if dropped.is_some() {
-            // The end of one whose beginning was dropped.
-            if let Some(k) = partial
-                .rev()
-                .find(|&k| kept.starts_with(&secret[secret.len() - k..]))
-            {
-                start = start.max(k);
-            }
-            // The middle of one longer than what is kept.
-            if len < secret.len() && secret.windows(len).any(|w| w == kept) {
-                start = len;
-            }
-        }
-    }
-    if let Some(last) = dropped {
-        let at_line_start = match start {
-            0 => last == b'\n',
-            _ => kept.get(start - 1) == Some(&b'\n'),
-        };
-        if !at_line_start
-            && let Some(end) = kept[start..].iter().position(|&b| b == b'\n')
-            && start + end + 1 < len
-        {
-            start += end + 1;
-        }
-    }
-    hidden.sort_by_key(|r| r.start);
-    let mut text = String::with_capacity(len - start);
-    let mut at = start;
-    // Whether `at` is the end of the `[redacted]` last written, which a range that begins
-    // there or earlier extends.
-    let mut in_hidden = false;
-    for range in hidden {
-        if range.end <= at {
-            continue;
-        }
-        if range.start > at {
-            text.push_str(&String::from_utf8_lossy(&kept[at..range.start]));
-            in_hidden = false;
-        }
-        if !in_hidden {
-            text.push_str(REDACTED);
-            in_hidden = true;
-        }
-        at = range.end;
-    }
-    text.push_str(&String::from_utf8_lossy(&kept[at..]));
-    text
-}
-
-/// The UTF-8 stretches of `kept`, each with its offset, for [`occurrences`]: decoded once for
-/// every secret.
-///
-/// A secret is UTF-8, and a decoder never takes a byte that starts a character as the
-/// continuation of another: an occurrence lies within one stretch, whatever bytes surround it.
-fn utf8_stretches(kept: &[u8]) -> Vec<(usize, &str)> {
-    let mut offset = 0;
-    kept.utf8_chunks()
-        .map(|chunk| {
-            let at = offset;
-            offset += chunk.valid().len() + chunk.invalid().len();
-            (at, chunk.valid())
-        })
-        .collect()
-}
-
-/// Adds to `found` where `secret` occurs in the kept bytes, given as their `stretches`,
-/// overlapping occurrences included.
-fn occurrences(stretches: &[(usize, &str)], secret: &str, found: &mut Vec<std::ops::Range<usize>>) {
-    // A stretch too short to hold the secret is not searched: `find` would prepare its search
-    // (a pass over the secret) all the same, for each of them.
-    let long_enough = stretches
-        .iter()
-        .filter(|(_, text)| text.len() >= secret.len());
-    for &(offset, text) in long_enough {
-        let mut from = 0;
-        while let Some(i) = text[from..].find(secret) {
-            let at = from + i;
-            found.push(offset + at..offset + at + secret.len());
-            // The next may overlap this one: go on from this one's second character.
-            from = at + text[at..].chars().next().map_or(1, char::len_utf8);
-        }
     }
 }
 

@@ -13,7 +13,8 @@ const SECRETS: [&str; 2] = ["TOKEN0123456789XYZ", "KEY-ONE\nKEY-TWO\nKEY-END"];
 const CHUNKS: [usize; 5] = [1, 5, 13, 64, 1000];
 
 fn new_log(capacity: usize, secrets: &[&str]) -> StderrLog {
-    StderrLog::new(capacity, secrets.iter().map(|s| (*s).to_owned()).collect())
+    let secrets = mcp_protocol::Secrets::new(secrets.iter().map(|s| (*s).to_owned()));
+    StderrLog::new(capacity, secrets)
 }
 
 fn feed(log: &StderrLog, input: &str, chunk: usize) {
