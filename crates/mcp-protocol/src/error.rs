@@ -6,7 +6,8 @@ use crate::version::ProtocolVersion;
 /// Why a request, or the session, failed.
 ///
 /// The variants say who is at fault: the peer (`Rpc`, `Protocol`, `InvalidResult`,
-/// `VersionMismatch`), time (`Timeout`), the caller (`Cancelled`, `ApiMisuse`), or the end of
+/// `VersionMismatch`), time (`Timeout`, and `Unresponsive` when the server went silent), the
+/// caller (`Cancelled`, `ApiMisuse`), or the end of
 /// the session (`Closed`). Messages never quote the parameters or results we sent, which may
 /// hold secrets; a decode error quotes at most the first 256 bytes of the peer's malformed
 /// frame, for diagnosis.
@@ -78,6 +79,20 @@ pub enum Error {
         /// Which input, and why not.
         detail: String,
     },
+    /// The server stopped answering: the session's liveness ping went unanswered past its
+    /// deadline with nothing else heard (the server, or the network to it, is gone), so the
+    /// session ended under this request.
+    #[error(
+        "{method} got no answer: the server stopped answering (nothing heard for {silent_ms} ms, a ping unanswered for {waited_ms} ms)"
+    )]
+    Unresponsive {
+        /// The method of the request.
+        method: String,
+        /// How long nothing had been heard from the server.
+        silent_ms: u128,
+        /// How long the liveness ping had waited.
+        waited_ms: u128,
+    },
     /// The session is closed; nothing more can be sent.
     #[error("session closed: {0}")]
     Closed(String),
@@ -88,9 +103,12 @@ pub enum Error {
 
 impl Error {
     /// Whether the request may be retried as it is on a new connection: the session ended
-    /// under it, or it timed out.
+    /// under it, it timed out, or the server stopped answering.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Closed(_) | Self::Timeout { .. })
+        matches!(
+            self,
+            Self::Closed(_) | Self::Timeout { .. } | Self::Unresponsive { .. }
+        )
     }
 }
 

@@ -1,7 +1,8 @@
 //! The client side of a session: what a host runs for each server it talks to. How the era
 //! is found is `negotiate.rs`; the stateless era's multi round-trip requests are
-//! `round_trip.rs`.
+//! `round_trip.rs`; when to ping a silent server is `liveness.rs`.
 
+mod liveness;
 mod negotiate;
 mod round_trip;
 
@@ -19,6 +20,7 @@ use crate::schema::{
     ProgressParams, RequestMethod, ResultType, ServerCapabilities, ServerNotification,
     ServerRequest, is_removed, may_need_input, meta_key, method, supported_versions,
 };
+use crate::session::client::liveness::{Liveness, Verdict};
 use crate::session::input::Inputs;
 use crate::session::pending::{Core, Matched, RequestOptions};
 use crate::version::{Era, ProtocolVersion};
@@ -51,12 +53,22 @@ pub struct ClientConfig {
     /// The stateless era's per-request log level: without one, the server sends no log
     /// entries. The handshake era uses `logging/setLevel` instead.
     pub log_level: Option<LoggingLevel>,
+    /// In the handshake era, ping the server once it has been silent this long, to find out
+    /// that it (or the network to it) is gone before the next request would. `None`, the
+    /// default, never pings; zero is taken as `None`. The 2026-07-28 era has no `ping`, so
+    /// this does nothing there.
+    pub ping_interval: Option<Duration>,
+    /// How long such a ping may go unanswered, with nothing else heard from the server,
+    /// before the session ends and every request in flight fails with
+    /// [`Error::Unresponsive`].
+    pub ping_timeout: Duration,
 }
 
 impl ClientConfig {
     /// A client that declares no capabilities and speaks every known version of both eras,
     /// offering 2025-11-25 to a handshake-era server, with a 60-second request timeout and a
-    /// 10-second probe.
+    /// 10-second probe, and no liveness pings (a 10-second ping deadline once they are turned
+    /// on).
     pub fn new(client_info: Implementation) -> Self {
         Self {
             client_info,
@@ -67,6 +79,8 @@ impl ClientConfig {
             probe_timeout: Duration::from_secs(10),
             cached_era: None,
             log_level: None,
+            ping_interval: None,
+            ping_timeout: Duration::from_secs(10),
         }
     }
 
@@ -193,7 +207,8 @@ enum State {
 }
 
 /// The sans-IO client session: it allocates ids, tracks requests and their deadlines, answers
-/// pings, refuses what the host did not declare, and never reads the clock.
+/// pings (and, if asked, pings a silent server), refuses what the host did not declare, and
+/// never reads the clock.
 ///
 /// Drive it like this, after any input (`handle_*`, a command) or when the timer fires:
 /// 1. send every [`poll_transmit`](Self::poll_transmit) message;
@@ -216,6 +231,8 @@ pub struct ClientSession {
     reprobed: bool,
     /// The stateless era's multi round-trip requests and the input they wait for.
     inputs: Inputs,
+    /// When the server was last heard from, and the liveness ping in flight.
+    liveness: Liveness,
 }
 
 impl ClientSession {
@@ -231,6 +248,7 @@ impl ClientSession {
             negotiation: String::new(),
             reprobed: false,
             inputs: Inputs::default(),
+            liveness: Liveness::default(),
         }
     }
 
@@ -522,6 +540,10 @@ impl ClientSession {
             });
             return true;
         }
+        if self.liveness.is_ping(id) {
+            // No answer will come; the ping's deadline decides, by what is heard until then.
+            return self.core.method_of(id).is_some();
+        }
         let Some(p) = self.core.abandon(id, None, false) else {
             return false;
         };
@@ -633,6 +655,10 @@ impl ClientSession {
             self.closed_reason = Some(reason.clone());
         }
         for (id, p) in self.core.drain_pending() {
+            if self.liveness.is_ping(&id) {
+                // Nobody waits for it.
+                continue;
+            }
             let (logical, _) = self.inputs.end(&id);
             self.events.push_back(ClientEvent::Response {
                 id: logical,
@@ -648,6 +674,7 @@ impl ClientSession {
             });
         }
         self.core.inbound.clear();
+        self.liveness.clear();
         self.events.push_back(ClientEvent::Closed(error));
     }
 
@@ -664,6 +691,7 @@ impl ClientSession {
         if matches!(self.state, State::Closed) {
             return;
         }
+        self.liveness.heard(now);
         match decoded {
             Decoded::Single(message) => self.handle_message(now, message),
             Decoded::Batch(items) => {
@@ -692,6 +720,8 @@ impl ClientSession {
         if matches!(self.state, State::Closed) {
             return;
         }
+        // Even a frame we cannot read shows the server is there.
+        self.liveness.heard(now);
         // Only a request we cannot read is answered: the server is waiting for that answer.
         // A line of log text on stdout gets no "Parse error" back, which would only add noise.
         let owed = error.kind == crate::jsonrpc::DecodeErrorKind::InvalidRequest;
@@ -714,6 +744,7 @@ impl ClientSession {
         if matches!(self.state, State::Closed) {
             return;
         }
+        self.liveness.heard(now);
         match message {
             Message::Response(Response { id, result }) => self.finish(now, id, Ok(result)),
             Message::Error(ErrorResponse {
@@ -746,6 +777,11 @@ impl ClientSession {
                 return;
             }
         };
+        if self.liveness.is_ping(&id) {
+            // Any answer, an error too, shows the server is there; nobody else waits for it.
+            self.liveness.answered();
+            return;
+        }
         match &self.state {
             State::Initializing { id: init, .. } if *init == id => {
                 return self.finish_initialize(now, outcome);
@@ -901,9 +937,20 @@ impl ClientSession {
     }
 
     /// Fails every request whose deadline has passed, telling the server with
-    /// `notifications/cancelled`. A timed-out `initialize` ends the session.
+    /// `notifications/cancelled`. A timed-out `initialize` ends the session. In the handshake
+    /// era with [`ClientConfig::ping_interval`] set, also pings a server silent for that long,
+    /// and ends the session if such a ping's deadline passes with nothing heard since it was
+    /// sent.
     pub fn handle_timeout(&mut self, now: Instant) {
         for id in self.core.expired(now) {
+            if self.liveness.is_ping(&id) {
+                let _ = self.core.abandon(&id, None, false);
+                if let Verdict::Gone { silent, waited } = self.liveness.unanswered(now) {
+                    self.close_unresponsive(silent, waited);
+                    return;
+                }
+                continue;
+            }
             if matches!(&self.state, State::Discovering { id: probe, .. } if *probe == id) {
                 if let Some(p) = self.core.abandon(&id, None, false) {
                     self.finish_discover(now, Err(p.timeout(now)));
@@ -928,6 +975,50 @@ impl ClientSession {
                 outcome: Err(error),
             });
         }
+        if let Some(due) = self.ping_due()
+            && due <= now
+        {
+            let options = RequestOptions::DEFAULT.timeout(self.config.ping_timeout);
+            let ping = <method::Ping as RequestMethod>::METHOD;
+            let default = self.config.request_timeout;
+            if let Ok(id) = self
+                .core
+                .send_request(now, ping, None, options, default, None)
+            {
+                self.liveness.sent(id, now);
+            }
+        }
+    }
+
+    /// When the next liveness ping is due: only while operating in the handshake era, with
+    /// pings turned on and none in flight.
+    fn ping_due(&self) -> Option<Instant> {
+        let interval = self.config.ping_interval.filter(|i| !i.is_zero())?;
+        match &self.state {
+            State::Operating(info) if info.era == Era::Handshake => self.liveness.due(interval),
+            _ => None,
+        }
+    }
+
+    /// Ends the session because the server stopped answering: every request in flight fails
+    /// with [`Error::Unresponsive`], which says how long it was silent.
+    fn close_unresponsive(&mut self, silent: Duration, waited: Duration) {
+        let (silent_ms, waited_ms) = (silent.as_millis(), waited.as_millis());
+        for (id, p) in self.core.drain_pending() {
+            let (logical, _) = self.inputs.end(&id);
+            self.events.push_back(ClientEvent::Response {
+                id: logical,
+                method: p.method.clone(),
+                outcome: Err(Error::Unresponsive {
+                    method: p.method,
+                    silent_ms,
+                    waited_ms,
+                }),
+            });
+        }
+        self.close(&format!(
+            "the server stopped answering: nothing heard for {silent_ms} ms, and a ping went unanswered for {waited_ms} ms"
+        ));
     }
 
     /// The next message to send.
@@ -936,10 +1027,15 @@ impl ClientSession {
         self.core.outbox.pop_front()
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) must be called next.
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next: a request's
+    /// deadline, or when a liveness ping is due.
     #[must_use]
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.core.poll_timeout()
+        let deadline = self.core.poll_timeout();
+        match (deadline, self.ping_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The next event for the caller.

@@ -1,6 +1,7 @@
 //! Session tests on a simulated clock: a client and a server session wired back to back
 //! through the real codec (the quinn `Pair` pattern), plus scripted peers for misbehaviour.
 
+mod liveness;
 mod pings;
 mod proptests;
 
