@@ -19,7 +19,11 @@
 //! - [`Fetcher`]: plain HTTP requests (`http::Request<Vec<u8>>` in, `http::Response<Vec<u8>>`
 //!   out) beside the MCP transport, for an OAuth layer's metadata, registration and token
 //!   requests: same TLS and connector, no redirects followed, a bounded body, one deadline, and
-//!   errors ([`FetchError`]) that never quote a header value, a body or a query string.
+//!   errors ([`FetchError`]) that never quote a header value, a body or a query string. With
+//!   an [`AddressPolicy`] (the request-forgery rules of the MCP security best practices, over
+//!   [`AddressClass`]es) it connects only to the addresses the policy allows, checked after
+//!   name resolution on every connection, and uses plain `http` only between loopback
+//!   addresses.
 //! - [`serve_http`] (with [`bind`] and [`HttpServerConfig`]): the server half, for the gateway
 //!   and for tests. One endpoint; each session is an `mcp-session` `ServerCore` answering with
 //!   the caller's `Handler`; `Origin` and `Host` are checked against DNS rebinding, an optional
@@ -42,8 +46,9 @@ pub mod sse;
 
 // The public interface is:
 pub use client::{
-    AuthHook, Challenge, FetchError, FetchOptions, Fetcher, HttpConfig, HttpProtocol,
-    LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID, StaticAuth, connect,
+    AddressClass, AddressPolicy, AuthHook, Challenge, FetchError, FetchOptions, Fetcher,
+    HttpConfig, HttpProtocol, LAST_EVENT_ID, PROTOCOL_VERSION, Refusal, SESSION_ID, StaticAuth,
+    connect, may_reach, may_use_plain_http,
 };
 pub use error::{Error, Result};
 pub use mcp_session::{Client, Incoming};

@@ -1,7 +1,8 @@
 //! Plain HTTP requests beside the MCP transport, for the OAuth layer: metadata documents,
 //! client registration, token endpoints. Same pool, TLS configuration and connector as the MCP
 //! client; no redirects followed, a bounded body, one deadline for the whole exchange, and
-//! errors that never quote a header value, a body or a query string.
+//! errors that never quote a header value, a body or a query string. An [`AddressPolicy`]
+//! limits the addresses it connects to.
 
 use std::fmt;
 use std::time::Duration;
@@ -12,11 +13,13 @@ use http::{Method, Request, Response, Uri};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_util::client::legacy::Client as Pool;
 
+use super::policy::{AddressPolicy, Refusal};
 use super::tls;
 
 /// What a [`Fetcher`] allows: how long to connect and to wait for the whole exchange, how
-/// large a body it reads, and which private CAs it trusts. Built with [`FetchOptions::new`]
-/// and changed field by field, so new limits can be added without breaking callers.
+/// large a body it reads, which private CAs it trusts and which addresses it may reach. Built
+/// with [`FetchOptions::new`] and changed field by field, so new limits can be added without
+/// breaking callers.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct FetchOptions {
@@ -30,6 +33,11 @@ pub struct FetchOptions {
     pub max_body_bytes: usize,
     /// PEM certificates trusted beside Mozilla's roots for `https` URLs (a private CA).
     pub extra_roots_pem: Vec<Vec<u8>>,
+    /// The addresses requests may reach, for a fetcher that works on behalf of a server whose
+    /// URLs it is given (OAuth discovery): checked on every connection, after name resolution,
+    /// so that a name resolving to a forbidden address is refused whenever it does. `None`
+    /// (the default) reaches any address.
+    pub address_policy: Option<AddressPolicy>,
 }
 
 impl FetchOptions {
@@ -40,6 +48,7 @@ impl FetchOptions {
             timeout: Duration::from_secs(30),
             max_body_bytes: 1 << 20,
             extra_roots_pem: Vec::new(),
+            address_policy: None,
         }
     }
 }
@@ -57,6 +66,7 @@ impl fmt::Debug for FetchOptions {
             .field("timeout", &self.timeout)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("extra_roots_pem", &self.extra_roots_pem.len())
+            .field("address_policy", &self.address_policy)
             .finish()
     }
 }
@@ -98,6 +108,18 @@ pub enum FetchError {
         url: String,
         /// What failed, with its causes.
         detail: String,
+    },
+    /// The [`FetchOptions::address_policy`] forbids every address the URL leads to (a
+    /// loopback or private address for a public server, plain `http` beyond loopback). Only
+    /// the origin is named: the path and query of a URL a peer chose may carry secrets.
+    #[error("{method} {origin}: refused: {rule}")]
+    Refused {
+        /// The request's method.
+        method: Method,
+        /// `scheme://host:port`.
+        origin: String,
+        /// The rule that refused it.
+        rule: Refusal,
     },
     /// The peer sent a body larger than [`FetchOptions::max_body_bytes`].
     #[error("{method} {url}: the response body is larger than the limit of {limit} bytes")]
@@ -152,8 +174,12 @@ impl fmt::Debug for Fetcher {
 impl Fetcher {
     /// A fetcher with its own connection pool. Fails if a CA PEM in `options` cannot be used.
     pub fn new(options: FetchOptions) -> Result<Self, FetchError> {
-        let pool = super::pool(options.connect_timeout, &options.extra_roots_pem)
-            .map_err(|reason| FetchError::Config { reason })?;
+        let pool = super::pool(
+            options.connect_timeout,
+            &options.extra_roots_pem,
+            options.address_policy,
+        )
+        .map_err(|reason| FetchError::Config { reason })?;
         Ok(Self {
             pool,
             timeout: options.timeout,
@@ -197,8 +223,10 @@ impl Fetcher {
                 .pool
                 .request(request)
                 .await
-                .map_err(|e| format!("the request failed: {}", super::chain(&e)))
-                .map_err(Failure::Transport)?;
+                .map_err(|e| match refusal(&e) {
+                    Some(refused) => Failure::Refused(refused.origin.clone(), refused.rule),
+                    None => Failure::Transport(format!("the request failed: {}", super::chain(&e))),
+                })?;
             let (parts, body) = response.into_parts();
             match Limited::new(body, limit).collect().await {
                 Ok(collected) => Ok(Response::from_parts(parts, collected.to_bytes().to_vec())),
@@ -216,6 +244,11 @@ impl Fetcher {
                 url,
                 detail,
             }),
+            Ok(Err(Failure::Refused(origin, rule))) => Err(FetchError::Refused {
+                method,
+                origin,
+                rule,
+            }),
             Ok(Err(Failure::TooLarge)) => Err(FetchError::BodyTooLarge { method, url, limit }),
             Err(_) => Err(FetchError::TimedOut {
                 method,
@@ -229,7 +262,20 @@ impl Fetcher {
 /// How one exchange failed before the method and URL are attached.
 enum Failure {
     Transport(String),
+    Refused(String, Refusal),
     TooLarge,
+}
+
+/// The connector's refusal among the causes of `error`, if that is why it failed.
+fn refusal<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a tls::Refused> {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if let Some(refused) = e.downcast_ref::<tls::Refused>() {
+            return Some(refused);
+        }
+        cause = e.source();
+    }
+    None
 }
 
 /// The URL as errors show it: scheme, host, port and path; no userinfo, no query string.

@@ -6,6 +6,7 @@
 mod auth;
 mod fetch;
 mod legacy;
+mod policy;
 mod tls;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use tokio::sync::{mpsc, watch};
 
 pub use auth::{AuthHook, Challenge, StaticAuth};
 pub use fetch::{FetchError, FetchOptions, Fetcher};
+pub use policy::{AddressClass, AddressPolicy, Refusal, may_reach, may_use_plain_http};
 
 use crate::error::{Error, Result};
 use crate::headers::{self, ToolHeaders};
@@ -247,10 +249,12 @@ mod eras {
 /// The connection pool every HTTP client of this crate uses (the MCP transports and
 /// [`Fetcher`]), so they share one TLS configuration and one connector: plain TCP or rustls
 /// with Mozilla's roots plus `extra_roots_pem`, `TCP_NODELAY`, TCP keepalive, idle connections
-/// kept 90 s. Fails on a CA PEM that cannot be used.
+/// kept 90 s; with a `policy`, only the addresses it allows are connected to. Fails on a CA
+/// PEM that cannot be used.
 pub(crate) fn pool(
     connect_timeout: Duration,
     extra_roots_pem: &[Vec<u8>],
+    policy: Option<AddressPolicy>,
 ) -> Result<Pool<tls::Connector, Full<Bytes>>, String> {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
@@ -259,7 +263,7 @@ pub(crate) fn pool(
     let tls = tls::client_config(extra_roots_pem)?;
     Ok(Pool::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
-        .build(tls::Connector::new(connector, tls)))
+        .build(tls::Connector::new(connector, tls, policy)))
 }
 
 /// What every HTTP request of a connection shares: the endpoint, the static headers, the
@@ -298,7 +302,7 @@ impl Base {
             value.set_sensitive(true);
             headers.append(name, value);
         }
-        let pool = pool(config.connect_timeout, &config.extra_roots_pem).map_err(invalid)?;
+        let pool = pool(config.connect_timeout, &config.extra_roots_pem, None).map_err(invalid)?;
         Ok(Self {
             url,
             headers,

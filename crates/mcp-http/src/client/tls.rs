@@ -1,8 +1,12 @@
 //! HTTPS for the client: a connector that speaks plain TCP for `http` URLs and rustls (ring,
 //! Mozilla's roots plus any the configuration adds) for `https` ones, with `TCP_NODELAY` on.
+//! With an [`AddressPolicy`] it resolves names itself and connects only to the addresses the
+//! policy allows, then checks the address actually connected once more.
 
+use std::fmt;
 use std::future::Future;
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,6 +20,8 @@ use rustls::pki_types::pem::PemObject as _;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+
+use super::policy::{AddressPolicy, Refusal};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -46,20 +52,100 @@ pub(crate) fn client_config(extra_roots_pem: &[Vec<u8>]) -> Result<rustls::Clien
     Ok(config)
 }
 
-/// Connects to `http` URLs in plain TCP and to `https` ones through TLS.
+/// Connects to `http` URLs in plain TCP and to `https` ones through TLS, to the addresses
+/// `policy` allows when there is one.
 #[derive(Clone)]
 pub(crate) struct Connector {
     http: HttpConnector,
     tls: TlsConnector,
+    policy: Option<AddressPolicy>,
 }
 
 impl Connector {
-    pub(crate) fn new(mut http: HttpConnector, tls: rustls::ClientConfig) -> Self {
+    pub(crate) fn new(
+        mut http: HttpConnector,
+        tls: rustls::ClientConfig,
+        policy: Option<AddressPolicy>,
+    ) -> Self {
         http.enforce_http(false);
         Self {
             http,
             tls: TlsConnector::from(Arc::new(tls)),
+            policy,
         }
+    }
+}
+
+/// A connection the [`AddressPolicy`] forbids: the origin asked for (never its path or query)
+/// and the rule. The fetcher finds it among the causes of hyper's error.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    pub(crate) origin: String,
+    pub(crate) rule: Refusal,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} refused: {}", self.origin, self.rule)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// `scheme://host:port` of `uri`, with the default port when none is written.
+fn origin(uri: &Uri, https: bool) -> String {
+    let host = uri.host().unwrap_or_default();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let scheme = if https { "https" } else { "http" };
+    format!("{scheme}://{host}:{port}")
+}
+
+/// Resolves `host` (an IP literal is its own answer), keeps the addresses `policy` allows, and
+/// connects to the first that answers; the peer address of the connection is checked again.
+/// If every address is refused, the error is a [`Refused`] naming the first rule broken.
+async fn connect_checked(
+    mut http: HttpConnector,
+    uri: &Uri,
+    host: &str,
+    https: bool,
+    policy: AddressPolicy,
+) -> Result<TcpStream, BoxError> {
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((host, port)).await?.collect(),
+    };
+    let refused = |rule| Refused {
+        origin: origin(uri, https),
+        rule,
+    };
+    let mut refusal = None;
+    let mut failure: Option<BoxError> = None;
+    for address in addresses {
+        if let Err(rule) = policy.check(https, address.ip()) {
+            refusal.get_or_insert(rule);
+            continue;
+        }
+        // The connector gets the address itself, so it cannot resolve the name again.
+        let target = Uri::builder()
+            .scheme("http")
+            .authority(address.to_string())
+            .path_and_query("/")
+            .build()?;
+        match tower_service::Service::call(&mut http, target).await {
+            Ok(io) => {
+                let tcp = io.into_inner();
+                let peer = tcp.peer_addr()?;
+                policy.check(https, peer.ip()).map_err(refused)?;
+                return Ok(tcp);
+            }
+            Err(e) => failure = Some(e.into()),
+        }
+    }
+    match (failure, refusal) {
+        (Some(e), _) => Err(e),
+        (None, Some(rule)) => Err(refused(rule).into()),
+        (None, None) => Err(format!("{host} resolves to no address").into()),
     }
 }
 
@@ -79,10 +165,20 @@ impl tower_service::Service<Uri> for Connector {
             .unwrap_or_default()
             .trim_matches(['[', ']'])
             .to_owned();
-        let tcp = self.http.call(uri);
         let tls = self.tls.clone();
+        let connect: Pin<Box<dyn Future<Output = Result<TcpStream, BoxError>> + Send>> =
+            match self.policy {
+                None => {
+                    let direct = self.http.call(uri);
+                    Box::pin(async move { Ok(direct.await?.into_inner()) })
+                }
+                Some(policy) => {
+                    let (http, host) = (self.http.clone(), host.clone());
+                    Box::pin(async move { connect_checked(http, &uri, &host, https, policy).await })
+                }
+            };
         Box::pin(async move {
-            let tcp = tcp.await?.into_inner();
+            let tcp = connect.await?;
             if !https {
                 return Ok(Stream::Plain(TokioIo::new(tcp)));
             }

@@ -1,6 +1,7 @@
 //! The `Fetcher` against a tiny hyper server on loopback, over HTTP and HTTPS with a test CA:
 //! GET and POST round trips, a redirect that is returned and not followed, the body limit, the
-//! timeout, and errors that quote neither header values nor query strings.
+//! timeout, errors that quote neither header values nor query strings, and the address policy
+//! (a canary listener on loopback that a public server's fetcher never reaches).
 
 use std::time::Duration;
 
@@ -9,7 +10,11 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE, LOCATION};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use mcp_http::{FetchError, FetchOptions, Fetcher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mcp_http::{AddressClass, AddressPolicy, FetchError, FetchOptions, Fetcher, Refusal};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
 /// Answers by path: `/echo` echoes the method, query, `Authorization` presence and body;
@@ -272,4 +277,187 @@ async fn errors_never_show_secrets() {
         .unwrap_err();
     assert!(matches!(err, FetchError::InvalidRequest { .. }), "{err:?}");
     check(err, "ftp://127.0.0.1/file");
+}
+
+/// A listener on 127.0.0.1 that counts the connections it accepts and answers each with an
+/// empty 200: a fetch that reaches it succeeds, and the count says it was reached.
+async fn canary() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    (port, hits)
+}
+
+fn fetcher_beside(server: AddressClass) -> Fetcher {
+    let mut options = FetchOptions::new();
+    options.address_policy = Some(AddressPolicy::beside(server));
+    options.timeout = Duration::from_secs(5);
+    Fetcher::new(options).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_servers_fetcher_never_connects_to_loopback() {
+    let (port, hits) = canary().await;
+    // Without a policy the canary is reached: the listener works.
+    let open = Fetcher::new(FetchOptions::new()).unwrap();
+    let resp = open
+        .send(request(
+            Method::GET,
+            &format!("http://127.0.0.1:{port}/"),
+            b"",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(hits.swap(0, Ordering::SeqCst), 1);
+
+    let fetcher = fetcher_beside(AddressClass::Public);
+    for (url, origin, rule) in [
+        // An address literal, with a secret-looking path and query that the error must not show.
+        (
+            format!("https://127.0.0.1:{port}/internal/admin?delete=1"),
+            format!("https://127.0.0.1:{port}"),
+            Refusal::Address {
+                target: AddressClass::Loopback,
+                server: AddressClass::Public,
+            },
+        ),
+        // A name, resolved at connect time to a loopback address.
+        (
+            format!("https://localhost:{port}/internal/admin"),
+            format!("https://localhost:{port}"),
+            Refusal::Address {
+                target: AddressClass::Loopback,
+                server: AddressClass::Public,
+            },
+        ),
+        // IPv4-mapped IPv6 reaches the same socket.
+        (
+            format!("https://[::ffff:127.0.0.1]:{port}/internal"),
+            format!("https://[::ffff:127.0.0.1]:{port}"),
+            Refusal::Address {
+                target: AddressClass::Loopback,
+                server: AddressClass::Public,
+            },
+        ),
+        // The unspecified address reaches this machine on Linux.
+        (
+            format!("https://0.0.0.0:{port}/internal"),
+            format!("https://0.0.0.0:{port}"),
+            Refusal::Address {
+                target: AddressClass::Unroutable,
+                server: AddressClass::Public,
+            },
+        ),
+    ] {
+        let err = fetcher
+            .send(request(Method::GET, &url, b""))
+            .await
+            .unwrap_err();
+        match &err {
+            FetchError::Refused {
+                origin: o, rule: r, ..
+            } => {
+                assert_eq!(o, &origin, "{url}");
+                assert_eq!(r, &rule, "{url}");
+            }
+            other => panic!("{url}: {other:?}"),
+        }
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!("GET {origin}: refused: ")),
+            "{message}"
+        );
+        assert!(!message.contains("internal"), "no path: {message}");
+        assert!(!message.contains("delete"), "no query: {message}");
+    }
+    // A private network's server may not reach loopback either.
+    let err = fetcher_beside(AddressClass::Private)
+        .send(request(
+            Method::GET,
+            &format!("https://127.0.0.1:{port}/"),
+            b"",
+        ))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Refused { .. }), "{err:?}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the canary was reached");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_servers_fetcher_reaches_loopback_in_plain_http() {
+    let base = start(None).await;
+    let fetcher = fetcher_beside(AddressClass::Loopback);
+    let resp = fetcher
+        .send(request(Method::GET, &format!("{base}/echo"), b""))
+        .await
+        .unwrap();
+    assert_eq!(text(&resp), "GET q= auth=false body=");
+    let port = base.rsplit(':').next().unwrap();
+    let resp = fetcher
+        .send(request(
+            Method::GET,
+            &format!("http://localhost:{port}/echo"),
+            b"",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    // HTTPS to loopback with a test CA is fine too.
+    let (ca_pem, acceptor) = mcp_testkit::fake_http::test_pki();
+    let tls_base = start(Some(acceptor)).await;
+    let mut options = FetchOptions::new();
+    options.extra_roots_pem = vec![ca_pem.into_bytes()];
+    options.address_policy = Some(AddressPolicy::beside(AddressClass::Loopback));
+    let resp = Fetcher::new(options)
+        .unwrap()
+        .send(request(Method::GET, &format!("{tls_base}/echo"), b""))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_is_refused_for_a_server_off_loopback() {
+    let (port, hits) = canary().await;
+    // Plain http is for loopback to loopback only: a loopback server's fetcher reaches the
+    // canary, a public or private server's never does.
+    let fetcher = fetcher_beside(AddressClass::Loopback);
+    let resp = fetcher
+        .send(request(
+            Method::GET,
+            &format!("http://127.0.0.1:{port}/"),
+            b"",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(hits.swap(0, Ordering::SeqCst), 1);
+    for server in [AddressClass::Public, AddressClass::Private] {
+        let err = fetcher_beside(server)
+            .send(request(
+                Method::GET,
+                &format!("http://localhost:{port}/token"),
+                b"",
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::Refused { .. }), "{err:?}");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the canary was reached");
 }
