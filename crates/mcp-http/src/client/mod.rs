@@ -51,6 +51,16 @@ const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, tex
 const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
+/// TCP keepalive on every client connection: the first probe after this much idleness...
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(15);
+/// ...then one probe this often...
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// ...and after this many unanswered probes the kernel fails the connection. So a stream
+/// whose server vanished without a reset (a 2026-07-28 `subscriptions/listen` stream, which
+/// has no ping; a standalone GET stream; a call's SSE answer) or a pooled idle connection to
+/// it fails within about 30 s of silence instead of waiting for data that cannot come.
+const KEEPALIVE_RETRIES: u32 = 3;
+
 /// How to reach one Streamable HTTP server.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -259,7 +269,9 @@ pub(crate) fn pool(
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_connect_timeout(Some(connect_timeout));
-    connector.set_keepalive(Some(Duration::from_secs(60)));
+    connector.set_keepalive(Some(KEEPALIVE_IDLE));
+    connector.set_keepalive_interval(Some(KEEPALIVE_INTERVAL));
+    connector.set_keepalive_retries(Some(KEEPALIVE_RETRIES));
     let tls = tls::client_config(extra_roots_pem)?;
     Ok(Pool::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
