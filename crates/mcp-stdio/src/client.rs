@@ -55,6 +55,7 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
     tokio::spawn(supervise(
         spawned.child,
         spawned.pgid,
+        spawned.guard,
         Arc::clone(&inner),
         exited_tx,
         config.close_timeout,
@@ -266,9 +267,12 @@ async fn read_loop<R: AsyncRead + Unpin>(
 }
 
 /// Owns the process: reports its exit, and on the host's word shuts it down with its group.
+/// Holds the group's guard (its keeper) until the group has been shut down; dropped with the
+/// runtime, the guard makes the keeper kill the group.
 async fn supervise(
     mut child: tokio::process::Child,
     pgid: i32,
+    guard: child::Guard,
     inner: Arc<Inner>,
     exited: watch::Sender<Option<String>>,
     close_timeout: Duration,
@@ -280,12 +284,13 @@ async fn supervise(
             // error message, then end whatever it left behind in its group.
             let status = child::describe(status);
             let _ = exited.send(Some(status.clone()));
-            child::sweep_group(pgid, term_timeout).await;
+            child::sweep_group(pgid, guard.keeper_pid(), term_timeout).await;
             status
         }
         () = inner.shutdown.notified() => {
             // The writer closes stdin once it has flushed; then the polite sequence.
-            child::shutdown(&mut child, pgid, close_timeout, term_timeout).await
+            child::shutdown(&mut child, pgid, guard.keeper_pid(), close_timeout, term_timeout)
+                .await
         }
     };
     exited.send_if_modified(|current| {
@@ -293,4 +298,5 @@ async fn supervise(
         current.get_or_insert(status);
         changed
     });
+    guard.end().await;
 }

@@ -19,6 +19,16 @@
 //! shuts its streams down instead. A host that exits on a signal calls [`kill_all_servers`],
 //! or awaits [`termination_signal`], so that no server outlives it.
 //!
+//! **No server outlives its host, by default, whatever ends the host.** Each group is led by
+//! a keeper: a `/bin/sh` one-liner (no binary to ship, no unsafe code) that ignores SIGTERM,
+//! SIGINT and SIGHUP, waits for its pipe from the host to close, and then sends SIGKILL to
+//! its whole group. The kernel closes that pipe however the host ends: a return from `main`,
+//! a dropped runtime, a panic, an uncaught signal, SIGKILL, the OOM killer. A process that
+//! leaves the group (`setsid`, `setpgid`) is out of reach, here as with `close`; on a system
+//! without `/bin/sh` the server leads its own group and only the paths above that run code
+//! end it. Every running server is recorded in a private directory ([`running`]), which
+//! `mcp-host ps` lists and `mcp-host ps --kill-orphans` cleans up.
+//!
 //! The protocol itself, ids, timeouts, cancellation, refusing undeclared server requests, is
 //! done by `mcp-protocol`'s session, run by `mcp-session`'s core; this crate moves bytes and
 //! owns the process.
@@ -42,6 +52,7 @@ pub mod codec;
 pub mod env;
 mod error;
 mod outbox;
+pub mod running;
 mod server;
 mod streams;
 

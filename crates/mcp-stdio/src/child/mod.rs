@@ -1,6 +1,7 @@
 //! Starting a server process from explicit configuration, capturing its stderr, and ending it
 //! with its whole process group: close stdin, wait, SIGTERM, wait, SIGKILL, reap.
 
+mod keeper;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +21,9 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::env;
 use crate::error::{Error, SpawnPhase};
+use crate::running;
+
+pub(crate) use keeper::Keeper;
 
 /// How to start one stdio server. Nothing here comes from the server: it is the user's
 /// configuration, and the server runs with the user's rights, unsandboxed.
@@ -217,12 +221,41 @@ impl StderrLog {
 pub(crate) struct Spawned {
     pub(crate) child: Child,
     pub(crate) pgid: i32,
+    /// What keeps the group from outliving this process: see [`Guard`].
+    pub(crate) guard: Guard,
     pub(crate) stdin: ChildStdin,
     pub(crate) stdout: ChildStdout,
     pub(crate) stderr: Arc<StderrLog>,
 }
 
-/// Starts the server in a process group of its own, with the filtered environment.
+/// What ties a server's group to this process, held by whoever owns the server process until
+/// it has been shut down: the keeper leading the group (see `keeper.rs`), and the record that
+/// `mcp-host ps` reads (see [`running`]).
+pub(crate) struct Guard {
+    keeper: Option<Keeper>,
+    _record: Option<running::Entry>,
+}
+
+impl Guard {
+    /// The keeper's pid, when there is one: it is not one of the server's processes, and it
+    /// outlives them by design.
+    pub(crate) fn keeper_pid(&self) -> Option<i32> {
+        self.keeper.as_ref().map(Keeper::pid)
+    }
+
+    /// Once the group has been shut down: ends the keeper and removes the record.
+    pub(crate) async fn end(self) {
+        if let Some(keeper) = self.keeper {
+            keeper.end().await;
+        }
+    }
+}
+
+/// Starts the server in a process group of its own, led by a keeper, with the filtered
+/// environment.
+///
+/// Without `/bin/sh` there is no keeper: the server leads its own group, as it did before
+/// keepers, and only a host that ends on its own terms (or on a signal it catches) ends it.
 pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
     let fail = |phase, detail: Option<String>| Error::Spawn {
         server: config.name.clone(),
@@ -247,11 +280,14 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(false);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
+    // A keeper that cannot start leaves the server leading its own group. Dropped with an
+    // error below, it kills its group, nobody but itself.
+    let keeper = Keeper::start().ok();
+    command.process_group(keeper.as_ref().map_or(0, Keeper::pid));
     let mut child = command.spawn().map_err(|e| {
         let phase = match e.kind() {
             io::ErrorKind::NotFound => SpawnPhase::NotFound,
@@ -261,7 +297,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
         // The OS message names no environment value; it is safe to show.
         fail(phase, Some(e.to_string()))
     })?;
-    let pgid = child
+    let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(|| {
@@ -270,7 +306,12 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
                 Some("the process ended before it could be tracked".to_owned()),
             )
         })?;
+    let pgid = keeper.as_ref().map_or(pid, Keeper::pid);
     groups().insert(pgid);
+    let guard = Guard {
+        _record: running::record(&config.name, pid, pgid),
+        keeper,
+    };
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -286,6 +327,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
     Ok(Spawned {
         child,
         pgid,
+        guard,
         stdin,
         stdout,
         stderr: log,
@@ -304,9 +346,10 @@ async fn drain_stderr(mut stderr: ChildStderr, log: Arc<StderrLog>) {
     log.drained.send_replace(true);
 }
 
-/// Whether any process of the group is still running. Zombies do not count: a grandchild
-/// reparented to an init that is slow to reap (or, in a container, never reaps) is dead.
-fn group_alive(pgid: i32) -> bool {
+/// Whether any process of the group but `keeper` is still running. Zombies do not count: a
+/// grandchild reparented to an init that is slow to reap (or, in a container, never reaps) is
+/// dead.
+fn group_alive(pgid: i32, keeper: Option<i32>) -> bool {
     if killpg(Pid::from_raw(pgid), None).is_err() {
         return false;
     }
@@ -326,7 +369,7 @@ fn group_alive(pgid: i32) -> bool {
             let mut fields = rest.split(' ');
             let state = fields.next().unwrap_or("Z");
             let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
+            pgrp == Some(pgid) && state != "Z" && state != "X" && Some(pid) != keeper
         })
 }
 
@@ -345,6 +388,7 @@ pub(crate) fn kill_group_now(pgid: i32) {
 pub(crate) async fn shutdown(
     child: &mut Child,
     pgid: i32,
+    keeper: Option<i32>,
     close_timeout: Duration,
     term_timeout: Duration,
 ) -> String {
@@ -361,13 +405,15 @@ pub(crate) async fn shutdown(
             }
         }
     };
-    sweep_group(pgid, term_timeout).await;
+    sweep_group(pgid, keeper, term_timeout).await;
     describe(status)
 }
 
 /// After the leader has ended: ends whatever is left of its group (an `npx` launcher's child,
-/// a grandchild that ignored the hang-up), then forgets the group.
-pub(crate) async fn sweep_group(pgid: i32, term_timeout: Duration) {
+/// a grandchild that ignored the hang-up), then forgets the group. The group's `keeper` is
+/// left running: it ignores SIGTERM, and [`Guard::end`] ends it.
+pub(crate) async fn sweep_group(pgid: i32, keeper: Option<i32>, term_timeout: Duration) {
+    let group_alive = |pgid| group_alive(pgid, keeper);
     if group_alive(pgid) {
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
         let deadline = tokio::time::Instant::now() + term_timeout;

@@ -51,9 +51,11 @@ async fn dropping_every_handle_kills_the_group() {
         .await
         .parse()
         .unwrap();
-    // The server, the grandchild it started at start-up and the one just asked for.
+    // The keeper that leads the group (its pid is the group's id), the server, the grandchild
+    // it started at start-up and the one just asked for.
     let members = mcp_testkit::live_group_members(group);
-    assert_eq!(members.len(), 3, "{members:?}");
+    assert_eq!(members.len(), 4, "{members:?}");
+    assert!(members.contains(&group), "{members:?}");
     assert!(members.contains(&grandchild), "{members:?}");
     let copy = client.clone();
     drop(client);
@@ -132,6 +134,46 @@ fn the_host_getting_sigterm_takes_its_servers_with_it() {
     assert!(
         gone,
         "processes of group {group} are left: {:?}",
+        mcp_testkit::live_group_members(group)
+    );
+    assert!(!mcp_testkit::is_alive(grandchild));
+}
+
+/// A host on the library killed with SIGKILL runs no code at all: the keeper that leads the
+/// server's group sees its pipe from the host close, and kills the group, grandchildren
+/// included, well within 3 s.
+#[test]
+fn the_host_getting_sigkill_takes_its_servers_with_it() {
+    let mut host = std::process::Command::new(mcp_testkit::fake_host())
+        .arg(mcp_testkit::fake_server())
+        .args(["--grandchild", "--ignore-stdin-close", "--ignore-sigterm"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(host.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let mut parts = line.split_whitespace().skip(1);
+    let group: i32 = parts.next().unwrap().parse().unwrap();
+    let grandchild: i32 = parts.next().unwrap().parse().unwrap();
+    // The keeper, the server and its two grandchildren.
+    let members = mcp_testkit::live_group_members(group);
+    assert_eq!(members.len(), 4, "{members:?}");
+    assert!(mcp_testkit::is_alive(grandchild));
+
+    host.kill().unwrap();
+    let status = host.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    let gone = mcp_testkit::wait_until(Duration::from_secs(3), || {
+        mcp_testkit::live_group_members(group).is_empty()
+    });
+    assert!(
+        gone,
+        "processes of group {group} are left 3 s after SIGKILL: {:?}",
         mcp_testkit::live_group_members(group)
     );
     assert!(!mcp_testkit::is_alive(grandchild));
