@@ -876,11 +876,18 @@ impl Authorizer {
     ) -> Result<HttpResponse, AuthError> {
         let uri = request.uri();
         let url = shown_url(uri.scheme_str(), uri.host(), uri.port_u16(), uri.path());
-        self.services
-            .http
-            .send(request)
-            .await
-            .map_err(|source| AuthError::Transport { what, url, source })
+        let origin = shown_url(uri.scheme_str(), uri.host(), uri.port_u16(), "");
+        self.services.http.send(request).await.map_err(|source| {
+            if source.is_refused() {
+                AuthError::Refused {
+                    what,
+                    origin,
+                    source,
+                }
+            } else {
+                AuthError::Transport { what, url, source }
+            }
+        })
     }
 
     /// Pre-registered credentials belong to one authorization server: the configured
@@ -957,6 +964,11 @@ impl Authorizer {
                 "no browser is available to this process; log in interactively first".to_owned(),
             )
         })?;
+        // Nothing is registered at, or opened for, an authorization server whose endpoint no
+        // browser may be sent to; the URL built below is checked again.
+        if let Ok(endpoint) = Url::parse(&d.meta.authorization_endpoint) {
+            flow::check_openable(&endpoint)?;
+        }
         let redirect_uri = user_agent.redirect_uri();
         let client = self
             .ensure_client(&d, &redirect_uri, scope.as_deref())

@@ -92,6 +92,15 @@ pub enum Error {
     /// The redirect back from the authorization server is not to be trusted or carries no code.
     #[error("{0}")]
     Redirect(String),
+    /// The authorization URL is not one a browser may be sent to: only `https`, or `http` to
+    /// a loopback address ([`check_openable`](crate::flow::check_openable)).
+    #[error(
+        "the authorization URL {shown} is not opened: only https, or http to a loopback address, is opened in a browser"
+    )]
+    UnsafeAuthorizationUrl {
+        /// Its scheme and host (never its path or query).
+        shown: String,
+    },
     /// The authorization server does not support PKCE with S256; authorization must not start.
     #[error(
         "authorization server {issuer} does not support PKCE with S256 ({detail}); refusing to authorize"
@@ -123,6 +132,19 @@ pub enum AuthError {
         /// authorization URL).
         url: String,
         /// The client's description.
+        #[source]
+        source: crate::http::TransportError,
+    },
+    /// The caller's HTTP client refused to send a request where it leads
+    /// ([`TransportError::refused`](crate::TransportError::refused)): a server named a URL
+    /// that resolves to an address it may not make us reach, or asks for plain http there.
+    #[error("{what} request to {origin} refused: {source}")]
+    Refused {
+        /// What was being fetched or sent.
+        what: &'static str,
+        /// `scheme://host[:port]` of the URL (never its path or query).
+        origin: String,
+        /// The rule broken, in the client's words.
         #[source]
         source: crate::http::TransportError,
     },

@@ -76,7 +76,36 @@ pub fn with_offline_access(
     (!scopes.is_empty()).then(|| scopes.join(" "))
 }
 
-/// The authorization URL the user's browser is sent to.
+/// Whether `url` may be opened in the user's browser: `https` with a host, or `http` to a
+/// loopback address (`localhost`, `127.0.0.0/8`, `::1`), as MCP's security best practices ask.
+/// A server's metadata names the authorization endpoint; without this check it could have a
+/// browser (or the program `$BROWSER` names) open `file:`, `ssh:` or `javascript:` URLs, or
+/// send the user's login over plain http. The error names the scheme and host only: the path
+/// and query may hold anything.
+pub fn check_openable(url: &Url) -> Result<(), Error> {
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    let fine = match url.scheme() {
+        "https" => url.host().is_some(),
+        "http" => loopback,
+        _ => false,
+    };
+    if fine {
+        return Ok(());
+    }
+    let shown = match url.host_str() {
+        Some(host) => format!("{}://{}", url.scheme(), cut_short(host)),
+        None => format!("{}:", cut_short(url.scheme())),
+    };
+    Err(Error::UnsafeAuthorizationUrl { shown })
+}
+
+/// The authorization URL the user's browser is sent to; refused unless
+/// [`check_openable`] allows it.
 pub fn authorization_url(
     meta: &AuthorizationServerMetadata,
     client_id: &str,
@@ -91,6 +120,7 @@ pub fn authorization_url(
         what: "authorization server metadata",
         detail: format!("authorization_endpoint: {e}"),
     })?;
+    check_openable(&url)?;
     {
         let mut q = url.query_pairs_mut();
         q.append_pair("response_type", "code")

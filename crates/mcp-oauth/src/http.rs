@@ -27,6 +27,7 @@ pub type HttpResponse = http::Response<Vec<u8>>;
 #[error("{message}")]
 pub struct TransportError {
     message: String,
+    refused: bool,
 }
 
 impl TransportError {
@@ -34,7 +35,25 @@ impl TransportError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            refused: false,
         }
+    }
+
+    /// A request the client would not send because of where it leads (its address policy
+    /// forbids the address a server's URL resolves to, or plain http there), described by the
+    /// rule it breaks. Unlike other transport errors it will not pass by itself, and the
+    /// [`AuthError`](crate::AuthError) names the URL's origin only: a URL a server chose may
+    /// carry secrets, or aim at a place the user should not learn of, in its path and query.
+    pub fn refused(rule: impl Into<String>) -> Self {
+        Self {
+            message: rule.into(),
+            refused: true,
+        }
+    }
+
+    /// Whether this is a [`refused`](Self::refused) request.
+    pub fn is_refused(&self) -> bool {
+        self.refused
     }
 
     /// The description.
@@ -99,8 +118,10 @@ pub trait UserAgent: Send + Sync {
     /// browser landed on (with `code`, `state`, perhaps `iss` or `error`). The `Err` text says
     /// why there is none (closed, timed out) and is shown to the user.
     ///
-    /// The host must check `url`'s scheme (`https`, or `http` for loopback) before opening it
-    /// and must never open it through a shell.
+    /// The [`Authorizer`](crate::Authorizer) hands over only URLs that
+    /// [`flow::check_openable`](crate::flow::check_openable) allows (`https`, or `http` to a
+    /// loopback address); a user agent that may be handed URLs by other code checks them
+    /// with it too, and never opens one through a shell.
     fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>>;
 }
 

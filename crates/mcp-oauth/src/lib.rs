@@ -22,7 +22,9 @@
 //! On top of those parts, [`Authorizer`] drives the whole flow for one protected server over
 //! seams the caller implements ([`HttpClient`], [`UserAgent`], [`Randomness`], [`Clock`], and
 //! optionally [`ClientAssertionSigner`]): discovery, client identity, the browser round trip,
-//! tokens, refresh ahead of expiry, 401/403 challenges with step-up and a retry limit, and the
+//! tokens (the browser is sent only to `https` or loopback `http` URLs, [`flow::check_openable`];
+//! a request the caller's client refuses for where it leads is [`AuthError::Refused`]), refresh
+//! ahead of expiry, 401/403 challenges with step-up and a retry limit, and the
 //! grants without a browser: the `client_credentials` extension, RFC 7523 `jwt-bearer` with a
 //! workload's JWT, and enterprise-managed authorization (SEP-990: the user's ID token exchanged
 //! at the identity provider, RFC 8693, for an assertion the `jwt-bearer` grant presents). Its

@@ -306,6 +306,74 @@ fn configured_endpoints_win_and_stand_alone() {
 }
 
 #[test]
+fn only_https_or_loopback_http_authorization_urls_reach_the_browser() {
+    for endpoint in [
+        "file:///etc/passwd",
+        "ssh://auth.example.com/authorize",
+        "http://auth.example.com/authorize",
+        "javascript:alert(1)//",
+    ] {
+        let (world, err) = refused(Config {
+            authorization_endpoint: Some(endpoint.to_owned()),
+            ..Config::default()
+        });
+        assert!(world.authorize_urls().is_empty(), "{endpoint} was opened");
+        // Refused before dynamic registration: nothing is registered at such a server.
+        assert!(
+            !world.urls().contains(&format!("POST {AS}/register")),
+            "{endpoint}: {:?}",
+            world.urls()
+        );
+        assert!(
+            matches!(
+                err,
+                AuthError::Protocol(Error::UnsafeAuthorizationUrl { .. })
+            ),
+            "{endpoint}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("only https"), "{text}");
+        assert!(
+            !text.contains("passwd") && !text.contains("/authorize"),
+            "{text}"
+        );
+    }
+    for endpoint in [
+        "http://127.0.0.1:8080/authorize",
+        "http://localhost:8080/authorize",
+        "http://[::1]:8080/authorize",
+    ] {
+        let (world, _) = logged_in(Config {
+            authorization_endpoint: Some(endpoint.to_owned()),
+            ..Config::default()
+        });
+        assert_eq!(world.authorize_urls().len(), 1, "{endpoint}");
+    }
+}
+
+#[test]
+fn a_refused_request_names_the_origin_and_the_rule_only() {
+    let world = World::new(Config::default());
+    let http = |_request: mcp_oauth::HttpRequest| async {
+        Err::<mcp_oauth::HttpResponse, _>(mcp_oauth::TransportError::refused(
+            "it resolves to a loopback address",
+        ))
+    };
+    let services = mcp_oauth::Services::new(Arc::new(http), world.clone(), world.clone())
+        .with_user_agent(world.clone());
+    let mut auth = Authorizer::new(settings(), services);
+    let header = r#"Bearer resource_metadata="https://127.0.0.1:8443/internal/admin?delete=1""#;
+    let err = block_on(auth.handle_challenge(401, &[header])).unwrap_err();
+    assert!(matches!(err, AuthError::Refused { .. }), "{err:?}");
+    assert!(!err.is_transient());
+    assert_eq!(
+        err.to_string(),
+        "protected resource metadata request to https://127.0.0.1:8443 refused: it resolves to a loopback address"
+    );
+    assert!(world.authorize_urls().is_empty());
+}
+
+#[test]
 fn pre_registered_clients_use_basic_and_never_register() {
     let world = World::new(Config {
         dcr: false,

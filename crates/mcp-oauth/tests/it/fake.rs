@@ -92,6 +92,8 @@ pub(crate) struct Config {
     pub(crate) dpop: bool,
     /// Proofs at the token endpoint must carry this nonce (400 `use_dpop_nonce` otherwise).
     pub(crate) dpop_nonce: Option<String>,
+    /// The metadata's `authorization_endpoint` instead of `<base>/authorize`.
+    pub(crate) authorization_endpoint: Option<String>,
 }
 
 impl Default for Config {
@@ -120,6 +122,7 @@ impl Default for Config {
             no_randomness: false,
             dpop: false,
             dpop_nonce: None,
+            authorization_endpoint: None,
         }
     }
 }
@@ -301,7 +304,8 @@ impl World {
                 });
                 let mut doc = json!({
                     "issuer": issuer,
-                    "authorization_endpoint": format!("{endpoint_base}/authorize"),
+                    "authorization_endpoint": c.authorization_endpoint.clone()
+                        .unwrap_or_else(|| format!("{endpoint_base}/authorize")),
                     "token_endpoint": format!("{endpoint_base}/token"),
                 });
                 if c.pkce {
