@@ -386,10 +386,19 @@ pub fn sniff_id(head: &[u8]) -> Option<RequestId> {
                 let after = text[j + 1..].trim_start();
                 if depth == 1 && &text[start..j] == "id" && after.starts_with(':') {
                     let value = after[1..].trim_start();
-                    if let Some(s) = value.strip_prefix('"') {
-                        return s
-                            .find('"')
-                            .map(|end| RequestId::String(s[..end].to_owned()));
+                    if value.starts_with('"') {
+                        // The string ends at the first quote no backslash escapes; JSON reads
+                        // its escapes (`\"`, `\\`, `\u0041`), so the id is the one the
+                        // decoder would give.
+                        let bytes = value.as_bytes();
+                        let mut end = 1;
+                        while end < bytes.len() && bytes[end] != b'"' {
+                            end += if bytes[end] == b'\\' { 2 } else { 1 };
+                        }
+                        let quoted = value.get(..=end)?;
+                        return serde_json::from_str::<String>(quoted)
+                            .ok()
+                            .map(RequestId::String);
                     }
                     let digits: String = value
                         .chars()

@@ -144,6 +144,22 @@ fn sniffing_finds_only_the_outer_id() {
     );
 }
 
+/// Found by the `jsonrpc` fuzz target: a string id with an escaped quote was cut at that
+/// quote (`a\`), so an oversized frame failed a request that was not its own.
+#[test]
+fn sniffing_reads_escapes_in_a_string_id() {
+    for (head, id) in [
+        (&br#"{"jsonrpc":"2.0","id":"a\"b","result":{"#[..], "a\"b"),
+        (br#"{"id":"back\\slash","result":{"#, "back\\slash"),
+        (br#"{"id":"\u0041","result":{"#, "A"),
+    ] {
+        assert_eq!(sniff_id(head), Some(RequestId::from(id)), "{head:?}");
+    }
+    // A string cut by the end of the head, or broken, is no id.
+    assert_eq!(sniff_id(br#"{"id":"a\"#), None);
+    assert_eq!(sniff_id(br#"{"id":"\x","result":{"#), None);
+}
+
 mod proptests {
     use proptest::prelude::*;
 
