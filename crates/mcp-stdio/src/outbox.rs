@@ -7,6 +7,12 @@
 //! so that the peer works on it while this side goes on with the next. What does not fit
 //! waits for the writer task, which waits for the output to drain. Any other stream has only
 //! the writer task, which writes every batch queued meanwhile in one write.
+//!
+//! An outbox may be bounded ([`Outbox::bounded`]): it still takes every frame pushed (a frame
+//! is an answer owed, and dropping one would lose it), but says when more than its bound is
+//! unsent, and [`Outbox::room`] waits until it is not. The server half waits there before it
+//! takes the next request, so a client that never reads stops being read instead of making
+//! this process hold every answer.
 
 use std::future::Future;
 use std::io;
@@ -42,6 +48,13 @@ pub(crate) struct Outbox<D> {
     /// [`flush`](Outbox::flush) writes it, and the writer task is not woken for it.
     owed: AtomicBool,
     wake: Notify,
+    /// The most unsent bytes [`room`](Outbox::room) lets pass; `usize::MAX` for none.
+    limit: usize,
+    /// Whether more than `limit` bytes are unsent: changed under the queue's lock, read
+    /// without it by [`room`](Outbox::room), which is on the path of every request read.
+    full: AtomicBool,
+    /// Woken when the unsent bytes fall back to `limit`, or the output breaks.
+    drained: Notify,
 }
 
 struct Queue<D> {
@@ -50,6 +63,8 @@ struct Queue<D> {
     /// moving the rest forward after each would copy it over and over. The written part is
     /// dropped when the queue empties, or by [`compact`](Self::compact).
     written: usize,
+    /// Bytes the stream writer task took out of `bytes` and is writing: unsent still.
+    in_writer: usize,
     /// The direct output; the writer task drops it (closing a pipe) once closing is done.
     direct: Option<Arc<D>>,
     closing: bool,
@@ -65,6 +80,15 @@ impl<D> Queue<D> {
     fn forget(&mut self) {
         self.bytes.clear();
         self.written = 0;
+    }
+
+    /// Bytes pushed and not yet written (none once the output broke: they never will be).
+    fn unsent(&self) -> usize {
+        if self.broken {
+            0
+        } else {
+            self.bytes.len() - self.written + self.in_writer
+        }
     }
 
     /// Drops the written part once it is as long as the rest: a queue that never quite
@@ -101,23 +125,58 @@ impl<D: Direct> Queue<D> {
 }
 
 impl<D: Direct> Outbox<D> {
-    /// An outbox writing to `direct`, or (`None`) only through [`write_stream`].
+    /// An outbox writing to `direct`, or (`None`) only through [`write_stream`], with no
+    /// bound: the client half's, whose frames are its own caller's requests.
     pub(crate) fn new(direct: Option<D>) -> Self {
+        Self::bounded(direct, usize::MAX)
+    }
+
+    /// An outbox whose [`room`](Self::room) waits while more than `limit` bytes are unsent.
+    pub(crate) fn bounded(direct: Option<D>, limit: usize) -> Self {
         Self {
             queue: Mutex::new(Queue {
                 bytes: Vec::new(),
                 written: 0,
+                in_writer: 0,
                 direct: direct.map(Arc::new),
                 closing: false,
                 broken: false,
             }),
             owed: AtomicBool::new(false),
             wake: Notify::new(),
+            limit,
+            full: AtomicBool::new(false),
+            drained: Notify::new(),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue<D>> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records whether `q` is over the bound, after any change to it (called with its lock
+    /// held, so the flag follows the queue's changes in order); wakes [`room`](Self::room)
+    /// when it no longer is.
+    fn note_size(&self, q: &Queue<D>) {
+        let full = q.unsent() > self.limit;
+        if self.full.swap(full, Ordering::AcqRel) && !full {
+            self.drained.notify_one();
+        }
+    }
+
+    /// Resolves once no more than the bound is unsent (at once when it is not over, or the
+    /// output broke: nothing will wait in it then). Only one task waits here: the reader.
+    pub(crate) async fn room(&self) {
+        while self.full.load(Ordering::Acquire) {
+            // A wake-up between the load and this wait is kept by `notify_one` as a permit.
+            self.drained.notified().await;
+        }
+    }
+
+    /// Bytes pushed and not yet written.
+    #[cfg(test)]
+    pub(crate) fn unsent(&self) -> usize {
+        self.lock().unsent()
     }
 
     /// Queues what `fill` appends, after what is queued. Never writes: called with a session
@@ -130,6 +189,7 @@ impl<D: Direct> Outbox<D> {
         let was_empty = !q.pending();
         q.compact();
         fill(&mut q.bytes);
+        self.note_size(&q);
         if !q.pending() {
             return;
         }
@@ -148,6 +208,7 @@ impl<D: Direct> Outbox<D> {
         }
         let mut q = self.lock();
         q.write_now();
+        self.note_size(&q);
         if q.pending() {
             self.wake.notify_one();
         }
@@ -175,9 +236,12 @@ pub(crate) async fn write_direct<D: Direct>(outbox: Arc<Outbox<D>>) {
                 let mut q = outbox.lock();
                 q.broken = true;
                 q.forget();
+                outbox.note_size(&q);
                 continue;
             }
-            outbox.lock().write_now();
+            let mut q = outbox.lock();
+            q.write_now();
+            outbox.note_size(&q);
             continue;
         }
         if closing {
@@ -199,13 +263,19 @@ pub(crate) async fn write_stream<D: Direct, W: AsyncWrite + Unpin>(
             let mut q = outbox.lock();
             let batch = std::mem::take(&mut q.bytes);
             q.written = 0;
+            q.in_writer = batch.len();
             (batch, q.closing)
         };
         if !batch.is_empty() {
-            if writer.write_all(&batch).await.is_err() || writer.flush().await.is_err() {
-                let mut q = outbox.lock();
+            let failed = writer.write_all(&batch).await.is_err() || writer.flush().await.is_err();
+            let mut q = outbox.lock();
+            q.in_writer = 0;
+            if failed {
                 q.broken = true;
                 q.forget();
+            }
+            outbox.note_size(&q);
+            if failed {
                 break;
             }
             continue;
@@ -238,6 +308,101 @@ mod tests {
         fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
             std::future::ready(Ok(()))
         }
+    }
+
+    /// A peer that takes only the bytes it was allowed, and would block on the rest.
+    #[derive(Default)]
+    struct Gate {
+        allowed: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Direct for Gate {
+        fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.allowed.load(Ordering::Relaxed));
+            if n == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.allowed.fetch_sub(n, Ordering::Relaxed);
+            Ok(n)
+        }
+
+        fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
+            std::future::pending()
+        }
+    }
+
+    /// What the writer task does once the output is writable.
+    fn drain(outbox: &Outbox<Gate>, allow: usize) {
+        let mut q = outbox.lock();
+        if let Some(gate) = &q.direct {
+            gate.allowed.store(allow, Ordering::Relaxed);
+        }
+        q.write_now();
+        outbox.note_size(&q);
+    }
+
+    #[test]
+    fn a_bounded_outbox_keeps_every_frame_and_has_room_only_under_its_bound() {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let outbox = Outbox::bounded(Some(Gate::default()), 1000);
+
+        // Under the bound there is room at once.
+        outbox.push(|b| b.extend_from_slice(&[b'a'; 600]));
+        outbox.flush();
+        assert!(std::pin::pin!(outbox.room()).poll(&mut cx).is_ready());
+
+        // Over it, the frame is kept all the same, and room waits.
+        outbox.push(|b| b.extend_from_slice(&[b'b'; 600]));
+        outbox.flush();
+        assert_eq!(outbox.unsent(), 1200);
+        let mut room = std::pin::pin!(outbox.room());
+        assert!(room.as_mut().poll(&mut cx).is_pending());
+        drain(&outbox, 100);
+        assert_eq!(outbox.unsent(), 1100);
+        assert!(room.as_mut().poll(&mut cx).is_pending());
+
+        // Written down to the bound, there is room again.
+        drain(&outbox, 100);
+        assert_eq!(outbox.unsent(), 1000);
+        assert!(room.as_mut().poll(&mut cx).is_ready());
+
+        // A broken output holds nothing back: nothing will wait in it.
+        outbox.push(|b| b.extend_from_slice(&[b'c'; 600]));
+        assert!(std::pin::pin!(outbox.room()).poll(&mut cx).is_pending());
+        outbox.lock().broken = true;
+        outbox.note_size(&outbox.lock());
+        assert!(std::pin::pin!(outbox.room()).poll(&mut cx).is_ready());
+    }
+
+    #[tokio::test]
+    async fn a_stream_outbox_counts_the_batch_being_written() {
+        // A stream that takes nothing until the other end reads: the batch the writer task
+        // holds is unsent, and room waits for it.
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let outbox = Arc::new(Outbox::<Gate>::bounded(None, 1000));
+        let writer = tokio::spawn(write_stream(ours, Arc::clone(&outbox)));
+        outbox.push(|b| b.extend_from_slice(&[b'x'; 5000]));
+        while !outbox.lock().bytes.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // The writer task holds the batch now, the queue is empty, and it is unsent still.
+        assert_eq!(outbox.unsent(), 5000);
+        let mut room = std::pin::pin!(outbox.room());
+        let waker = std::task::Waker::noop();
+        assert!(
+            room.as_mut()
+                .poll(&mut std::task::Context::from_waker(waker))
+                .is_pending()
+        );
+        let mut read = vec![0u8; 5000];
+        tokio::io::AsyncReadExt::read_exact(&mut theirs, &mut read)
+            .await
+            .unwrap();
+        room.await;
+        outbox.close();
+        writer.await.unwrap();
+        assert_eq!(outbox.unsent(), 0);
     }
 
     #[test]

@@ -16,10 +16,22 @@ use crate::codec::{Line, LineDecoder, encode_line};
 use crate::outbox::{self, Outbox};
 use crate::streams::{self, DirectOutput, Output};
 
+/// How many bytes of answers may wait unsent before the server stops taking requests: 8 MiB.
+/// A client that writes requests and never reads its answers is then no longer read (its
+/// writes block once the pipe is full) instead of making this process hold every answer.
+/// What is already being answered still adds its answer, so the most held is this, plus
+/// the answers of the requests in flight, plus (on a stream that is not a pipe or socket) the
+/// batch being written.
+const MAX_UNSENT_BYTES: usize = 8 << 20;
+
 /// Serves one client on this process's stdin and stdout until stdin ends.
 ///
 /// It serves in a task of its own on the runtime's worker threads; dropping this future ends
 /// it.
+///
+/// Answers that the client does not read are held up to a bound (8 MiB, plus the answers of
+/// the requests already in flight): beyond it, no more requests are read until the client
+/// reads, so a client that never reads cannot make this process grow. No answer is dropped.
 ///
 /// When stdin and stdout are pipes or sockets (as every host starts a server) they are read
 /// and written on tokio's reactor, not through tokio's blocking thread pool. This never makes
@@ -69,7 +81,8 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 /// Serves one client over any byte streams until the reader ends. Lines over
-/// `max_line_bytes` are discarded.
+/// `max_line_bytes` are discarded. As in [`serve_stdio`], no more requests are read while
+/// more than 8 MiB of answers wait for the writer to take them.
 ///
 /// The loop runs in this future. On the multi-threaded runtime, spawn it (`tokio::spawn`)
 /// rather than awaiting it in `#[tokio::main]`'s future, which runs outside the worker
@@ -116,8 +129,14 @@ where
     H: Handler,
 {
     let (out, writer) = match sink {
-        Sink::Direct(output) => (Arc::new(Outbox::new(Some(output))), None),
-        Sink::Stream(writer) => (Arc::new(Outbox::new(None)), Some(writer)),
+        Sink::Direct(output) => (
+            Arc::new(Outbox::bounded(Some(output), MAX_UNSENT_BYTES)),
+            None,
+        ),
+        Sink::Stream(writer) => (
+            Arc::new(Outbox::bounded(None, MAX_UNSENT_BYTES)),
+            Some(writer),
+        ),
     };
     let core = ServerCore::new(config, Arc::new(handler), LineTransport(Arc::clone(&out)));
     // Aborted if this future is dropped: detached, the task would hold the writer open (the
@@ -129,19 +148,22 @@ where
     let mut decoder = LineDecoder::new(max_line_bytes);
     let mut chunk = vec![0u8; 64 << 10];
     let result = loop {
+        // Each line read is taken only once the answers waiting are under the bound: one
+        // read may hold a thousand small requests, each of whose answers may be large. While
+        // the client does not read, neither does this loop, and its writes block instead.
+        loop {
+            out.room().await;
+            match decoder.next_line() {
+                Some(Line::Frame(bytes)) => core.receive_frame(&bytes),
+                // An answer is owed if it was a request, but its id is lost with the line;
+                // the client's own timeout ends that request.
+                Some(Line::Oversize { .. }) => {}
+                None => break,
+            }
+        }
         match reader.read(&mut chunk).await {
             Ok(0) => break Ok(()),
-            Ok(n) => {
-                decoder.push(&chunk[..n]);
-                while let Some(line) = decoder.next_line() {
-                    match line {
-                        Line::Frame(bytes) => core.receive_frame(&bytes),
-                        // An answer is owed if it was a request, but its id is lost with the
-                        // line; the client's own timeout ends that request.
-                        Line::Oversize { .. } => {}
-                    }
-                }
-            }
+            Ok(n) => decoder.push(&chunk[..n]),
             Err(e) => break Err(e),
         }
     };

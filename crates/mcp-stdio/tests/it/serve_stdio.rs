@@ -99,3 +99,125 @@ async fn over_socket_pairs_from_a_real_child() {
         .unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// A client that writes many small requests with large answers and does not read: the
+/// server stops reading it once its bound of unsent answers is reached (the client's writes
+/// block), rather than holding every answer; once the client reads, every answer arrives.
+/// The server's peak resident memory (`VmHWM`) is the measure: 800 answers of 256 KiB are
+/// 200 MiB, which a server holding them all cannot keep under the 100 MiB ceiling.
+#[test]
+fn a_client_that_never_reads_is_not_read_either() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const REQUESTS: usize = 800;
+    const ANSWER_BYTES: usize = 256 << 10;
+    const CEILING_KIB: u64 = 100 << 10;
+
+    let mut child = std::process::Command::new(mcp_testkit::serve_stdio_server())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+
+    // Each request carries 4 KiB of padding, so that the pipe and the server's read buffer
+    // hold a few dozen of them, not thousands: a server that reads everything has answered
+    // nearly every request by the time the last one is written.
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = std::thread::spawn({
+        let written = Arc::clone(&written);
+        move || {
+            let mut send = |v: serde_json::Value| {
+                let mut line = v.to_string();
+                line.push('\n');
+                stdin.write_all(line.as_bytes()).unwrap();
+            };
+            send(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "never-reads", "version": "0"},
+                }}),
+            );
+            send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            for id in 1..=REQUESTS {
+                send(
+                    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                        "name": "repeat",
+                        "arguments": {"message": "x", "times": ANSWER_BYTES, "pad": "p".repeat(4096)},
+                    }}),
+                );
+                written.fetch_add(1, Ordering::SeqCst);
+            }
+            // Kept open until every answer is read: stdin ending would end the session.
+            stdin
+        }
+    });
+
+    // Not reading, until the writer is done or has made no progress for 2 s (it is blocked:
+    // the server no longer reads). This wait asserts nothing: whenever reading starts, the
+    // peak below is what it is.
+    let mut last = usize::MAX;
+    let mut still = 0;
+    while !writer.is_finished() && still < 40 {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = written.load(Ordering::SeqCst);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    let written_unread = written.load(Ordering::SeqCst);
+
+    // Now read: every answer arrives, each whole, none twice.
+    let mut seen = vec![false; REQUESTS + 1];
+    let mut lines = BufReader::new(stdout).lines();
+    for _ in 0..=REQUESTS {
+        let line = lines.next().expect("the server ended early").unwrap();
+        // Read by hand rather than parsed: 200 MiB of JSON takes long in a debug build.
+        let id: usize = line
+            .split_once(r#""id":"#)
+            .and_then(|(_, rest)| rest.split([',', '}']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no id in {:?}", &line[..line.len().min(200)]));
+        assert!(line.contains(r#""result":"#), "answer {id} is an error");
+        assert!(!seen[id], "answer {id} twice");
+        seen[id] = true;
+        if id > 0 {
+            let text = &line[line.find(r#""text":"x"#).unwrap() + 8..];
+            let run = text.bytes().take_while(|&b| b == b'x').count();
+            assert_eq!(run, ANSWER_BYTES, "answer {id}");
+        }
+    }
+    assert!(seen.iter().all(|s| *s), "answers missing");
+    let stdin = writer.join().unwrap();
+
+    let peak_kib = vm_hwm_kib(pid);
+    eprintln!(
+        "peak resident memory {} MiB; {written_unread} of {REQUESTS} requests written before reading",
+        peak_kib >> 10
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        peak_kib < CEILING_KIB,
+        "the server's peak resident memory was {} MiB (ceiling {} MiB); \
+         {written_unread} of {REQUESTS} requests were written before the client read",
+        peak_kib >> 10,
+        CEILING_KIB >> 10
+    );
+}
+
+/// The peak resident memory of process `pid`, in KiB, from `/proc/<pid>/status`.
+fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap()
+}

@@ -2,7 +2,9 @@
 //! ends, then exits 0. The mcp-stdio tests start it over pipes and over socket pairs, to see
 //! how `serve_stdio` treats the descriptors it is given.
 //!
-//! Tools (through `tools/call`): `echo {message}` answers its `message`; `nonblocking` says
+//! Tools (through `tools/call`): `echo {message}` answers its `message`; `repeat {message,
+//! times}` answers `message` repeated `times` times (a small request with a large answer, to
+//! fill a client that does not read); `nonblocking` says
 //! whether descriptors 0 and 1 have `O_NONBLOCK` set on their (shared) open file
 //! descriptions, as `<stdin> <stdout>` (`true`/`false`); `reactor` says, in the same form,
 //! whether each of them has a twin: another descriptor of this process for the same pipe or
@@ -30,6 +32,12 @@ impl Handler for Served {
         let text = match p.name.as_str() {
             "nonblocking" => format!("{} {}", nonblocking(0), nonblocking(1)),
             "reactor" => format!("{} {}", twinned(0), twinned(1)),
+            "repeat" => {
+                let args = p.arguments.unwrap_or_default();
+                let message = args.get("message").and_then(|m| m.as_str()).unwrap_or("");
+                let times = args.get("times").and_then(serde_json::Value::as_u64);
+                message.repeat(usize::try_from(times.unwrap_or(1)).unwrap())
+            }
             _ => p
                 .arguments
                 .and_then(|a| a.get("message").cloned())
