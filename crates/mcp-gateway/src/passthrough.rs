@@ -27,7 +27,7 @@ use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
     ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, meta_key, method,
 };
-use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, code};
+use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secrets, code};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
@@ -694,7 +694,7 @@ async fn forward(
     let result = client
         .request_raw(method, Some(params), options, None)
         .await
-        .map_err(|e| upstream_error(server, &e))?;
+        .map_err(|e| upstream_error(server, &shared.host.secrets(server), &e))?;
     without_server_info(result)
 }
 
@@ -735,12 +735,19 @@ fn host_error(e: CallError) -> ErrorObject {
     }
 }
 
-fn upstream_error(server: &str, e: &mcp_session::Error) -> ErrorObject {
+fn upstream_error(server: &str, secrets: &Secrets, e: &mcp_session::Error) -> ErrorObject {
     match e.protocol() {
-        mcp_protocol::Error::Rpc { error, .. } => error.clone(),
+        mcp_protocol::Error::Rpc { error, .. } => {
+            let mut error = error.clone();
+            error.message = secrets.redact(&error.message);
+            if let Some(data) = &mut error.data {
+                secrets.redact_json(data);
+            }
+            error
+        }
         other => ErrorObject::new(
             code::INTERNAL_ERROR,
-            format!("upstream server `{server}`: {other}"),
+            secrets.redact(&format!("upstream server `{server}`: {other}")),
         ),
     }
 }
@@ -757,7 +764,8 @@ async fn gather(
     let single = !is_multi(shared);
     let mut out = Vec::new();
     for (id, client) in ready_with(shared, has) {
-        match list_all(&id, &client, method, key).await {
+        let secrets = shared.host.secrets(&id);
+        match list_all(&id, &secrets, &client, method, key).await {
             Ok(items) => out.push((id, items)),
             Err(e) if single => return Err(e),
             Err(e) => shared
@@ -770,6 +778,7 @@ async fn gather(
 
 async fn list_all(
     server: &str,
+    secrets: &Secrets,
     client: &Client,
     method: &str,
     key: &str,
@@ -785,7 +794,7 @@ async fn list_all(
         let raw = client
             .request_raw(method, params, RequestOptions::DEFAULT, None)
             .await
-            .map_err(|e| upstream_error(server, &e))?;
+            .map_err(|e| upstream_error(server, secrets, &e))?;
         let mut page = raw.decode::<Value>().map_err(|e| {
             ErrorObject::new(
                 code::INTERNAL_ERROR,

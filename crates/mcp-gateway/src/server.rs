@@ -525,18 +525,12 @@ impl std::fmt::Debug for CallLog {
 impl CallLog {
     fn open(path: Option<&std::path::Path>) -> std::io::Result<Self> {
         let sink: Box<dyn std::io::Write + Send> = match path {
-            Some(path) => Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| {
-                        std::io::Error::new(
-                            e.kind(),
-                            format!("gateway log file {}: {e}", path.display()),
-                        )
-                    })?,
-            ),
+            Some(path) => Box::new(open_private(path).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("gateway log file {}: {e}", path.display()),
+                )
+            })?),
             None => Box::new(std::io::stderr()),
         };
         Ok(Self {
@@ -555,6 +549,25 @@ impl CallLog {
         let _ = writeln!(sink, "{secs:.3} mcp-host gateway: {text}");
         let _ = sink.flush();
     }
+}
+
+/// Opens the log file for appending, only its owner may read it: created with mode 0600, and
+/// an existing regular file open to others is tightened to 0600 (through the open file, so a
+/// path swapped meanwhile changes nothing else). The log names servers, tools and errors,
+/// which are the user's business. Something other than a regular file (a terminal,
+/// `/dev/null`) is written as it is.
+fn open_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }
 
 /// The permission policy where the configuration says `ask` and no one can be asked. It

@@ -3,10 +3,13 @@
 //! server answered with a JSON-RPC error, time ran out, or the connection failed. A tool that
 //! ran and failed (`isError: true`) is none of these: it is a [`ToolOutput`](crate::ToolOutput).
 
+use mcp_protocol::Secrets;
+
 use crate::host::ServerState;
 
 /// A call or an operation failed. Messages name the server and the tool or method, and never
-/// quote arguments, headers or tokens.
+/// quote arguments, headers or tokens. What the server said is quoted with the server's
+/// secrets (its configured values, inherited values, tokens) shown as `[redacted]`.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
@@ -112,6 +115,79 @@ impl CallError {
                 what,
                 message: other.to_string(),
             },
+        }
+    }
+
+    /// This error with every one of `secrets` in its texts (and in a JSON-RPC error's `data`)
+    /// shown as `[redacted]`.
+    pub(crate) fn redacted(self, secrets: &Secrets) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        match self {
+            Self::NotReady {
+                server,
+                state,
+                last_error,
+            } => Self::NotReady {
+                server,
+                state,
+                last_error: last_error.map(|e| secrets.redact(&e)),
+            },
+            Self::Denied {
+                server,
+                tool,
+                reason,
+            } => Self::Denied {
+                server,
+                tool,
+                reason: secrets.redact(&reason),
+            },
+            Self::Rpc {
+                server,
+                what,
+                code,
+                message,
+                mut data,
+            } => {
+                if let Some(data) = &mut data {
+                    secrets.redact_json(data);
+                }
+                Self::Rpc {
+                    server,
+                    what,
+                    code,
+                    message: secrets.redact(&message),
+                    data,
+                }
+            }
+            Self::Failed {
+                server,
+                what,
+                message,
+            } => Self::Failed {
+                server,
+                what,
+                message: secrets.redact(&message),
+            },
+            other @ (Self::UnknownTool { .. }
+            | Self::UnknownServer { .. }
+            | Self::NoOAuth { .. }
+            | Self::Timeout { .. }) => other,
+        }
+    }
+
+    /// The server the error is about; `None` for an exposed name no tool has.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Self::UnknownTool { .. } => None,
+            Self::UnknownServer { server }
+            | Self::NoOAuth { server }
+            | Self::NotReady { server, .. }
+            | Self::Denied { server, .. }
+            | Self::Rpc { server, .. }
+            | Self::Timeout { server, .. }
+            | Self::Failed { server, .. } => Some(server),
         }
     }
 

@@ -20,7 +20,7 @@ use mcp_protocol::schema::{
     method, method::CallTool,
 };
 use mcp_protocol::{
-    ClientConfig, Era, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions,
+    ClientConfig, Era, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions, Secrets,
     ServerInfo, decode_result,
 };
 use mcp_session::{Client, Incoming};
@@ -33,6 +33,7 @@ use crate::config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_R
 use crate::error::CallError;
 use crate::oauth::OAuthHook;
 use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
+use crate::redact::Redactor;
 
 /// How to reach one server: the transport's own configuration, secrets already resolved.
 /// `Debug` shows no secret: the transports' configurations show variable and header names
@@ -524,6 +525,8 @@ impl std::fmt::Debug for Inner {
 /// One configured server and its supervisor.
 struct Slot {
     entry: ServerEntry,
+    /// Keeps this server's secrets out of every text the host forms or keeps about it.
+    redactor: Redactor,
     state: Mutex<SlotState>,
     stop: AtomicBool,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -602,7 +605,9 @@ impl Host {
                 diagnostics: entry.notes.clone(),
                 ..SlotState::default()
             };
+            let redactor = Redactor::new(entry.connect.as_ref().ok(), entry.oauth.clone());
             let slot = Arc::new(Slot {
+                redactor,
                 entry,
                 state: Mutex::new(state),
                 stop: AtomicBool::new(false),
@@ -679,10 +684,12 @@ impl Host {
                 server: id.to_owned(),
             });
         };
-        oauth.login().await.map_err(|e| CallError::Failed {
-            server: id.to_owned(),
-            what: "login".to_owned(),
-            message: e.to_string(),
+        oauth.login().await.map_err(|e| {
+            self.inner.shown(CallError::Failed {
+                server: id.to_owned(),
+                what: "login".to_owned(),
+                message: e.to_string(),
+            })
         })?;
         self.restart(id).await
     }
@@ -750,6 +757,15 @@ impl Host {
             kinds: kinds.map(set),
             missed: 0,
         }
+    }
+
+    /// The values never to be shown about `server` (its configured and inherited secrets,
+    /// its current tokens), for a consumer that quotes what the server said through
+    /// [`client`](Self::client), as a proxy passing errors on does: the host's own errors,
+    /// statuses and logs already hide them. Empty for an unknown server.
+    pub fn secrets(&self, server: &str) -> Secrets {
+        let slot = lock(&self.inner.slots).get(server).cloned();
+        slot.map(|s| s.redactor.secrets()).unwrap_or_default()
     }
 
     /// The connected client of a ready server, for operations this API does not cover.
@@ -860,7 +876,7 @@ impl Host {
         if options.pass_input_required {
             request_options = request_options.passing_input_required();
         }
-        let failed = |e| CallError::from_session(server, tool, e);
+        let failed = |e| self.inner.session_error(server, tool, e);
         let encoded = RawJson::encode(&params).map_err(|e| CallError::Failed {
             server: server.to_owned(),
             what: tool.to_owned(),
@@ -878,10 +894,12 @@ impl Host {
         if is_input_required(&raw) {
             return Ok(Relayed::InputRequired(raw));
         }
-        let mut result = decode_result::<CallTool>(&raw).map_err(|e| CallError::Failed {
-            server: server.to_owned(),
-            what: tool.to_owned(),
-            message: e.to_string(),
+        let mut result = decode_result::<CallTool>(&raw).map_err(|e| {
+            self.inner.shown(CallError::Failed {
+                server: server.to_owned(),
+                what: tool.to_owned(),
+                message: e.to_string(),
+            })
         })?;
         let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
         Ok(Relayed::Complete(ToolOutput { result, truncated }))
@@ -895,7 +913,7 @@ impl Host {
         let client = self.inner.ready_client(server)?;
         relist_tools(&self.inner, &slot, &client)
             .await
-            .map_err(|e| CallError::from_session(server, "tools/list", e))
+            .map_err(|e| self.inner.session_error(server, "tools/list", e))
     }
 
     /// The resources of a ready server, every page.
@@ -904,7 +922,7 @@ impl Host {
         client
             .list_all_resources()
             .await
-            .map_err(|e| CallError::from_session(server, "resources/list", e))
+            .map_err(|e| self.inner.session_error(server, "resources/list", e))
     }
 
     /// The resource templates of a ready server, every page.
@@ -913,10 +931,10 @@ impl Host {
         server: &str,
     ) -> Result<Vec<ResourceTemplate>, CallError> {
         let client = self.inner.ready_client(server)?;
-        client
-            .list_all_resource_templates()
-            .await
-            .map_err(|e| CallError::from_session(server, "resources/templates/list", e))
+        client.list_all_resource_templates().await.map_err(|e| {
+            self.inner
+                .session_error(server, "resources/templates/list", e)
+        })
     }
 
     /// Reads one resource.
@@ -929,7 +947,7 @@ impl Host {
         client
             .read_resource(uri)
             .await
-            .map_err(|e| CallError::from_session(server, "resources/read", e))
+            .map_err(|e| self.inner.session_error(server, "resources/read", e))
     }
 
     /// Asks `server` to say when the resource at `uri` changes: a
@@ -958,7 +976,7 @@ impl Host {
         if info.era == Era::Handshake {
             about_resource::<method::Subscribe>(&client, uri)
                 .await
-                .map_err(|e| CallError::from_session(server, "resources/subscribe", e))?;
+                .map_err(|e| self.inner.session_error(server, "resources/subscribe", e))?;
         }
         if lock(&slot.resources).insert(uri.to_owned()) {
             slot.relisten.notify_one();
@@ -979,7 +997,7 @@ impl Host {
         if client.server_info().era == Era::Handshake {
             about_resource::<method::Unsubscribe>(&client, uri)
                 .await
-                .map_err(|e| CallError::from_session(server, "resources/unsubscribe", e))?;
+                .map_err(|e| self.inner.session_error(server, "resources/unsubscribe", e))?;
         }
         Ok(())
     }
@@ -990,7 +1008,7 @@ impl Host {
         client
             .list_all_prompts()
             .await
-            .map_err(|e| CallError::from_session(server, "prompts/list", e))
+            .map_err(|e| self.inner.session_error(server, "prompts/list", e))
     }
 
     /// Gets one prompt with its arguments filled in.
@@ -1008,7 +1026,7 @@ impl Host {
         client
             .get_prompt(params)
             .await
-            .map_err(|e| CallError::from_session(server, "prompts/get", e))
+            .map_err(|e| self.inner.session_error(server, "prompts/get", e))
     }
 }
 
@@ -1066,16 +1084,38 @@ impl Slot {
         }
     }
 
-    fn diagnostic(&self, text: String) {
+    /// Keeps a diagnostic, its secrets redacted, and returns it as kept: what may be shown
+    /// and logged.
+    fn diagnostic(&self, text: &str) -> String {
+        let text = self.redactor.text(text);
         let mut s = lock(&self.state);
         if s.diagnostics.len() == DIAGNOSTICS_KEPT {
             s.diagnostics.remove(0);
         }
-        s.diagnostics.push(text);
+        s.diagnostics.push(text.clone());
+        text
     }
 }
 
 impl Inner {
+    /// A failed session request to `server`, as a [`CallError`] whose texts hide the
+    /// server's secrets.
+    fn session_error(&self, server: &str, what: &str, error: mcp_session::Error) -> CallError {
+        self.shown(CallError::from_session(server, what, error))
+    }
+
+    /// `error`, about one server, with that server's secrets redacted: every error the host
+    /// forms from what a server said goes through here before a consumer sees it.
+    fn shown(&self, error: CallError) -> CallError {
+        let slot = error
+            .server()
+            .and_then(|server| lock(&self.slots).get(server).cloned());
+        match slot {
+            Some(slot) => slot.redactor.error(error),
+            None => error,
+        }
+    }
+
     fn slot(&self, server: &str) -> Result<Arc<Slot>, CallError> {
         lock(&self.slots)
             .get(server)
@@ -1098,7 +1138,10 @@ impl Inner {
         }
     }
 
+    /// Sets a server's state; an error's text is kept (and logged) with the server's secrets
+    /// redacted.
     fn set_state(&self, slot: &Slot, state: ServerState, error: Option<(Phase, String)>) {
+        let error = error.map(|(phase, text)| (phase, slot.redactor.text(&text)));
         {
             let mut s = lock(&slot.state);
             s.state = Some(state);
@@ -1259,9 +1302,8 @@ fn adapt(inner: &Inner, slot: &Slot, tools: Vec<mcp_protocol::schema::Tool>) -> 
         &inner.options.catalog_limits,
     );
     for Diagnostic { tool, message, .. } in diagnostics {
-        let text = format!("tool `{tool}`: {message}");
+        let text = slot.diagnostic(&format!("tool `{tool}`: {message}"));
         tracing::warn!(server = %slot.entry.id, "{text}");
-        slot.diagnostic(text.clone());
         inner.emit(HostEvent::Diagnostic {
             server: slot.entry.id.clone(),
             message: text,
@@ -1413,10 +1455,10 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
                     && let Err(e) = relist_tools(inner, slot, client).await
                 {
                     // The change is never ignored silently.
-                    let message =
-                        format!("tools/list after {why} failed, keeping the old list: {e}");
+                    let message = slot.diagnostic(&format!(
+                        "tools/list after {why} failed, keeping the old list: {e}"
+                    ));
                     tracing::warn!(server = %slot.entry.id, "{message}");
-                    slot.diagnostic(message.clone());
                     inner.emit(HostEvent::Diagnostic {
                         server: slot.entry.id.clone(),
                         message,
@@ -1438,7 +1480,7 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
             }
             Incoming::Cancelled { .. } => {}
             Incoming::Diagnostic(message) => {
-                slot.diagnostic(message.clone());
+                let message = slot.diagnostic(&message);
                 inner.emit(HostEvent::Diagnostic {
                     server: server.clone(),
                     message,
@@ -1446,8 +1488,7 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
             }
             // Kinds added to the session later are not lost silently.
             other => {
-                let message = format!("unhandled message from the session: {other:?}");
-                slot.diagnostic(message);
+                slot.diagnostic(&format!("unhandled message from the session: {other:?}"));
             }
         }
     }
@@ -1515,6 +1556,7 @@ fn listen(slot: &Arc<Slot>, client: &Client) -> Option<tokio::task::JoinHandle<(
                 return;
             }
             if let Err(e) = ended {
+                let e = slot.redactor.text(&e.to_string());
                 tracing::debug!(server = %server, "subscriptions/listen ended: {e}");
             }
             if began.elapsed() > Duration::from_secs(60) {
@@ -1552,7 +1594,7 @@ fn resubscribe(slot: &Arc<Slot>, client: &Client) {
     tokio::spawn(async move {
         for uri in uris {
             if let Err(e) = about_resource::<method::Subscribe>(&client, &uri).await {
-                slot.diagnostic(format!(
+                slot.diagnostic(&format!(
                     "resources/subscribe {uri} again after reconnecting failed: {e}"
                 ));
             }

@@ -37,6 +37,7 @@ mod fs;
 mod host;
 pub mod oauth;
 pub mod permission;
+mod redact;
 pub mod setup;
 pub mod trust;
 

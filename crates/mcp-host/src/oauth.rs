@@ -20,6 +20,7 @@ use mcp_oauth::{
     AuthError, Authorizer, BoxFuture, Clock, Credentials, DpopKey, DpopSigner, HttpClient,
     HttpRequest, HttpResponse, Randomness, Services, TransportError,
 };
+use mcp_protocol::Secrets;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -156,10 +157,18 @@ impl OAuthContext {
             services = services.with_signer(signer);
         }
         let mut authorizer = Authorizer::new(settings, services);
-        let stored = self
-            .store
-            .as_ref()
-            .and_then(|s| s.tokens(server, &url).ok().flatten());
+        // A store that cannot be read is said in the status, not taken for an empty one.
+        let mut unreadable = None;
+        let stored = match self.store.as_ref().map(|s| s.tokens(server, &url)) {
+            Some(Ok(tokens)) => tokens,
+            Some(Err(e)) => {
+                unreadable = Some(format!(
+                    "authorization: the token store cannot be read: {e}"
+                ));
+                None
+            }
+            None => None,
+        };
         authorizer.set_tokens(stored);
         // Clients registered at authorization servers, by issuer: a server behind one that
         // this host already registered at reuses that registration.
@@ -168,15 +177,17 @@ impl OAuthContext {
         }
         let credentials = authorizer.credentials();
         let expires = authorizer.tokens().and_then(|t| t.expires_at_ms);
+        let secrets = secrets_of(&authorizer);
         OAuthHook {
             server: server.to_owned(),
             url,
             store: self.store.clone(),
             authorizer: tokio::sync::Mutex::new(authorizer),
             credentials: Mutex::new(credentials),
+            secrets: Mutex::new(secrets),
             state: Mutex::new(HookState {
                 expires_at_ms: expires,
-                last_error: None,
+                last_error: unreadable,
                 resource_nonce: None,
             }),
         }
@@ -192,7 +203,33 @@ pub struct OAuthHook {
     store: Option<AuthStore>,
     authorizer: tokio::sync::Mutex<Authorizer>,
     credentials: Mutex<Option<Credentials>>,
+    /// Every token and client secret this hook has held: a server may quote an old one.
+    secrets: Mutex<Secrets>,
     state: Mutex<HookState>,
+}
+
+/// The values of `authorizer` no text may show: its client secret, its tokens and a
+/// dynamically registered client's secret.
+fn secrets_of(authorizer: &Authorizer) -> Secrets {
+    let configured = authorizer.settings().client_secret.as_ref();
+    let tokens = authorizer.tokens();
+    let values = [
+        configured.map(|s| s.secret()),
+        tokens.map(|t| t.access_token.secret()),
+        tokens
+            .and_then(|t| t.refresh_token.as_ref())
+            .map(|t| t.secret()),
+        tokens
+            .and_then(|t| t.client_secret.as_ref())
+            .map(|s| s.secret()),
+    ];
+    Secrets::new(
+        values
+            .into_iter()
+            .flatten()
+            .filter(|v| v.len() >= Secrets::CONFIGURED_MIN)
+            .map(str::to_owned),
+    )
 }
 
 struct HookState {
@@ -257,6 +294,12 @@ impl OAuthHook {
     /// When the access token expires (Unix milliseconds), if known: for the status view.
     pub fn expires_at_ms(&self) -> Option<u64> {
         lock(&self.state).expires_at_ms
+    }
+
+    /// Every token and client secret this server's authorization has held, for the host to
+    /// keep out of what it shows about the server (a server may quote the token it was sent).
+    pub fn secrets(&self) -> Secrets {
+        lock(&self.secrets).clone()
     }
 
     /// The last authorization failure, for the status view; its text holds no secret.
@@ -324,6 +367,10 @@ impl OAuthHook {
     /// client was registered (a registration is kept even when the login after it failed).
     async fn after(&self, authorizer: &mut Authorizer) {
         *lock(&self.credentials) = authorizer.credentials();
+        {
+            let mut secrets = lock(&self.secrets);
+            *secrets = secrets.with(&secrets_of(authorizer));
+        }
         lock(&self.state).expires_at_ms = authorizer.tokens().and_then(|t| t.expires_at_ms);
         let changed = authorizer.take_changed();
         let registrations = authorizer.take_registrations();

@@ -8,6 +8,7 @@ mod auth;
 mod budget;
 mod live;
 mod manage;
+mod secrets;
 mod serve;
 mod shell;
 mod trust;

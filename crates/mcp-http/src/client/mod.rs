@@ -898,7 +898,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                 {
                     return core.receive(Decoded::Single(m));
                 }
-                let excerpt = String::from_utf8_lossy(&text[..text.len().min(300)]).into_owned();
+                let excerpt = excerpt(&text, 300);
                 // No JSON-RPC answer: to the era probe that is a handshake-era server.
                 return match &id {
                     Some(id) => {
@@ -909,6 +909,25 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
             }
         }
     }
+}
+
+/// The first `limit` bytes of an error body, for an error message. When the body is longer,
+/// the word the limit cut is left out (`…` stands for the rest): a consumer hides the secrets
+/// a server quotes where they are whole (the host's `mcp_protocol::Secrets`), and the cut
+/// first bytes of a key would show.
+fn excerpt(body: &[u8], limit: usize) -> String {
+    if body.len() <= limit {
+        return String::from_utf8_lossy(body).into_owned();
+    }
+    let cut = &body[..limit];
+    let end = if body[limit].is_ascii_whitespace() {
+        limit
+    } else {
+        cut.iter()
+            .rposition(u8::is_ascii_whitespace)
+            .map_or(0, |i| i + 1)
+    };
+    format!("{}…", String::from_utf8_lossy(&cut[..end]))
 }
 
 /// An error with its causes, `outer: inner: innermost`: hyper's own message ("client error
@@ -1140,5 +1159,18 @@ async fn standalone_stream(
             }
         }
         Err(e) => core.diagnostic(format!("the standalone GET stream failed: {}", chain(&e))),
+    }
+}
+
+#[cfg(test)]
+mod excerpt_tests {
+    use super::excerpt;
+
+    #[test]
+    fn a_cut_word_is_left_out() {
+        assert_eq!(excerpt(b"short body", 300), "short body");
+        assert_eq!(excerpt(b"refused key sk-123456 more", 15), "refused key …");
+        assert_eq!(excerpt(b"refused key sk-123456 more", 11), "refused key…");
+        assert_eq!(excerpt(b"one-long-token-cut", 5), "…");
     }
 }

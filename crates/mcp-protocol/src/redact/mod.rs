@@ -44,9 +44,8 @@ impl Secrets {
 
     /// Both sets at once.
     #[must_use]
-    pub fn with(mut self, other: &Self) -> Self {
-        self.values.extend(other.values.iter().cloned());
-        Self::new(self.values)
+    pub fn with(&self, other: &Self) -> Self {
+        Self::new(self.values.iter().chain(&other.values).cloned())
     }
 
     /// Whether there is nothing to hide.
