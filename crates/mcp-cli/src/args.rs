@@ -213,6 +213,21 @@ never to standard output.")]
         #[arg(long, value_name = "FILE")]
         gateway: Option<PathBuf>,
     },
+    /// The server processes that any `mcp-host` of this user started and that still run:
+    /// server id, pid, process group, role (keeper, server, descendant), host pid, age, and
+    /// whether their host is alive or gone (an orphan).
+    #[command(after_help = "\
+Examples:
+  mcp-host ps
+  mcp-host ps --kill-orphans
+
+Records live in $XDG_RUNTIME_DIR/mcp-host/ (or mcp-host-<uid> in the temporary directory).")]
+    Ps {
+        /// End (SIGKILL to the process group) every server whose host is gone, and list what
+        /// was ended.
+        #[arg(long)]
+        kill_orphans: bool,
+    },
     /// The bundled demo server itself (stdio, or Streamable HTTP at `--http ADDR`), which
     /// `demo` starts.
     #[command(hide = true)]

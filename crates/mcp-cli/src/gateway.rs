@@ -14,7 +14,7 @@ use crate::manage::Context;
 use crate::output::Out;
 
 /// Loads the gateway file, starts its upstream servers and serves until the client leaves
-/// (stdio) or the process is stopped (HTTP).
+/// (stdio) or a signal ends the process (HTTP; see `main`).
 pub(crate) async fn serve(
     cx: &Context,
     file: &Path,
@@ -46,10 +46,8 @@ pub(crate) async fn serve(
             let mut config = HttpServerConfig::new(gateway.server_config());
             config.bearer_token = bearer;
             let host = gateway.host().clone();
-            let served = tokio::select! {
-                served = gateway.serve_http(listener, config) => served,
-                _ = tokio::signal::ctrl_c() => Ok(()),
-            };
+            // It serves until a signal: `main` kills the servers and exits with `128 + n`.
+            let served = gateway.serve_http(listener, config).await;
             host.shutdown().await;
             served.map_err(|e| Failure::new(Code::Other, format!("serving HTTP: {e}")))
         }

@@ -4,6 +4,12 @@
 //! same.
 //!
 //! Exit codes are [`Code`]'s; `docs/cli.md` documents every command.
+//!
+//! A command that starts servers ends on SIGTERM, SIGINT and SIGHUP by killing every server
+//! group it started (`mcp_stdio::termination_signal`) and exiting with `128 + n`; each
+//! server's keeper covers the rest (SIGKILL, a crash). In the shell, the line editor takes
+//! Ctrl-C typed at the prompt, and SIGINT while a line is read (it installs its own handler
+//! then), as "clear the line": the session goes on.
 
 // The command line's job is to print.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -16,6 +22,7 @@ mod gateway;
 mod live;
 mod manage;
 mod output;
+mod ps;
 mod shell;
 mod trust;
 
@@ -56,7 +63,45 @@ fn main() -> ExitCode {
             return ExitCode::from(Code::Other as u8);
         }
     };
-    let outcome = runtime.block_on(run(cli, out.clone()));
+    let guard_signals = starts_servers(&cli.command);
+    // The shell's line editor leaves the terminal raw while it reads; a signal that ends the
+    // shell must give the person their terminal back.
+    let terminal = matches!(cli.command, Command::Shell { .. })
+        .then(terminal::save)
+        .flatten();
+    let outcome = runtime.block_on(async {
+        if !guard_signals {
+            return Ok(run(cli, out.clone()).await);
+        }
+        // Listening before any server starts: no signal finds the default action, which would
+        // leave the servers to their keepers alone.
+        let signal = match mcp_stdio::termination_signal() {
+            Ok(signal) => signal,
+            Err(e) => {
+                return Ok(Err(Failure::new(
+                    Code::Other,
+                    format!("cannot listen for signals: {e}"),
+                )));
+            }
+        };
+        tokio::select! {
+            biased;
+            // Every server group is killed by now.
+            n = signal => Err(n),
+            outcome = run(cli, out.clone()) => Ok(outcome),
+        }
+    });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(signal) => {
+            if let Some(saved) = &terminal {
+                terminal::restore(saved);
+            }
+            // At once: the runtime's tasks and threads are not waited for, and the keepers of
+            // the servers, should any be left, see our end of their pipes close.
+            std::process::exit(128 + signal);
+        }
+    };
     // Servers still running (a stdio child, an HTTP session) were shut down by the command;
     // anything left is abandoned rather than waited for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
@@ -66,6 +111,52 @@ fn main() -> ExitCode {
             out.failure(&failure);
             ExitCode::from(failure.code as u8)
         }
+    }
+}
+
+/// Whether a command may start servers, and so must take them down with it on a signal.
+fn starts_servers(command: &Command) -> bool {
+    match command {
+        Command::Test { .. }
+        | Command::Status { .. }
+        | Command::Tools { .. }
+        | Command::Call(_)
+        | Command::Resources { .. }
+        | Command::Read { .. }
+        | Command::Prompts { .. }
+        | Command::Get { .. }
+        | Command::Login { .. }
+        | Command::Shell { .. }
+        | Command::Demo
+        | Command::Serve { .. }
+        | Command::Budget { .. } => true,
+        Command::Add(_)
+        | Command::List { .. }
+        | Command::Remove { .. }
+        | Command::Enable { .. }
+        | Command::Disable { .. }
+        | Command::Logout { .. }
+        | Command::Trust { .. }
+        | Command::Untrust { .. }
+        | Command::Gateway(_)
+        | Command::Ps { .. }
+        // The demo server is a server: it ends as its client or the signal decides.
+        | Command::DemoServer { .. } => false,
+    }
+}
+
+/// Saving and restoring the terminal's modes around the shell.
+mod terminal {
+    use nix::sys::termios::{SetArg, Termios, tcgetattr, tcsetattr};
+
+    /// The modes of the terminal on stdin, if stdin is one.
+    pub(crate) fn save() -> Option<Termios> {
+        tcgetattr(std::io::stdin()).ok()
+    }
+
+    /// Puts them back (a terminal that is gone, after SIGHUP, is left alone).
+    pub(crate) fn restore(saved: &Termios) {
+        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, saved);
     }
 }
 
@@ -98,6 +189,7 @@ async fn run(cli: Cli, out: Out) -> Result<(), Failure> {
         } => gateway::serve(&cx, &gateway, http, bearer_token_env.as_deref()).await,
         Command::Gateway(GatewayCommand::Schema) => gateway::schema(&out),
         Command::Budget { gateway } => budget::run(&cx, &out, gateway.as_deref()).await,
+        Command::Ps { kill_orphans } => ps::run(&out, kill_orphans),
         Command::DemoServer { http } => demo::serve(http).await,
     }
 }

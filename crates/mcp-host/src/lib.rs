@@ -14,6 +14,17 @@
 //! - [`Catalog`]: the tools of the ready servers under stable exposed names.
 //! - [`Policy`] and [`Prompter`]: the permission hook, asked before every call.
 //!
+//! # Server processes
+//!
+//! A stdio server never outlives the host that started it, by default. [`Host::shutdown`]
+//! ends each one politely; dropping the [`Host`] kills each server's process group at once;
+//! and should the process end without either (a panic, a signal it does not catch, SIGKILL,
+//! the OOM killer), the keeper that `mcp-stdio` puts at the head of each group kills the group
+//! when its pipe from this process closes. A host that exits on a signal should await
+//! `mcp_stdio::termination_signal` (or call `mcp_stdio::kill_all_servers`) and exit with
+//! `128 + n`, as `mcp-host` does. `mcp-host ps` lists the server processes of every host of
+//! the user, library hosts included.
+//!
 //! # Cancel safety
 //!
 //! Dropping a call's future cancels the call: the server is sent `notifications/cancelled`

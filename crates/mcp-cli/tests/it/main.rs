@@ -8,6 +8,7 @@ mod auth;
 mod budget;
 mod live;
 mod manage;
+mod orphans;
 mod secrets;
 mod serve;
 mod shell;
