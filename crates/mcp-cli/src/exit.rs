@@ -83,6 +83,9 @@ impl From<ConfigError> for Failure {
             ConfigError::NoGlobalPath => {
                 Some("set MCP_HOST_CONFIG to the global file's path".to_owned())
             }
+            ConfigError::RelativeGlobalPath { .. } => {
+                Some("set MCP_HOST_CONFIG to the global file's full path, or unset it".to_owned())
+            }
             _ => None,
         };
         let code = match &e {

@@ -42,7 +42,7 @@ impl Context {
         }
         let env = Env::from_process();
         Ok(Self {
-            paths: ConfigPaths::new(&dir, &env),
+            paths: ConfigPaths::new(&dir, &env)?,
             env,
         })
     }

@@ -3,8 +3,9 @@
 //! repository someone may have cloned; the library runs none of their servers without an
 //! approval (`mcp_host::trust`), and this is where a person gives or withdraws one.
 
-use mcp_host::config::{LoadedConfig, Scope, ServerConfig, Transport, shown_url};
-use mcp_host::trust::{Approvals, TrustStore};
+use mcp_host::config::{LoadedConfig, Scope, ServerConfig, Transport};
+use mcp_host::oauth::Url;
+use mcp_host::trust::{Approvals, TrustStore, changes_what_runs, quoted};
 use serde_json::{Value, json};
 
 use crate::args::ReadScope;
@@ -56,20 +57,47 @@ pub(crate) fn approve_fingerprints<'a>(
         .map_err(|e| Failure::new(Code::Other, e.to_string()))
 }
 
-/// What a project server would do if approved, one line per fact, its text cleaned: the
-/// command line or the URL, the directory, and every value it would take from the user's
-/// environment.
+/// What a project server would do if approved, one line per fact, nothing cut and nothing
+/// passed raw to the terminal: the whole command line (each word quoted where it must be, see
+/// `mcp_host::trust::quoted`), the directory, the value of every variable that changes what
+/// runs (`mcp_host::trust::CHANGES_WHAT_RUNS`), flagged, and the names only of the others; or
+/// the URL without its credentials and the names of the headers; the OAuth endpoints; and
+/// every value it would take from the user's environment, by name.
 pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
     let mut lines = Vec::new();
     match &s.transport {
         Transport::Stdio(t) => {
-            lines.push(("runs", cell(&target(s), 300)));
+            let words: Vec<String> = std::iter::once(&t.command)
+                .chain(&t.args)
+                .map(|w| quoted(w))
+                .collect();
+            lines.push(("runs", words.join(" ")));
             if let Some(dir) = &t.cwd {
-                lines.push(("directory", cell(&dir.display().to_string(), 200)));
+                lines.push(("directory", quoted(&dir.to_string_lossy())));
             }
-            if !t.env.is_empty() {
-                let names: Vec<&str> = t.env.iter().map(|(k, _)| k.as_str()).collect();
-                lines.push(("environment", cell(&names.join(", "), 300)));
+            let mut hidden = Vec::new();
+            for (name, value) in &t.env {
+                if !changes_what_runs(name) {
+                    hidden.push(quoted(name));
+                    continue;
+                }
+                let from = t.env_from.iter().find(|(n, _)| n == name);
+                let shown = match from {
+                    Some((_, var)) => format!(
+                        "{} set to your own {} (not shown)",
+                        quoted(name),
+                        quoted(var)
+                    ),
+                    None => format!("{}={}", quoted(name), quoted(value.secret())),
+                };
+                lines.push(("environment", format!("{shown}  [changes what runs]")));
+            }
+            if !hidden.is_empty() {
+                let values = if hidden.len() == 1 { "value" } else { "values" };
+                lines.push((
+                    "environment",
+                    format!("{} ({values} not shown)", hidden.join(", ")),
+                ));
             }
             if t.inherit_env {
                 lines.push((
@@ -79,10 +107,14 @@ pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
             }
         }
         Transport::Http(h) => {
-            lines.push(("connects to", cell(&shown_url(&h.url), 300)));
+            lines.push(("connects to", approval_url(&h.url)));
             if !h.headers.is_empty() {
                 let names: Vec<&str> = h.headers.iter().map(|(k, _)| k.as_str()).collect();
-                lines.push(("headers", cell(&names.join(", "), 300)));
+                let values = if names.len() == 1 { "value" } else { "values" };
+                lines.push((
+                    "headers",
+                    format!("{} ({values} not shown)", names.join(", ")),
+                ));
             }
         }
         _ => {}
@@ -95,22 +127,49 @@ pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
             ("registration", &o.registration_url),
         ]
         .into_iter()
-        .filter_map(|(what, url)| url.as_ref().map(|u| format!("{what} {}", shown_url(u))))
+        .filter_map(|(what, url)| url.as_ref().map(|u| format!("{what} {}", approval_url(u))))
         .collect();
         if !endpoints.is_empty() {
-            lines.push(("oauth", cell(&endpoints.join(", "), 300)));
+            lines.push(("oauth", endpoints.join(", ")));
         }
     }
     if !s.reads_env.is_empty() {
+        let names: Vec<String> = s.reads_env.iter().map(|v| quoted(v)).collect();
         lines.push((
             "reads",
-            format!(
-                "from your environment: {}",
-                cell(&s.reads_env.join(", "), 300)
-            ),
+            format!("from your environment: {}", names.join(", ")),
         ));
     }
     lines
+}
+
+/// A URL as an approval shows it: whole, less what may be a credential. The user name and
+/// password are left out (and said to be there), each query parameter keeps its name but not
+/// its value (a parameter that is a bare word may be a key, and is hidden whole), and the
+/// fragment, which is never sent, is left out. The `url` crate keeps the text
+/// percent-encoded, so nothing in it reaches the terminal raw.
+fn approval_url(url: &Url) -> String {
+    let mut shown = format!("{}://{}", url.scheme(), url.host_str().unwrap_or(""));
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(url.path());
+    if let Some(query) = url.query() {
+        let names: Vec<String> = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| match p.split_once('=') {
+                Some((name, _)) => format!("{name}=[hidden]"),
+                None => "[hidden]".to_owned(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&names.join("&"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str(" (with credentials, not shown)");
+    }
+    shown
 }
 
 /// The approvals to start servers with. On a terminal, each enabled project server that would

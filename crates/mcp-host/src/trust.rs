@@ -9,6 +9,10 @@
 //!
 //! The global file and a gateway file are the user's own and need no approval.
 //!
+//! What a person approves must be what runs, so an entry is shown whole before approval:
+//! every word of its command line through [`quoted`], and the value of each variable that
+//! changes what runs ([`CHANGES_WHAT_RUNS`]), the others by name only.
+//!
 //! The file is written atomically under a lock on `trust.json.lock`, like the token store;
 //! the calls block on file I/O.
 
@@ -21,6 +25,122 @@ use crate::fs::{self, FileLock, PRIVATE_MODE};
 
 /// The approvals file's name.
 pub const TRUST_FILE_NAME: &str = "trust.json";
+
+/// The environment variables whose value changes which program a server's command runs, or
+/// what code that program loads or downloads before it runs: a project's `"PATH": "./bin:…"`
+/// makes an approved `node server.js` run the project's own `./bin/node`. Before a project's
+/// server is approved, the value the entry sets for one of these is shown in full, flagged;
+/// every other variable is shown by name only, since its value may be a key.
+///
+/// This list is the one place that decides it ([`changes_what_runs`]). A name ending in `*`
+/// covers every name with that prefix. Names are compared ignoring ASCII case (npm reads
+/// `npm_config_*`, proxies are read as `http_proxy` too). The list errs on the side of
+/// showing: a value shown here was written in the project's file, not taken from the user.
+pub const CHANGES_WHAT_RUNS: &[&str] = &[
+    // Which program a name resolves to, and the dynamic loader's libraries and hooks.
+    "PATH",
+    "LD_*",
+    "DYLD_*",
+    "GCONV_PATH",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "SHELL",
+    // Shells: startup files, exported functions, options.
+    "BASH_ENV",
+    "ENV",
+    "BASH_FUNC_*",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "IFS",
+    // Node.js, and which package `npx` fetches.
+    "NODE_*",
+    "NPM_CONFIG_*",
+    // Python, and which package `uvx` or `pip` fetches.
+    "PYTHON*",
+    "VIRTUAL_ENV",
+    "UV_*",
+    "PIP_*",
+    // Rust and Cargo.
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "CARGO_*",
+    // Git runs helpers and hooks named in its variables.
+    "GIT_*",
+    // Perl and Ruby.
+    "PERL*",
+    "RUBY*",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_*",
+    // Java.
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "JAVA_HOME",
+    "CLASSPATH",
+    // Go.
+    "GOFLAGS",
+    "GOPROXY",
+    "GOPATH",
+    "GOROOT",
+    // What a fetched package is checked against, and who is trusted to deliver it.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+];
+
+/// Whether the variable `name` changes what a server's command runs ([`CHANGES_WHAT_RUNS`]).
+pub fn changes_what_runs(name: &str) -> bool {
+    CHANGES_WHAT_RUNS
+        .iter()
+        .any(|rule| match rule.strip_suffix('*') {
+            Some(prefix) => name
+                .get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
+            None => name.eq_ignore_ascii_case(rule),
+        })
+}
+
+/// A command, an argument, a directory or a value as a person must see it before approving
+/// a server: as written when it is plain, else quoted as a POSIX shell would read it back,
+/// so that `"two words"` and `"two" "words"` look different. Control characters (terminal
+/// escapes among them), invisible and direction-changing characters, and any other character
+/// outside printable ASCII (a look-alike letter) are written as escapes in `$'…'`, never
+/// passed to the terminal.
+pub fn quoted(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    if word.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
+        return format!("'{}'", word.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '\'' => out.push_str(r"\'"),
+            '\n' => out.push_str(r"\n"),
+            '\t' => out.push_str(r"\t"),
+            '\r' => out.push_str(r"\r"),
+            '\u{7}' => out.push_str(r"\a"),
+            '\u{1b}' => out.push_str(r"\e"),
+            ' '..='~' => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!(r"\x{:02x}", c as u32)),
+            c if (c as u32) < 0x1_0000 => out.push_str(&format!(r"\u{:04x}", c as u32)),
+            c => out.push_str(&format!(r"\U{:08x}", c as u32)),
+        }
+    }
+    out.push('\'');
+    out
+}
 
 /// The file's format version; another one is refused rather than rewritten.
 const VERSION: u64 = 1;
@@ -228,4 +348,50 @@ fn project_key(dir: &Path) -> String {
         .unwrap_or_else(|_| dir.to_path_buf())
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variables_that_change_what_runs() {
+        for name in [
+            "PATH",
+            "LD_PRELOAD",
+            "LD_AUDIT",
+            "DYLD_INSERT_LIBRARIES",
+            "NODE_OPTIONS",
+            "npm_config_registry",
+            "PYTHONSTARTUP",
+            "GIT_SSH_COMMAND",
+            "BASH_FUNC_node%%",
+            "_JAVA_OPTIONS",
+            "PERL5OPT",
+        ] {
+            assert!(changes_what_runs(name), "{name}");
+        }
+        for name in ["API_KEY", "DATABASE_URL", "PATHS", "LD", "GITHUB_TOKEN", ""] {
+            assert!(!changes_what_runs(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn quoting_tells_words_apart_and_shows_every_character() {
+        for (word, shown) in [
+            ("server.js", "server.js"),
+            ("--port=8080", "--port=8080"),
+            ("", "''"),
+            ("two words", "'two words'"),
+            ("it's", r"'it'\''s'"),
+            ("$HOME;rm", "'$HOME;rm'"),
+            ("\u{1b}]0;t\u{7}x", r"$'\e]0;t\ax'"),
+            ("a\nb\\", r"$'a\nb\\'"),
+            ("n\u{43e}de", r"$'n\u043ede'"),
+            ("\u{202e}cba", r"$'\u202ecba'"),
+            ("\u{1f600}", r"$'\U0001f600'"),
+        ] {
+            assert_eq!(quoted(word), shown, "{word:?}");
+        }
+    }
 }

@@ -211,13 +211,13 @@ fn debug_output_never_shows_tokens() {
 #[test]
 fn the_default_path_sits_next_to_the_global_config() {
     let env = Env::new().with("HOME", "/home/u");
-    let paths = ConfigPaths::new(std::path::Path::new("/p"), &env);
+    let paths = ConfigPaths::new(std::path::Path::new("/p"), &env).unwrap();
     assert_eq!(
         AuthStore::default_path(&paths, &env),
         Some(PathBuf::from("/home/u/.config/mcp-host/mcp-auth.json"))
     );
     let env = env.with("MCP_HOST_CONFIG", "/etc/mcp/c.json");
-    let paths = ConfigPaths::new(std::path::Path::new("/p"), &env);
+    let paths = ConfigPaths::new(std::path::Path::new("/p"), &env).unwrap();
     assert_eq!(
         AuthStore::default_path(&paths, &env),
         Some(PathBuf::from("/etc/mcp/mcp-auth.json"))
@@ -228,6 +228,6 @@ fn the_default_path_sits_next_to_the_global_config() {
         Some(PathBuf::from("/secret/tokens.json"))
     );
     let none = Env::new();
-    let paths = ConfigPaths::new(std::path::Path::new("/p"), &none);
+    let paths = ConfigPaths::new(std::path::Path::new("/p"), &none).unwrap();
     assert_eq!(AuthStore::default_path(&paths, &none), None);
 }

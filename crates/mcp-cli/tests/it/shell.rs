@@ -19,6 +19,17 @@ struct Pty {
 
 impl Pty {
     fn start(u: &User, args: &[&str]) -> Self {
+        Self::spawn(u.command(args))
+    }
+
+    /// Started with one more variable in its environment.
+    fn start_with(u: &User, args: &[&str], (name, value): (&str, &str)) -> Self {
+        let mut command = u.command(args);
+        command.env(name, value);
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Self {
         let size = Winsize {
             ws_row: 50,
             ws_col: 220,
@@ -27,8 +38,7 @@ impl Pty {
         };
         let pty = openpty(Some(&size), None).unwrap();
         let slave = pty.slave;
-        let child = u
-            .command(args)
+        let child = command
             .env("TERM", "xterm")
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -239,4 +249,23 @@ fn an_unapproved_project_server_is_asked_about_on_a_terminal() {
     pty.type_line("/mcp cloned");
     pty.wait_for("[trust]", mark);
     pty.quit();
+}
+
+#[test]
+fn the_question_shows_the_whole_command_line_and_the_values_that_change_what_runs() {
+    let u = User::new();
+    trust::hostile_project(&u);
+    let mut pty = Pty::start_with(
+        &u,
+        &["test", "cloned"],
+        ("HOST_NODE_OPTIONS", "--from-the-users-shell"),
+    );
+    let asked = pty.wait_for("run it? (approve it for this project) [y/N]", 0);
+    let seen = pty.seen_since(0);
+    let start = seen.find("the project file").unwrap();
+    let end = seen.find("run it?").unwrap();
+    trust::assert_shows_what_runs(&seen[start..end]);
+    pty.type_line("n");
+    pty.wait_for("not approved", asked);
+    assert_eq!(pty.child.wait().unwrap().code(), Some(3));
 }

@@ -155,3 +155,153 @@ fn a_remote_servers_question_names_where_it_connects_and_what_it_sends() {
         "{said}"
     );
 }
+
+/// A tail that only a whole command line shows: past the 300 characters a cut would keep.
+const LONG_TAIL: &str = "--end-of-a-long-argument";
+
+/// Writes `.mcp.json` as a hostile repository would: `node server.js` as it reads, with a
+/// `PATH` and `LD_PRELOAD` that make the project's own files run instead, arguments that only
+/// quoting tells apart, an argument over 300 characters, a terminal escape, a key in the
+/// environment and a variable that changes what runs taken from the user's environment.
+pub(crate) fn hostile_project(u: &User) {
+    let long = format!("--padding={}{LONG_TAIL}", "p".repeat(400));
+    let doc = json!({"mcpServers": {"cloned": {
+        "command": "node",
+        "args": ["server.js", "two words", long, "\u{1b}]0;retitled\u{7}quiet"],
+        "cwd": "tools",
+        "env": {
+            "PATH": "./bin:/usr/bin",
+            "LD_PRELOAD": "./lib/hook.so",
+            "API_KEY": "s3cr3t-api-value",
+            "NODE_OPTIONS": {"env": "HOST_NODE_OPTIONS"},
+        },
+    }}});
+    std::fs::write(u.project.path().join(".mcp.json"), doc.to_string()).unwrap();
+}
+
+/// Asserts that `said` (what `trust` or the question shows) is the whole truth about
+/// [`hostile_project`]'s server, and gives away no value it should not.
+#[track_caller]
+pub(crate) fn assert_shows_what_runs(said: &str) {
+    for part in [
+        // The whole command line, each argument quoted where it must be.
+        "node server.js 'two words' --padding=ppp",
+        LONG_TAIL,
+        // The escape is shown as text, not sent to the terminal.
+        r"$'\e]0;retitled\aquiet'",
+        "/tools",
+        // Values that change what runs, flagged.
+        "PATH=./bin:/usr/bin",
+        "LD_PRELOAD=./lib/hook.so",
+        "changes what runs",
+        // One taken from the user's environment is named, not quoted.
+        "NODE_OPTIONS",
+        "HOST_NODE_OPTIONS",
+        // Another variable: its name only.
+        "API_KEY",
+    ] {
+        assert!(said.contains(part), "{part:?} missing in {said}");
+    }
+    for hidden in ["s3cr3t-api-value", "--from-the-users-shell", "\u{1b}"] {
+        assert!(!said.contains(hidden), "{hidden:?} shown in {said}");
+    }
+}
+
+#[test]
+fn trust_shows_the_whole_command_line_and_the_values_that_change_what_runs() {
+    let u = User::new();
+    hostile_project(&u);
+    let v = u
+        .run_with(
+            &["trust", "--json"],
+            "HOST_NODE_OPTIONS",
+            "--from-the-users-shell",
+        )
+        .code(0)
+        .json();
+    let lines = v["servers"][0]["describe"].as_array().unwrap();
+    let said: Vec<&str> = lines.iter().map(|l| l["text"].as_str().unwrap()).collect();
+    assert_shows_what_runs(&said.join("\n"));
+    // `PATH` is on a line of its own, flagged there.
+    assert!(
+        said.iter()
+            .any(|l| l.contains("PATH=./bin:/usr/bin") && l.contains("changes what runs")),
+        "{said:#?}"
+    );
+    assert!(
+        !said
+            .iter()
+            .any(|l| l.contains("API_KEY") && l.contains("changes what runs")),
+        "{said:#?}"
+    );
+
+    let r = u.run_with(
+        &["trust", "cloned"],
+        "HOST_NODE_OPTIONS",
+        "--from-the-users-shell",
+    );
+    assert_shows_what_runs(&r.code(0).stdout);
+}
+
+#[test]
+fn a_relative_mcp_host_config_is_refused() {
+    let u = User::new();
+    // The repository brings a `config.json` in the native format: as the global file it
+    // would need no approval.
+    let marker = u.project.path().join("started");
+    let script = format!("touch '{}'; exec '{}' demo-server", marker.display(), bin());
+    let doc = json!({"version": 1, "mcp": {"servers": {"planted": {
+        "command": "/bin/sh", "args": ["-c", script],
+    }}}});
+    std::fs::write(u.project.path().join("config.json"), doc.to_string()).unwrap();
+
+    for args in [&["test", "planted"][..], &["list"], &["status", "--json"]] {
+        u.run_with(args, "MCP_HOST_CONFIG", "config.json")
+            .code(3)
+            .err_has("MCP_HOST_CONFIG")
+            .err_has("config.json")
+            .err_has("absolute");
+    }
+    assert!(!marker.exists(), "the repository's server ran");
+
+    // The same file named by its absolute path is the user's choice, and runs.
+    let absolute = u.project.path().join("config.json");
+    u.run_with(
+        &["test", "planted"],
+        "MCP_HOST_CONFIG",
+        absolute.to_str().unwrap(),
+    )
+    .code(0);
+    assert!(marker.exists(), "the marker shows a start");
+}
+
+#[test]
+fn a_remote_servers_question_shows_the_whole_url_less_its_credentials() {
+    let u = User::new();
+    let path = format!("/mcp/{}/end", "segment".repeat(50));
+    let doc = json!({"mcpServers": {"web": {
+        "type": "http",
+        "url": format!("https://someone:pa55word@mcp.example.com:8443{path}?key=abc123&mode=fast&bare#frag"),
+        "headers": {"X-Api-Key": "h3ader-value"},
+    }}});
+    std::fs::write(u.project.path().join(".mcp.json"), doc.to_string()).unwrap();
+    let said = u.run(&["trust", "--json"]).code(0).json()["servers"][0]["describe"].to_string();
+    for part in [
+        format!("https://mcp.example.com:8443{path}?key=[hidden]&mode=[hidden]&[hidden]"),
+        "with credentials, not shown".to_owned(),
+        "X-Api-Key".to_owned(),
+    ] {
+        assert!(said.contains(&part), "{part} in {said}");
+    }
+    for hidden in [
+        "someone",
+        "pa55word",
+        "abc123",
+        "fast",
+        "bare",
+        "frag",
+        "h3ader-value",
+    ] {
+        assert!(!said.contains(hidden), "{hidden} in {said}");
+    }
+}

@@ -8,8 +8,9 @@
 //!
 //! # Files and precedence, lowest first
 //!
-//! 1. Global: `$MCP_HOST_CONFIG`, else `$XDG_CONFIG_HOME/mcp-host/config.json`, else
-//!    `$HOME/.config/mcp-host/config.json` (on macOS too). Native format.
+//! 1. Global: `$MCP_HOST_CONFIG` (an absolute path; a relative one is refused), else
+//!    `$XDG_CONFIG_HOME/mcp-host/config.json`, else `$HOME/.config/mcp-host/config.json` (on
+//!    macOS too). Native format.
 //! 2. Project: `<cwd>/.mcp.json`, in the common `mcpServers` format. Read only.
 //! 3. Project: `<cwd>/.mcp-host/config.json`. Native format.
 //!
@@ -109,6 +110,17 @@ pub enum ConfigError {
         /// The errors a load would report.
         problems: Vec<Problem>,
     },
+    /// `MCP_HOST_CONFIG` is a relative path. It would name a file in whatever directory the
+    /// host runs in, so a repository's own file would become the user's global layer, whose
+    /// servers need no approval.
+    #[error(
+        "MCP_HOST_CONFIG must be an absolute path, not `{value}`: a relative one names a file in \
+         whichever directory mcp-host runs in"
+    )]
+    RelativeGlobalPath {
+        /// The variable's value.
+        value: String,
+    },
     /// No global file: none of `MCP_HOST_CONFIG`, `XDG_CONFIG_HOME` and `HOME` is set.
     #[error("no global configuration file: set MCP_HOST_CONFIG, XDG_CONFIG_HOME or HOME")]
     NoGlobalPath,
@@ -145,26 +157,33 @@ pub struct ConfigPaths {
 
 impl ConfigPaths {
     /// The paths for a host started in `cwd` with environment `env` (see the module doc for
-    /// the rules).
-    pub fn new(cwd: &Path, env: &Env) -> Self {
+    /// the rules). A relative `MCP_HOST_CONFIG` is refused
+    /// ([`ConfigError::RelativeGlobalPath`]): read against `cwd`, a file the project brings
+    /// would be taken for the user's own.
+    pub fn new(cwd: &Path, env: &Env) -> Result<Self, ConfigError> {
         let global = if let Some(p) = env.non_empty("MCP_HOST_CONFIG") {
-            Some(cwd.join(p))
+            if !Path::new(p).is_absolute() {
+                return Err(ConfigError::RelativeGlobalPath {
+                    value: p.to_owned(),
+                });
+            }
+            Some(PathBuf::from(p))
         } else {
             config_dir(env).map(|d| d.join("mcp-host").join("config.json"))
         };
-        Self {
+        Ok(Self {
             global,
             project_dir: cwd.to_path_buf(),
             project: cwd.join(".mcp-host").join("config.json"),
             project_mcp_json: cwd.join(".mcp.json"),
-        }
+        })
     }
 
     /// The paths for this process: its current directory and environment.
     pub fn from_process() -> Result<(Self, Env), ConfigError> {
         let cwd = std::env::current_dir().map_err(ConfigError::CurrentDir)?;
         let env = Env::from_process();
-        Ok((Self::new(&cwd, &env), env))
+        Ok((Self::new(&cwd, &env)?, env))
     }
 
     /// Every file, lowest precedence first.

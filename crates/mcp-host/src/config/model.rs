@@ -169,6 +169,10 @@ pub struct StdioTransport {
     pub cwd: Option<PathBuf>,
     /// Variables set for it, secrets resolved.
     pub env: Vec<(String, Secret)>,
+    /// The members of `env` whose value the entry takes from the host's environment
+    /// (`{"env": "VAR"}`), as (name, `VAR`): what an approval question names instead of the
+    /// value, which is the user's own and may be a key.
+    pub env_from: Vec<(String, String)>,
     /// Pass the host's whole environment instead of `mcp-stdio`'s allow-list.
     pub inherit_env: bool,
 }
@@ -367,6 +371,7 @@ impl fmt::Debug for StdioTransport {
             .field("args", &self.args)
             .field("cwd", &self.cwd)
             .field("env", &Names(&self.env))
+            .field("env_from", &self.env_from)
             .field("inherit_env", &self.inherit_env)
             .finish()
     }

@@ -350,6 +350,8 @@ struct EntryCx<'c, 'a> {
     errors: usize,
     /// The `{"env": …}` references read so far, once each.
     reads_env: Vec<String>,
+    /// Every `{"env": …}` reference read so far, by the path of the field that holds it.
+    references: Vec<(String, String)>,
 }
 
 impl EntryCx<'_, '_> {
@@ -464,6 +466,7 @@ impl EntryCx<'_, '_> {
                 if !self.reads_env.contains(&var) {
                     self.reads_env.push(var.clone());
                 }
+                self.references.push((path.to_owned(), var.clone()));
                 self.resolve(path, &var, rs)
             }
         }
@@ -535,6 +538,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
         id,
         errors: 0,
         reads_env: Vec::new(),
+        references: Vec::new(),
     };
     if !is_valid_server_id(id) {
         e.errors += 1;
@@ -845,12 +849,21 @@ fn read_stdio(
         is_env_name,
         "not a valid environment variable name",
     );
+    let env_from = env
+        .iter()
+        .filter_map(|(name, _)| {
+            let path = format!("env.{name}");
+            let (_, var) = e.references.iter().find(|(p, _)| *p == path)?;
+            Some((name.clone(), var.clone()))
+        })
+        .collect();
     let inherit_env = e.bool(map, "inherit_env").unwrap_or(false);
     Some(Transport::Stdio(StdioTransport {
         command,
         args,
         cwd,
         env,
+        env_from,
         inherit_env,
     }))
 }

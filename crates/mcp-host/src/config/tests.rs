@@ -35,7 +35,7 @@ impl World {
     }
 
     fn paths(&self) -> ConfigPaths {
-        ConfigPaths::new(&self.project(), &self.env())
+        ConfigPaths::new(&self.project(), &self.env()).unwrap()
     }
 
     fn global(&self) -> PathBuf {
@@ -60,7 +60,7 @@ impl World {
     }
 
     fn load_env(&self, env: &Env) -> LoadedConfig {
-        load(&ConfigPaths::new(&self.project(), env), env)
+        load(&ConfigPaths::new(&self.project(), env).unwrap(), env)
     }
 }
 
@@ -624,7 +624,7 @@ fn a_missing_version_is_assumed_with_a_warning() {
 #[test]
 fn paths_follow_the_environment() {
     let cwd = Path::new("/work/p");
-    let p = ConfigPaths::new(cwd, &Env::new().with("HOME", "/home/u"));
+    let p = ConfigPaths::new(cwd, &Env::new().with("HOME", "/home/u")).unwrap();
     assert_eq!(
         p.global.as_deref(),
         Some(Path::new("/home/u/.config/mcp-host/config.json"))
@@ -640,7 +640,8 @@ fn paths_follow_the_environment() {
         &Env::new()
             .with("HOME", "/home/u")
             .with("XDG_CONFIG_HOME", "/xdg"),
-    );
+    )
+    .unwrap();
     assert_eq!(
         p.global.as_deref(),
         Some(Path::new("/xdg/mcp-host/config.json"))
@@ -650,9 +651,31 @@ fn paths_follow_the_environment() {
         &Env::new()
             .with("XDG_CONFIG_HOME", "/xdg")
             .with("MCP_HOST_CONFIG", "/etc/mcp.json"),
-    );
+    )
+    .unwrap();
     assert_eq!(p.global.as_deref(), Some(Path::new("/etc/mcp.json")));
-    let p = ConfigPaths::new(cwd, &Env::new());
+    // A relative one would make a file of the project the user's own: refused, by name.
+    for relative in [
+        "config.json",
+        "./.mcp-host/config.json",
+        "~/mcp.json",
+        "../c.json",
+    ] {
+        let err = ConfigPaths::new(cwd, &Env::new().with("MCP_HOST_CONFIG", relative)).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::RelativeGlobalPath { value } if value == relative),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("MCP_HOST_CONFIG") && text.contains(relative),
+            "{text}"
+        );
+    }
+    // Empty is unset, as before.
+    let p = ConfigPaths::new(cwd, &Env::new().with("MCP_HOST_CONFIG", "")).unwrap();
+    assert_eq!(p.global, None);
+    let p = ConfigPaths::new(cwd, &Env::new()).unwrap();
     assert_eq!(p.global, None);
     assert!(matches!(
         p.editable(Scope::Global),
@@ -1097,4 +1120,17 @@ fn what_the_command_line_builds_never_prints_a_secret() {
     let shown = format!("{detected:?} {server:?} {stdio:?}");
     assert!(!shown.contains(PLANTED), "{shown}");
     assert!(shown.contains("\"https://h/mcp?[redacted]\""), "{shown}");
+}
+
+#[test]
+fn env_from_names_the_members_read_from_the_hosts_environment() {
+    let w = World::new();
+    w.write(
+        &w.project_file(),
+        &native(r#"{"s": {"command": "x", "env": {"A": "plain", "B": {"env": "HOST_B"}}}}"#),
+    );
+    let c = w.load_env(&w.env().with("HOST_B", "the user's value"));
+    let t = stdio_of(c.server("s").unwrap());
+    assert_eq!(t.env_from, vec![("B".to_owned(), "HOST_B".to_owned())]);
+    assert_eq!(t.env.len(), 2);
 }
