@@ -32,6 +32,8 @@ impl flags::Ci {
                 .env("RUSTDOCFLAGS", "-D warnings")
                 .run()
         })?;
+        // The fuzz targets, briefly: a short run catches a broken property or harness.
+        crate::fuzz::ci(sh)?;
         flags::Interop {}.run(sh)?;
         flags::Conformance {
             client: false,

@@ -3,7 +3,8 @@
 xflags::xflags! {
     /// Project automation for mcp-host.
     cmd xtask {
-        /// The whole gate: fmt, clippy per package, tests, docs, interop, conformance, cargo-deny.
+        /// The whole gate: fmt, clippy per package, tests, docs, a short fuzz run, interop,
+        /// conformance, cargo-deny.
         cmd ci {}
         /// Repository lints: file headers, banned test attributes, trailing whitespace,
         /// workspace dependencies, the crate graph, a sans-IO mcp-protocol.
@@ -28,6 +29,18 @@ xflags::xflags! {
             /// After a full run, fail if the committed docs/conformance.md showed other
             /// results (its date and Node version aside).
             optional --check
+        }
+        /// The fuzz targets of fuzz/ (JSON-RPC, SSE, NDJSON, WWW-Authenticate, config files,
+        /// 2026-07-28 headers), each with libFuzzer: nightly with AddressSanitizer when there
+        /// is a nightly toolchain, else stable without a sanitizer. A crash fails with the
+        /// input's path under target/fuzz/artifacts/.
+        cmd fuzz {
+            /// Seconds per target (default 300).
+            optional --seconds seconds: u64
+            /// Only this target.
+            optional --target target: String
+            /// Build with the default toolchain and no sanitizer, even when nightly is there.
+            optional --stable
         }
         /// Our crates beside rmcp and the TypeScript and Python SDKs (installed into
         /// target/tools/); writes docs/benchmarks.md. Not part of `ci`.

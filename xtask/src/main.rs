@@ -9,6 +9,7 @@ mod bounded;
 mod ci;
 mod conformance;
 mod flags;
+mod fuzz;
 mod interop;
 mod tidy;
 
@@ -26,6 +27,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Interop(cmd) => cmd.run(sh),
         flags::XtaskCmd::Conformance(cmd) => cmd.run(sh),
         flags::XtaskCmd::Bench(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
     }
 }
 
