@@ -11,9 +11,12 @@
 //!
 //! The file lives next to the global configuration file (`<config dir>/mcp-auth.json`), or at
 //! `$MCP_HOST_AUTH_FILE`. It is always written with mode 0600, and narrowed to 0600 when found
-//! wider. [`AuthStore::update`] takes an exclusive lock on the sidecar `mcp-auth.json.lock`,
+//! wider. A symbolic link in its place is read through, but its target's mode is never
+//! changed, and a write replaces the link with a file of our own (mode 0600).
+//! [`AuthStore::update`] takes an exclusive lock on the sidecar `mcp-auth.json.lock`,
 //! re-reads the file, applies the change and writes it atomically, so two processes updating
-//! different servers never lose each other's writes.
+//! different servers never lose each other's writes. The lock file is never opened through a
+//! symbolic link: one in its place fails the update, and nothing is created where it points.
 //!
 //! The calls block (file I/O, and waiting for another process's lock, which is held only for
 //! one read-modify-write); async callers run them with `tokio::task::spawn_blocking`.
@@ -223,11 +226,11 @@ impl AuthStore {
 
     /// The server entries and the registrations.
     fn read(&self) -> Result<(BTreeMap<String, StoredTokens>, Clients), AuthStoreError> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok((BTreeMap::new(), BTreeMap::new()));
-            }
+        // Found readable by others, it is narrowed now rather than at the next write; never
+        // the target of a link.
+        let bytes = match fs::read_private(&self.path) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok((BTreeMap::new(), BTreeMap::new())),
             Err(source) => {
                 return Err(AuthStoreError::Read {
                     path: self.path.clone(),
@@ -235,11 +238,6 @@ impl AuthStore {
                 });
             }
         };
-        if fs::mode_of(&self.path).is_some_and(|m| m & 0o077 != 0) {
-            // Found readable by others: narrow it now rather than at the next write. Failing
-            // to (a file owned by someone else) is not a reason to refuse reading it.
-            let _ = fs::set_mode(&self.path, PRIVATE_MODE);
-        }
         let corrupt = |source| AuthStoreError::Corrupt {
             path: self.path.clone(),
             source,

@@ -144,12 +144,82 @@ impl Drop for FileLock {
     }
 }
 
+/// Opens the lock file, creating it if missing, and never through a symbolic link: a link
+/// planted at the lock's name would make us create (or lock) a file of someone else's
+/// choosing. Creation is exclusive (`O_EXCL` never follows a link); an existing name must be
+/// the very file that was opened.
 fn open_lock_file(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
+    options.read(true).write(true).create_new(true);
     with_mode(&mut options, PRIVATE_MODE);
-    options.open(path)
+    match options.open(path) {
+        Ok(file) => return Ok(file),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    if fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(refused_link(path));
+    }
+    let file = OpenOptions::new().read(true).write(true).open(path)?;
+    if !names_itself(path, &file)? {
+        return Err(refused_link(path));
+    }
+    Ok(file)
 }
+
+fn refused_link(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is a symbolic link or was replaced while being opened; remove it",
+            path.display()
+        ),
+    )
+}
+
+/// Whether `path` names `file` itself (not through a symbolic link) and it is a regular file.
+#[cfg(unix)]
+fn names_itself(path: &Path, file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let (named, opened) = (fs::symlink_metadata(path)?, file.metadata()?);
+    Ok(named.file_type().is_file() && named.dev() == opened.dev() && named.ino() == opened.ino())
+}
+
+/// Elsewhere only the kind of what the path names is checked.
+#[cfg(not(unix))]
+fn names_itself(path: &Path, _file: &File) -> io::Result<bool> {
+    Ok(fs::symlink_metadata(path)?.file_type().is_file())
+}
+
+/// The contents of a file that may hold secrets, `None` if it does not exist. A regular file
+/// found readable by others is narrowed to [`PRIVATE_MODE`], through the open file and only
+/// when the path names it itself: the target of a symbolic link (which may be anyone's file,
+/// and shared on purpose) is read but never has its mode changed. Failing to narrow (a file
+/// owned by someone else) is not a reason to refuse reading it.
+pub(crate) fn read_private(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    narrow(path, &file);
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+#[cfg(unix)]
+fn narrow(path: &Path, file: &File) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(meta) = file.metadata() else { return };
+    if meta.permissions().mode() & 0o077 != 0 && names_itself(path, file).unwrap_or(false) {
+        let _ = file.set_permissions(fs::Permissions::from_mode(PRIVATE_MODE));
+    }
+}
+
+#[cfg(not(unix))]
+fn narrow(_path: &Path, _file: &File) {}
 
 #[cfg(test)]
 mod tests {

@@ -231,3 +231,68 @@ fn the_default_path_sits_next_to_the_global_config() {
     let paths = ConfigPaths::new(std::path::Path::new("/p"), &none).unwrap();
     assert_eq!(AuthStore::default_path(&paths, &none), None);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_linked_store_is_read_through_and_its_target_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = temp_dir();
+    std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    let target = dir.join("elsewhere").join("shared.json");
+    let store = AuthStore::new(&target);
+    store
+        .update("s", &url("https://a/mcp"), |_| Some(tokens("at-linked")))
+        .unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = dir.join("mcp-auth.json");
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    // Read through the link: the tokens are there.
+    let linked = AuthStore::new(&path);
+    let found = linked.tokens("s", &url("https://a/mcp")).unwrap().unwrap();
+    assert_eq!(found.access_token.secret(), "at-linked");
+    assert_eq!(mode(&target), 0o644, "the link's target was chmod-ed");
+    // A write replaces the link with a private file of our own; the target is untouched.
+    let before = std::fs::read(&target).unwrap();
+    linked
+        .update("t", &url("https://b/mcp"), |_| Some(tokens("at-new")))
+        .unwrap();
+    assert!(
+        !std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    assert_eq!(mode(&target), 0o644);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_lock_file_fails_the_update_and_creates_nothing() {
+    let dir = temp_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp-auth.json");
+    let lock = dir.join("mcp-auth.json.lock");
+    let store = AuthStore::new(&path);
+    // An update takes the lock beside the store, creating it.
+    store
+        .update("s", &url("https://a/mcp"), |_| Some(tokens("at-1")))
+        .unwrap();
+    assert!(lock.is_file(), "no lock file beside the store");
+    // A link planted in its place, to a file that does not exist.
+    std::fs::remove_file(&lock).unwrap();
+    let planted = dir.join("planted-by-someone");
+    std::os::unix::fs::symlink(&planted, &lock).unwrap();
+    let err = store
+        .update("s", &url("https://a/mcp"), |_| Some(tokens("at-2")))
+        .unwrap_err();
+    assert!(matches!(err, AuthStoreError::Write { .. }), "{err}");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!planted.exists(), "the link's target was created");
+    // Nothing was written without the lock.
+    let kept = store.tokens("s", &url("https://a/mcp")).unwrap().unwrap();
+    assert_eq!(kept.access_token.secret(), "at-1");
+    std::fs::remove_dir_all(dir).unwrap();
+}
