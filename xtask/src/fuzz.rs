@@ -216,8 +216,7 @@ fn run_target(
             )
         }),
         Some(s) => {
-            let tail: Vec<&str> = text.lines().rev().take(40).collect();
-            for line in tail.into_iter().rev() {
+            for line in failure(&text) {
                 eprintln!("    | {line}");
             }
             match artifact(&text) {
@@ -253,6 +252,27 @@ fn stats(log: &str) -> Option<Stats> {
         execs_per_sec: value("stat::average_exec_per_sec")?,
         runs: value("stat::number_of_executed_units")?,
     })
+}
+
+/// The lines that say why a run failed: the panic with its message (before the backtrace),
+/// and libFuzzer's own error and summary.
+fn failure(log: &str) -> Vec<&str> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.contains("panicked at") {
+            out.extend(
+                lines[i..]
+                    .iter()
+                    .take_while(|l| !l.starts_with("stack backtrace") && !l.starts_with("note:"))
+                    .take(12)
+                    .copied(),
+            );
+        } else if line.contains("ERROR: libFuzzer") || line.starts_with("SUMMARY:") {
+            out.push(*line);
+        }
+    }
+    out
 }
 
 /// The input libFuzzer kept: `Test unit written to <path>`.
@@ -300,6 +320,21 @@ mod tests {
             Some("/t/fuzz/artifacts/jsonrpc/crash-506f")
         );
         assert_eq!(artifact(done), None);
+        let log = "INFO: Seed: 1\n\
+                   thread '<unnamed>' (7) panicked at fuzz_targets/headers.rs:124:14:\n\
+                   a changed header passed: ()\n\
+                   stack backtrace:\n   0: rust_begin_unwind\n\
+                   ==7== ERROR: libFuzzer: deadly signal\n\
+                   SUMMARY: libFuzzer: deadly signal\n";
+        assert_eq!(
+            failure(log),
+            [
+                "thread '<unnamed>' (7) panicked at fuzz_targets/headers.rs:124:14:",
+                "a changed header passed: ()",
+                "==7== ERROR: libFuzzer: deadly signal",
+                "SUMMARY: libFuzzer: deadly signal",
+            ]
+        );
     }
 
     #[test]
