@@ -187,7 +187,8 @@ impl OAuthContext {
             secrets: Mutex::new(secrets),
             state: Mutex::new(HookState {
                 expires_at_ms: expires,
-                last_error: unreadable,
+                last_error: None,
+                store_problem: unreadable,
                 resource_nonce: None,
             }),
         }
@@ -235,6 +236,9 @@ fn secrets_of(authorizer: &Authorizer) -> Secrets {
 struct HookState {
     expires_at_ms: Option<u64>,
     last_error: Option<String>,
+    /// Why the token store cannot be read or written, until it can: said with every
+    /// authorization error, since tokens that are not kept are lost.
+    store_problem: Option<String>,
     /// The MCP server's last DPoP nonce (RFC 9449 §9), put in every proof sent to it.
     resource_nonce: Option<String>,
 }
@@ -262,7 +266,8 @@ impl OAuthHook {
         if !newer && let Err(e) = authorizer.refresh_if_needed().await {
             self.failed(&e);
         }
-        self.after(&mut authorizer).await;
+        // A store that cannot be written is in the status; the connection goes on.
+        let _ = self.after(&mut authorizer).await;
     }
 
     /// Logs in now, without waiting for the server to ask (the command line's `login`).
@@ -273,8 +278,10 @@ impl OAuthHook {
         if let Err(e) = &outcome {
             self.failed(e);
         }
-        self.after(&mut authorizer).await;
-        outcome
+        let kept = self.after(&mut authorizer).await;
+        outcome?;
+        // A login whose tokens cannot be kept is lost at exit: it fails, saying why.
+        kept.map_err(|e| AuthError::from(mcp_oauth::Error::Store(e)))
     }
 
     /// Forgets this server's tokens, here and in the store.
@@ -304,7 +311,11 @@ impl OAuthHook {
 
     /// The last authorization failure, for the status view; its text holds no secret.
     pub fn last_error(&self) -> Option<String> {
-        lock(&self.state).last_error.clone()
+        let state = lock(&self.state);
+        match (&state.last_error, &state.store_problem) {
+            (Some(error), Some(store)) => Some(format!("{error}; {store}")),
+            (error, store) => error.clone().or_else(|| store.clone()),
+        }
     }
 
     /// Takes this server's turn among processes sharing the token store, before anything that
@@ -365,7 +376,9 @@ impl OAuthHook {
 
     /// After every change: the new header, and the store written if the tokens changed or a
     /// client was registered (a registration is kept even when the login after it failed).
-    async fn after(&self, authorizer: &mut Authorizer) {
+    ///
+    /// `Err` says why new tokens could not be stored (the status says it too).
+    async fn after(&self, authorizer: &mut Authorizer) -> Result<(), String> {
         *lock(&self.credentials) = authorizer.credentials();
         {
             let mut secrets = lock(&self.secrets);
@@ -375,10 +388,10 @@ impl OAuthHook {
         let changed = authorizer.take_changed();
         let registrations = authorizer.take_registrations();
         if !changed && registrations.is_empty() {
-            return;
+            return Ok(());
         }
         let Some(store) = self.store.clone() else {
-            return;
+            return Ok(());
         };
         let tokens: Option<ServerTokens> = authorizer.tokens().cloned();
         let (server, url) = (self.server.clone(), self.url.clone());
@@ -394,10 +407,17 @@ impl OAuthHook {
             Ok(())
         })
         .await;
-        if let Err(e) = written {
-            let text = format!("authorization: the token store could not be written: {e}");
-            tracing::warn!(server = %self.server, "{text}");
-            lock(&self.state).last_error = Some(text);
+        match written {
+            Ok(()) => {
+                lock(&self.state).store_problem = None;
+                Ok(())
+            }
+            Err(e) => {
+                let text = format!("authorization: the token store could not be written: {e}");
+                tracing::warn!(server = %self.server, "{text}");
+                lock(&self.state).store_problem = Some(text.clone());
+                Err(text)
+            }
         }
     }
 }
@@ -458,7 +478,7 @@ impl AuthHook for OAuthHook {
             let (_turn, newer) = self.take_turn(&mut authorizer).await;
             if newer && challenge.status == http::StatusCode::UNAUTHORIZED {
                 // Another process refreshed or logged in meanwhile: try its token first.
-                self.after(&mut authorizer).await;
+                let _ = self.after(&mut authorizer).await;
                 return true;
             }
             let outcome = authorizer
@@ -469,8 +489,10 @@ impl AuthHook for OAuthHook {
             } else {
                 lock(&self.state).last_error = None;
             }
-            self.after(&mut authorizer).await;
-            outcome.is_ok()
+            // Tokens that cannot be stored fail the challenge, loudly: a login through it (the
+            // command line's `login`) would otherwise say it succeeded and leave nothing.
+            let kept = self.after(&mut authorizer).await;
+            outcome.is_ok() && kept.is_ok()
         })
     }
 }

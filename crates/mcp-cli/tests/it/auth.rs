@@ -281,3 +281,63 @@ fn login_refuses_what_has_no_oauth() {
     u.run(&["login", "ghost"]).code(3);
     u.run(&["logout", "ghost"]).code(3);
 }
+
+/// A token store that cannot be read is never taken for an empty one: `status` says so, and a
+/// login that works at the authorization server fails, since its tokens could not be kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_token_store_fails_login_and_status_says_so() {
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let u = std::sync::Arc::new(User::new());
+    let url = fake.url();
+    let store = u.home.path().join(".config/mcp-host/mcp-auth.json");
+    let corrupt = "{\"version\": 1, \"servers\": {\"secure\": 7}}";
+    let status = blocking({
+        let (u, store) = (u.clone(), store.clone());
+        move || {
+            u.run(&["add", "secure", &url]).code(0);
+            std::fs::write(&store, corrupt).unwrap();
+            u.run(&["status", "secure", "--json"])
+        }
+    })
+    .await;
+    let v = status.json();
+    assert_eq!(v["state"], "auth_required", "{v}");
+    let error = v["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("token store") && error.contains("mcp-auth.json"),
+        "status does not say the store is unreadable: {v}"
+    );
+
+    let login = blocking({
+        let u = u.clone();
+        move || {
+            let mut child = u
+                .command(&["login", "secure"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let (url, mut stderr, mut rest) = authorization_url(&mut child);
+            // The person logs in: the authorization server grants, and the command gets the
+            // code.
+            let (status, location) = get(&url);
+            assert_eq!(status, 302, "{url}");
+            let (status, _) = get(&location.unwrap());
+            assert_eq!(status, 200);
+            rest.read_to_string(&mut stderr).unwrap();
+            let output = child.wait_with_output().unwrap();
+            Run {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr,
+            }
+        }
+    })
+    .await;
+    assert_ne!(login.code, 0, "login claimed success: {login:#?}");
+    assert!(!login.stdout.contains("logged in"), "{login:#?}");
+    login.err_has("token store").err_has("mcp-auth.json");
+    // The file is left for the user to look at.
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), corrupt);
+}
