@@ -108,8 +108,10 @@ fn request(rest: &[u8]) {
         sent.append(name, value);
     }
     let verdict = headers::validate(&sent, method, params, Some(&tool));
-    // `Mcp-Method` goes as it is; a method that is no plain header value is refused.
-    let sendable = HeaderValue::from_str(method).is_ok()
+    // `Mcp-Method` goes as it is and is compared byte for byte; a method that is no plain
+    // header value (not visible ASCII, space or tab, or padded) is refused, as documented.
+    // (`HeaderValue::from_str` takes bytes above 0x7F, which the server never reads as text.)
+    let sendable = method.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
         && method.trim_matches([' ', '\t']) == method;
     if !sendable {
         assert!(verdict.is_err(), "{method:?} passed");
