@@ -431,6 +431,13 @@ impl Subscription {
 
 /// The result of a call that reached the server and came back: a tool result, possibly a
 /// tool error (`isError`), bounded.
+///
+/// It is the server's data as the server sent it, not redacted: a tool's answer may hold
+/// what the user asked it for (a value that matches a configured secret, or a short one that
+/// is a common word), redaction would corrupt structured content and encoded blobs, and a
+/// server that means to pass a secret on can encode it. The host's own texts about a server
+/// (its errors, which [`error_result`] turns into a tool error, its status, its logs) hide
+/// the server's secrets.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ToolOutput {

@@ -4,7 +4,7 @@
 //! quote any of them back (in an error message, an HTTP error body, its stderr); the host
 //! keeps one [`Redactor`] per server and runs every text it forms or keeps about that server
 //! through it: its `last_error` and diagnostics, the errors of calls to it, and what is
-//! logged of it. Tool results are not redacted: see [`Host::call`](crate::Host::call).
+//! logged of it. Tool results are not redacted: see [`ToolOutput`](crate::ToolOutput).
 
 use std::sync::Arc;
 
