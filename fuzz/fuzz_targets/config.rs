@@ -82,8 +82,17 @@ fn edits(
         config::remove_server(path, &server.id)
             .unwrap_or_else(|e| panic!("removing {:?}, which loaded: {e}", server.id));
         let after = config::load_files(files, env, dir);
-        let others: Vec<_> = loaded.servers.iter().filter(|s| s.id != server.id).collect();
-        assert_eq!(after.servers.iter().collect::<Vec<_>>(), others, "after removing {:?}", server.id);
+        let others: Vec<_> = loaded
+            .servers
+            .iter()
+            .filter(|s| s.id != server.id)
+            .collect();
+        assert_eq!(
+            after.servers.iter().collect::<Vec<_>>(),
+            others,
+            "after removing {:?}",
+            server.id
+        );
         assert!(after.rejected.iter().all(|r| r.id != server.id));
 
         write(path, file);

@@ -46,12 +46,20 @@ fn value_round_trip(rest: &[u8]) {
         return;
     };
     let encoded = headers::encode(value);
-    assert_eq!(headers::decode(&encoded).as_deref(), Ok(value), "{encoded:?}");
+    assert_eq!(
+        headers::decode(&encoded).as_deref(),
+        Ok(value),
+        "{encoded:?}"
+    );
     let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && !value.starts_with(' ')
         && !value.ends_with(' ')
         && !(value.starts_with("=?base64?") && value.ends_with("?="));
-    assert_eq!(encoded.as_bytes() == value.as_bytes(), plain, "{value:?} as {encoded:?}");
+    assert_eq!(
+        encoded.as_bytes() == value.as_bytes(),
+        plain,
+        "{value:?} as {encoded:?}"
+    );
 }
 
 fn hostile_value(rest: &[u8]) {
@@ -61,7 +69,10 @@ fn hostile_value(rest: &[u8]) {
     let Ok(read) = headers::decode(&sent) else {
         return;
     };
-    assert_eq!(headers::decode(&headers::encode(&read)).as_deref(), Ok(read.as_str()));
+    assert_eq!(
+        headers::decode(&headers::encode(&read)).as_deref(),
+        Ok(read.as_str())
+    );
     let text = std::str::from_utf8(rest).expect("a value that decodes is ASCII");
     let trimmed = text.trim_matches([' ', '\t']);
     match trimmed
@@ -77,7 +88,10 @@ fn request(rest: &[u8]) {
     let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(rest) else {
         return;
     };
-    let method = body.get("method").and_then(Value::as_str).unwrap_or("tools/call");
+    let method = body
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or("tools/call");
     let params = body.get("params");
     let schema = body.get("schema").cloned().unwrap_or(Value::Null);
 
@@ -111,7 +125,9 @@ fn request(rest: &[u8]) {
     // `Mcp-Method` goes as it is and is compared byte for byte; a method that is no plain
     // header value (not visible ASCII, space or tab, or padded) is refused, as documented.
     // (`HeaderValue::from_str` takes bytes above 0x7F, which the server never reads as text.)
-    let sendable = method.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+    let sendable = method
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
         && method.trim_matches([' ', '\t']) == method;
     if !sendable {
         assert!(verdict.is_err(), "{method:?} passed");
@@ -121,7 +137,11 @@ fn request(rest: &[u8]) {
 
     // Change one mirrored value (a string gains a letter; so does a number or a boolean's
     // text, which then reads as no number and no boolean): the server must see it.
-    let names: Vec<_> = sent.keys().filter(|n| *n != headers::MCP_METHOD).cloned().collect();
+    let names: Vec<_> = sent
+        .keys()
+        .filter(|n| *n != headers::MCP_METHOD)
+        .cloned()
+        .collect();
     for name in names {
         let Some(value) = sent.get(&name).and_then(|v| headers::decode(v).ok()) else {
             continue;

@@ -40,8 +40,8 @@ fuzz_target!(|data: &[u8]| {
 
 fn round_trip(message: &Message) {
     let bytes = message.encode();
-    let again = decode_message(&bytes)
-        .unwrap_or_else(|e| panic!("our own encoding does not decode: {e}"));
+    let again =
+        decode_message(&bytes).unwrap_or_else(|e| panic!("our own encoding does not decode: {e}"));
     assert_eq!(&again, message, "{}", String::from_utf8_lossy(&bytes));
     assert_eq!(again.encode(), bytes, "encoding is not stable");
     assert_eq!(decode(&bytes), Ok(Decoded::Single(message.clone())));

@@ -36,7 +36,11 @@ fuzz_target!(|data: &[u8]| {
     chunked.extend(drain(&mut pieces));
     assert_eq!(whole, chunked, "cut at {:?}", input.cuts);
     // Once drained, an unfinished line holds at most the limit and a `\r`.
-    assert!(pieces.buffered() <= input.max + 1, "{} bytes held", pieces.buffered());
+    assert!(
+        pieces.buffered() <= input.max + 1,
+        "{} bytes held",
+        pieces.buffered()
+    );
 
     // Every frame that is a message re-encodes as one line giving the same message.
     for line in &whole {

@@ -70,7 +70,12 @@ fuzz_target!(|data: &[u8]| {
     again.push(&out);
     let decoded = drain(&mut again);
     let expected: Vec<Item> = events.into_iter().cloned().map(Ok).collect();
-    assert_eq!(decoded, expected, "re-encoded as {:?}", String::from_utf8_lossy(&out));
+    assert_eq!(
+        decoded,
+        expected,
+        "re-encoded as {:?}",
+        String::from_utf8_lossy(&out)
+    );
 });
 
 fn drain(d: &mut Decoder) -> Vec<Item> {

@@ -42,7 +42,10 @@ fn hostile(rest: &[u8]) {
     {
         let unescaped = text.replace('\\', "");
         assert!(
-            value.chars().filter(|&c| c != '\\').all(|c| unescaped.contains(c)),
+            value
+                .chars()
+                .filter(|&c| c != '\\')
+                .all(|c| unescaped.contains(c)),
             "{value:?} is not from the header"
         );
     }
@@ -68,7 +71,10 @@ fn round_trip(mode: u8, rest: &[u8]) {
     let bearer = if params.is_empty() {
         "Bearer".to_owned()
     } else {
-        format!("Bearer {}", params.join(if mode & 4 != 0 { " , " } else { ", " }))
+        format!(
+            "Bearer {}",
+            params.join(if mode & 4 != 0 { " , " } else { ", " })
+        )
     };
     let before = r#"Basic realm="a, b=\"c\"", charset=UTF-8"#;
     let after = "Negotiate YII1CAYGKw==, DPoP algs=\"ES256\"";
