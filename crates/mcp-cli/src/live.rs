@@ -1035,9 +1035,11 @@ fn show_url(url: &Url) -> Result<(), String> {
     Ok(())
 }
 
-/// Shows the URL and tries a browser: `$BROWSER`, else `xdg-open`. A missing browser is not an
-/// error: the address is on the screen.
+/// Shows the URL and tries a browser: `$BROWSER`, else `xdg-open`, only for `https` or
+/// loopback `http` URLs. A missing browser is not an error: the address is on the screen.
 fn open_browser(url: &Url) -> Result<(), String> {
+    // The user agent checked it already; a browser is never handed anything else.
+    mcp_host::oauth::check_openable(url).map_err(|e| e.to_string())?;
     show_url(url)?;
     let program = std::env::var("BROWSER")
         .ok()

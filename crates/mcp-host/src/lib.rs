@@ -48,6 +48,7 @@ mod fs;
 mod host;
 pub mod oauth;
 pub mod permission;
+mod reach;
 mod redact;
 pub mod setup;
 pub mod trust;

@@ -5,6 +5,11 @@
 //! [`AuthHook`] over the authorizer, so that a 401 on connect starts discovery and login, a
 //! 401 later refreshes, and a 403 `insufficient_scope` steps up.
 //!
+//! What a server names is fetched under the request-forgery rules of the MCP security best
+//! practices: each server's OAuth requests go through a fetcher whose address policy follows
+//! the class of the server's own address (`reach.rs`), its tokens go over plain http only to
+//! a server on loopback, and a browser is sent only to `https` or loopback `http` URLs.
+//!
 //! It also holds the DPoP keys (RFC 9449) through ring: when an authorization server takes
 //! ES256 proofs, each authorization gets a new P-256 key, every MCP request a fresh proof for
 //! its method and URL, and a `use_dpop_nonce` challenge one retry with the server's nonce.
@@ -17,8 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
 use mcp_oauth::store::ServerTokens;
 use mcp_oauth::{
-    AuthError, Authorizer, BoxFuture, Clock, Credentials, DpopKey, DpopSigner, HttpClient,
-    HttpRequest, HttpResponse, Randomness, Services, TransportError,
+    AuthError, Authorizer, BoxFuture, Clock, Credentials, DpopKey, DpopSigner, Randomness, Services,
 };
 use mcp_protocol::Secrets;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
@@ -26,10 +30,15 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::auth_store::AuthStore;
 use crate::fs::FileLock;
+use crate::reach::{PolicyFetch, ServerPlace};
 
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
 // not depend on mcp-oauth itself.
 use crate::config::{ServerConfig, Transport};
+pub use mcp_http::AddressClass;
+/// Whether a URL may be opened in a browser (`https`, or `http` to loopback): for a user agent
+/// that opens URLs it may be handed by other code.
+pub use mcp_oauth::flow::check_openable;
 pub use mcp_oauth::registration::ApplicationType;
 pub use mcp_oauth::{
     ClientAssertionSigner, ClientSecret, GrantType, IdentityProvider, JwtAssertion, Settings, Url,
@@ -50,6 +59,13 @@ pub struct OAuthContext {
     pub client_name: String,
     /// This client's Client ID Metadata Document URL, if it has one.
     pub client_metadata_url: Option<String>,
+    /// Takes every server to be at an address of this class, instead of looking at its URL
+    /// and resolving its name. What a server's OAuth requests may reach depends on it (a
+    /// loopback server may name a loopback authorization server, a public one may not), and
+    /// tokens go over plain http only to a loopback server. `Some(AddressClass::Public)`
+    /// suits a host whose loopback URLs are tunnels to remote servers (an SSH port forward);
+    /// tests use it to play a remote server on loopback.
+    pub server_class: Option<AddressClass>,
     fetcher: Fetcher,
 }
 
@@ -73,6 +89,7 @@ impl OAuthContext {
             user_agent: None,
             client_name: "mcp-host".to_owned(),
             client_metadata_url: None,
+            server_class: None,
             fetcher,
         })
     }
@@ -83,7 +100,8 @@ impl OAuthContext {
         self
     }
 
-    /// The HTTP client OAuth requests go through, for a user agent that needs one.
+    /// An HTTP client for a user agent that needs one (it reaches any address: the servers'
+    /// own OAuth requests go through fetchers of their own, limited by the address policy).
     pub fn fetcher(&self) -> &Fetcher {
         &self.fetcher
     }
@@ -144,8 +162,9 @@ impl OAuthContext {
         if settings.client_name == Settings::new(url.clone()).client_name {
             settings.client_name.clone_from(&self.client_name);
         }
+        let place = Arc::new(ServerPlace::new(&url, self.server_class));
         let mut services = Services::new(
-            Arc::new(FetchClient(self.fetcher.clone())),
+            Arc::new(PolicyFetch::new(place.clone())),
             Arc::new(OsRandom(ring::rand::SystemRandom::new())),
             Arc::new(SystemClock),
         )
@@ -181,6 +200,7 @@ impl OAuthContext {
         OAuthHook {
             server: server.to_owned(),
             url,
+            place,
             store: self.store.clone(),
             authorizer: tokio::sync::Mutex::new(authorizer),
             credentials: Mutex::new(credentials),
@@ -201,6 +221,7 @@ impl OAuthContext {
 pub struct OAuthHook {
     server: String,
     url: Url,
+    place: Arc<ServerPlace>,
     store: Option<AuthStore>,
     authorizer: tokio::sync::Mutex<Authorizer>,
     credentials: Mutex<Option<Credentials>>,
@@ -260,6 +281,7 @@ impl OAuthHook {
     /// Refreshes the access token if it expires soon, before a connection is made. A failure
     /// is kept for the status view and is not fatal: the server's 401 will say what it wants.
     pub async fn prepare(&self) {
+        self.place.class().await;
         let mut authorizer = self.authorizer.lock().await;
         let (_turn, newer) = self.take_turn(&mut authorizer).await;
         // Tokens another process just wrote are as fresh as the server gives: keep them.
@@ -272,6 +294,7 @@ impl OAuthHook {
 
     /// Logs in now, without waiting for the server to ask (the command line's `login`).
     pub async fn login(&self) -> Result<(), AuthError> {
+        self.place.class().await;
         let mut authorizer = self.authorizer.lock().await;
         let (_turn, _) = self.take_turn(&mut authorizer).await;
         let outcome = authorizer.login().await;
@@ -368,8 +391,38 @@ impl OAuthHook {
         }
     }
 
+    /// Whether this server's tokens may go in a request to `uri` (not in plain http off
+    /// loopback); a refusal is kept for the status view, once.
+    fn may_carry_tokens(&self, uri: &http::Uri) -> bool {
+        if self.place.may_carry_tokens(uri) {
+            return true;
+        }
+        let held = lock(&self.credentials).is_some();
+        let mut state = lock(&self.state);
+        if held && state.last_error.is_none() {
+            state.last_error = self
+                .plain_http_note()
+                .map(|n| format!("authorization: {n}"));
+        }
+        false
+    }
+
+    /// Why this server gets no tokens, if it is reached in plain http off loopback.
+    fn plain_http_note(&self) -> Option<String> {
+        let to = http::Uri::try_from(self.url.as_str()).ok()?;
+        (!self.place.may_carry_tokens(&to)).then(|| {
+            format!(
+                "tokens are not sent in plain http to {}, which is not on loopback; use https",
+                crate::config::shown_url(&self.url)
+            )
+        })
+    }
+
     fn failed(&self, error: &AuthError) {
-        let text = format!("authorization: {error}");
+        let text = match self.plain_http_note() {
+            Some(note) => format!("authorization: {note}; {error}"),
+            None => format!("authorization: {error}"),
+        };
         tracing::warn!(server = %self.server, "{text}");
         lock(&self.state).last_error = Some(text);
     }
@@ -423,7 +476,13 @@ impl OAuthHook {
 }
 
 impl AuthHook for OAuthHook {
+    /// The `Authorization` header, unless the server is reached in plain http and is not on
+    /// loopback (then the token stays here, and the status says why).
     fn authorization(&self) -> Option<http::HeaderValue> {
+        let to = http::Uri::try_from(self.url.as_str()).ok()?;
+        if !self.may_carry_tokens(&to) {
+            return None;
+        }
         lock(&self.credentials).as_ref()?.authorization()
     }
 
@@ -431,6 +490,9 @@ impl AuthHook for OAuthHook {
     /// last nonce. A proof that cannot be made is reported and the request goes without
     /// credentials: the server's 401 then leads to a new authorization.
     fn headers_for(&self, method: &http::Method, uri: &http::Uri) -> http::HeaderMap {
+        if !self.may_carry_tokens(uri) {
+            return http::HeaderMap::new();
+        }
         let Some(credentials) = lock(&self.credentials).clone() else {
             return http::HeaderMap::new();
         };
@@ -446,6 +508,7 @@ impl AuthHook for OAuthHook {
 
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
         Box::pin(async move {
+            self.place.class().await;
             let values: Vec<&str> = challenge
                 .www_authenticate
                 .iter()
@@ -503,20 +566,6 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .unwrap_or_else(|e| Err(format!("the store task failed: {e}")))
-}
-
-/// `mcp-oauth`'s HTTP client over `mcp-http`'s fetcher.
-struct FetchClient(Fetcher);
-
-impl HttpClient for FetchClient {
-    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
-        Box::pin(async move {
-            self.0
-                .send(request)
-                .await
-                .map_err(|e| TransportError::new(e.to_string()))
-        })
-    }
 }
 
 /// Randomness from the operating system (through ring, which rustls already uses), for
@@ -683,6 +732,7 @@ impl UserAgent for Loopback {
 
     fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
         Box::pin(async move {
+            check_openable(&url).map_err(|e| e.to_string())?;
             (self.open)(&url)?;
             tokio::time::timeout(self.timeout, self.wait_for_redirect())
                 .await
@@ -732,19 +782,35 @@ impl UserAgent for Pasted {
 
     fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
         Box::pin(async move {
+            check_openable(&url).map_err(|e| e.to_string())?;
             (self.show)(&url)?;
             let pasted = (self.read)().await?;
             let landed = Url::parse(pasted.trim())
                 .map_err(|e| format!("the pasted text is not a URL: {e}"))?;
-            if !landed.as_str().starts_with(&self.redirect_uri) {
+            if !is_redirect_to(&landed, &self.redirect_uri) {
                 return Err(format!(
-                    "the pasted URL does not start with the redirect URI {}",
+                    "the pasted URL is not the redirect URI {} (same scheme, host, port and path)",
                     self.redirect_uri
                 ));
             }
             Ok(landed)
         })
     }
+}
+
+/// Whether `landed` is a redirect to `redirect_uri`: the same scheme, host, port and path,
+/// compared parsed (a prefix test would take `http://127.0.0.1/callback.evil.example/` or
+/// `http://127.0.0.1/callbackX`); the query is the authorization server's.
+fn is_redirect_to(landed: &Url, redirect_uri: &str) -> bool {
+    let Ok(expected) = Url::parse(redirect_uri) else {
+        return false;
+    };
+    landed.scheme() == expected.scheme()
+        && landed.host() == expected.host()
+        && landed.port_or_known_default() == expected.port_or_known_default()
+        && landed.path() == expected.path()
+        && landed.username().is_empty()
+        && landed.password().is_none()
 }
 
 /// Signs client assertions with an ECDSA P-256 key (JWS `ES256`, RFC 7518 §3.4): the
@@ -875,10 +941,72 @@ mod tests {
             || Box::pin(async { Ok("https://evil.example/?code=c".to_owned()) }),
         );
         assert!(
-            block_on(elsewhere.authorize(url))
+            block_on(elsewhere.authorize(url.clone()))
                 .unwrap_err()
                 .contains("redirect URI")
         );
+        // Parsed, not a prefix: each of these starts with the redirect URI's text.
+        for pasted in [
+            "http://127.0.0.1/callbackX?code=c&state=s",
+            "http://127.0.0.1/callback.evil.example/?code=c&state=s",
+            "http://127.0.0.1/callback@evil.example/?code=c&state=s",
+            "http://127.0.0.1/callback/more?code=c&state=s",
+            "http://127.0.0.1/callback:8080/?code=c&state=s",
+        ] {
+            let ua = Pasted::new(
+                |_| Ok(()),
+                move || Box::pin(async move { Ok(pasted.to_owned()) }),
+            );
+            assert!(
+                block_on(ua.authorize(url.clone()))
+                    .unwrap_err()
+                    .contains("redirect URI"),
+                "{pasted} was taken"
+            );
+        }
+    }
+
+    #[test]
+    fn user_agents_open_only_https_or_loopback_http() {
+        let opened = Arc::new(Mutex::new(Vec::<String>::new()));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let record = |opened: &Arc<Mutex<Vec<String>>>| {
+            let opened = opened.clone();
+            move |url: &Url| {
+                lock(&opened).push(url.to_string());
+                Ok(())
+            }
+        };
+        let browser = rt
+            .block_on(Loopback::bind(record(&opened), Duration::from_millis(50)))
+            .expect("listener");
+        let pasted = Pasted::new(record(&opened), || {
+            Box::pin(async { Ok("http://127.0.0.1/callback?code=c".to_owned()) })
+        });
+        for url in [
+            "file:///etc/passwd?response_type=code",
+            "ssh://evil.example/x",
+            "http://as.example/authorize",
+            "javascript:alert(1)",
+        ] {
+            let url = Url::parse(url).expect("url");
+            let err = rt.block_on(browser.authorize(url.clone())).unwrap_err();
+            assert!(err.contains("only https"), "{err}");
+            let err = rt.block_on(pasted.authorize(url)).unwrap_err();
+            assert!(err.contains("only https"), "{err}");
+        }
+        assert!(lock(&opened).is_empty(), "opened: {:?}", lock(&opened));
+        // https and loopback http are opened (the browser then does not come back in time).
+        for url in [
+            "https://as.example/authorize",
+            "http://localhost:9/authorize",
+        ] {
+            let _ = rt.block_on(browser.authorize(Url::parse(url).expect("url")));
+        }
+        assert_eq!(lock(&opened).len(), 2);
     }
 
     fn block_on<T>(f: impl Future<Output = T>) -> T {

@@ -504,3 +504,154 @@ async fn dpop_bound_tokens_a_proof_per_request_and_both_nonces() {
     assert_eq!(head["jwk"], key);
     host2.shutdown().await;
 }
+
+/// A listener on 127.0.0.1 that counts the connections it accepts and answers each with an
+/// empty 404: what a server's URLs must not make the host reach.
+async fn canary() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head).await;
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            });
+        }
+    });
+    (port, hits)
+}
+
+/// The host's own part of a status error: what follows `authorization:` (before it comes the
+/// transport's error, which quotes the server's own `WWW-Authenticate` header).
+fn authorization_error(error: Option<String>) -> String {
+    let error = error.unwrap();
+    match error.split_once("authorization: ") {
+        Some((_, ours)) => ours.to_owned(),
+        None => panic!("no authorization error in {error}"),
+    }
+}
+
+/// The reproduction of the issue: a 401 whose `resource_metadata` names another local port.
+/// The unspecified address 0.0.0.0 reaches this machine's listeners, and no server is ever at
+/// it: it is refused whatever the server's own address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_cannot_make_the_host_fetch_an_unroutable_address() {
+    let (port, hits) = canary().await;
+    let fake = FakeAuth::start(FakeAuthOptions {
+        resource_metadata_url: Some(format!("http://0.0.0.0:{port}/internal/admin?delete=1")),
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let ctx = logging_in(None);
+    let host = host();
+    host.start(vec![entry(&fake, &ctx)]).await;
+    let status = host.server_status("remote").unwrap();
+    host.shutdown().await;
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the canary was reached"
+    );
+    assert_ne!(status.state, ServerState::Ready, "{status:?}");
+    let error = authorization_error(status.last_error);
+    assert!(
+        error.contains(&format!("http://0.0.0.0:{port} refused")),
+        "{error}"
+    );
+    assert!(error.contains("an unroutable address"), "{error}");
+    assert!(
+        !error.contains("admin") && !error.contains("delete"),
+        "{error}"
+    );
+}
+
+/// A server taken for a public one (as a tunnel to a remote server would be) cannot make the
+/// host reach loopback, whether its URL names the address or a name that resolves to it when
+/// the host connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_server_cannot_make_the_host_fetch_loopback() {
+    let (port, hits) = canary().await;
+    for target in [
+        format!("https://127.0.0.1:{port}/internal/admin?delete=1"),
+        format!("http://localhost:{port}/internal/admin"),
+        format!("https://[::ffff:127.0.0.1]:{port}/internal"),
+    ] {
+        let fake = FakeAuth::start(FakeAuthOptions {
+            resource_metadata_url: Some(target.clone()),
+            ..FakeAuthOptions::default()
+        })
+        .await;
+        let mut ctx = logging_in(None);
+        ctx.server_class = Some(mcp_host::oauth::AddressClass::Public);
+        let host = host();
+        host.start(vec![entry(&fake, &ctx)]).await;
+        let status = host.server_status("remote").unwrap();
+        host.shutdown().await;
+        assert_ne!(status.state, ServerState::Ready, "{target}: {status:?}");
+        let error = authorization_error(status.last_error);
+        assert!(error.contains("loopback address"), "{target}: {error}");
+        assert!(!error.contains("internal"), "{target}: {error}");
+        // Nothing else was asked of the fake's authorization server either.
+        assert!(
+            fake.seen_at("/.well-known/oauth-authorization-server")
+                .is_empty()
+        );
+    }
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the canary was reached"
+    );
+}
+
+/// Stored tokens are never sent over plain http to a server that is not on loopback: the
+/// request goes without them, and the status says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_not_sent_over_plain_http_off_loopback() {
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let store = new_store("plain-http");
+    // A loopback server in plain http: the login works and the token is sent.
+    let ctx = logging_in(Some(store.clone()));
+    let first = host();
+    first.start(vec![entry(&fake, &ctx)]).await;
+    assert_eq!(
+        first.server_status("remote").unwrap().state,
+        ServerState::Ready
+    );
+    first.shutdown().await;
+    let before = fake.seen_at("/mcp").len();
+    assert!(
+        fake.seen_at("/mcp")
+            .iter()
+            .any(|r| r.headers.contains_key(http::header::AUTHORIZATION))
+    );
+
+    // The same server taken for a public one: the stored token stays home.
+    let mut quiet = OAuthContext::new(Some(store.clone())).unwrap();
+    quiet.server_class = Some(mcp_host::oauth::AddressClass::Public);
+    let second = host();
+    second.start(vec![entry(&fake, &quiet)]).await;
+    let status = second.server_status("remote").unwrap();
+    second.shutdown().await;
+    let after = fake.seen_at("/mcp");
+    assert!(after.len() > before, "the server was asked");
+    for request in &after[before..] {
+        assert!(
+            !request.headers.contains_key(http::header::AUTHORIZATION),
+            "a token went over plain http: {request:?}"
+        );
+    }
+    assert_ne!(status.state, ServerState::Ready, "{status:?}");
+    let error = status.last_error.unwrap();
+    assert!(error.contains("plain http"), "{error}");
+}

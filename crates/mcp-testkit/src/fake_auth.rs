@@ -124,6 +124,12 @@ pub struct FakeAuthOptions {
     /// With `dpop`, every proof must carry this nonce: `/token` answers 400
     /// `use_dpop_nonce` and `/mcp` 401 `DPoP error="use_dpop_nonce"`, with a `DPoP-Nonce`.
     pub dpop_nonce: Option<String>,
+    /// The `resource_metadata` URL every 401 names instead of `/custom/prm` (a server that
+    /// points its client somewhere else: a request-forgery test).
+    pub resource_metadata_url: Option<String>,
+    /// The metadata's `authorization_endpoint` instead of `/authorize` (a browser-opening
+    /// test).
+    pub authorization_endpoint: Option<String>,
 }
 
 impl Default for FakeAuthOptions {
@@ -155,6 +161,8 @@ impl Default for FakeAuthOptions {
             required_scope: None,
             dpop: false,
             dpop_nonce: None,
+            resource_metadata_url: None,
+            authorization_endpoint: None,
         }
     }
 }
@@ -468,7 +476,8 @@ fn metadata(state: &State, o: &FakeAuthOptions) -> Value {
     let base = issuer(state, o);
     let mut doc = json!({
         "issuer": o.wrong_issuer.clone().unwrap_or_else(|| base.clone()),
-        "authorization_endpoint": format!("{base}/authorize"),
+        "authorization_endpoint": o.authorization_endpoint.clone()
+            .unwrap_or_else(|| format!("{base}/authorize")),
         "token_endpoint": format!("{base}/token"),
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
@@ -803,7 +812,9 @@ async fn mcp(
     };
     let Some(scope) = scope else {
         let mut challenge = r#"Bearer error="invalid_token""#.to_owned();
-        if o.prm == PrmLocation::Header {
+        if let Some(url) = &o.resource_metadata_url {
+            challenge.push_str(&format!(r#", resource_metadata="{url}""#));
+        } else if o.prm == PrmLocation::Header {
             challenge.push_str(&format!(
                 r#", resource_metadata="{}/custom/prm""#,
                 state.resource_origin

@@ -282,6 +282,62 @@ fn login_refuses_what_has_no_oauth() {
     u.run(&["logout", "ghost"]).code(3);
 }
 
+/// A server whose authorization server names a `file:` or `ssh:` authorization endpoint: the
+/// browser (a `$BROWSER` script that records what it is given) is never started, and `login`
+/// fails saying why. Before the fix the script was run with the URL, and the login then
+/// waited for a browser that would never come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_never_opens_a_file_or_ssh_authorization_url() {
+    use std::os::unix::fs::PermissionsExt as _;
+    for endpoint in ["file:///etc/passwd", "ssh://evil.example/authorize"] {
+        let fake = FakeAuth::start(FakeAuthOptions {
+            authorization_endpoint: Some(endpoint.to_owned()),
+            ..FakeAuthOptions::default()
+        })
+        .await;
+        let u = std::sync::Arc::new(User::new());
+        let record = u.home.path().join("opened.txt");
+        let script = u.home.path().join("browser.sh");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$@\" >> '{}'\n", record.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let url = fake.url();
+        let run = blocking({
+            let u = u.clone();
+            move || {
+                u.run(&["add", "secure", &url]).code(0);
+                let mut child = u
+                    .command(&["login", "secure"])
+                    .env("BROWSER", &script)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                // A login that opened the URL waits for the browser: give up on it.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                let _ = child.kill();
+                Run::from(child.wait_with_output().unwrap())
+            }
+        })
+        .await;
+        let opened = std::fs::read_to_string(&record).unwrap_or_default();
+        assert!(
+            opened.is_empty(),
+            "{endpoint}: the browser was given {opened:?}"
+        );
+        assert_ne!(run.code, 0, "{run:?}");
+        run.err_has("only https");
+        assert!(!run.stderr.contains("passwd"), "{run:?}");
+    }
+}
+
 /// A token store that cannot be read is never taken for an empty one: `status` says so, and a
 /// login that works at the authorization server fails, since its tokens could not be kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,13 +163,28 @@ impl AddressPolicy {
     }
 }
 
+/// `a loopback address`, `an unroutable address`.
+struct An(AddressClass);
+
+impl fmt::Display for An {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let article = match self.0 {
+            AddressClass::Unroutable => "an",
+            _ => "a",
+        };
+        write!(f, "{article} {} address", self.0)
+    }
+}
+
 /// Which rule of an [`AddressPolicy`] a connection would break.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refusal {
     /// The address is of a class this server may not make us reach.
     #[error(
-        "it resolves to a {target} address, which is not reached on behalf of a server at a {server} address"
+        "it resolves to {}, which is not reached on behalf of a server at {}",
+        An(*target),
+        An(*server)
     )]
     Address {
         /// The class of the address refused.
@@ -179,7 +194,8 @@ pub enum Refusal {
     },
     /// Plain `http` to an address that is not on loopback, or for a server that is not.
     #[error(
-        "plain http to a {target} address; https is required unless the server and this address are both on loopback"
+        "plain http to {}; https is required unless the server and this address are both on loopback",
+        An(*target)
     )]
     PlainHttp {
         /// The class of the address refused.
