@@ -29,7 +29,10 @@ use tokio::sync::{Semaphore, broadcast, mpsc};
 
 use crate::bound::bound_result;
 use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ToolFilter};
-use crate::config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT};
+use crate::config::{
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+};
 use crate::error::CallError;
 use crate::oauth::OAuthHook;
 use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
@@ -70,6 +73,15 @@ pub struct ServerEntry {
     pub filter: ToolFilter,
     /// The permission rules of this server's tools.
     pub rules: ServerRules,
+    /// Ping the server after this much silence, so that one gone without a word (packets
+    /// dropped, no reset) is found and reconnected to before the next call would hang on it;
+    /// `None` never pings. The handshake era only: 2026-07-28 has no ping (there the TCP
+    /// keepalive of `mcp-http`'s connections finds a dead stream).
+    pub ping_interval: Option<Duration>,
+    /// How long such a ping may go unanswered, with nothing else heard, before the connection
+    /// counts as lost: calls in flight fail ([`CallError::Failed`], saying the server stopped
+    /// answering and for how long) and the server is reconnected with the usual backoff.
+    pub ping_timeout: Duration,
     /// The largest result passed on, in bytes.
     pub max_result_bytes: usize,
     /// What the user should know about this entry from the start (a setting that was not
@@ -85,7 +97,8 @@ pub struct ServerEntry {
 
 impl ServerEntry {
     /// An enabled server with the defaults: 30 s timeout, every tool, ask before each call,
-    /// 1 MiB results.
+    /// 1 MiB results; an HTTP server is pinged after 30 s of silence and given 10 s to answer,
+    /// a stdio one is not pinged.
     pub fn new(id: impl Into<String>, connect: Connect) -> Self {
         let transport = match &connect {
             Connect::Stdio(_) => "stdio",
@@ -99,6 +112,8 @@ impl ServerEntry {
             enabled: true,
             connect: Ok(connect),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            ping_interval: (transport != "stdio").then_some(DEFAULT_PING_INTERVAL),
+            ping_timeout: DEFAULT_PING_TIMEOUT,
             filter: ToolFilter::default(),
             rules: ServerRules::default(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
@@ -1240,6 +1255,8 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
     let entry = &slot.entry;
     let mut session = inner.session.clone();
     session.request_timeout = entry.request_timeout;
+    session.ping_interval = entry.ping_interval;
+    session.ping_timeout = entry.ping_timeout;
     if let Some(version) = &entry.protocol_version {
         session.protocol_version = version.clone();
         session.supported_versions = vec![version.clone()];

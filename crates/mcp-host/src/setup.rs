@@ -100,6 +100,8 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
     e.transport = server.transport.kind().to_owned();
     e.enabled = server.enabled;
     e.request_timeout = server.request_timeout;
+    e.ping_interval = server.ping_interval;
+    e.ping_timeout = server.ping_timeout;
     e.filter = ToolFilter::new(server.enabled_tools.clone(), server.disabled_tools.clone());
     e.rules = rules;
     e.max_result_bytes = server.max_result_bytes;

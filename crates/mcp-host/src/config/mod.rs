@@ -38,9 +38,10 @@ use std::path::{Path, PathBuf};
 pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};
 pub use model::{
-    ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REQUEST_TIMEOUT,
-    FileFormat, FileReport, FileStatus, HostConfig, HttpTransport, LoadedConfig, OAuthConfig,
-    Problem, RejectedServer, Scope, ServerConfig, Severity, StdioTransport, Transport, shown_url,
+    ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileReport, FileStatus, HostConfig,
+    HttpTransport, LoadedConfig, OAuthConfig, Problem, RejectedServer, Scope, ServerConfig,
+    Severity, StdioTransport, Transport, shown_url,
 };
 pub use parse::is_valid_server_id;
 pub(crate) use parse::json_error_text;

@@ -14,6 +14,14 @@ use crate::permission::ServerRules;
 
 /// The default for `request_timeout_ms` (seed 000): 30 seconds.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default for `ping_interval_ms` of an HTTP server: a server silent for 30 seconds is
+/// pinged, so one that vanished without a word (a dropped route, a host that lost power) is
+/// found within a minute, not at the next call. A stdio server is not pinged unless its entry
+/// asks: its exit is seen at once.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(30);
+/// The default for `ping_timeout_ms`: how long that ping may go unanswered, with nothing else
+/// heard, before the connection is given up and made again.
+pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default for `mcp.max_connections` (seed 003's limit).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10;
 /// The default for `mcp.max_result_bytes`: 1 MiB of tool result handed to a model per call.
@@ -249,6 +257,12 @@ pub struct ServerConfig {
     pub transport: Transport,
     /// How long one request may take (`request_timeout_ms`, default 30 s).
     pub request_timeout: Duration,
+    /// Ping the server after this much silence (`ping_interval_ms`; 30 s for an HTTP server,
+    /// none for a stdio one; `0` turns it off). Handshake era only: 2026-07-28 has no ping.
+    pub ping_interval: Option<Duration>,
+    /// How long that ping may go unanswered before the connection is lost
+    /// (`ping_timeout_ms`, default 10 s).
+    pub ping_timeout: Duration,
     /// OAuth settings (HTTP only).
     pub oauth: Option<OAuthConfig>,
     /// When set, only these tools (by the server's names) are exposed; the host applies both

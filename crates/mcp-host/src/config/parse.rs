@@ -18,8 +18,9 @@ use url::Url;
 
 use super::detect::{self, Detected};
 use super::model::{
-    ConfigFile, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileStatus, HttpTransport, OAuthConfig,
-    Problem, RejectedServer, ServerConfig, Severity, StdioTransport, Transport,
+    ConfigFile, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat,
+    FileStatus, HttpTransport, OAuthConfig, Problem, RejectedServer, ServerConfig, Severity,
+    StdioTransport, Transport,
 };
 use super::secret::{Env, Secret, SecretSource};
 use crate::permission::{Decision, ServerRules};
@@ -331,6 +332,8 @@ const NATIVE_FIELDS: &[&str] = &[
     "url",
     "headers",
     "request_timeout_ms",
+    "ping_interval_ms",
+    "ping_timeout_ms",
     "oauth",
     "enabled_tools",
     "disabled_tools",
@@ -609,6 +612,16 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
     let request_timeout = e
         .integer(map, "request_timeout_ms", MAX_TIMEOUT_MS, "milliseconds")
         .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis);
+    // `0` turns the pings off; absent, an HTTP server gets them and a stdio one does not.
+    let ping_interval = match map.get("ping_interval_ms") {
+        Some(v) if v.as_u64() == Some(0) => Some(None),
+        _ => e
+            .integer(map, "ping_interval_ms", MAX_TIMEOUT_MS, "milliseconds")
+            .map(|ms| Some(Duration::from_millis(ms))),
+    };
+    let ping_timeout = e
+        .integer(map, "ping_timeout_ms", MAX_TIMEOUT_MS, "milliseconds")
+        .map_or(DEFAULT_PING_TIMEOUT, Duration::from_millis);
     let oauth = read_oauth(&mut e, map, rs);
     let enabled_tools = e.strings(map, "enabled_tools");
     let disabled_tools = e.strings(map, "disabled_tools").unwrap_or_default();
@@ -656,6 +669,10 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
         }
     }
     let oauth = oauth.filter(|_| matches!(transport, Transport::Http(_)));
+    let ping_interval = ping_interval.unwrap_or(match transport {
+        Transport::Http(_) => Some(DEFAULT_PING_INTERVAL),
+        Transport::Stdio(_) => None,
+    });
     if e.errors > 0 {
         return Entry::Rejected(rejected_entry(file, id, map));
     }
@@ -667,6 +684,8 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
             enabled,
             transport,
             request_timeout,
+            ping_interval,
+            ping_timeout,
             oauth,
             enabled_tools,
             disabled_tools,
@@ -687,6 +706,8 @@ const NOT_APPROVED: &[&str] = &[
     "disabled",
     "description",
     "request_timeout_ms",
+    "ping_interval_ms",
+    "ping_timeout_ms",
     "enabled_tools",
     "disabled_tools",
     "permission",

@@ -149,6 +149,70 @@ fn the_stateless_revision_can_be_pinned() {
 }
 
 #[test]
+fn ping_settings_default_by_transport_and_zero_turns_them_off() {
+    // (entry, ping_interval, ping_timeout): HTTP servers are pinged by default, stdio ones are
+    // not unless asked; 0 is off; a set interval keeps the default deadline.
+    let rows = [
+        (
+            r#"{"transport":"http","url":"https://h/mcp"}"#,
+            Some(30_000),
+            10_000,
+        ),
+        (
+            r#"{"transport":"sse","url":"https://h/sse"}"#,
+            Some(30_000),
+            10_000,
+        ),
+        (r#"{"transport":"stdio","command":"x"}"#, None, 10_000),
+        (
+            r#"{"transport":"http","url":"https://h/mcp","ping_interval_ms":0}"#,
+            None,
+            10_000,
+        ),
+        (
+            r#"{"transport":"http","url":"https://h/mcp","ping_interval_ms":1500,"ping_timeout_ms":700}"#,
+            Some(1500),
+            700,
+        ),
+        (
+            r#"{"transport":"stdio","command":"x","ping_interval_ms":5000}"#,
+            Some(5000),
+            10_000,
+        ),
+    ];
+    for (entry, interval, timeout) in rows {
+        let c = check(&format!(r#"{{"a": {entry}}}"#));
+        assert!(c.problems.is_empty(), "{entry}: {:#?}", c.problems);
+        let a = c.server("a").unwrap();
+        assert_eq!(
+            a.ping_interval,
+            interval.map(Duration::from_millis),
+            "{entry}"
+        );
+        assert_eq!(a.ping_timeout, Duration::from_millis(timeout), "{entry}");
+    }
+    for (entry, field) in [
+        (
+            r#"{"transport":"http","url":"https://h/mcp","ping_interval_ms":-1}"#,
+            "ping_interval_ms",
+        ),
+        (
+            r#"{"transport":"http","url":"https://h/mcp","ping_timeout_ms":0}"#,
+            "ping_timeout_ms",
+        ),
+        (
+            r#"{"transport":"http","url":"https://h/mcp","ping_timeout_ms":"10s"}"#,
+            "ping_timeout_ms",
+        ),
+    ] {
+        let c = check(&format!(r#"{{"a": {entry}}}"#));
+        let (server, f, message) = error_of(&c);
+        assert_eq!((server, f), (Some("a"), Some(field)), "{entry}");
+        assert!(message.contains("integer"), "{entry}: {message}");
+    }
+}
+
+#[test]
 fn every_added_field_is_read() {
     let c = check(
         r#"{"a": {"transport":"http","url":"https://h/mcp",
