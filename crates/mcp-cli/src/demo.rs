@@ -150,13 +150,19 @@ pub(crate) async fn serve(http: Option<SocketAddr>) -> Result<(), Failure> {
             let (listener, bound) = mcp_http::bind(addr).await.map_err(io)?;
             // The address, for whoever started us on port 0.
             eprintln!("demo server listening on http://{bound}/mcp");
-            mcp_http::serve_http(
-                listener,
-                mcp_http::HttpServerConfig::new(config),
-                DemoServer::default(),
-            )
-            .await
-            .map_err(io)
+            let mut http = mcp_http::HttpServerConfig::new(config);
+            // Asked to listen on one address of a network, it answers requests naming that
+            // address: an IP literal in `Host` cannot be rebound to another server by DNS.
+            let ip = bound.ip();
+            if !ip.is_loopback() && !ip.is_unspecified() {
+                http.allowed_hosts.push(match ip {
+                    std::net::IpAddr::V4(v4) => v4.to_string(),
+                    std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+                });
+            }
+            mcp_http::serve_http(listener, http, DemoServer::default())
+                .await
+                .map_err(io)
         }
     }
 }
