@@ -35,6 +35,10 @@ impl flags::Ci {
         // The fuzz targets, briefly: a short run catches a broken property or harness.
         crate::fuzz::ci(sh)?;
         flags::Interop {}.run(sh)?;
+        flags::Netfault {
+            steady_seconds: None,
+        }
+        .run(sh)?;
         flags::Conformance {
             client: false,
             server: false,

@@ -30,6 +30,12 @@ xflags::xflags! {
             /// results (its date and Node version aside).
             optional --check
         }
+        /// Our host and a Streamable HTTP server in two network namespaces, with tc netem
+        /// latency, loss and a silent cut mid-stream (needs root).
+        cmd netfault {
+            /// How long the connection must idle under latency and loss (default 4).
+            optional --steady-seconds steady_seconds: u64
+        }
         /// The fuzz targets of fuzz/ (JSON-RPC, SSE, NDJSON, WWW-Authenticate, config files,
         /// 2026-07-28 headers), each with libFuzzer: nightly with AddressSanitizer when there
         /// is a nightly toolchain, else stable without a sanitizer. A crash fails with the

@@ -11,6 +11,7 @@ mod conformance;
 mod flags;
 mod fuzz;
 mod interop;
+mod netfault;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Conformance(cmd) => cmd.run(sh),
         flags::XtaskCmd::Bench(cmd) => cmd.run(sh),
         flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Netfault(cmd) => cmd.run(sh),
     }
 }
 
