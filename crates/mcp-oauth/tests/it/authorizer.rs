@@ -374,6 +374,35 @@ fn a_refused_request_names_the_origin_and_the_rule_only() {
 }
 
 #[test]
+fn redirects_from_metadata_urls_are_never_followed() {
+    let world = World::new(Config::default());
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = asked.clone();
+    let http = move |request: mcp_oauth::HttpRequest| {
+        log.lock().unwrap().push(request.uri().to_string());
+        async {
+            Ok(http::Response::builder()
+                .status(302)
+                .header("location", "https://127.0.0.1:8443/internal/admin")
+                .body(Vec::new())
+                .unwrap())
+        }
+    };
+    let services = mcp_oauth::Services::new(Arc::new(http), world.clone(), world.clone())
+        .with_user_agent(world.clone());
+    let mut auth = Authorizer::new(settings(), services);
+    let header = format!(r#"Bearer resource_metadata="{ORIGIN}/custom/prm""#);
+    let _ = block_on(auth.handle_challenge(401, &[header.as_str()]));
+    let asked = asked.lock().unwrap();
+    assert!(!asked.is_empty());
+    assert!(
+        asked.iter().all(|u| !u.contains("internal")),
+        "a redirect was followed: {asked:?}"
+    );
+    assert!(world.authorize_urls().is_empty());
+}
+
+#[test]
 fn pre_registered_clients_use_basic_and_never_register() {
     let world = World::new(Config {
         dcr: false,
