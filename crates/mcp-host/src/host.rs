@@ -520,9 +520,50 @@ impl CallOptions {
 
 /// The host: the servers, their connections, the catalogue, the policy. Cheap to clone; every
 /// clone is the same host.
+///
+/// Dropping the last clone without [`shutdown`](Self::shutdown) kills every stdio server's
+/// process group at once (SIGKILL, from the dropping thread: no task needs to run, the runtime
+/// need not shut down), ends every connection and stops every reconnection.
 #[derive(Clone, Debug)]
 pub struct Host {
     inner: Arc<Inner>,
+    /// Shared by the clones only, never by the host's own tasks (which hold `inner`): its drop
+    /// is the drop of the last clone.
+    _owner: Arc<Owner>,
+}
+
+/// Ends the servers when the last [`Host`] clone is dropped (see [`Owner::drop`]).
+struct Owner(Arc<Inner>);
+
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Owner")
+    }
+}
+
+impl Drop for Owner {
+    /// Every supervisor and connection task holds `Inner`, so nothing would end by itself:
+    /// each slot is stopped (no reconnection), its supervisor aborted (a server still being
+    /// started is killed as the aborted task drops its half-made client), and its client
+    /// killed now, whoever else holds a handle of it: the group is gone before this returns.
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut *lock(&self.0.slots));
+        for slot in slots.into_values() {
+            slot.stop.store(true, Ordering::SeqCst);
+            if let Some(task) = lock(&slot.task).take() {
+                task.abort();
+            }
+            let client = {
+                let mut s = lock(&slot.state);
+                s.tools.clear();
+                s.info = None;
+                s.client.take()
+            };
+            if let Some(client) = client {
+                client.kill();
+            }
+        }
+    }
 }
 
 struct Inner {
@@ -600,16 +641,18 @@ impl Host {
         }
         session.capabilities = capabilities;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let inner = Arc::new(Inner {
+            permits: Arc::new(Semaphore::new(options.max_connections)),
+            options,
+            session,
+            slots: Mutex::new(BTreeMap::new()),
+            catalog: RwLock::new(Arc::new(Catalog::default())),
+            rebuild: Mutex::new(()),
+            events,
+        });
         Self {
-            inner: Arc::new(Inner {
-                permits: Arc::new(Semaphore::new(options.max_connections)),
-                options,
-                session,
-                slots: Mutex::new(BTreeMap::new()),
-                catalog: RwLock::new(Arc::new(Catalog::default())),
-                rebuild: Mutex::new(()),
-                events,
-            }),
+            _owner: Arc::new(Owner(Arc::clone(&inner))),
+            inner,
         }
     }
 

@@ -17,8 +17,9 @@
 //! # Server processes
 //!
 //! A stdio server never outlives the host that started it, by default. [`Host::shutdown`]
-//! ends each one politely; dropping the [`Host`] kills each server's process group at once;
-//! and should the process end without either (a panic, a signal it does not catch, SIGKILL,
+//! ends each one politely; dropping the [`Host`] (its last clone) kills each server's process
+//! group at once, from the dropping thread, with no task or runtime needing to run; and should
+//! the process end without either (a panic, a signal it does not catch, SIGKILL,
 //! the OOM killer), the keeper that `mcp-stdio` puts at the head of each group kills the group
 //! when its pipe from this process closes. A host that exits on a signal should await
 //! `mcp_stdio::termination_signal` (or call `mcp_stdio::kill_all_servers`) and exit with

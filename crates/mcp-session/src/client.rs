@@ -367,6 +367,15 @@ impl Client {
     pub async fn close(&self) -> String {
         close(&self.core).await
     }
+
+    /// Ends the connection at once, without waiting: a stdio server's process group is killed
+    /// (SIGKILL) now, whoever else holds a handle of this client; requests in flight then fail
+    /// as the connection ends. A Streamable HTTP or HTTP+SSE connection is not affected: it
+    /// ends when its last handle is dropped. For a host that is being dropped and cannot wait
+    /// for [`close`](Self::close).
+    pub fn kill(&self) {
+        self.core.transport().kill();
+    }
 }
 
 fn page(cursor: Option<String>) -> PaginatedParams {

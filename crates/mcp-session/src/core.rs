@@ -83,6 +83,12 @@ pub trait Transport: Send + Sync + 'static {
     /// Ends the connection politely once the session is closed (stdio: close stdin and end the
     /// process; HTTP: delete the session). Resolves to how it ended.
     fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>>;
+
+    /// Ends the connection at once, without waiting and without the polite sequence of
+    /// [`close`](Self::close): stdio kills the server's process group (SIGKILL). Called from
+    /// `Drop` implementations, so it must not block. The default does nothing: a transport
+    /// without a process ends when its tasks and handles are dropped.
+    fn kill(&self) {}
 }
 
 /// Where a caller waits for its answer.

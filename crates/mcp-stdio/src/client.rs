@@ -49,6 +49,7 @@ pub async fn spawn(config: StdioConfig, session: ClientConfig) -> Result<Client>
         exited,
         shutdown: Notify::new(),
         dropped: Notify::new(),
+        pgid: Some(spawned.pgid),
     });
     let pending = Pending::new(&config.name, session, StdioTransport(Arc::clone(&inner)));
     let core = Arc::clone(pending.core());
@@ -99,6 +100,7 @@ where
         exited,
         shutdown: Notify::new(),
         dropped: Notify::new(),
+        pgid: None,
     });
     let pending = Pending::new(name, session, StdioTransport(Arc::clone(&inner)));
     let core = Arc::clone(pending.core());
@@ -126,6 +128,8 @@ struct Inner {
     shutdown: Notify,
     /// Tells the reader that every client handle is gone.
     dropped: Notify,
+    /// The server's process group, for a child process: what [`Transport::kill`] kills.
+    pgid: Option<i32>,
 }
 
 /// The transport the `mcp-session` core drives.
@@ -160,6 +164,13 @@ impl Transport for StdioTransport {
 
     fn stderr(&self) -> String {
         self.0.stderr.as_ref().map(|s| s.text()).unwrap_or_default()
+    }
+
+    fn kill(&self) {
+        // The supervisor then sees the server end, sweeps the group and ends the keeper.
+        if let Some(pgid) = self.0.pgid {
+            child::kill_group_now(pgid);
+        }
     }
 
     fn close(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>> {
