@@ -7,9 +7,11 @@
 //!
 //! A command that starts servers ends on SIGTERM, SIGINT and SIGHUP by killing every server
 //! group it started (`mcp_stdio::termination_signal`) and exiting with `128 + n`; each
-//! server's keeper covers the rest (SIGKILL, a crash). In the shell, the line editor takes
-//! Ctrl-C typed at the prompt, and SIGINT while a line is read (it installs its own handler
-//! then), as "clear the line": the session goes on.
+//! server's keeper covers the rest (SIGKILL, a crash). In the shell, Ctrl-C typed at the
+//! prompt is a byte (the terminal is raw) that clears the line; a SIGINT signal ends the shell
+//! like SIGTERM. The line editor puts a SIGINT handler of its own in place when it is made, so
+//! the shell's editor is made before we listen: ours is installed over it (and chains to it)
+//! instead of being replaced by it.
 
 // The command line's job is to print.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -69,9 +71,11 @@ fn main() -> ExitCode {
     let terminal = matches!(cli.command, Command::Shell { .. })
         .then(terminal::save)
         .flatten();
+    // Made before we listen for signals: see the module doc.
+    let editor = matches!(cli.command, Command::Shell { .. }).then(shell::editor);
     let outcome = runtime.block_on(async {
         if !guard_signals {
-            return Ok(run(cli, out.clone()).await);
+            return Ok(run(cli, out.clone(), editor).await);
         }
         // Listening before any server starts: no signal finds the default action, which would
         // leave the servers to their keepers alone.
@@ -88,13 +92,15 @@ fn main() -> ExitCode {
             biased;
             // Every server group is killed by now.
             n = signal => Err(n),
-            outcome = run(cli, out.clone()) => Ok(outcome),
+            outcome = run(cli, out.clone(), editor) => Ok(outcome),
         }
     });
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(signal) => {
             if let Some(saved) = &terminal {
+                // The shell's reader must not make the terminal raw again behind us.
+                shell::stop_reading();
                 terminal::restore(saved);
             }
             // At once: the runtime's tasks and threads are not waited for, and the keepers of
@@ -160,7 +166,13 @@ mod terminal {
     }
 }
 
-async fn run(cli: Cli, out: Out) -> Result<(), Failure> {
+/// Runs the command; `editor` is the shell's line editor, made before signals were listened
+/// for (`None` for every other command).
+async fn run(
+    cli: Cli,
+    out: Out,
+    editor: Option<Result<shell::Editor, Failure>>,
+) -> Result<(), Failure> {
     let cx = manage::Context::from_process(cli.project.as_deref())?;
     match cli.command {
         Command::Add(add) => manage::add(&cx, &out, *add),
@@ -178,7 +190,10 @@ async fn run(cli: Cli, out: Out) -> Result<(), Failure> {
         Command::Get { id, prompt, arg } => live::get(&cx, &out, &id, &prompt, arg).await,
         Command::Login { id, no_browser } => live::login(&cx, &out, &id, no_browser).await,
         Command::Logout { id } => live::logout(&cx, &out, &id),
-        Command::Shell { yes } => shell::run(&cx, &out, yes).await,
+        Command::Shell { yes } => {
+            let editor = editor.unwrap_or_else(shell::editor)?;
+            shell::run(&cx, &out, yes, editor).await
+        }
         Command::Trust { ids, all } => trust::trust(&cx, &out, &ids, all),
         Command::Untrust { id } => trust::untrust(&cx, &out, &id),
         Command::Demo => demo::run(&out).await,

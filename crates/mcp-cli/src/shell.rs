@@ -2,12 +2,21 @@
 //! thread of their own (rustyline: line editing and history); every command runs as a task,
 //! so `/mcp` answers while a slow `/call` is still running, and results are printed above the
 //! prompt when they arrive. A permission question is answered on the next line typed.
+//!
+//! Signals: the prompt is back while calls run, so the terminal is raw nearly all the time and
+//! a Ctrl-C typed is a byte that clears the line (readline's convention), never a signal. A
+//! SIGINT signal (`kill -INT`, or a Ctrl-C while the servers start, when the terminal is not
+//! raw yet) ends the shell as SIGTERM does (`main.rs`: every server group killed, the terminal
+//! restored, exit 130). rustyline (built without `signal-hook`) installs a SIGINT handler of
+//! its own when an editor is made and puts back what it found when the editor is dropped; so
+//! [`editor`] is made before `main` listens for signals, and is never dropped.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use mcp_host::permission::CallRequest;
 use mcp_host::{Host, Prompter, setup};
@@ -36,6 +45,25 @@ commands:
   /quit                      end the session (also Ctrl-D)";
 
 const PROMPT: &str = "mcp> ";
+
+/// The shell's line editor.
+pub(crate) type Editor = rustyline::DefaultEditor;
+
+/// Makes the line editor. Call it before listening for SIGINT (see the module doc).
+pub(crate) fn editor() -> Result<Editor, Failure> {
+    rustyline::DefaultEditor::new()
+        .map_err(|e| Failure::new(Code::Other, format!("cannot start line editing: {e}")))
+}
+
+/// Set when the shell ends on a signal: the reader must not read (and make the terminal raw)
+/// again.
+static STOP_READING: AtomicBool = AtomicBool::new(false);
+
+/// Tells the reader to read no more lines: the process is about to exit on a signal, after
+/// putting the terminal's modes back.
+pub(crate) fn stop_reading() {
+    STOP_READING.store(true, Ordering::SeqCst);
+}
 
 /// Answers waiting for a permission question, oldest first.
 type Pending = Arc<Mutex<VecDeque<oneshot::Sender<bool>>>>;
@@ -66,9 +94,12 @@ impl Prompter for ShellPrompter {
 }
 
 /// `mcp-host shell`.
-pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failure> {
-    let mut editor = rustyline::DefaultEditor::new()
-        .map_err(|e| Failure::new(Code::Other, format!("cannot start line editing: {e}")))?;
+pub(crate) async fn run(
+    cx: &Context,
+    out: &Out,
+    yes: bool,
+    mut editor: Editor,
+) -> Result<(), Failure> {
     let history = cx.paths.global_dir().map(|d| d.join("shell_history"));
     if let Some(h) = &history {
         let _ = editor.load_history(h);
@@ -133,7 +164,18 @@ pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failur
                         break;
                     }
                 }
-                Err(ReadlineError::Interrupted) => continue,
+                // A Ctrl-C typed (the line is cleared), or a SIGINT signal, which the editor
+                // takes the same way once ours has run: then `main` is ending the process,
+                // and reading again would make the terminal raw behind its back.
+                Err(ReadlineError::Interrupted) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if STOP_READING.load(Ordering::SeqCst) {
+                        loop {
+                            std::thread::park();
+                        }
+                    }
+                    continue;
+                }
                 Err(_) => {
                     let _ = lines_tx.send(None);
                     break;
@@ -149,6 +191,9 @@ pub(crate) async fn run(cx: &Context, out: &Out, yes: bool) -> Result<(), Failur
             use std::os::unix::fs::PermissionsExt as _;
             let _ = std::fs::set_permissions(h, std::fs::Permissions::from_mode(0o600));
         }
+        // Dropped, the editor would put back the SIGINT action it found when it was made (the
+        // default, which ends the process without killing the servers) over ours.
+        std::mem::forget(editor);
     });
 
     let mut tasks = tokio::task::JoinSet::new();

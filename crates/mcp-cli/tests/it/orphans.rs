@@ -321,11 +321,6 @@ fn no_server_outlives_the_host_whatever_ends_it() {
     let runs: Vec<_> = cmds
         .iter()
         .flat_map(|&c| signals.iter().map(move |&s| (c, s)))
-        // Known gap (issue 20): while the shell reads a line, rustyline's own SIGINT handler
-        // takes the signal as Ctrl-C (the line is cleared, the session goes on), so SIGINT
-        // does not end the shell; docs/cli.md says so. Its servers still go with it however it
-        // ends later.
-        .filter(|&(c, s)| !(matches!(c, Cmd::Shell) && s == Signal::SIGINT))
         .map(|(c, s)| (c, s, std::thread::spawn(move || one(c, s))))
         .collect();
     let mut failures = Vec::new();
@@ -448,4 +443,54 @@ fn ps_refuses_a_record_directory_open_to_others() {
             .unwrap(),
     );
     run.code(1).err_has("open to others");
+}
+
+/// A Ctrl-C typed at the shell's prompt is a byte (the terminal is raw), not a signal: it
+/// clears the line and the session goes on, its servers alive; `/quit` then ends it with
+/// nothing left.
+#[test]
+fn ctrl_c_typed_at_the_shell_prompt_clears_the_line() {
+    use std::io::Write as _;
+    let scene = Scene::new("shell-ctrl-c");
+    let mut running = start(&scene, Cmd::Shell);
+    let marked = scene.wait_for_server_and_grandchild(&mut running.child);
+    let prompt = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while running.seen.lock().unwrap().matches("mcp> ").count() < n {
+            assert!(Instant::now() < deadline, "no prompt number {n}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    prompt(1);
+    let mut master = running
+        ._keep
+        .as_ref()
+        .unwrap()
+        .downcast_ref::<File>()
+        .unwrap()
+        .try_clone()
+        .unwrap();
+    // Typed, then Ctrl-C: `/quit` is never run, a fresh prompt is drawn.
+    master.write_all(b"/quit\x03").unwrap();
+    prompt(2);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        running.child.try_wait().unwrap().is_none(),
+        "the shell ended: {}",
+        running.seen.lock().unwrap()
+    );
+    assert_eq!(scene.marked().len(), marked.len(), "its servers are alive");
+    master.write_all(b"/quit\r").unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = running.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "/quit did not end the shell");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(mcp_testkit::wait_until(DEADLINE, || scene
+        .marked()
+        .is_empty()));
 }
