@@ -3,7 +3,8 @@
 //! so only a kill of the whole group ends it. Both processes carry an environment marker of
 //! their own, by which the test finds them alive first and gone after.
 //!
-//! The host that gets SIGKILL is this test binary run again (`--exact killed_host`). It is
+//! The host that gets SIGKILL is this test binary run again, the same test in the host's role
+//! (`--exact a_host_killed_with_sigkill_leaves_no_server`, with an environment variable). It is
 //! given the fake server's path, so that it never runs cargo (a build in a busy target
 //! directory can wait for minutes), and the test reads its output against a deadline.
 
@@ -100,9 +101,6 @@ fn assert_gone_within_3s(marker: &str, group: i32) {
 /// driven nor shut down until the servers are found gone.
 #[test]
 fn dropping_the_host_kills_its_servers_at_once() {
-    if std::env::var_os(CHILD).is_some() {
-        return;
-    }
     let marker = marker("drop");
     let fake = mcp_testkit::fake_server().display().to_string();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -116,13 +114,10 @@ fn dropping_the_host_kills_its_servers_at_once() {
     drop(rt);
 }
 
-/// Not a test of its own: the host that [`a_host_killed_with_sigkill_leaves_no_server`]
-/// starts and kills. It prints the server's group, then waits to be killed.
-#[test]
-fn killed_host() {
-    let Some(marker) = std::env::var_os(CHILD) else {
-        return;
-    };
+/// The host that [`a_host_killed_with_sigkill_leaves_no_server`] starts and kills: the same
+/// test, run again with [`CHILD`] set. It prints the server's group, then waits to be killed;
+/// it never returns, so it is never counted as a passing test.
+fn play_the_killed_host(marker: std::ffi::OsString) -> ! {
     let marker = marker.into_string().unwrap();
     let fake = std::env::var(FAKE_SERVER).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -136,18 +131,19 @@ fn killed_host() {
         std::io::stdout().flush().unwrap();
         std::future::pending::<()>().await;
     });
+    unreachable!("the host waits to be killed")
 }
 
 #[test]
 fn a_host_killed_with_sigkill_leaves_no_server() {
-    if std::env::var_os(CHILD).is_some() {
-        return;
+    if let Some(marker) = std::env::var_os(CHILD) {
+        play_the_killed_host(marker);
     }
     let marker = marker("sigkill");
     let mut host = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "killed_host",
+            "a_host_killed_with_sigkill_leaves_no_server",
             "--nocapture",
             "--test-threads",
             "1",
@@ -172,8 +168,8 @@ fn a_host_killed_with_sigkill_leaves_no_server() {
     let mut seen = Vec::new();
     let group: i32 = loop {
         match lines.recv_timeout(Duration::from_secs(60)) {
-            // The harness prints "test killed_host ... " with no line end before the test
-            // runs: the group is at the end of that line.
+            // The harness prints "test a_host_killed_... ... " with no line end before the
+            // test runs: the group is at the end of that line.
             Ok(line) => match line.trim().rsplit_once("group ") {
                 Some((_, g)) => break g.parse().unwrap(),
                 None => seen.push(line),
