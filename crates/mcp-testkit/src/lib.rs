@@ -167,13 +167,13 @@ fn pids() -> Vec<i32> {
 }
 
 /// Whether a process exists at all, zombie or not: a child that was never reaped still does.
-/// Panics if `/proc` cannot be read (see [`proc_stat`]).
+/// Panics if `/proc` cannot be read (see `proc_stat`).
 pub fn exists(pid: i32) -> bool {
     proc_stat(pid).is_some()
 }
 
 /// Whether a process exists and is not a zombie. Panics if `/proc` cannot be read (see
-/// [`proc_stat`]).
+/// `proc_stat`).
 pub fn is_alive(pid: i32) -> bool {
     matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
 }
