@@ -95,7 +95,7 @@ impl Secrets {
 
     /// `kept`, the newest bytes of a stream still being written (a server's stderr), as text
     /// that shows no part of a secret, wherever the stream was cut: `dropped` is the last byte
-    /// dropped before `kept`, `None` when nothing was. See [`redact`] for what is hidden.
+    /// dropped before `kept`, `None` when nothing was. See [`Self::redact`] for what is hidden.
     pub fn redact_stream(&self, kept: &[u8], dropped: Option<u8>) -> String {
         redact(kept, dropped, true, &self.values)
     }
