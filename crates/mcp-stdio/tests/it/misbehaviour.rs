@@ -204,6 +204,39 @@ async fn a_stderr_flood_is_drained_and_bounded() {
     .await;
 }
 
+/// Notifications the host does not take wait in a bounded queue: past 256 they are dropped and
+/// counted, however many the server sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undelivered_notifications_are_capped_and_counted() {
+    with_witness(&[], |client| async move {
+        // Each call's notification is written before its answer, so once the last answer is
+        // in, every notification has been read.
+        for _ in 0..300 {
+            assert_eq!(text(&client, "list_changed", json!({})).await, "notified");
+        }
+        let mut incoming = client.take_incoming().unwrap();
+        let mut kept = 0;
+        while let Ok(note) = incoming.try_recv() {
+            assert!(
+                matches!(
+                    note,
+                    Incoming::Notification(ServerNotification::ToolListChanged(_))
+                ),
+                "{note:?}"
+            );
+            kept += 1;
+        }
+        assert_eq!(kept, 256, "the queue holds 256 notifications");
+        assert_eq!(
+            client.dropped_notifications(),
+            300 - 256,
+            "the rest are counted"
+        );
+        client
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_changed_reaches_the_host() {
     with_witness(&[], |client| async move {
