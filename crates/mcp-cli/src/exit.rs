@@ -86,6 +86,9 @@ impl From<ConfigError> for Failure {
             ConfigError::RelativeGlobalPath { .. } => {
                 Some("set MCP_HOST_CONFIG to the global file's full path, or unset it".to_owned())
             }
+            ConfigError::RelativeAuthFile { .. } => Some(
+                "set MCP_HOST_AUTH_FILE to the token store's full path, or unset it".to_owned(),
+            ),
             _ => None,
         };
         let code = match &e {

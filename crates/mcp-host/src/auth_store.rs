@@ -117,12 +117,13 @@ impl AuthStore {
         Self { path: path.into() }
     }
 
-    /// Where the store is by default: `$MCP_HOST_AUTH_FILE` (relative to the project
-    /// directory if relative), else `mcp-auth.json` in the global configuration file's
-    /// directory. `None` when neither is known.
+    /// Where the store is by default: `$MCP_HOST_AUTH_FILE`, else `mcp-auth.json` in the
+    /// global configuration file's directory. `None` when neither is known, and for a
+    /// relative `MCP_HOST_AUTH_FILE`, which [`ConfigPaths::new`] refuses: it would name a
+    /// file of whatever directory the host runs in, a repository's among them.
     pub fn default_path(paths: &ConfigPaths, env: &Env) -> Option<PathBuf> {
         match env.var("MCP_HOST_AUTH_FILE").filter(|v| !v.is_empty()) {
-            Some(p) => Some(paths.project_dir.join(p)),
+            Some(p) => Some(PathBuf::from(p)).filter(|p| p.is_absolute()),
             None => paths.global_dir().map(|d| d.join(AUTH_FILE_NAME)),
         }
     }

@@ -276,6 +276,36 @@ fn a_relative_mcp_host_config_is_refused() {
 }
 
 #[test]
+fn a_relative_mcp_host_auth_file_is_refused() {
+    let u = User::new();
+    u.run(&["add", "web", "https://mcp.example.com/mcp"])
+        .code(0);
+    // The repository brings a file where a relative store path would point.
+    let planted = u.project.path().join("mcp-auth.json");
+    std::fs::write(&planted, "not a token store").unwrap();
+
+    // Named by its absolute path, the file is the user's choice: the store is read (and
+    // found unreadable), which shows the variable is followed.
+    u.run_with(
+        &["logout", "web"],
+        "MCP_HOST_AUTH_FILE",
+        planted.to_str().unwrap(),
+    )
+    .err_has("token store");
+
+    for args in [&["logout", "web"][..], &["status", "--json"], &["list"]] {
+        u.run_with(args, "MCP_HOST_AUTH_FILE", "mcp-auth.json")
+            .code(3)
+            .err_has("MCP_HOST_AUTH_FILE")
+            .err_has("absolute");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&planted).unwrap(),
+        "not a token store"
+    );
+}
+
+#[test]
 fn a_remote_servers_question_shows_the_whole_url_less_its_credentials() {
     let u = User::new();
     let path = format!("/mcp/{}/end", "segment".repeat(50));

@@ -122,6 +122,17 @@ pub enum ConfigError {
         /// The variable's value.
         value: String,
     },
+    /// `MCP_HOST_AUTH_FILE` is a relative path. Against whichever directory the host runs in, a
+    /// repository's own file would become the token store: tokens written into a checkout,
+    /// and tokens a repository brings taken for the user's.
+    #[error(
+        "MCP_HOST_AUTH_FILE must be an absolute path, not `{value}`: a relative one names a file \
+         in whichever directory mcp-host runs in"
+    )]
+    RelativeAuthFile {
+        /// The variable's value.
+        value: String,
+    },
     /// No global file: none of `MCP_HOST_CONFIG`, `XDG_CONFIG_HOME` and `HOME` is set.
     #[error("no global configuration file: set MCP_HOST_CONFIG, XDG_CONFIG_HOME or HOME")]
     NoGlobalPath,
@@ -160,8 +171,16 @@ impl ConfigPaths {
     /// The paths for a host started in `cwd` with environment `env` (see the module doc for
     /// the rules). A relative `MCP_HOST_CONFIG` is refused
     /// ([`ConfigError::RelativeGlobalPath`]): read against `cwd`, a file the project brings
-    /// would be taken for the user's own.
+    /// would be taken for the user's own. So is a relative `MCP_HOST_AUTH_FILE`
+    /// ([`ConfigError::RelativeAuthFile`]), for the token store.
     pub fn new(cwd: &Path, env: &Env) -> Result<Self, ConfigError> {
+        if let Some(p) = env.non_empty("MCP_HOST_AUTH_FILE")
+            && !Path::new(p).is_absolute()
+        {
+            return Err(ConfigError::RelativeAuthFile {
+                value: p.to_owned(),
+            });
+        }
         let global = if let Some(p) = env.non_empty("MCP_HOST_CONFIG") {
             if !Path::new(p).is_absolute() {
                 return Err(ConfigError::RelativeGlobalPath {
