@@ -1,5 +1,5 @@
 //! Tests of the stderr log: what it keeps, and that no part of a secret is shown, wherever
-//! the ring cuts it and however it is written; and of which groups a dropped client kills.
+//! the ring cuts it and however it is written; and of which groups a dropped client kills; and of what a configuration and the log print.
 
 use super::{StderrLog, groups, kill_group_now};
 
@@ -208,5 +208,38 @@ fn only_a_tracked_group_is_killed_on_drop() {
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(9)
+    );
+}
+
+/// Tells whether a type implements `Debug`, at run time: the inherent method exists only where
+/// `T: Debug`; elsewhere the trait's default answers.
+struct Probe<T>(std::marker::PhantomData<T>);
+
+trait NoDebug {
+    fn has_debug(&self) -> bool {
+        false
+    }
+}
+
+impl<T> NoDebug for Probe<T> {}
+
+impl<T: std::fmt::Debug> Probe<T> {
+    fn has_debug(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_config_prints_variable_names_only_and_the_stderr_log_does_not_print() {
+    let mut config = super::StdioConfig::new("srv", "node", ["server.js"]);
+    config.env = vec![("API_KEY".to_owned(), "VALUE0123456789".to_owned())];
+    let shown = format!("{config:?}");
+    assert!(shown.contains("API_KEY=[redacted]"), "{shown}");
+    assert!(!shown.contains("VALUE0123456789"), "{shown}");
+
+    assert!(Probe::<super::StdioConfig>(std::marker::PhantomData).has_debug());
+    assert!(
+        !Probe::<StderrLog>(std::marker::PhantomData).has_debug(),
+        "the stderr log holds the secrets and the raw bytes: it has no Debug"
     );
 }
