@@ -1,5 +1,6 @@
 //! Tests of the stderr log: what it keeps, and that no part of a secret is shown, wherever
-//! the ring cuts it and however it is written; and of which groups a dropped client kills; and of what a configuration and the log print.
+//! the ring cuts it and however it is written; of which groups a dropped client kills; and of
+//! what a configuration and the log print.
 
 use super::{StderrLog, groups, kill_group_now};
 
