@@ -35,6 +35,9 @@ pub enum Fault {
     /// `tools/call`'s SSE stream sends its priming event (retry 100 ms) and ends; a GET with
     /// `Last-Event-ID` then delivers the answer.
     CloseAfterPriming,
+    /// As [`Fault::CloseAfterPriming`], but every resuming GET ends at once with no event, so
+    /// the stream keeps dropping.
+    KeepDropping,
     /// `tools/call`'s answer comes one byte every 2 ms.
     Trickle,
     /// `tools/call`'s stream sends its priming event and then nothing, ever.
@@ -239,6 +242,9 @@ async fn answer(state: &State, req: Request<Incoming>) -> Response<Scripted> {
     }
     match parts.method {
         Method::GET if parts.headers.contains_key("last-event-id") => {
+            if fault == Fault::KeepDropping {
+                return whole(StatusCode::OK, "text/event-stream", String::new());
+            }
             let id = lock(&state.cut).take();
             let result = json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":"resumed"}]}});
             return whole(
@@ -280,7 +286,7 @@ fn call(state: &State, fault: Fault, id: Option<Value>) -> Response<Scripted> {
             "text/plain",
             "overloaded, try later".to_owned(),
         ),
-        Fault::CloseAfterPriming => {
+        Fault::CloseAfterPriming | Fault::KeepDropping => {
             *lock(&state.cut) = id;
             respond(
                 StatusCode::OK,

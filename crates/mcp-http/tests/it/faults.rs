@@ -86,6 +86,31 @@ async fn a_stream_closed_after_priming_is_resumed() {
     assert_eq!(check(Fault::CloseAfterPriming).await.unwrap(), "resumed");
 }
 
+/// A stream that keeps dropping without a new event is resumed `max_resumptions` times in a
+/// row, then its call fails saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_keeps_dropping_is_resumed_a_bounded_number_of_times() {
+    let fake = FakeHttp::start().await;
+    let session = ClientConfig::new(Implementation::new("faults".into(), "0".into()));
+    let mut config = HttpConfig::new("fake", fake.url.clone());
+    config.max_resumptions = 3;
+    let victim = mcp_http::connect(config, session).await.unwrap();
+    fake.set_fault(Fault::KeepDropping);
+    let err = call(&victim).await.unwrap_err();
+    assert!(
+        err.to_string().contains("gave up after 3 resumptions"),
+        "{err}"
+    );
+    let resumes = fake
+        .seen()
+        .iter()
+        .filter(|s| s.headers.contains_key("last-event-id"))
+        .count();
+    // The first resumption follows a stream that brought an event (the priming one); the
+    // three after it brought nothing.
+    assert_eq!(resumes, 1 + 3, "resuming GETs");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_reset_mid_stream_is_resumed_from_the_last_whole_event() {
     let fake = FakeHttp::start().await;
