@@ -1174,3 +1174,28 @@ mod excerpt_tests {
         assert_eq!(excerpt(b"one-long-token-cut", 5), "…");
     }
 }
+
+#[cfg(test)]
+mod era_tests {
+    use mcp_protocol::Era;
+
+    use super::{eras, origin};
+
+    #[test]
+    fn an_origin_is_remembered_without_credentials_or_query_until_it_answers_stateless() {
+        let url: http::Uri = "https://user:pw@era-test.example:8443/mcp?key=k"
+            .parse()
+            .unwrap();
+        let key = origin(&url);
+        assert_eq!(key, "https://era-test.example:8443");
+        assert_eq!(eras::known(&key), None);
+        eras::learned(key.clone(), Era::Handshake);
+        assert_eq!(eras::known(&key), Some(Era::Handshake));
+        eras::learned(key.clone(), Era::Stateless);
+        assert_eq!(
+            eras::known(&key),
+            None,
+            "a stateless answer removes the entry"
+        );
+    }
+}
