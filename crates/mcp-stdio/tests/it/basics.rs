@@ -251,3 +251,30 @@ async fn an_inherited_host_variable_is_redacted_like_a_configured_one() {
     );
     assert!(!message.contains(&inherited), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_stderr_shows_a_configured_secret_redacted() {
+    let script = format!(
+        r#"echo "starting with key $API_KEY" >&2; exec '{}'"#,
+        mcp_testkit::fake_server().display()
+    );
+    let mut config = StdioConfig::new("talky", "sh", ["-c", script.as_str()]);
+    config.env = vec![("API_KEY".to_owned(), "VALUE0123456789".to_owned())];
+    config.close_timeout = Duration::from_millis(500);
+    config.term_timeout = Duration::from_millis(500);
+    let client = mcp_stdio::spawn(config, session()).await.unwrap();
+    let mut stderr = client.stderr();
+    for _ in 0..100 {
+        if stderr.contains("starting with key") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stderr = client.stderr();
+    }
+    assert!(
+        stderr.contains("starting with key [redacted]"),
+        "{stderr:?}"
+    );
+    assert!(!stderr.contains("VALUE0123456789"), "{stderr:?}");
+    client.close().await;
+}
