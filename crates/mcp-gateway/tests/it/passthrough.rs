@@ -245,6 +245,34 @@ async fn upstream_requests_reach_only_a_client_that_declared_them() {
     gateway.shutdown().await;
 }
 
+/// A 2026-07-28 client has no server-to-client requests: an upstream's request during its call
+/// is answered with an error by the gateway, though the client declared the capability.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_request_never_reaches_a_stateless_client() {
+    let dir = TempDir::new("stateless-requests");
+    let gateway = start(&dir, json!({"fake": fake(&[])})).await;
+    // The same declaration in the handshake era gets the request.
+    let handshake = over_http(&gateway, able_client()).await;
+    answer_requests(&handshake);
+    let sampled = text(&call(&handshake, "sample", json!({})).await);
+    assert!(sampled.contains("sampled by the client"), "{sampled}");
+    drop(handshake);
+
+    let mut config = able_client();
+    config.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+    let stateless = over_http(&gateway, config).await;
+    assert_eq!(stateless.server_info().era, mcp_protocol::Era::Stateless);
+    answer_requests(&stateless);
+    let refused = text(&call(&stateless, "sample", json!({})).await);
+    // The gateway answers the upstream itself (the session below would refuse to send it too).
+    assert!(
+        refused.contains("the client waiting on it speaks the stateless era"),
+        "{refused}"
+    );
+    assert!(!refused.contains("sampled by the client"), "{refused}");
+    gateway.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_is_cancelled_upstream() {
     let dir = TempDir::new("cancel");
