@@ -284,15 +284,20 @@ async fn a_notification_before_the_initialize_result_is_accepted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undeclared_sampling_elicitation_and_roots_are_refused() {
     with_witness(&[], |client| async move {
-        for (tool, expected) in [
-            ("sample", "Sampling not supported"),
-            ("elicit", "Elicitation not supported"),
-            ("roots", "Roots not supported"),
+        // The fake server sends each request under the id it is given and reports the whole
+        // frame it read back: the refusal must be method not found, under that id.
+        for (tool, id, message) in [
+            ("sample", json!("sample-1"), "Sampling not supported"),
+            ("elicit", json!(4242), "Elicitation not supported"),
+            ("roots", json!("roots-1"), "Roots not supported"),
         ] {
-            let answer = text(&client, tool, json!({})).await;
-            assert!(
-                answer.contains(expected) && answer.contains("-32601"),
-                "{tool}: {answer}"
+            let answer = text(&client, tool, json!({ "request_id": id })).await;
+            let frame: serde_json::Value = serde_json::from_str(&answer)
+                .unwrap_or_else(|e| panic!("{tool}: no JSON-RPC frame ({e}): {answer}"));
+            assert_eq!(
+                frame,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": message}}),
+                "{tool}"
             );
         }
         client
