@@ -237,10 +237,22 @@ async fn upstream_requests_reach_only_a_client_that_declared_them() {
         let elicited = text(&call(&able, "elicit", json!({})).await);
         assert!(elicited.contains("Ada"), "{elicited}");
 
-        let refused = text(&call(&plain, "sample", json!({})).await);
-        assert!(refused.contains("-32601"), "{refused}");
-        let refused = text(&call(&plain, "elicit", json!({})).await);
-        assert!(refused.contains("-32601"), "{refused}");
+        // The upstream reports the whole frame it read back for a request sent under the id
+        // it is given: method not found, under that id.
+        for (tool, id, what) in [
+            ("sample", json!("sample-1"), "sampling"),
+            ("elicit", json!(4242), "elicitation"),
+        ] {
+            let answer = text(&call(&plain, tool, json!({ "request_id": id })).await);
+            let frame: serde_json::Value = serde_json::from_str(&answer)
+                .unwrap_or_else(|e| panic!("{tool}: no JSON-RPC frame ({e}): {answer}"));
+            let message = format!("the client in front of the gateway does not support {what}");
+            assert_eq!(
+                frame,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": message}}),
+                "{tool}"
+            );
+        }
     }
     gateway.shutdown().await;
 }
