@@ -244,7 +244,7 @@ async fn upstream_requests_reach_only_a_client_that_declared_them() {
             ("elicit", json!(4242), "elicitation"),
         ] {
             let answer = text(&call(&plain, tool, json!({ "request_id": id })).await);
-            let frame: serde_json::Value = serde_json::from_str(&answer)
+            let frame: Value = serde_json::from_str(&answer)
                 .unwrap_or_else(|e| panic!("{tool}: no JSON-RPC frame ({e}): {answer}"));
             let message = format!("the client in front of the gateway does not support {what}");
             assert_eq!(
