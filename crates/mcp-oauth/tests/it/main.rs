@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used)]
 
 mod authorizer;
+mod device;
 mod fake;
 mod proptests;
