@@ -5,6 +5,5 @@
 #![allow(clippy::unwrap_used)]
 
 mod authorizer;
-mod device;
 mod fake;
 mod proptests;
