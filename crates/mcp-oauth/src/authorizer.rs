@@ -45,6 +45,7 @@ use crate::http::{
     TransportError, UserAgent,
 };
 use crate::pkce::{Pkce, state_from_random};
+use crate::preflight;
 use crate::registration::{self, ApplicationType, Identity};
 use crate::secret::{ClientSecret, JwtAssertion};
 use crate::store::{ClientRegistration, ServerTokens};
@@ -969,44 +970,167 @@ impl Authorizer {
         if let Ok(endpoint) = Url::parse(&d.meta.authorization_endpoint) {
             flow::check_openable(&endpoint)?;
         }
+        // A kept client serves only if the browser can come back to a redirect URI it was
+        // registered with (the user agent is offered them), and only while the authorization
+        // server still takes it (asked once without a browser); otherwise a new registration
+        // for the user agent's redirect URI replaces it.
+        let reused = self.reusable_client(&d, &*user_agent);
+        let mut client = match reused.clone() {
+            Some(client) => client,
+            None => {
+                let redirect_uri = user_agent.redirect_uri();
+                self.ensure_client(&d, &redirect_uri, scope.as_deref())
+                    .await?
+            }
+        };
         let redirect_uri = user_agent.redirect_uri();
-        let client = self
-            .ensure_client(&d, &redirect_uri, scope.as_deref())
-            .await?;
-        let pkce = Pkce::from_random(self.random()?);
-        let state = state_from_random(self.random()?);
-        let url = flow::authorization_url(
-            &d.meta,
-            &client.client_id,
-            &redirect_uri,
-            &d.resource,
-            scope.as_deref(),
-            &pkce,
-            &state,
-        )?;
+        let (mut pkce, mut state, mut url) =
+            self.authorization_request(&d, &client, &redirect_uri, scope.as_deref())?;
+        if reused.is_some_and(|c| c.registered)
+            && let Some(reason) = self.refused_before_login(&url, &redirect_uri).await
+        {
+            let issuer = d.meta.issuer.clone();
+            user_agent.notice(&format!(
+                "the authorization server {issuer} no longer takes the client registered there ({reason}): registering a new one"
+            ));
+            self.registrations.remove(&issuer);
+            self.client = None;
+            client = self
+                .ensure_client(&d, &redirect_uri, scope.as_deref())
+                .await?;
+            (pkce, state, url) =
+                self.authorization_request(&d, &client, &redirect_uri, scope.as_deref())?;
+        }
         self.count_attempt(scope.as_deref())?;
         self.requested_scope.clone_from(&scope);
         let landed = user_agent
             .authorize(url)
             .await
             .map_err(AuthError::UserAgent)?;
-        let code = flow::code_from_redirect(&landed, &state, &d.meta)?;
+        // The browser waits for the outcome (a loopback page answered after the exchange).
+        let outcome = self
+            .exchange_code(&d, &client, &landed, &state, &pkce, &redirect_uri, scope)
+            .await;
+        user_agent.finished(outcome.as_ref().map(|()| ()));
+        outcome
+    }
+
+    /// A new PKCE pair and `state`, and the authorization URL with them.
+    fn authorization_request(
+        &self,
+        d: &Discovered,
+        client: &Client,
+        redirect_uri: &str,
+        scope: Option<&str>,
+    ) -> Result<(Pkce, String, Url), AuthError> {
+        let pkce = Pkce::from_random(self.random()?);
+        let state = state_from_random(self.random()?);
+        let url = flow::authorization_url(
+            &d.meta,
+            &client.client_id,
+            redirect_uri,
+            &d.resource,
+            scope,
+            &pkce,
+            &state,
+        )?;
+        Ok((pkce, state, url))
+    }
+
+    /// The authorization server's reason when it refuses the authorization request `url` for
+    /// the client's sake, asked without a browser (see [`preflight`]). An answer that is not
+    /// such a refusal, or none at all, lets the login go on.
+    async fn refused_before_login(&self, url: &Url, redirect_uri: &str) -> Option<String> {
+        let answer = self.get("authorization request", url).await.ok()?;
+        let location = answer
+            .headers()
+            .get(http::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| url.join(l).ok());
+        preflight::refusal(
+            answer.status().as_u16(),
+            location.as_ref().map(Url::as_str),
+            answer.body(),
+            redirect_uri,
+        )
+    }
+
+    /// A client kept from before that this login can use: a dynamic registration for this
+    /// issuer whose redirect URIs the user agent can receive at (it is offered them), the
+    /// client already in use, or the client stored with tokens from before registrations were
+    /// kept by issuer. `None` when a client is configured or none of these serves; the user
+    /// agent is told when a kept registration is passed over.
+    fn reusable_client(&mut self, d: &Discovered, agent: &dyn UserAgent) -> Option<Client> {
+        if self.settings.client_id.is_some() {
+            return None;
+        }
+        let issuer = d.meta.issuer.clone();
+        if let Some(kept) = self.registrations.get(&issuer) {
+            let own = agent.redirect_uri();
+            // Unknown redirect URIs (a registration migrated from version 1) are tried; the
+            // authorization server's refusal leads to a new registration.
+            let fits = kept.redirect_uris.is_empty()
+                || kept.redirect_uris.contains(&own)
+                || agent
+                    .adopt_redirect_uri(&kept.redirect_uris)
+                    .is_some_and(|uri| kept.redirect_uris.contains(&uri));
+            if !fits {
+                agent.notice(&format!(
+                    "the client registered at {issuer} is for {}, where this login cannot receive the browser now: registering a new one",
+                    kept.redirect_uris.join(", ")
+                ));
+                if self.client.as_ref().is_some_and(|c| c.registered) {
+                    self.client = None;
+                }
+                return None;
+            }
+            let client = Client::registered(kept, &issuer);
+            self.client = Some(client.clone());
+            return Some(client);
+        }
+        if let Some(client) = self.client.as_ref().filter(|c| c.issuer == issuer) {
+            return Some(client.clone());
+        }
+        // Tokens from before registrations were kept by issuer: their own client.
+        let client = self
+            .tokens
+            .as_ref()
+            .filter(|t| t.issuer.as_deref() == Some(issuer.as_str()))
+            .and_then(|t| Client::stored(t, &issuer))?;
+        self.client = Some(client.clone());
+        Some(client)
+    }
+
+    /// The code from the redirect the browser `landed` on, exchanged for tokens, which are
+    /// kept.
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange_code(
+        &mut self,
+        d: &Discovered,
+        client: &Client,
+        landed: &Url,
+        state: &str,
+        pkce: &Pkce,
+        redirect_uri: &str,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        let code = flow::code_from_redirect(landed, state, &d.meta)?;
         let auth = ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
         let grant = Grant::Code {
             code: &code,
             verifier: &pkce.verifier,
-            redirect_uri: &redirect_uri,
+            redirect_uri,
         };
         let request = flow::token_request(&d.meta, &client.client_id, &auth, grant, &d.resource)?;
-        let key = self.new_dpop_key(&d)?;
+        let key = self.new_dpop_key(d)?;
         let tokens = self.send_token(request, key.as_ref()).await?;
-        self.keep(tokens, &client, scope, key);
+        self.keep(tokens, client, scope, key);
         Ok(())
     }
 
-    /// The client identity for the authorization server in `d`, in the spec's order:
-    /// configured, the one already in use with this server, the one stored with the tokens,
-    /// a metadata document, dynamic registration.
+    /// A client identity for the authorization server in `d`, in the spec's order after the
+    /// kept ones ([`reusable_client`](Self::reusable_client)): configured, a metadata
+    /// document, a new dynamic registration for `redirect_uri` (replacing a kept one).
     async fn ensure_client(
         &mut self,
         d: &Discovered,
@@ -1020,31 +1144,6 @@ impl Authorizer {
             .client_id
             .as_deref()
             .map(|id| (id, self.settings.client_secret.as_ref()));
-        if configured.is_none() {
-            if let Some(client) = self.client.as_ref().filter(|c| c.issuer == issuer) {
-                return Ok(client.clone());
-            }
-            // A registration kept for exactly this issuer, made for this redirect URI.
-            if let Some(client) = self
-                .registrations
-                .get(&issuer)
-                .filter(|r| r.fits(redirect_uri))
-                .map(|r| Client::registered(r, &issuer))
-            {
-                self.client = Some(client.clone());
-                return Ok(client);
-            }
-            // Tokens from before registrations were kept by issuer: their own client.
-            if let Some(client) = self
-                .tokens
-                .as_ref()
-                .filter(|t| t.issuer.as_deref() == Some(issuer.as_str()))
-                .and_then(|t| Client::stored(t, &issuer))
-            {
-                self.client = Some(client.clone());
-                return Ok(client);
-            }
-        }
         let identity = registration::choose_identity(
             &d.meta,
             configured,

@@ -123,6 +123,33 @@ pub trait UserAgent: Send + Sync {
     /// loopback address); a user agent that may be handed URLs by other code checks them
     /// with it too, and never opens one through a shell.
     fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>>;
+
+    /// Offered the redirect URIs of the stored client registration a login would reuse,
+    /// before anything is sent. Many authorization servers compare redirect URIs exactly,
+    /// port included (RFC 8252 §7.3 asks otherwise): a registration only serves a login whose
+    /// redirect comes back to one of them. A user agent that can receive the redirect at one
+    /// (a loopback listener whose registered port is free) switches to it, so that
+    /// [`redirect_uri`](Self::redirect_uri) returns it from then on, and returns it. `None`
+    /// (the default) takes none, and the [`Authorizer`](crate::Authorizer) registers a new
+    /// client for `redirect_uri` in place of the old one.
+    fn adopt_redirect_uri(&self, registered: &[String]) -> Option<String> {
+        let _ = registered;
+        None
+    }
+
+    /// Tells the person something about the login they would otherwise not learn, such as
+    /// why the client registers again. The text holds no secret. The default shows nothing.
+    fn notice(&self, message: &str) {
+        let _ = message;
+    }
+
+    /// How the login that the last [`authorize`](Self::authorize) came back from ended: `Ok`
+    /// once the code was exchanged for tokens, else the error (whose text holds no secret).
+    /// A user agent that holds the browser's request open until then (a loopback listener)
+    /// answers it now, so that the page says what really happened. The default does nothing.
+    fn finished(&self, outcome: Result<(), &crate::AuthError>) {
+        let _ = outcome;
+    }
 }
 
 /// Signs RFC 7523 client assertions for `private_key_jwt` (the `client_credentials` extension

@@ -59,6 +59,7 @@ pub mod flow;
 mod http;
 mod jws;
 mod pkce;
+mod preflight;
 pub mod registration;
 mod secret;
 pub mod store;

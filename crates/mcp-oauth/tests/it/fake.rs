@@ -245,6 +245,11 @@ impl World {
         Authorizer::new(settings, self.services())
     }
 
+    /// Both servers as an HTTP client, for a test that puts something in front of them.
+    pub(crate) fn http(self: &Arc<Self>) -> Arc<dyn HttpClient> {
+        Arc::new(Http(Arc::clone(self)))
+    }
+
     pub(crate) fn services(self: &Arc<Self>) -> Services {
         let http: Arc<dyn HttpClient> = Arc::new(Http(Arc::clone(self)));
         let random: Arc<dyn Randomness> = self.clone();

@@ -7,3 +7,4 @@
 mod authorizer;
 mod fake;
 mod proptests;
+mod redirect;
