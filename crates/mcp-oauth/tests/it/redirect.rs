@@ -99,7 +99,10 @@ impl HttpClient for Forgetful {
         if client.is_some_and(|c| self.forgotten.contains(&c)) {
             let answer = http::Response::builder()
                 .status(400)
-                .body(br#"{"error":"invalid_client","error_description":"Invalid client_id"}"#.to_vec())
+                .body(
+                    br#"{"error":"invalid_client","error_description":"Invalid client_id"}"#
+                        .to_vec(),
+                )
                 .unwrap();
             return Box::pin(async move { Ok(answer) });
         }
@@ -174,7 +177,11 @@ fn a_registered_port_that_is_taken_means_a_new_registration_which_replaces_the_o
     login(&world, &mut auth).unwrap();
     let registrations = world.registrations();
     assert_eq!(registrations.len(), 1, "{:?}", world.urls());
-    assert!(registrations[0].body.contains(SECOND), "{}", registrations[0].body);
+    assert!(
+        registrations[0].body.contains(SECOND),
+        "{}",
+        registrations[0].body
+    );
     let replaced = auth.take_registrations();
     assert_eq!(replaced.len(), 1);
     let new_id = replaced[0].1.client_id.clone();
