@@ -177,8 +177,12 @@ impl Prompter for TerminalPrompter {
 /// The permission question for `call`, server text cleaned.
 pub(crate) fn question(call: &CallRequest<'_>) -> String {
     let args = serde_json::to_string(call.arguments).unwrap_or_default();
+    let what = match call.kind {
+        mcp_host::CallKind::Tool => "tool",
+        _ => "operation",
+    };
     format!(
-        "allow tool `{}` on server `{}` with arguments {}?",
+        "allow {what} `{}` on server `{}` with arguments {}?",
         cell(call.tool, 80),
         call.server,
         cell(&args, 400)
@@ -351,6 +355,7 @@ pub(crate) fn detail_text(s: &ServerStatus) -> String {
         format!("enabled:           {}", manage::yes_no(s.enabled)),
         format!("state:             {}", s.state),
         format!("tools:             {}", s.tools),
+        format!("operations:        {}", operations_text(&s.operations)),
         format!(
             "last_error:        {}",
             s.last_error
@@ -403,6 +408,15 @@ pub(crate) fn detail_text(s: &ServerStatus) -> String {
     lines.join("\n")
 }
 
+/// The resource and prompt operations offered for a server, by method (`-` for none).
+fn operations_text(ops: &[mcp_host::Operation]) -> String {
+    if ops.is_empty() {
+        return "-".to_owned();
+    }
+    let methods: Vec<&str> = ops.iter().map(|o| o.method()).collect();
+    methods.join(" ")
+}
+
 /// A session id shown as its first characters: enough to match it in a server's log, not
 /// enough to take the session over.
 fn short_session(id: &str) -> String {
@@ -419,6 +433,7 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
         "enabled": s.enabled,
         "state": s.state.as_str(),
         "tools": s.tools,
+        "operations": s.operations.iter().map(|o| o.method()).collect::<Vec<_>>(),
         "last_error": s.last_error.as_deref().map(clean),
         "last_error_phase": s.last_error_phase.map(Phase::as_str),
         "last_connected_at": s.last_connected_at.map(rfc3339),
@@ -461,6 +476,12 @@ pub(crate) fn show_tools(out: &Out, host: &Host, id: Option<&str>) -> Result<(),
         .iter()
         .filter(|t| id.is_none_or(|i| i == t.server))
         .collect();
+    // The resource and prompt operations a model is offered beside the tools.
+    let operations: Vec<_> = catalog
+        .operations()
+        .iter()
+        .filter(|o| id.is_none_or(|i| i == o.server))
+        .collect();
     if out.is_json() {
         out.json(&json!({
             "tools": tools.iter().map(|t| json!({
@@ -469,11 +490,18 @@ pub(crate) fn show_tools(out: &Out, host: &Host, id: Option<&str>) -> Result<(),
                 "tool": clean(&t.tool),
                 "description": t.description,
                 "input_schema": *t.parameters,
-            })).collect::<Vec<_>>()
+            })).collect::<Vec<_>>(),
+            "operations": operations.iter().map(|o| json!({
+                "name": o.name,
+                "server": o.server,
+                "operation": o.operation.method(),
+                "description": o.description,
+                "input_schema": *o.parameters,
+            })).collect::<Vec<_>>(),
         }));
         return Ok(());
     }
-    if tools.is_empty() {
+    if tools.is_empty() && operations.is_empty() {
         out.text("no tools");
         return Ok(());
     }
@@ -484,6 +512,14 @@ pub(crate) fn show_tools(out: &Out, host: &Host, id: Option<&str>) -> Result<(),
             t.server.clone(),
             cell(&t.tool, 40),
             cell(&t.description, 70),
+        ]);
+    }
+    for o in operations {
+        table.row(vec![
+            o.name.clone(),
+            o.server.clone(),
+            format!("({})", o.operation.method()),
+            cell(&o.description, 70),
         ]);
     }
     out.text(&table.render());
@@ -539,7 +575,13 @@ pub(crate) async fn call_on(
     {
         return Err(not_ready(&s));
     }
-    // An exposed name (`mcp_<server>_…`) works as well as the server's own name.
+    // An exposed name (`mcp_<server>_…`) works as well as the server's own name; the exposed
+    // name of a resource or prompt operation runs the operation, as a model's call would.
+    let operation = host
+        .catalog()
+        .resolve_operation(tool)
+        .filter(|o| o.server == id)
+        .map(|o| o.operation);
     let tool = host
         .catalog()
         .resolve(tool)
@@ -567,7 +609,10 @@ pub(crate) async fn call_on(
             eprint!("\r\x1b[K");
         }
     });
-    let result = host.call_tool(id, &tool, arguments, options).await;
+    let result = match operation {
+        Some(op) => host.call_operation(id, op, arguments, options).await,
+        None => host.call_tool(id, &tool, arguments, options).await,
+    };
     let _ = progress.await;
     match result {
         Ok(output) => show_call(out, id, &tool, &output),

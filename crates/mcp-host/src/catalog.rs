@@ -12,6 +12,8 @@ use mcp_protocol::schema::Tool;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::operation::{ExposedOperation, Operation};
+
 /// The longest exposed name: the tightest limit among model providers.
 pub const MAX_NAME_LEN: usize = 64;
 
@@ -80,7 +82,34 @@ fn name_with_salt(server: &str, tool: &str, salt: u32) -> String {
         hasher.update([0]);
         hasher.update(salt.to_be_bytes());
     }
-    let digest = hasher.finalize();
+    shape(server, tool, &hasher.finalize())
+}
+
+/// The exposed name of `operation` on `server`, ignoring collisions. Its hash starts from a
+/// byte no server id holds (ids are `[a-zA-Z0-9_-]`), so it is never the hash of a tool, even
+/// one the server named after the operation: the two differ at least in their last 8
+/// characters, and a tool's name does not move when operations come or go.
+pub fn operation_name(server: &str, operation: Operation) -> String {
+    operation_name_with_salt(server, operation, 0)
+}
+
+fn operation_name_with_salt(server: &str, operation: Operation, salt: u32) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update([1]);
+    hasher.update(b"operation");
+    hasher.update([0]);
+    hasher.update(server.as_bytes());
+    hasher.update([0]);
+    hasher.update(operation.slug().as_bytes());
+    if salt > 0 {
+        hasher.update([0]);
+        hasher.update(salt.to_be_bytes());
+    }
+    shape(server, operation.slug(), &hasher.finalize())
+}
+
+/// `mcp_<server>_<slug>_<hash8>` within [`MAX_NAME_LEN`].
+fn shape(server: &str, tool: &str, digest: &[u8]) -> String {
     let hash8: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
 
     // "mcp_" + server + "_" + slug + "_" + hash8: 14 characters are fixed.
@@ -327,16 +356,82 @@ fn is_object_schema(schema: &Value) -> bool {
 
 /// Every exposed tool of every ready server, and the table back. Immutable: a change builds a
 /// new one and swaps it in whole, so a caller never sees half of an update.
+///
+/// It holds the servers' own tools ([`tools`](Self::tools)) and, apart, the resource and
+/// prompt operations offered as tools ([`operations`](Self::operations)); a model is offered
+/// both ([`model_tools`](Self::model_tools)), under names that never collide.
 #[derive(Debug, Default)]
 pub struct Catalog {
     tools: Vec<ExposedTool>,
-    by_name: HashMap<String, usize>,
+    operations: Vec<ExposedOperation>,
+    by_name: HashMap<String, Slot>,
+}
+
+/// Where an exposed name points.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Tool(usize),
+    Operation(usize),
+}
+
+/// One tool as a model is offered it: a server's own tool or one of its operations.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum ModelTool<'a> {
+    /// A tool the server listed.
+    Tool(&'a ExposedTool),
+    /// A resource or prompt operation the host offers for the server.
+    Operation(&'a ExposedOperation),
+}
+
+impl<'a> ModelTool<'a> {
+    /// The exposed name: what the model calls.
+    pub fn name(&self) -> &'a str {
+        match self {
+            Self::Tool(t) => &t.name,
+            Self::Operation(o) => &o.name,
+        }
+    }
+
+    /// The server's id.
+    pub fn server(&self) -> &'a str {
+        match self {
+            Self::Tool(t) => &t.server,
+            Self::Operation(o) => &o.server,
+        }
+    }
+
+    /// The description offered to the model.
+    pub fn description(&self) -> &'a str {
+        match self {
+            Self::Tool(t) => &t.description,
+            Self::Operation(o) => &o.description,
+        }
+    }
+
+    /// The input schema offered to the model: always a JSON Schema object.
+    pub fn parameters(&self) -> &'a Value {
+        match self {
+            Self::Tool(t) => &t.parameters,
+            Self::Operation(o) => &o.parameters,
+        }
+    }
 }
 
 impl Catalog {
     /// Names the tools and indexes them. Tools are named in (server, tool) order, and a name
     /// already taken gets a salted hash, so the result depends only on the set of tools.
     pub fn build(servers: BTreeMap<String, Vec<ExposedTool>>) -> Self {
+        Self::build_with_operations(servers, BTreeMap::new())
+    }
+
+    /// [`build`](Self::build), then names the operations of each server (from
+    /// [`server_operations`](crate::operation::server_operations)) after every tool, so that a
+    /// tool's name never depends on them; an operation whose name is taken gets a salted hash.
+    pub fn build_with_operations(
+        servers: BTreeMap<String, Vec<ExposedTool>>,
+        operations: BTreeMap<String, Vec<ExposedOperation>>,
+    ) -> Self {
         let mut all: Vec<ExposedTool> = servers.into_values().flatten().collect();
         all.sort_by(|a, b| (&a.server, &a.tool).cmp(&(&b.server, &b.tool)));
         let mut by_name = HashMap::with_capacity(all.len());
@@ -347,36 +442,103 @@ impl Catalog {
                 salt += 1;
                 name = name_with_salt(&tool.server, &tool.tool, salt);
             }
-            by_name.insert(name.clone(), index);
+            by_name.insert(name.clone(), Slot::Tool(index));
             tool.name = name;
+        }
+        let mut ops = Vec::new();
+        for (_, mut server_ops) in operations {
+            server_ops.sort_by_key(|o| o.operation);
+            server_ops.dedup_by_key(|o| o.operation);
+            for op in &mut server_ops {
+                let mut salt = 0;
+                let mut name = operation_name(&op.server, op.operation);
+                while by_name.contains_key(&name) {
+                    salt += 1;
+                    name = operation_name_with_salt(&op.server, op.operation, salt);
+                }
+                by_name.insert(name.clone(), Slot::Operation(ops.len()));
+                op.name = name;
+                ops.push(op.clone());
+            }
+        }
+        // Descriptions name the sibling operations of the same server.
+        let mut start = 0;
+        while start < ops.len() {
+            let server = ops[start].server.clone();
+            let end = ops[start..]
+                .iter()
+                .position(|o| o.server != server)
+                .map_or(ops.len(), |n| start + n);
+            crate::operation::describe(&mut ops[start..end]);
+            start = end;
         }
         Self {
             tools: all,
+            operations: ops,
             by_name,
         }
     }
 
-    /// Every tool, ordered by server then tool name.
+    /// Every server tool, ordered by server then tool name (operations not included).
     pub fn tools(&self) -> &[ExposedTool] {
         &self.tools
     }
 
-    /// The tools of one server.
+    /// The tools of one server (its operations not included).
     pub fn server_tools<'a>(&'a self, server: &'a str) -> impl Iterator<Item = &'a ExposedTool> {
         self.tools.iter().filter(move |t| t.server == server)
     }
 
-    /// The tool behind an exposed name.
-    pub fn resolve(&self, exposed: &str) -> Option<&ExposedTool> {
-        self.by_name.get(exposed).map(|&i| &self.tools[i])
+    /// Every resource and prompt operation, ordered by server then operation.
+    pub fn operations(&self) -> &[ExposedOperation] {
+        &self.operations
     }
 
-    /// How many tools there are.
+    /// The operations of one server.
+    pub fn server_operations<'a>(
+        &'a self,
+        server: &'a str,
+    ) -> impl Iterator<Item = &'a ExposedOperation> {
+        self.operations.iter().filter(move |o| o.server == server)
+    }
+
+    /// Everything a model is offered: the tools, then the operations.
+    pub fn model_tools(&self) -> impl Iterator<Item = ModelTool<'_>> {
+        let tools = self.tools.iter().map(ModelTool::Tool);
+        tools.chain(self.operations.iter().map(ModelTool::Operation))
+    }
+
+    /// The tool behind an exposed name (`None` for an operation's name: see
+    /// [`lookup`](Self::lookup)).
+    pub fn resolve(&self, exposed: &str) -> Option<&ExposedTool> {
+        match self.by_name.get(exposed)? {
+            Slot::Tool(i) => Some(&self.tools[*i]),
+            Slot::Operation(_) => None,
+        }
+    }
+
+    /// The operation behind an exposed name.
+    pub fn resolve_operation(&self, exposed: &str) -> Option<&ExposedOperation> {
+        match self.by_name.get(exposed)? {
+            Slot::Operation(i) => Some(&self.operations[*i]),
+            Slot::Tool(_) => None,
+        }
+    }
+
+    /// The tool or operation behind an exposed name.
+    pub fn lookup(&self, exposed: &str) -> Option<ModelTool<'_>> {
+        Some(match self.by_name.get(exposed)? {
+            Slot::Tool(i) => ModelTool::Tool(&self.tools[*i]),
+            Slot::Operation(i) => ModelTool::Operation(&self.operations[*i]),
+        })
+    }
+
+    /// How many server tools there are (operations not counted).
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
-    /// Whether there are none.
+    /// Whether there are no server tools.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }

@@ -28,14 +28,15 @@ use mcp_stdio::StdioConfig;
 use tokio::sync::{Semaphore, broadcast, mpsc};
 
 use crate::bound::bound_result;
-use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ToolFilter};
+use crate::catalog::{Catalog, CatalogLimits, Diagnostic, ExposedTool, ModelTool, ToolFilter};
 use crate::config::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
 };
 use crate::error::CallError;
 use crate::oauth::OAuthHook;
-use crate::permission::{CallRequest, Decision, Policy, Prompter, ServerRules, combine};
+use crate::operation::{ExposedOperation, Operation, server_operations};
+use crate::permission::{CallKind, CallRequest, Decision, Policy, Prompter, ServerRules, combine};
 use crate::redact::Redactor;
 
 /// How to reach one server: the transport's own configuration, secrets already resolved.
@@ -93,6 +94,12 @@ pub struct ServerEntry {
     /// `protocol_version`): it is the only one offered and the only one accepted, for a
     /// server that mishandles negotiation or a test that must run one revision.
     pub protocol_version: Option<ProtocolVersion>,
+    /// Offer the resource operations as tools when the server declares `resources`
+    /// (`expose_resources`, on by default; see [`Operation`]).
+    pub expose_resources: bool,
+    /// Offer the prompt operations as tools when the server declares `prompts`
+    /// (`expose_prompts`, on by default).
+    pub expose_prompts: bool,
 }
 
 impl ServerEntry {
@@ -120,6 +127,8 @@ impl ServerEntry {
             notes: Vec::new(),
             oauth: None,
             protocol_version: None,
+            expose_resources: true,
+            expose_prompts: true,
         }
     }
 }
@@ -243,6 +252,8 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// How many of its tools are in the catalogue.
     pub tools: usize,
+    /// The resource and prompt operations offered for it as tools, while it is ready.
+    pub operations: Vec<Operation>,
     /// The latest failure, if any (kept after a recovery until the next one).
     pub last_error: Option<String>,
     /// The step at which `last_error` happened.
@@ -556,6 +567,7 @@ impl Drop for Owner {
             let client = {
                 let mut s = lock(&slot.state);
                 s.tools.clear();
+                s.operations.clear();
                 s.info = None;
                 s.client.take()
             };
@@ -610,6 +622,8 @@ struct SlotState {
     client: Option<Client>,
     info: Option<ServerInfo>,
     tools: Vec<ExposedTool>,
+    /// Its operations, fixed by the capabilities it declared at connect.
+    operations: Vec<ExposedOperation>,
     diagnostics: Vec<String>,
     reconnect_attempts: u32,
 }
@@ -838,23 +852,91 @@ impl Host {
         self.inner.ready_client(server)
     }
 
-    /// Calls the tool behind an exposed name (see [`Catalog`]).
+    /// Calls the tool or operation behind an exposed name (see [`Catalog::model_tools`]):
+    /// what an agent does with each tool call its model makes.
     pub async fn call(
         &self,
         exposed: &str,
         arguments: JsonObject,
         options: CallOptions,
     ) -> Result<ToolOutput, CallError> {
-        let (server, tool) = {
+        let target = {
             let catalog = self.catalog();
-            let found = catalog
-                .resolve(exposed)
-                .ok_or_else(|| CallError::UnknownTool {
-                    name: exposed.to_owned(),
-                })?;
-            (found.server.clone(), found.tool.clone())
+            match catalog.lookup(exposed) {
+                Some(ModelTool::Tool(t)) => (t.server.clone(), Err(t.tool.clone())),
+                Some(ModelTool::Operation(o)) => (o.server.clone(), Ok(o.operation)),
+                None => {
+                    return Err(CallError::UnknownTool {
+                        name: exposed.to_owned(),
+                    });
+                }
+            }
         };
-        self.call_tool(&server, &tool, arguments, options).await
+        match target {
+            (server, Ok(operation)) => {
+                self.call_operation(&server, operation, arguments, options)
+                    .await
+            }
+            (server, Err(tool)) => self.call_tool(&server, &tool, arguments, options).await,
+        }
+    }
+
+    /// Runs a resource or prompt operation on `server` as a tool call: the arguments checked
+    /// against its schema (a wrong one is a tool error for the model), the permission check
+    /// with [`CallKind::Operation`], the server's timeout, cancellation when the future is
+    /// dropped, and the result bounded like any tool's. Only an operation the catalogue offers
+    /// for the server runs (its capability declared at connect, its setting on).
+    pub async fn call_operation(
+        &self,
+        server: &str,
+        operation: Operation,
+        arguments: JsonObject,
+        options: CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let slot = self.inner.slot(server)?;
+        let method = operation.method();
+        let offered = lock(&slot.state)
+            .operations
+            .iter()
+            .any(|o| o.operation == operation);
+        if !offered {
+            self.inner.ready_client(server)?;
+            return Err(CallError::Failed {
+                server: server.to_owned(),
+                what: method.to_owned(),
+                message: "not offered: the server did not declare the capability, or its expose_resources or expose_prompts setting is off".to_owned(),
+            });
+        }
+        let args = match crate::operation::parse_args(operation, &arguments) {
+            Ok(args) => args,
+            Err(why) => {
+                let mut result = CallToolResult::new(vec![ContentBlock::text(format!(
+                    "{method} was not sent: {why}"
+                ))]);
+                result.is_error = Some(true);
+                return Ok(ToolOutput {
+                    result,
+                    truncated: false,
+                });
+            }
+        };
+        let request = CallRequest {
+            server,
+            tool: method,
+            arguments: &arguments,
+            kind: CallKind::Operation(operation),
+        };
+        self.inner.permit(&slot, &request).await?;
+        let client = self.inner.ready_client(server)?;
+        let idle = options.timeout.unwrap_or(slot.entry.request_timeout);
+        let request_options = RequestOptions::DEFAULT
+            .timeout(self.inner.options.max_call_duration.max(idle))
+            .idle_timeout(idle);
+        let mut result = crate::operation::run(&client, operation, args, request_options)
+            .await
+            .map_err(|e| self.inner.session_error(server, method, e))?;
+        let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
+        Ok(ToolOutput { result, truncated })
     }
 
     /// Calls `tool` on `server` after the permission check. A denied call never reaches the
@@ -902,33 +984,9 @@ impl Host {
             server,
             tool,
             arguments: &arguments,
+            kind: CallKind::Tool,
         };
-        let decision = combine(
-            slot.entry.rules.decide(tool),
-            self.inner.options.policy.decide(&request),
-        );
-        let allowed = match decision {
-            Decision::Allow => true,
-            Decision::Deny => false,
-            Decision::Ask => match &self.inner.options.prompter {
-                Some(prompter) => prompter.confirm(&request).await,
-                None => {
-                    return Err(CallError::Denied {
-                        server: server.to_owned(),
-                        tool: tool.to_owned(),
-                        reason: "the policy asks for confirmation and no one can be asked"
-                            .to_owned(),
-                    });
-                }
-            },
-        };
-        if !allowed {
-            return Err(CallError::Denied {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                reason: "refused by the permission policy".to_owned(),
-            });
-        }
+        self.inner.permit(&slot, &request).await?;
         let client = self.inner.ready_client(server)?;
         params.arguments = Some(arguments);
         let idle = options.timeout.unwrap_or(slot.entry.request_timeout);
@@ -1106,6 +1164,7 @@ async fn stop_slot(slot: &Slot) {
     let client = {
         let mut s = lock(&slot.state);
         s.tools.clear();
+        s.operations.clear();
         s.info = None;
         s.client.take()
     };
@@ -1124,6 +1183,7 @@ impl Slot {
             enabled: self.entry.enabled,
             state: s.state.unwrap_or(ServerState::Connecting),
             tools: s.tools.len(),
+            operations: s.operations.iter().map(|o| o.operation).collect(),
             last_error: s.last_error.as_ref().map(|(_, e)| e.clone()),
             last_error_phase: s.last_error.as_ref().map(|(p, _)| *p),
             last_connected_at: s.last_connected_at,
@@ -1163,6 +1223,37 @@ impl Slot {
 }
 
 impl Inner {
+    /// Asks the configuration, the policy and, where they ask, the prompter about `request`:
+    /// `Ok` only if the call may be sent. The one permission check of tools and operations.
+    async fn permit(&self, slot: &Slot, request: &CallRequest<'_>) -> Result<(), CallError> {
+        let decision = combine(
+            slot.entry.rules.decide_call(request),
+            self.options.policy.decide(request),
+        );
+        let denied = |reason: &str| CallError::Denied {
+            server: request.server.to_owned(),
+            tool: request.tool.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let allowed = match decision {
+            Decision::Allow => true,
+            Decision::Deny => false,
+            Decision::Ask => match &self.options.prompter {
+                Some(prompter) => prompter.confirm(request).await,
+                None => {
+                    return Err(denied(
+                        "the policy asks for confirmation and no one can be asked",
+                    ));
+                }
+            },
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(denied("refused by the permission policy"))
+        }
+    }
+
     /// A failed session request to `server`, as a [`CallError`] whose texts hide the
     /// server's secrets.
     fn session_error(&self, server: &str, what: &str, error: mcp_session::Error) -> CallError {
@@ -1231,13 +1322,15 @@ impl Inner {
         let _serial = lock(&self.rebuild);
         let slots: Vec<_> = lock(&self.slots).values().cloned().collect();
         let mut servers = BTreeMap::new();
+        let mut operations = BTreeMap::new();
         for slot in slots {
             let s = lock(&slot.state);
             if s.state == Some(ServerState::Ready) {
                 servers.insert(slot.entry.id.clone(), s.tools.clone());
+                operations.insert(slot.entry.id.clone(), s.operations.clone());
             }
         }
-        let catalog = Arc::new(Catalog::build(servers));
+        let catalog = Arc::new(Catalog::build_with_operations(servers, operations));
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = catalog;
     }
 
@@ -1411,6 +1504,13 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
                     s.info = Some(client.server_info().clone());
                     s.client = Some(client.clone());
                     s.tools = tools;
+                    // What the server declared now counts until the next connection.
+                    s.operations = server_operations(
+                        &slot.entry.id,
+                        &client.server_info().capabilities,
+                        slot.entry.expose_resources,
+                        slot.entry.expose_prompts,
+                    );
                     s.last_connected_at = Some(SystemTime::now());
                     s.reconnect_attempts = 0;
                 }
@@ -1427,6 +1527,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, ready: tokio::sync::onesh
                     s.client = None;
                     s.info = None;
                     s.tools.clear();
+                    s.operations.clear();
                 }
                 if slot.stop.load(Ordering::SeqCst) {
                     return;

@@ -11,7 +11,9 @@
 //!   proxy relaying its own client's call), reads resources and prompts, subscribes to
 //!   resources in either era, and reports what servers say through
 //!   [`subscribe`](Host::subscribe).
-//! - [`Catalog`]: the tools of the ready servers under stable exposed names.
+//! - [`Catalog`]: the tools of the ready servers under stable exposed names, and the
+//!   resource and prompt [`Operation`]s offered beside them as tools, so that a model reads a
+//!   resource or gets a prompt by a tool call whose result stays in its history.
 //! - [`Policy`] and [`Prompter`]: the permission hook, asked before every call.
 //!
 //! # Server processes
@@ -48,6 +50,7 @@ mod error;
 mod fs;
 mod host;
 pub mod oauth;
+pub mod operation;
 pub mod permission;
 mod reach;
 mod redact;
@@ -56,7 +59,7 @@ pub mod trust;
 
 // The public interface is:
 pub use bound::bound_result;
-pub use catalog::{Catalog, ExposedTool};
+pub use catalog::{Catalog, ExposedTool, ModelTool};
 pub use config::{DEFAULT_MAX_RESULT_BYTES, LoadedConfig, ServerConfig};
 pub use elicit::AcceptDefaults;
 pub use error::CallError;
@@ -64,4 +67,5 @@ pub use host::{
     CallOptions, Connect, Host, HostEvent, HostOptions, Phase, Relayed, RequestHandler,
     ServerEntry, ServerState, ServerStatus, Subscription, ToolOutput, Unusable, error_result,
 };
-pub use permission::{Decision, Policy, Prompter};
+pub use operation::{ExposedOperation, Operation};
+pub use permission::{CallKind, Decision, Policy, Prompter};

@@ -9,6 +9,8 @@ use std::pin::Pin;
 
 use mcp_protocol::JsonObject;
 
+use crate::operation::Operation;
+
 /// What a policy says about one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Decision {
@@ -43,6 +45,18 @@ impl Decision {
     }
 }
 
+/// What a call would do: run one of the server's tools, or one of the resource and prompt
+/// operations the host offers as tools. A policy tells them apart here, never by name: a
+/// server may name a tool `resources/read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallKind {
+    /// `tools/call` of the server's tool named in [`CallRequest::tool`].
+    Tool,
+    /// A resource or prompt operation; [`CallRequest::tool`] is its method.
+    Operation(Operation),
+}
+
 /// One call about to be made, as a policy and a person see it. The arguments are the model's
 /// and the tool metadata is the server's: neither is trusted.
 #[derive(Debug, Clone, Copy)]
@@ -50,10 +64,13 @@ impl Decision {
 pub struct CallRequest<'a> {
     /// The server's id.
     pub server: &'a str,
-    /// The tool's name as the server lists it.
+    /// The tool's name as the server lists it; for an operation, its method
+    /// (`resources/read`), and [`kind`](Self::kind) says which it is.
     pub tool: &'a str,
-    /// The arguments that would be sent.
+    /// The arguments that would be sent (an operation's: `uri`, `name`, `arguments`, `cursor`).
     pub arguments: &'a JsonObject,
+    /// A tool or an operation.
+    pub kind: CallKind,
 }
 
 /// Decides about every tool call. Consulted before the call; the server never sees a call the
@@ -76,10 +93,14 @@ pub trait Prompter: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerRules {
-    /// For tools not named in `tools`.
+    /// For tools not named in `tools`, and operations without a rule of their own.
     pub default: Decision,
     /// Per tool name, as the server lists it.
     pub tools: BTreeMap<String, Decision>,
+    /// For the resource operations (`permission.resources`); `default` when `None`.
+    pub resources: Option<Decision>,
+    /// For the prompt operations (`permission.prompts`); `default` when `None`.
+    pub prompts: Option<Decision>,
 }
 
 impl Default for ServerRules {
@@ -87,6 +108,8 @@ impl Default for ServerRules {
         Self {
             default: Decision::Ask,
             tools: BTreeMap::new(),
+            resources: None,
+            prompts: None,
         }
     }
 }
@@ -94,7 +117,11 @@ impl Default for ServerRules {
 impl ServerRules {
     /// Rules with `default` for every tool but those in `tools`.
     pub fn new(default: Decision, tools: BTreeMap<String, Decision>) -> Self {
-        Self { default, tools }
+        Self {
+            default,
+            tools,
+            ..Self::default()
+        }
     }
 }
 
@@ -102,6 +129,25 @@ impl ServerRules {
     /// What the configuration says about `tool`.
     pub fn decide(&self, tool: &str) -> Decision {
         self.tools.get(tool).copied().unwrap_or(self.default)
+    }
+
+    /// What the configuration says about `operation`: its group's rule, else the default.
+    /// Tool rules never apply, whatever the tools are called.
+    pub fn decide_operation(&self, operation: Operation) -> Decision {
+        let group = if operation.is_resources() {
+            self.resources
+        } else {
+            self.prompts
+        };
+        group.unwrap_or(self.default)
+    }
+
+    /// What the configuration says about `call`.
+    pub fn decide_call(&self, call: &CallRequest<'_>) -> Decision {
+        match call.kind {
+            CallKind::Tool => self.decide(call.tool),
+            CallKind::Operation(op) => self.decide_operation(op),
+        }
     }
 }
 
@@ -155,5 +201,33 @@ mod tests {
         assert_eq!(combine(Decision::Ask, Decision::Ask), Decision::Ask);
         assert_eq!(Decision::parse("ask"), Some(Decision::Ask));
         assert_eq!(Decision::parse("yes"), None);
+    }
+
+    #[test]
+    fn operations_follow_their_group_then_the_default_never_a_tool_rule() {
+        let tools = BTreeMap::from([("resources/read".to_owned(), Decision::Deny)]);
+        let mut rules = ServerRules::new(Decision::Ask, tools);
+        rules.resources = Some(Decision::Allow);
+        let args = JsonObject::new();
+        let read = CallRequest {
+            server: "s",
+            tool: "resources/read",
+            arguments: &args,
+            kind: CallKind::Operation(Operation::ReadResource),
+        };
+        let tool = CallRequest {
+            kind: CallKind::Tool,
+            ..read
+        };
+        let prompt = CallRequest {
+            tool: "prompts/get",
+            kind: CallKind::Operation(Operation::GetPrompt),
+            ..read
+        };
+        assert_eq!(rules.decide_call(&read), Decision::Allow);
+        assert_eq!(rules.decide_call(&tool), Decision::Deny);
+        assert_eq!(rules.decide_call(&prompt), Decision::Ask);
+        rules.prompts = Some(Decision::Deny);
+        assert_eq!(rules.decide_call(&prompt), Decision::Deny);
     }
 }

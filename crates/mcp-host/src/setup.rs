@@ -103,6 +103,8 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
     e.ping_interval = server.ping_interval;
     e.ping_timeout = server.ping_timeout;
     e.filter = ToolFilter::new(server.enabled_tools.clone(), server.disabled_tools.clone());
+    e.expose_resources = server.expose_resources;
+    e.expose_prompts = server.expose_prompts;
     e.rules = rules;
     e.max_result_bytes = server.max_result_bytes;
     e.protocol_version = server.protocol_version.clone();
@@ -139,6 +141,17 @@ fn distrust_allow(rules: &ServerRules, notes: &mut Vec<String>) -> ServerRules {
             "permission: `default: allow` from the project file is read as `ask`; allow it in the global file instead"
                 .to_owned(),
         );
+    }
+    for (group, decision) in [
+        ("resources", &mut out.resources),
+        ("prompts", &mut out.prompts),
+    ] {
+        if *decision == Some(Decision::Allow) {
+            *decision = Some(Decision::Ask);
+            notes.push(format!(
+                "permission: `{group}: allow` from the project file is read as `ask`; allow it in the global file instead"
+            ));
+        }
     }
     for (tool, decision) in out.tools.iter_mut() {
         if *decision == Decision::Allow {
@@ -178,11 +191,18 @@ mod tests {
                 ("ls".to_owned(), Decision::Allow),
             ]),
         );
+        let mut rules = rules;
+        rules.resources = Some(Decision::Allow);
+        rules.prompts = Some(Decision::Deny);
         let mut notes = Vec::new();
         let out = distrust_allow(&rules, &mut notes);
         assert_eq!(out.decide("other"), Decision::Ask);
         assert_eq!(out.decide("ls"), Decision::Ask);
         assert_eq!(out.decide("rm"), Decision::Deny);
-        assert_eq!(notes.len(), 2);
+        let read = crate::operation::Operation::ReadResource;
+        assert_eq!(out.decide_operation(read), Decision::Ask);
+        let get = crate::operation::Operation::GetPrompt;
+        assert_eq!(out.decide_operation(get), Decision::Deny);
+        assert_eq!(notes.len(), 3);
     }
 }

@@ -36,13 +36,14 @@ use std::sync::Arc;
 use url::Url;
 
 use crate::challenge::BearerChallenge;
+use crate::device;
 use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
 use crate::dpop::{self, Credentials, DpopKey, Prover};
 use crate::error::{AuthError, Error, cut_short, shown, shown_url};
 use crate::flow::{self, ClientAuth, Grant, TokenError};
 use crate::http::{
-    ClientAssertionSigner, Clock, DpopSigner, HttpClient, HttpRequest, HttpResponse, Randomness,
-    TransportError, UserAgent,
+    ClientAssertionSigner, Clock, DeviceUserAgent, DpopSigner, HttpClient, HttpRequest,
+    HttpResponse, Randomness, TransportError, UserAgent,
 };
 use crate::pkce::{Pkce, state_from_random};
 use crate::preflight;
@@ -225,6 +226,7 @@ pub struct Services {
     user_agent: Option<Arc<dyn UserAgent>>,
     signer: Option<Arc<dyn ClientAssertionSigner>>,
     dpop: Option<Arc<dyn DpopSigner>>,
+    device: Option<Arc<dyn DeviceUserAgent>>,
 }
 
 impl Services {
@@ -242,6 +244,7 @@ impl Services {
             user_agent: None,
             signer: None,
             dpop: None,
+            device: None,
         }
     }
 
@@ -249,6 +252,15 @@ impl Services {
     #[must_use]
     pub fn with_user_agent(mut self, user_agent: Arc<dyn UserAgent>) -> Self {
         self.user_agent = Some(user_agent);
+        self
+    }
+
+    /// Adds the device flow (RFC 8628) for a person's login: used wherever the authorization
+    /// server offers it, the browser (if any) elsewhere. Without a browser, a server that
+    /// does not offer it fails the login with [`device::DeviceError::NotOffered`].
+    #[must_use]
+    pub fn with_device_agent(mut self, agent: Arc<dyn DeviceUserAgent>) -> Self {
+        self.device = Some(agent);
         self
     }
 
@@ -285,6 +297,7 @@ impl fmt::Debug for Services {
             .field("user_agent", &self.user_agent.is_some())
             .field("signer", &self.signer.is_some())
             .field("dpop", &self.dpop.is_some())
+            .field("device", &self.device.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -855,6 +868,7 @@ impl Authorizer {
             client_id_metadata_document_supported: None,
             authorization_response_iss_parameter_supported: None,
             dpop_signing_alg_values_supported: None,
+            device_authorization_endpoint: None,
         })
     }
 
@@ -956,6 +970,11 @@ impl Authorizer {
     /// tokens.
     async fn authorize(&mut self, scope: Option<String>) -> Result<(), AuthError> {
         let d = self.discovered()?;
+        if let Some(agent) = self.services.device.clone()
+            && device::use_device_flow(&d.meta, true, self.services.user_agent.is_some())?
+        {
+            return self.device_authorize(d, agent, scope).await;
+        }
         // PKCE must be known to work, and an attempt be left, before anything is registered
         // or opened.
         d.meta.require_pkce_s256()?;
@@ -1496,6 +1515,157 @@ impl Authorizer {
     }
 }
 
+/// The device authorization grant (RFC 8628; the requests and answers are in
+/// [`device`](crate::device)).
+impl Authorizer {
+    /// A person's login on another device: the user code shown, the token endpoint polled at
+    /// the server's pace until the person approves, denies, or the code expires.
+    async fn device_authorize(
+        &mut self,
+        d: Discovered,
+        agent: Arc<dyn DeviceUserAgent>,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        self.check_attempts(scope.as_deref())?;
+        let (client, grant) = self.device_authorization(&d, scope.as_deref()).await?;
+        self.count_attempt(scope.as_deref())?;
+        self.requested_scope.clone_from(&scope);
+        agent
+            .show(&grant.verification)
+            .map_err(AuthError::UserAgent)?;
+        let auth = ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
+        let key = self.new_dpop_key(&d)?;
+        let mut polling = device::Polling::new(&grant, self.services.clock.now_ms());
+        let tokens = loop {
+            agent.wait(polling.interval_ms()).await;
+            polling.check_time(self.services.clock.now_ms())?;
+            let poll = Grant::DeviceCode {
+                device_code: &grant.device_code,
+            };
+            let request =
+                flow::token_request(&d.meta, &client.client_id, &auth, poll, &d.resource)?;
+            let answer = match (key.as_ref(), self.services.prover()) {
+                (Some(key), Some(prover)) => self.send_with_proof(request, key, &prover).await?,
+                _ => self.send("token", request).await?,
+            };
+            let status = answer.status().as_u16();
+            if let Some(tokens) = polling.handle(status, answer.body(), key.is_some())? {
+                break tokens;
+            }
+        };
+        self.keep(tokens, &client, scope, key);
+        Ok(())
+    }
+
+    /// The device authorization request, with its client: the configured one, else the one
+    /// registered at this issuer, else a new registration that asks for the device grant. A
+    /// kept registration the server refuses this grant (one made for the browser alone) is
+    /// replaced by a new one, once.
+    async fn device_authorization(
+        &mut self,
+        d: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<(Client, device::DeviceAuthorization), AuthError> {
+        let issuer = d.meta.issuer.clone();
+        self.check_configured_client(&issuer)?;
+        let configured = self.settings.client_id.clone().map(|client_id| Client {
+            client_id,
+            secret: self.settings.client_secret.clone(),
+            method: None,
+            issuer: issuer.clone(),
+            registered: false,
+        });
+        let kept = self
+            .client
+            .clone()
+            .filter(|c| c.issuer == issuer && c.registered)
+            .or_else(|| {
+                self.registrations
+                    .get(&issuer)
+                    .map(|r| Client::registered(r, &issuer))
+            });
+        let (mut client, mut new) = match configured.or(kept) {
+            Some(client) => (client, false),
+            None => (self.register_for_device(d, scope).await?, true),
+        };
+        loop {
+            let auth =
+                ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
+            let request = device::authorization_request(
+                &d.meta,
+                &client.client_id,
+                &auth,
+                &d.resource,
+                scope,
+            )?;
+            let answer = self.send("device authorization", request).await?;
+            let status = answer.status().as_u16();
+            match device::DeviceAuthorization::from_response(status, answer.body()) {
+                Ok(grant) => {
+                    self.client = Some(client.clone());
+                    return Ok((client, grant));
+                }
+                Err(e) if e.is_client_refused() && client.registered && !new => {
+                    client = self.register_for_device(d, scope).await?;
+                    new = true;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Registers a client for the device grant (and the authorization-code grant beside it)
+    /// and keeps it for the issuer, replacing the one kept before.
+    async fn register_for_device(
+        &mut self,
+        d: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<Client, AuthError> {
+        let issuer = d.meta.issuer.clone();
+        let endpoint =
+            d.meta
+                .registration_endpoint
+                .clone()
+                .ok_or_else(|| AuthError::NoClientIdentity {
+                    issuer: issuer.clone(),
+                })?;
+        let redirect_uris = [self
+            .services
+            .user_agent
+            .as_ref()
+            .map_or_else(|| device::REDIRECT_URI.to_owned(), |ua| ua.redirect_uri())];
+        let application_type = self
+            .settings
+            .application_type
+            .unwrap_or_else(|| ApplicationType::for_redirect_uris(&redirect_uris));
+        let request = registration::registration_request_with(
+            &endpoint,
+            &self.settings.client_name,
+            &redirect_uris,
+            application_type,
+            scope,
+            device::REGISTERED_GRANTS,
+        )?;
+        let answer = self.send("registration", request).await?;
+        let reg = registration::registration_from_response(
+            answer.status().as_u16(),
+            answer.body(),
+            &redirect_uris,
+        )?;
+        let kept = ClientRegistration::new(
+            reg.client_id,
+            reg.client_secret,
+            reg.token_endpoint_auth_method,
+            redirect_uris.to_vec(),
+        );
+        let client = Client::registered(&kept, &issuer);
+        self.registrations.insert(issuer.clone(), kept);
+        self.registered_since.retain(|i| *i != issuer);
+        self.registered_since.push(issuer);
+        Ok(client)
+    }
+}
+
 /// How a configured machine client presents its secret: the method the metadata prefers, or
 /// HTTP Basic when the server lists neither secret method (a configured secret is always sent).
 fn secret_auth(meta: &AuthorizationServerMetadata, secret: &ClientSecret) -> ClientAuth {
@@ -1566,6 +1736,7 @@ fn default_endpoints(origin: &str) -> AuthorizationServerMetadata {
         client_id_metadata_document_supported: None,
         authorization_response_iss_parameter_supported: None,
         dpop_signing_alg_values_supported: None,
+        device_authorization_endpoint: None,
     }
 }
 

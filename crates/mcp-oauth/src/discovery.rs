@@ -170,6 +170,10 @@ pub struct AuthorizationServerMetadata {
     /// tokens are asked for bound to a key ([`dpop`](crate::dpop)).
     #[serde(default)]
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// RFC 8628 §4: where a device asks for a user code; present when the server offers the
+    /// device authorization grant ([`device`](crate::device)).
+    #[serde(default)]
+    pub device_authorization_endpoint: Option<String>,
 }
 
 impl AuthorizationServerMetadata {

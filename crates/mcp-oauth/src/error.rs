@@ -189,6 +189,9 @@ pub enum AuthError {
         /// The issuer in use now, cut short.
         found: String,
     },
+    /// The device flow (RFC 8628) did not complete: not offered, refused, denied, expired.
+    #[error(transparent)]
+    Device(#[from] crate::device::DeviceError),
     /// The user agent brought no redirect back.
     #[error("authorization in the browser did not complete: {0}")]
     UserAgent(String),

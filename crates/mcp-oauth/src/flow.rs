@@ -283,6 +283,10 @@ pub fn token_request(
                 form.append_pair("scope", scope);
             }
         }
+        Grant::DeviceCode { device_code } => {
+            form.append_pair("grant_type", crate::device::DEVICE_CODE_GRANT)
+                .append_pair("device_code", device_code.secret());
+        }
     }
     form.append_pair("resource", resource);
     let mut builder = http::Request::post(&meta.token_endpoint)
@@ -358,6 +362,12 @@ pub enum Grant<'a> {
         assertion: &'a JwtAssertion,
         /// The scope to ask for, if any.
         scope: Option<&'a str>,
+    },
+    /// The device code of an RFC 8628 device authorization, once the person approves it on
+    /// another device (polled for until then; see [`device`](crate::device)).
+    DeviceCode {
+        /// The device code.
+        device_code: &'a crate::secret::DeviceCode,
     },
 }
 

@@ -152,6 +152,22 @@ pub trait UserAgent: Send + Sync {
     }
 }
 
+/// The interactive part of the device flow (RFC 8628, [`device`](crate::device)), for a
+/// machine no browser can come back to: the person is told where to go and which code to
+/// enter, on any other device, while the host polls.
+///
+/// The waiting is a seam too, so that a test moves a fake [`Clock`] instead of sleeping; the
+/// host implements it with its runtime's timer.
+pub trait DeviceUserAgent: Send + Sync {
+    /// Shows the person the verification address and the user code (and the address with the
+    /// code filled in, when there is one). The device code is never handed over. The `Err`
+    /// text says why nothing can be shown, and ends the login.
+    fn show(&self, verification: &crate::device::DeviceVerification) -> Result<(), String>;
+
+    /// Waits `ms` milliseconds before the next poll of the token endpoint.
+    fn wait(&self, ms: u64) -> BoxFuture<'_, ()>;
+}
+
 /// Signs RFC 7523 client assertions for `private_key_jwt` (the `client_credentials` extension
 /// with a key instead of a secret). This crate builds the claims; the caller owns the key and
 /// the algorithm (ES256 in the conformance suite).

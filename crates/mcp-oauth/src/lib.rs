@@ -30,6 +30,10 @@
 //! at the identity provider, RFC 8693, for an assertion the `jwt-bearer` grant presents). Its
 //! errors are [`AuthError`].
 //!
+//! For a machine no browser can come back to, the person's login can go through the device
+//! authorization grant instead ([`device`]: RFC 8628, a user code entered on another device,
+//! with a [`DeviceUserAgent`] the caller supplies), where the authorization server offers it.
+//!
 //! Tokens can be bound to a key the client holds ([`dpop`]: RFC 9449 DPoP, with a
 //! [`DpopSigner`] the caller supplies): proofs at the token endpoint and, through
 //! [`Credentials`], on every request to the MCP server, with the servers' nonces.
@@ -52,6 +56,7 @@
 
 mod authorizer;
 pub mod challenge;
+pub mod device;
 pub mod discovery;
 pub mod dpop;
 mod error;
@@ -70,12 +75,13 @@ pub use challenge::BearerChallenge;
 pub use dpop::{Credentials, DpopKey};
 pub use error::{AuthError, Error};
 pub use http::{
-    BoxFuture, ClientAssertionSigner, Clock, DpopSigner, HttpClient, HttpRequest, HttpResponse,
-    Randomness, TransportError, UserAgent,
+    BoxFuture, ClientAssertionSigner, Clock, DeviceUserAgent, DpopSigner, HttpClient, HttpRequest,
+    HttpResponse, Randomness, TransportError, UserAgent,
 };
 pub use jws::jws_compact;
 pub use pkce::{Pkce, state_from_random};
 pub use secret::{
-    AccessToken, AuthorizationCode, ClientSecret, JwtAssertion, PkceVerifier, RefreshToken,
+    AccessToken, AuthorizationCode, ClientSecret, DeviceCode, JwtAssertion, PkceVerifier,
+    RefreshToken,
 };
 pub use url::Url;

@@ -135,10 +135,29 @@ pub fn registration_request(
     application_type: ApplicationType,
     scope: Option<&str>,
 ) -> Result<http::Request<Vec<u8>>, Error> {
+    registration_request_with(
+        endpoint,
+        client_name,
+        redirect_uris,
+        application_type,
+        scope,
+        &["authorization_code", "refresh_token"],
+    )
+}
+
+/// [`registration_request`] with other `grant_types` (the device flow adds its own).
+pub(crate) fn registration_request_with(
+    endpoint: &str,
+    client_name: &str,
+    redirect_uris: &[String],
+    application_type: ApplicationType,
+    scope: Option<&str>,
+    grant_types: &[&str],
+) -> Result<http::Request<Vec<u8>>, Error> {
     let mut body = serde_json::json!({
         "client_name": client_name,
         "redirect_uris": redirect_uris,
-        "grant_types": ["authorization_code", "refresh_token"],
+        "grant_types": grant_types,
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
         "application_type": application_type.as_str(),

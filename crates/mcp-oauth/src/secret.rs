@@ -60,6 +60,11 @@ secret! {
     /// A signed RFC 7523 client assertion (a compact JWT): a credential while it is valid.
     JwtAssertion
 }
+secret! {
+    /// An RFC 8628 device code: whoever holds it while the person approves gets the tokens,
+    /// so it goes to the token endpoint only, never to the screen (the user code does).
+    DeviceCode
+}
 
 #[cfg(test)]
 mod tests {

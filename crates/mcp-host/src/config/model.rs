@@ -270,6 +270,12 @@ pub struct ServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never exposed, even if in `enabled_tools`.
     pub disabled_tools: Vec<String>,
+    /// Offer the server's resource operations to a model as tools (`expose_resources`,
+    /// default `true`), if it declares `resources`.
+    pub expose_resources: bool,
+    /// Offer the server's prompt operations to a model as tools (`expose_prompts`, default
+    /// `true`), if it declares `prompts`.
+    pub expose_prompts: bool,
     /// Permission rules for its tools, as the file wrote them. A project layer's `allow` is
     /// kept here and read as `ask` by `setup::entry`, the one place trust in a layer is decided.
     pub permission: ServerRules,

@@ -340,6 +340,8 @@ const NATIVE_FIELDS: &[&str] = &[
     "permission",
     "max_result_bytes",
     "protocol_version",
+    "expose_resources",
+    "expose_prompts",
 ];
 /// `description` is Modular MCP's (seed 004): what the server is for, which a gateway shows.
 const MCP_SERVERS_EXTRA: &[&str] = &["type", "disabled", "description"];
@@ -625,6 +627,8 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
     let oauth = read_oauth(&mut e, map, rs);
     let enabled_tools = e.strings(map, "enabled_tools");
     let disabled_tools = e.strings(map, "disabled_tools").unwrap_or_default();
+    let expose_resources = e.bool(map, "expose_resources").unwrap_or(true);
+    let expose_prompts = e.bool(map, "expose_prompts").unwrap_or(true);
     let permission = read_permission(&mut e, map);
     let own_max_result = e
         .integer(map, "max_result_bytes", MAX_RESULT_LIMIT, "bytes")
@@ -689,6 +693,8 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
             oauth,
             enabled_tools,
             disabled_tools,
+            expose_resources,
+            expose_prompts,
             permission,
             max_result_bytes: super::model::DEFAULT_MAX_RESULT_BYTES,
             protocol_version,
@@ -713,6 +719,8 @@ const NOT_APPROVED: &[&str] = &[
     "permission",
     "max_result_bytes",
     "protocol_version",
+    "expose_resources",
+    "expose_prompts",
 ];
 
 /// [`ServerConfig::fingerprint`]: SHA-256 over the entry's other members in a canonical form
@@ -987,6 +995,8 @@ fn read_permission(e: &mut EntryCx<'_, '_>, map: &Map<String, Value>) -> ServerR
                     out.default = m;
                 }
             }
+            "resources" => out.resources = mode(e, v, "permission.resources"),
+            "prompts" => out.prompts = mode(e, v, "permission.prompts"),
             "tools" => {
                 let Value::Object(tools) = v else {
                     e.error(

@@ -255,6 +255,48 @@ fn every_added_field_is_read() {
 }
 
 #[test]
+fn operations_can_be_turned_off_and_given_their_own_permission() {
+    let c = check(
+        r#"{"a": {"transport":"stdio","command":"x","expose_resources":false,"expose_prompts":true,
+                  "permission":{"default":"ask","resources":"allow","prompts":"deny"}},
+            "b": {"transport":"stdio","command":"x"},
+            "c": {"transport":"stdio","command":"x","expose_prompts":"no"},
+            "d": {"transport":"stdio","command":"x","permission":{"resources":"yes"}}}"#,
+    );
+    let a = c.server("a").unwrap();
+    assert!(!a.expose_resources);
+    assert!(a.expose_prompts);
+    let read = crate::operation::Operation::ReadResource;
+    let get = crate::operation::Operation::GetPrompt;
+    assert_eq!(a.permission.decide_operation(read), Decision::Allow);
+    assert_eq!(a.permission.decide_operation(get), Decision::Deny);
+    assert_eq!(a.permission.decide("any_tool"), Decision::Ask);
+    let b = c.server("b").unwrap();
+    assert!(b.expose_resources && b.expose_prompts, "on by default");
+    assert_eq!(b.permission.decide_operation(read), Decision::Ask);
+    let fields: Vec<_> = c
+        .problems
+        .iter()
+        .filter(|p| p.is_error())
+        .map(|p| (p.server.as_deref(), p.field.as_deref()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (Some("c"), Some("expose_prompts")),
+            (Some("d"), Some("permission.resources"))
+        ]
+    );
+    // Neither setting changes what runs: an approval survives editing them.
+    let plain = check(r#"{"a": {"transport":"stdio","command":"x"}}"#);
+    assert_eq!(
+        a.fingerprint,
+        plain.server("a").unwrap().fingerprint,
+        "expose_* and permission are not approved"
+    );
+}
+
+#[test]
 fn host_options_merge_per_option() {
     let w = World::new();
     w.write(

@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use base64::Engine as _;
+use mcp_oauth::device::{DEVICE_CODE_GRANT, DeviceVerification};
 use mcp_oauth::{
-    Authorizer, BoxFuture, ClientAssertionSigner, Clock, DpopKey, DpopSigner, HttpClient,
-    HttpRequest, HttpResponse, Pkce, PkceVerifier, Randomness, Services, Settings, TransportError,
-    Url, UserAgent, flow,
+    Authorizer, BoxFuture, ClientAssertionSigner, Clock, DeviceUserAgent, DpopKey, DpopSigner,
+    HttpClient, HttpRequest, HttpResponse, Pkce, PkceVerifier, Randomness, Services, Settings,
+    TransportError, Url, UserAgent, flow,
 };
 use serde_json::{Value, json};
 
@@ -94,6 +95,18 @@ pub(crate) struct Config {
     pub(crate) dpop_nonce: Option<String>,
     /// The metadata's `authorization_endpoint` instead of `<base>/authorize`.
     pub(crate) authorization_endpoint: Option<String>,
+    /// The metadata lists `<base>/device` (RFC 8628); clients registered without the device
+    /// grant get `unauthorized_client` there.
+    pub(crate) device: bool,
+    /// What the token endpoint answers to device-code polls, in order (`authorization_pending`,
+    /// `slow_down`, ...); once they are used up, tokens.
+    pub(crate) device_answers: Vec<&'static str>,
+    /// The device authorization's `interval` (`None`: left out).
+    pub(crate) device_interval: Option<u64>,
+    /// The device authorization's `expires_in`.
+    pub(crate) device_expires_in: u64,
+    /// The device authorization's `verification_uri`.
+    pub(crate) verification_uri: String,
 }
 
 impl Default for Config {
@@ -123,6 +136,11 @@ impl Default for Config {
             dpop: false,
             dpop_nonce: None,
             authorization_endpoint: None,
+            device: false,
+            device_answers: Vec::new(),
+            device_interval: Some(5),
+            device_expires_in: 600,
+            verification_uri: format!("{AS}/activate"),
         }
     }
 }
@@ -170,6 +188,9 @@ struct Issued {
     codes: HashMap<String, (String, String, String, Option<String>)>,
     live_refresh: HashSet<String>,
     counter: u64,
+    /// Clients registered with the device grant, and the device codes issued.
+    device_clients: HashSet<String>,
+    device_codes: HashSet<String>,
 }
 
 /// The fake world: both servers, the browser, the clock and the randomness.
@@ -182,6 +203,9 @@ pub(crate) struct World {
     rng: AtomicU8,
     pub(crate) claims: Mutex<Vec<Value>>,
     keys: AtomicU8,
+    /// What the device agent was asked to show, and to wait (ms), in order.
+    pub(crate) shown: Mutex<Vec<DeviceVerification>>,
+    pub(crate) waits: Mutex<Vec<u64>>,
 }
 
 impl World {
@@ -195,6 +219,8 @@ impl World {
             rng: AtomicU8::new(1),
             claims: Mutex::default(),
             keys: AtomicU8::new(1),
+            shown: Mutex::default(),
+            waits: Mutex::default(),
         })
     }
 
@@ -261,6 +287,29 @@ impl World {
             .with_user_agent(browser)
             .with_signer(signer)
             .with_dpop(dpop)
+    }
+
+    /// Seams for a person's login through the device flow: the world as device agent, with
+    /// or without its browser.
+    pub(crate) fn device_services(self: &Arc<Self>, browser: bool) -> Services {
+        let http: Arc<dyn HttpClient> = Arc::new(Http(Arc::clone(self)));
+        let random: Arc<dyn Randomness> = self.clone();
+        let clock: Arc<dyn Clock> = self.clone();
+        let device: Arc<dyn DeviceUserAgent> = self.clone();
+        let services = Services::new(http, random, clock).with_device_agent(device);
+        if browser {
+            let ua: Arc<dyn UserAgent> = self.clone();
+            services.with_user_agent(ua)
+        } else {
+            services
+        }
+    }
+
+    pub(crate) fn device_requests(&self) -> Vec<Logged> {
+        self.log()
+            .into_iter()
+            .filter(|l| l.url.ends_with("/device"))
+            .collect()
     }
 
     fn next(&self, prefix: &str) -> String {
@@ -334,6 +383,9 @@ impl World {
                 if c.dpop {
                     doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
                 }
+                if c.device {
+                    doc["device_authorization_endpoint"] = json!(format!("{endpoint_base}/device"));
+                }
                 return (200, doc);
             }
             return (404, json!({}));
@@ -345,7 +397,16 @@ impl World {
             if let Some(refusal) = &c.reg_refused {
                 return (400, refusal.clone());
             }
-            let mut reg = json!({"client_id": self.next("client")});
+            let client_id = self.next("client");
+            let asked: Value = serde_json::from_slice(req.body()).unwrap_or_default();
+            if asked["grant_types"]
+                .as_array()
+                .is_some_and(|g| g.contains(&json!(DEVICE_CODE_GRANT)))
+            {
+                let mut issued = self.issued.lock().unwrap();
+                issued.device_clients.insert(client_id.clone());
+            }
+            let mut reg = json!({"client_id": client_id});
             if let Some(s) = &c.reg_secret {
                 reg["client_secret"] = json!(s);
             }
@@ -353,6 +414,35 @@ impl World {
                 reg["token_endpoint_auth_method"] = json!(m);
             }
             return (201, reg);
+        }
+        if url.ends_with("/device") && c.device {
+            let form: HashMap<String, String> = url::form_urlencoded::parse(req.body())
+                .into_owned()
+                .collect();
+            let client = form.get("client_id").cloned().unwrap_or_default();
+            if !self.issued.lock().unwrap().device_clients.contains(&client) {
+                return (
+                    400,
+                    json!({"error": "unauthorized_client", "error_description": "device_code grant not registered"}),
+                );
+            }
+            let code = self.next("dc-secret");
+            self.issued
+                .lock()
+                .unwrap()
+                .device_codes
+                .insert(code.clone());
+            let mut answer = json!({
+                "device_code": code,
+                "user_code": "WDJB-MJHT",
+                "verification_uri": c.verification_uri,
+                "verification_uri_complete": format!("{}?user_code=WDJB-MJHT", c.verification_uri),
+                "expires_in": c.device_expires_in,
+            });
+            if let Some(i) = c.device_interval {
+                answer["interval"] = json!(i);
+            }
+            return (200, answer);
         }
         if url.ends_with("/token") {
             if let Some(status) = c.token_down {
@@ -417,6 +507,22 @@ impl World {
                 Some(flow::JWT_BEARER) if form.contains_key("assertion") => {
                     scope = form.get("scope").cloned();
                 }
+                Some(DEVICE_CODE_GRANT) => {
+                    let code = form.get("device_code").cloned().unwrap_or_default();
+                    if !issued.device_codes.contains(&code) {
+                        return (400, json!({"error": "invalid_grant"}));
+                    }
+                    drop(issued);
+                    let next = {
+                        let mut config = self.config.lock().unwrap();
+                        (!config.device_answers.is_empty()).then(|| config.device_answers.remove(0))
+                    };
+                    if let Some(error) = next {
+                        return (400, json!({"error": error}));
+                    }
+                    issued = self.issued.lock().unwrap();
+                    issued.device_codes.remove(&code);
+                }
                 _ => return (400, json!({"error": "unsupported_grant_type"})),
             }
             issued.counter += 1;
@@ -433,7 +539,10 @@ impl World {
                 answer["scope"] = json!(s);
             }
             let grant = form.get("grant_type").map(String::as_str);
-            if grant == Some("authorization_code") || (grant == Some("refresh_token") && c.rotate) {
+            if grant == Some("authorization_code")
+                || grant == Some(DEVICE_CODE_GRANT)
+                || (grant == Some("refresh_token") && c.rotate)
+            {
                 issued.live_refresh.insert(refresh.clone());
                 answer["refresh_token"] = json!(refresh);
             }
@@ -557,6 +666,19 @@ impl UserAgent for World {
             back.query_pairs_mut().append_pair("iss", &iss);
         }
         Box::pin(async move { Ok(back) })
+    }
+}
+
+impl DeviceUserAgent for World {
+    fn show(&self, verification: &DeviceVerification) -> Result<(), String> {
+        self.shown.lock().unwrap().push(verification.clone());
+        Ok(())
+    }
+
+    fn wait(&self, ms: u64) -> BoxFuture<'_, ()> {
+        self.waits.lock().unwrap().push(ms);
+        self.advance(ms);
+        Box::pin(async {})
     }
 }
 

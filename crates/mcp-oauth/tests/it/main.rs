@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod authorizer;
+mod device;
 mod fake;
 mod proptests;
 mod redirect;

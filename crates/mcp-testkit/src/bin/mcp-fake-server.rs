@@ -16,6 +16,8 @@
 //!   --exit-on-start CODE    print a message to stderr and exit with CODE without reading stdin
 //!   --idle                  do nothing but sleep (the grandchild mode)
 //!   --fail-tools-list-after N  answer tools/list with an error after N answers
+//!   --no-resources          declare no `resources` capability
+//!   --no-prompts            declare no `prompts` capability
 //!   --tools-file PATH       list the tools of a JSON file (an array of tools, or a
 //!                           `tools/list` result) instead of the built-in ones; a call to one
 //!                           of them that is not built in answers its name and arguments
@@ -27,6 +29,11 @@
 //! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
 //! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
 //! grow (one more generated tool, then list_changed), spawn_grandchild, pid, stats, env.
+//!
+//! Resources: `fake://hello` is listed; any `fake://` URI reads as the text `contents of
+//! <uri>`, except `fake://blob/<n>`, which is n bytes of binary data (`image/png`), and
+//! `fake://add/<name>`, whose read also adds `fake://<name>` to the list and sends
+//! `notifications/resources/list_changed`. Prompts: `greet {name}`.
 //!
 //! `sample`, `elicit` and `roots` ask the client, through the server session when it allows
 //! (past it otherwise), and answer the outcome in Rust debug form. Given a `request_id`
@@ -71,6 +78,8 @@ struct Flags {
     stderr_on_start: usize,
     exit_on_start: Option<i32>,
     idle: bool,
+    no_resources: bool,
+    no_prompts: bool,
 }
 
 fn parse_flags() -> Flags {
@@ -91,6 +100,8 @@ fn parse_flags() -> Flags {
             "--stderr-on-start" => f.stderr_on_start = num() as usize,
             "--exit-on-start" => f.exit_on_start = Some(num() as i32),
             "--idle" => f.idle = true,
+            "--no-resources" => f.no_resources = true,
+            "--no-prompts" => f.no_prompts = true,
             "--fail-tools-list-after" => {
                 FAIL_LIST_AFTER.store(num() as usize, std::sync::atomic::Ordering::Relaxed);
             }
@@ -133,6 +144,8 @@ static FAIL_LIST_AFTER: std::sync::atomic::AtomicUsize =
 static FILE_TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
 /// `--leak-env`: the value quoted in every JSON-RPC error the server makes up.
 static LEAK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// Resources added at run time by reading `fake://add/<name>`.
+static ADDED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 /// Tools added at run time by the `grow` tool.
 static GROWN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -204,8 +217,12 @@ async fn run(flags: Flags) {
         c.list_changed = Some(true);
         c
     });
-    config.capabilities.resources = Some(ResourcesCapability::new());
-    config.capabilities.prompts = Some(ListChangedCapability::new());
+    if !flags.no_resources {
+        config.capabilities.resources = Some(ResourcesCapability::new());
+    }
+    if !flags.no_prompts {
+        config.capabilities.prompts = Some(ListChangedCapability::new());
+    }
     config.capabilities.logging = Some(JsonObject::new());
     let mut session = ServerSession::new(config);
     let (act_tx, mut act_rx) = mpsc::unbounded_channel::<Action>();
@@ -589,7 +606,11 @@ async fn handle(
         ClientRequest::ListResources(p) => {
             let mut res = Resource::new("fake://hello".into(), "hello".into());
             res.mime_type = Some("text/plain".into());
-            let (items, next) = paginate(&[res], &p, page);
+            let mut all = vec![res];
+            for name in ADDED.lock().unwrap().iter() {
+                all.push(Resource::new(format!("fake://{name}"), name.clone()));
+            }
+            let (items, next) = paginate(&all, &p, page);
             let mut r = ListResourcesResult::new(items);
             r.next_cursor = next;
             Ok(RawJson::encode(&r).unwrap())
@@ -608,6 +629,22 @@ async fn handle(
                 ));
             }
             let mut c = ResourceContents::new(p.uri.clone());
+            if let Some(n) = p.uri.strip_prefix("fake://blob/") {
+                // `fake://blob/<n>`: n bytes of binary data (base64 of zero bytes).
+                let n: usize = n.parse().unwrap_or(0);
+                c.mime_type = Some("image/png".into());
+                c.blob = Some("A".repeat(n.div_ceil(3) * 4));
+                return Ok(RawJson::encode(&ReadResourceResult::new(vec![c])).unwrap());
+            }
+            if let Some(name) = p.uri.strip_prefix("fake://add/") {
+                // Reading `fake://add/<name>` adds the resource `fake://<name>` and says the
+                // list changed.
+                ADDED.lock().unwrap().push(name.to_owned());
+                let _ = tx.send(Action::Notify(
+                    "notifications/resources/list_changed".into(),
+                    None,
+                ));
+            }
             c.text = Some(format!("contents of {}", p.uri));
             Ok(RawJson::encode(&ReadResourceResult::new(vec![c])).unwrap())
         }
