@@ -1022,7 +1022,9 @@ pub(crate) async fn login(
                         Code::Other,
                         format!("cannot listen on loopback for the browser: {e}"),
                     )
-                })?,
+                })?
+                .for_server(id)
+                .with_notices(show_notice),
         )
     };
     // Connecting with a user agent: the server's 401 starts discovery, and the person logs in.
@@ -1078,6 +1080,16 @@ fn show_url(url: &Url) -> Result<(), String> {
     };
     eprintln!("{clear}open this address in a browser to log in:\n  {url}");
     Ok(())
+}
+
+/// Tells the person what the login does on its own (a new client registration, and why).
+fn show_notice(message: &str) {
+    let clear = if std::io::stderr().is_terminal() {
+        "\r\x1b[K"
+    } else {
+        ""
+    };
+    eprintln!("{clear}{message}");
 }
 
 /// Shows the URL and tries a browser: `$BROWSER`, else `xdg-open`, only for `https` or

@@ -1427,10 +1427,14 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
             config.auth = Some(watch.clone());
             mcp_http::connect(config, session).await.map_err(|e| {
                 let auth = entry.oauth.as_ref().and_then(|h| h.last_error());
+                let unauthorized = watch.unauthorized.load(Ordering::SeqCst);
                 Failure {
                     phase: Phase::Connect,
-                    auth_required: watch.unauthorized.load(Ordering::SeqCst),
+                    auth_required: unauthorized,
+                    // Refused for want of authorization: why the authorization failed is the
+                    // reason, the refusal's transport details come after it.
                     message: match auth {
+                        Some(auth) if unauthorized => format!("{auth}; connect: {e}"),
                         Some(auth) => format!("connect: {e}; {auth}"),
                         None => format!("connect: {e}"),
                     },

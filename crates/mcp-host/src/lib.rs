@@ -49,6 +49,7 @@ mod elicit;
 mod error;
 mod fs;
 mod host;
+mod loopback;
 pub mod oauth;
 pub mod operation;
 pub mod permission;

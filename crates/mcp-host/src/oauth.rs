@@ -17,7 +17,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
 use mcp_oauth::store::ServerTokens;
@@ -26,7 +26,6 @@ use mcp_oauth::{
 };
 use mcp_protocol::Secrets;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::auth_store::AuthStore;
 use crate::fs::FileLock;
@@ -36,6 +35,7 @@ use crate::reach::{PolicyFetch, ServerPlace};
 // not depend on mcp-oauth itself.
 use crate::config::{ServerConfig, Transport};
 pub use mcp_http::AddressClass;
+pub use crate::loopback::Loopback;
 /// Whether a URL may be opened in a browser (`https`, or `http` to loopback): for a user agent
 /// that opens URLs it may be handed by other code.
 pub use mcp_oauth::flow::check_openable;
@@ -644,102 +644,8 @@ impl UserAgent for AutoFollow {
     }
 }
 
-/// Shows the authorization URL to a person: opens a browser, or prints it.
+/// Shows the authorization URL to a person: prints it.
 type Opener = dyn Fn(&Url) -> Result<(), String> + Send + Sync;
-
-/// A user agent for a person at this machine: it listens on a random loopback port
-/// (RFC 8252 §7.3), has the authorization URL opened (a browser opener, or printing it), and
-/// waits for the browser to come back.
-pub struct Loopback {
-    listener: tokio::sync::Mutex<tokio::net::TcpListener>,
-    port: u16,
-    open: Box<Opener>,
-    timeout: Duration,
-}
-
-impl std::fmt::Debug for Loopback {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loopback")
-            .field("port", &self.port)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Loopback {
-    /// Listens on 127.0.0.1 at a port the system picks; `open` shows the authorization URL
-    /// to the person (opens a browser, or prints it). Waits at most `timeout` for the browser.
-    pub async fn bind(
-        open: impl Fn(&Url) -> Result<(), String> + Send + Sync + 'static,
-        timeout: Duration,
-    ) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-        let port = listener.local_addr()?.port();
-        Ok(Self {
-            listener: tokio::sync::Mutex::new(listener),
-            port,
-            open: Box::new(open),
-            timeout,
-        })
-    }
-
-    async fn wait_for_redirect(&self) -> Result<Url, String> {
-        let listener = self.listener.lock().await;
-        loop {
-            let (mut stream, _) = listener
-                .accept()
-                .await
-                .map_err(|e| format!("the redirect listener failed: {e}"))?;
-            let mut head = Vec::with_capacity(1024);
-            let mut chunk = [0u8; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 << 10 {
-                match stream.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&chunk[..n]),
-                }
-            }
-            let line = String::from_utf8_lossy(&head);
-            let target = line
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("GET "))
-                .and_then(|l| l.split(' ').next())
-                .unwrap_or("");
-            let path = target.split_once('?').map_or(target, |(p, _)| p);
-            if path != "/callback" {
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
-                continue;
-            }
-            let page = "<!doctype html><title>mcp-host</title><p>Authorization received. You can close this tab and return to mcp-host.</p>";
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
-            return Url::parse(&format!("http://127.0.0.1:{}{target}", self.port))
-                .map_err(|e| format!("the browser came back with an invalid URL: {e}"));
-        }
-    }
-}
-
-impl UserAgent for Loopback {
-    fn redirect_uri(&self) -> String {
-        format!("http://127.0.0.1:{}/callback", self.port)
-    }
-
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
-        Box::pin(async move {
-            check_openable(&url).map_err(|e| e.to_string())?;
-            (self.open)(&url)?;
-            tokio::time::timeout(self.timeout, self.wait_for_redirect())
-                .await
-                .map_err(|_| format!("no browser came back within {} s", self.timeout.as_secs()))?
-        })
-    }
-}
 
 /// Reads the URL the browser landed on, as the person pastes it.
 type ReadLine = dyn Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync;
@@ -922,6 +828,8 @@ impl DpopSigner for Es256Dpop {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use base64::Engine as _;
     use ring::signature::KeyPair as _;
 
