@@ -50,6 +50,15 @@ pub trait AuthHook: Send + Sync + 'static {
     /// challenge that carries a `DPoP-Nonce` (RFC 9449 §9: a first request with a new token
     /// may be refused only for lack of the server's nonce).
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>>;
+
+    /// A request sent with this hook's headers was answered with success (2xx): whatever
+    /// chain of challenges led to it is over. An OAuth hook resets its count of authorization
+    /// attempts here, so that a limit on step-ups in a row does not become a limit per process.
+    ///
+    /// Added after [`challenged`](Self::challenged) with a default that does nothing, so that
+    /// hooks written before it keep working unchanged; a hook that wraps another must forward
+    /// it.
+    fn succeeded(&self) {}
 }
 
 /// A fixed `Authorization` header (a static bearer token from configuration); it never retries.

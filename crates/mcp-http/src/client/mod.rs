@@ -799,6 +799,11 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
         if stamped.is_none() && (is_init || inner.ids().session.is_none()) {
             inner.learn_session(resp.headers());
         }
+        if status.is_success()
+            && let Some(hook) = &inner.config.auth
+        {
+            hook.succeeded();
+        }
         match status {
             StatusCode::OK => {
                 let sse = resp
