@@ -218,7 +218,10 @@ async fn run(flags: Flags) {
         c
     });
     if !flags.no_resources {
-        config.capabilities.resources = Some(ResourcesCapability::new());
+        let mut c = ResourcesCapability::new();
+        // `fake://add/<name>` changes the list and says so.
+        c.list_changed = Some(true);
+        config.capabilities.resources = Some(c);
     }
     if !flags.no_prompts {
         config.capabilities.prompts = Some(ListChangedCapability::new());
