@@ -536,12 +536,27 @@ impl Authorizer {
         self.client.as_ref().map(|c| c.client_id.as_str())
     }
 
-    /// Whether the access token expires within the refresh margin (by the caller's clock).
+    /// Whether the access token expires within the refresh margin (by the caller's clock),
+    /// or half its lifetime has passed when it lives shorter than the margin.
     pub fn needs_refresh(&self) -> bool {
         let now = self.services.clock.now_ms();
         self.tokens
             .as_ref()
             .is_some_and(|t| t.needs_refresh(now, self.settings.refresh_margin_ms))
+    }
+
+    /// When a host that stays up should call [`refresh_if_needed`](Self::refresh_if_needed)
+    /// (Unix milliseconds): the refresh margin before the access token expires, but not
+    /// before half its lifetime has passed ([`ServerTokens::refresh_at_ms`]), so that each
+    /// token is refreshed once however short it lives. `None` when there is nothing to do
+    /// ahead of time: no tokens, a token without `expires_in`, or no way to renew it without
+    /// a person (no refresh token).
+    pub fn refresh_due_ms(&self) -> Option<u64> {
+        let tokens = self.tokens.as_ref()?;
+        if !self.settings.grant.is_machine() && tokens.refresh_token.is_none() {
+            return None;
+        }
+        tokens.refresh_at_ms(self.settings.refresh_margin_ms)
     }
 
     /// Tells the authorizer that a request with its token succeeded: the challenge chain is
@@ -798,11 +813,21 @@ impl Authorizer {
         {
             self.client = None;
         }
+        let resource = prm.as_ref().map_or_else(
+            || discovery::canonical_resource(&server),
+            |p| p.resource.clone(),
+        );
+        // Tokens of another authorization server, or minted for another resource (RFC 8707),
+        // are never presented again: not to the server, not to the new authorization server.
+        if self
+            .tokens
+            .as_ref()
+            .is_some_and(|t| !t.is_for(&meta.issuer, &resource))
+        {
+            self.forget_tokens();
+        }
         self.discovered = Some(Discovered {
-            resource: prm.as_ref().map_or_else(
-                || discovery::canonical_resource(&server),
-                |p| p.resource.clone(),
-            ),
+            resource,
             dpop_required: prm
                 .as_ref()
                 .and_then(|p| p.dpop_bound_access_tokens_required)
@@ -1245,13 +1270,10 @@ impl Authorizer {
         let Some(refresh) = tokens.refresh_token.clone() else {
             return Ok(());
         };
-        if tokens
-            .issuer
-            .as_deref()
-            .is_some_and(|issuer| issuer != d.meta.issuer)
-        {
+        if !tokens.is_for(&d.meta.issuer, &d.resource) {
             return Err(TokenError::Refused(
-                "the tokens were issued by another authorization server".to_owned(),
+                "the tokens were issued by another authorization server or for another resource"
+                    .to_owned(),
             )
             .into());
         }
@@ -1494,10 +1516,12 @@ impl Authorizer {
         dpop_key: Option<DpopKey>,
     ) {
         let now = self.services.clock.now_ms();
-        let previous = self
-            .tokens
-            .take()
-            .filter(|t| t.issuer.as_deref().is_none_or(|i| i == client.issuer));
+        // The resource of the metadata in use: every grant is sent after discovery.
+        let resource = self.discovered.as_ref().map(|d| d.resource.clone());
+        let previous = self.tokens.take().filter(|t| match &resource {
+            Some(resource) => t.is_for(&client.issuer, resource),
+            None => t.issuer.as_deref().is_none_or(|i| i == client.issuer),
+        });
         let granted = tokens.scope.clone();
         let mut kept = ServerTokens::updated(tokens, now, previous.as_ref());
         kept.scope = granted.or(scope).or(kept.scope);
@@ -1510,6 +1534,7 @@ impl Authorizer {
         kept.issuer = Some(client.issuer.clone());
         kept.token_endpoint_auth_method.clone_from(&client.method);
         kept.dpop_key = dpop_key;
+        kept.resource = resource;
         self.tokens = Some(kept);
         self.changed = true;
     }

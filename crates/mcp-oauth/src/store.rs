@@ -11,6 +11,17 @@
 //! bound to one authorization server and never presented to another; a registration serves
 //! every server that uses that authorization server).
 //!
+//! Two members of a server's entry say what its tokens may be used with: `issuer` (the
+//! authorization server that issued them) and `resource` (the RFC 8707 resource they were
+//! minted for). Tokens stay keyed by server id, one set per server: a server has one
+//! authorization server and one resource at a time, and tokens for an old one are of no use
+//! to anything else, so the authorizer drops them once discovery names another (see
+//! [`ServerTokens::is_for`]); keying entries by issuer or resource would only keep them
+//! around. Entries written before `resource` was kept have none and are taken as before.
+//! `issued_at` (milliseconds) is when the access token was issued, so that a token whose
+//! lifetime is shorter than the refresh margin is refreshed once per lifetime, not at once
+//! again and again ([`ServerTokens::refresh_at_ms`]).
+//!
 //! Version 1 (seed 000's `{"version":1,"servers":{...}}`) is still read, and nothing in it is
 //! lost: its server entries are kept as they are, and an entry with an `issuer`, a `client_id`
 //! and a `client_secret` (a secret was only ever stored for a dynamically registered client)
@@ -55,6 +66,13 @@ pub struct ServerTokens {
     /// The DPoP key (RFC 9449) the tokens were asked for with: every request with a `DPoP`
     /// token and every refresh proves it. Tokens of type `DPoP` without it cannot be used.
     pub dpop_key: Option<DpopKey>,
+    /// The RFC 8707 `resource` the tokens were asked for: they are never presented for
+    /// another one (a server whose protected resource metadata now names another resource
+    /// needs new tokens). `None` for tokens stored before it was kept.
+    pub resource: Option<String>,
+    /// When the access token was issued, in milliseconds since the Unix epoch: with
+    /// [`expires_at_ms`](Self::expires_at_ms) it gives the token's lifetime.
+    pub issued_at_ms: Option<u64>,
 }
 
 impl ServerTokens {
@@ -78,6 +96,8 @@ impl ServerTokens {
             issuer: previous.and_then(|p| p.issuer.clone()),
             token_endpoint_auth_method: previous.and_then(|p| p.token_endpoint_auth_method.clone()),
             dpop_key: None,
+            resource: previous.and_then(|p| p.resource.clone()),
+            issued_at_ms: Some(now_ms),
         }
     }
 
@@ -86,11 +106,32 @@ impl ServerTokens {
         self.token_type.eq_ignore_ascii_case("dpop")
     }
 
-    /// Whether to refresh now: the token expires within `margin_ms` (refresh ahead of expiry,
-    /// not after a failed call). A token without an expiry is used until a 401 says otherwise.
+    /// Whether to refresh now: [`refresh_at_ms`](Self::refresh_at_ms) has come (refresh
+    /// ahead of expiry, not after a failed call). A token without an expiry is used until a
+    /// 401 says otherwise.
     pub fn needs_refresh(&self, now_ms: u64, margin_ms: u64) -> bool {
-        self.expires_at_ms
-            .is_some_and(|at| now_ms.saturating_add(margin_ms) >= at)
+        self.refresh_at_ms(margin_ms).is_some_and(|at| now_ms >= at)
+    }
+
+    /// When to refresh the access token: `margin_ms` before it expires, but never earlier
+    /// than halfway through its lifetime. A token that lives shorter than the margin would
+    /// otherwise be due the moment it arrives, and be refreshed again and again (rmcp
+    /// #1450); this way each token is refreshed once. `None` without an expiry.
+    pub fn refresh_at_ms(&self, margin_ms: u64) -> Option<u64> {
+        let expires = self.expires_at_ms?;
+        let margin = match self.issued_at_ms {
+            Some(issued) => margin_ms.min(expires.saturating_sub(issued) / 2),
+            None => margin_ms,
+        };
+        Some(expires.saturating_sub(margin))
+    }
+
+    /// Whether the tokens may be used with the authorization server `issuer` and for the
+    /// resource `resource`: they were issued by it for that resource. Tokens that do not say
+    /// (stored before either was kept) are taken.
+    pub fn is_for(&self, issuer: &str, resource: &str) -> bool {
+        self.issuer.as_deref().is_none_or(|i| i == issuer)
+            && self.resource.as_deref().is_none_or(|r| r == resource)
     }
 }
 
@@ -208,6 +249,10 @@ struct RawTokens {
     token_endpoint_auth_method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dpop_key: Option<RawDpopKey>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issued_at: Option<u64>,
 }
 
 /// A DPoP key as the store keeps it: base64url PKCS#8 DER and public point. The file is the
@@ -285,6 +330,8 @@ impl AuthFile {
                     issuer: t.issuer,
                     token_endpoint_auth_method: t.token_endpoint_auth_method,
                     dpop_key: t.dpop_key.as_ref().and_then(RawDpopKey::to_key),
+                    resource: t.resource,
+                    issued_at_ms: t.issued_at,
                 };
                 (id, tokens)
             })
@@ -326,6 +373,8 @@ impl AuthFile {
                     issuer: t.issuer.clone(),
                     token_endpoint_auth_method: t.token_endpoint_auth_method.clone(),
                     dpop_key: t.dpop_key.as_ref().map(RawDpopKey::from_key),
+                    resource: t.resource.clone(),
+                    issued_at: t.issued_at_ms,
                 };
                 (id.clone(), raw)
             })
@@ -506,6 +555,61 @@ mod tests {
         .unwrap_err();
         assert!(!err.to_string().contains("rt-secret"), "{err}");
         assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn a_token_shorter_lived_than_the_margin_is_refreshed_halfway_not_at_once() {
+        let file = AuthFile::parse(FILE.as_bytes()).unwrap();
+        let mut t = file.servers["example-http-server"].clone();
+        let expires = 1_760_000_000_000;
+        assert_eq!(
+            t.refresh_at_ms(60_000),
+            Some(expires - 60_000),
+            "no issue time"
+        );
+        // Lived an hour: the margin applies.
+        t.issued_at_ms = Some(expires - 3_600_000);
+        assert_eq!(t.refresh_at_ms(60_000), Some(expires - 60_000));
+        // Lives 10 s, with a 60 s margin: halfway, not as soon as it arrives.
+        t.issued_at_ms = Some(expires - 10_000);
+        assert_eq!(t.refresh_at_ms(60_000), Some(expires - 5_000));
+        assert!(
+            !t.needs_refresh(expires - 10_000, 60_000),
+            "not when it arrives"
+        );
+        assert!(t.needs_refresh(expires - 5_000, 60_000));
+        // Issued and written back with its issue time.
+        let back = {
+            let mut f = file.clone();
+            f.servers.insert("example-http-server".into(), t.clone());
+            AuthFile::parse(&f.encode()).unwrap()
+        };
+        assert_eq!(back.servers["example-http-server"], t);
+        t.expires_at_ms = None;
+        assert_eq!(t.refresh_at_ms(60_000), None, "no expiry, no refresh ahead");
+    }
+
+    #[test]
+    fn tokens_say_which_issuer_and_resource_they_are_for() {
+        let file = AuthFile::parse(FILE.as_bytes()).unwrap();
+        let mut t = file.servers["example-http-server"].clone();
+        assert!(
+            t.is_for("https://a.example", "https://mcp.example/mcp"),
+            "old entries"
+        );
+        t.issuer = Some("https://a.example".into());
+        t.resource = Some("https://mcp.example/mcp".into());
+        assert!(t.is_for("https://a.example", "https://mcp.example/mcp"));
+        assert!(!t.is_for("https://b.example", "https://mcp.example/mcp"));
+        assert!(!t.is_for("https://a.example", "https://mcp.example/v2/mcp"));
+        let mut f = file.clone();
+        f.servers.insert("example-http-server".into(), t.clone());
+        let encoded = String::from_utf8(f.encode()).unwrap();
+        assert!(
+            encoded.contains("\"resource\": \"https://mcp.example/mcp\""),
+            "{encoded}"
+        );
+        assert_eq!(AuthFile::parse(encoded.as_bytes()).unwrap(), f);
     }
 
     #[test]
