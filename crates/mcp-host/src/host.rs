@@ -1365,6 +1365,12 @@ impl AuthHook for ChallengeWatch {
         inner.map_or_else(http::HeaderMap::new, |h| h.headers_for(method, uri))
     }
 
+    fn succeeded(&self) {
+        if let Some(hook) = &self.inner {
+            hook.succeeded();
+        }
+    }
+
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
         if challenge.status == http::StatusCode::UNAUTHORIZED {
             self.unauthorized.store(true, Ordering::SeqCst);
@@ -1599,6 +1605,9 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
     // A stateless server says what changed only on a subscriptions/listen stream; it ends
     // with this connection.
     let _listening = listen(slot, client).map(AbortOnDrop);
+    // OAuth tokens are refreshed ahead of expiry while connected; the timer ends with this.
+    let _refreshing = (slot.entry.oauth.clone())
+        .map(|hook| AbortOnDrop(tokio::spawn(crate::refresh::keep_fresh(hook))));
     resubscribe(slot, client);
     loop {
         let item = tokio::select! {

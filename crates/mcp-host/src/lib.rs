@@ -55,6 +55,7 @@ pub mod operation;
 pub mod permission;
 mod reach;
 mod redact;
+mod refresh;
 pub mod setup;
 pub mod trust;
 

@@ -196,6 +196,7 @@ impl OAuthContext {
         }
         let credentials = authorizer.credentials();
         let expires = authorizer.tokens().and_then(|t| t.expires_at_ms);
+        let refresh_due_ms = authorizer.refresh_due_ms();
         let secrets = secrets_of(&authorizer);
         OAuthHook {
             server: server.to_owned(),
@@ -207,10 +208,13 @@ impl OAuthContext {
             secrets: Mutex::new(secrets),
             state: Mutex::new(HookState {
                 expires_at_ms: expires,
+                refresh_due_ms,
                 last_error: None,
                 store_problem: unreadable,
                 resource_nonce: None,
             }),
+            succeeded: std::sync::atomic::AtomicBool::new(false),
+            renewed: tokio::sync::Notify::new(),
         }
     }
 }
@@ -228,6 +232,11 @@ pub struct OAuthHook {
     /// Every token and client secret this hook has held: a server may quote an old one.
     secrets: Mutex<Secrets>,
     state: Mutex<HookState>,
+    /// A request with this hook's credentials succeeded since the authorizer last heard of
+    /// it: the next challenge starts a new chain (see [`AuthHook::succeeded`]).
+    succeeded: std::sync::atomic::AtomicBool,
+    /// Woken whenever the tokens change, for the refresh timer (`refresh.rs`).
+    renewed: tokio::sync::Notify,
 }
 
 /// The values of `authorizer` no text may show: its client secret, its tokens and a
@@ -256,6 +265,8 @@ fn secrets_of(authorizer: &Authorizer) -> Secrets {
 
 struct HookState {
     expires_at_ms: Option<u64>,
+    /// When the refresh timer should refresh ([`Authorizer::refresh_due_ms`]).
+    refresh_due_ms: Option<u64>,
     last_error: Option<String>,
     /// Why the token store cannot be read or written, until it can: said with every
     /// authorization error, since tokens that are not kept are lost.
@@ -278,8 +289,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl OAuthHook {
-    /// Refreshes the access token if it expires soon, before a connection is made. A failure
-    /// is kept for the status view and is not fatal: the server's 401 will say what it wants.
+    /// Refreshes the access token if it expires soon: before a connection is made, and when
+    /// the refresh timer is due. A failure is kept for the status view and is not fatal: the
+    /// server's 401 will say what it wants.
     pub async fn prepare(&self) {
         self.place.class().await;
         let mut authorizer = self.authorizer.lock().await;
@@ -313,12 +325,28 @@ impl OAuthHook {
         authorizer.forget_tokens();
         let _ = authorizer.take_changed();
         *lock(&self.credentials) = None;
-        lock(&self.state).expires_at_ms = None;
+        {
+            let mut state = lock(&self.state);
+            state.expires_at_ms = None;
+            state.refresh_due_ms = None;
+        }
+        self.renewed.notify_waiters();
         if let Some(store) = self.store.clone() {
             let server = self.server.clone();
             blocking(move || store.remove(&server).map(|_| ()).map_err(|e| e.to_string())).await?;
         }
         Ok(())
+    }
+
+    /// When the refresh timer should refresh the access token (Unix milliseconds), if ever.
+    pub(crate) fn refresh_due_ms(&self) -> Option<u64> {
+        lock(&self.state).refresh_due_ms
+    }
+
+    /// Resolves when the tokens change (a login, a refresh, a logout); the refresh timer
+    /// waits for it while it has nothing to do.
+    pub(crate) fn renewed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.renewed.notified()
     }
 
     /// When the access token expires (Unix milliseconds), if known: for the status view.
@@ -437,8 +465,15 @@ impl OAuthHook {
             let mut secrets = lock(&self.secrets);
             *secrets = secrets.with(&secrets_of(authorizer));
         }
-        lock(&self.state).expires_at_ms = authorizer.tokens().and_then(|t| t.expires_at_ms);
         let changed = authorizer.take_changed();
+        {
+            let mut state = lock(&self.state);
+            state.expires_at_ms = authorizer.tokens().and_then(|t| t.expires_at_ms);
+            state.refresh_due_ms = authorizer.refresh_due_ms();
+        }
+        if changed {
+            self.renewed.notify_waiters();
+        }
         let registrations = authorizer.take_registrations();
         if !changed && registrations.is_empty() {
             return Ok(());
@@ -506,6 +541,13 @@ impl AuthHook for OAuthHook {
         }
     }
 
+    /// Noted without waiting for the authorizer (a refresh or login may hold it): the next
+    /// challenge resets its attempt count first.
+    fn succeeded(&self) {
+        self.succeeded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
         Box::pin(async move {
             self.place.class().await;
@@ -538,6 +580,13 @@ impl AuthHook for OAuthHook {
                 }
             }
             let mut authorizer = self.authorizer.lock().await;
+            // A success since the last challenge ended that chain: this one starts afresh.
+            if self
+                .succeeded
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
+                authorizer.request_succeeded();
+            }
             let (_turn, newer) = self.take_turn(&mut authorizer).await;
             if newer && challenge.status == http::StatusCode::UNAUTHORIZED {
                 // Another process refreshed or logged in meanwhile: try its token first.

@@ -7,7 +7,6 @@
 mod auth;
 mod budget;
 mod live;
-mod login_page;
 mod manage;
 mod orphans;
 mod secrets;
