@@ -47,7 +47,6 @@ pub mod catalog;
 pub mod config;
 mod elicit;
 mod error;
-pub mod export;
 mod fs;
 mod host;
 mod loopback;

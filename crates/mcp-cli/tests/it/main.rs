@@ -7,7 +7,9 @@
 mod auth;
 mod budget;
 mod live;
+mod login_page;
 mod manage;
+mod operations;
 mod orphans;
 mod secrets;
 mod serve;
