@@ -47,6 +47,7 @@ pub mod catalog;
 pub mod config;
 mod elicit;
 mod error;
+pub mod export;
 mod fs;
 mod host;
 mod loopback;
