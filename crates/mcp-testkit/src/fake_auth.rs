@@ -14,6 +14,9 @@
 //! otherwise, 403 `insufficient_scope` when a required scope is missing) and forwards
 //! everything else to a real MCP server (`mcp_http::serve_http` with a small tool handler) on
 //! another loopback port. Every request is recorded.
+//!
+//! A second authorization server on a third port plays a server's move to another one
+//! ([`FakeAuthOptions::moved`]): each takes only the clients, codes and tokens it issued.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -130,6 +133,14 @@ pub struct FakeAuthOptions {
     /// The metadata's `authorization_endpoint` instead of `/authorize` (a browser-opening
     /// test).
     pub authorization_endpoint: Option<String>,
+    /// A scope the authorization server never grants: it is left out of every token's scope
+    /// (a step-up that cannot succeed).
+    pub withheld_scope: Option<String>,
+    /// The server moved to a second authorization server: its protected resource metadata
+    /// names the second one (another origin, [`Role::SecondAuth`], with its own clients, codes
+    /// and tokens), and `/mcp` takes only tokens the authorization server it names issued.
+    /// Each authorization server takes only its own clients and refresh tokens.
+    pub moved: bool,
 }
 
 impl Default for FakeAuthOptions {
@@ -163,6 +174,8 @@ impl Default for FakeAuthOptions {
             dpop_nonce: None,
             resource_metadata_url: None,
             authorization_endpoint: None,
+            withheld_scope: None,
+            moved: false,
         }
     }
 }
@@ -175,6 +188,8 @@ pub enum Role {
     Resource,
     /// The authorization server's own origin.
     Auth,
+    /// The second authorization server's origin (see [`FakeAuthOptions::moved`]).
+    SecondAuth,
 }
 
 /// One request the fake saw.
@@ -230,6 +245,9 @@ struct Issued {
     /// Access token -> (expiry, scope, the thumbprint of the DPoP key it is bound to).
     access: HashMap<String, (Instant, Option<String>, Option<String>)>,
     refresh: HashMap<String, Option<String>>,
+    /// The origin of the authorization server that issued each client id, code, access and
+    /// refresh token (pre-registered clients have none: both take them).
+    owner: HashMap<String, String>,
     counter: u64,
 }
 
@@ -239,6 +257,7 @@ struct State {
     issued: Mutex<Issued>,
     resource_origin: String,
     auth_origin: String,
+    second_origin: String,
     upstream: String,
     client: HyperClient<HttpConnector, Full<Bytes>>,
 }
@@ -278,17 +297,20 @@ impl FakeAuth {
         ));
         let resource = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let second = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let state = Arc::new(State {
             options: Mutex::new(options),
             seen: Mutex::default(),
             issued: Mutex::default(),
             resource_origin: format!("http://127.0.0.1:{}", resource.local_addr().unwrap().port()),
             auth_origin: format!("http://127.0.0.1:{}", auth.local_addr().unwrap().port()),
+            second_origin: format!("http://127.0.0.1:{}", second.local_addr().unwrap().port()),
             upstream: format!("http://127.0.0.1:{}/mcp", upstream_addr.port()),
             client: HyperClient::builder(TokioExecutor::new()).build_http(),
         });
         serve(resource, Role::Resource, Arc::clone(&state));
         serve(auth, Role::Auth, Arc::clone(&state));
+        serve(second, Role::SecondAuth, Arc::clone(&state));
         Self { state }
     }
 
@@ -323,6 +345,21 @@ impl FakeAuth {
         self.seen().into_iter().filter(|s| s.path == path).collect()
     }
 
+    /// The issuer of the second authorization server (see [`FakeAuthOptions::moved`]).
+    pub fn second_issuer(&self) -> String {
+        let o = lock(&self.state.options);
+        format!("{}{}", self.state.second_origin, o.issuer_path)
+    }
+
+    /// How many token requests of `grant_type` (`authorization_code`, `refresh_token`, …)
+    /// either authorization server answered so far, successful or not.
+    pub fn token_requests(&self, grant_type: &str) -> usize {
+        self.seen_at(&format!("{}/token", lock(&self.state.options).issuer_path))
+            .iter()
+            .filter(|r| r.form("grant_type").as_deref() == Some(grant_type))
+            .count()
+    }
+
     /// Invalidates every access token (the next MCP request gets 401; refresh tokens live).
     pub fn revoke_access_tokens(&self) {
         lock(&self.state.issued).access.clear();
@@ -341,13 +378,26 @@ fn serve(listener: TcpListener, role: Role, state: Arc<State>) {
     });
 }
 
+/// The issuer the protected resource metadata names.
 fn issuer(state: &State, o: &FakeAuthOptions) -> String {
-    let origin = if o.on_server_origin {
-        &state.resource_origin
-    } else {
-        &state.auth_origin
-    };
-    format!("{origin}{}", o.issuer_path)
+    format!("{}{}", as_origin(state, o, None), o.issuer_path)
+}
+
+/// The origin of the authorization server reached as `role`, or (`None`) of the one the
+/// protected resource metadata names.
+fn as_origin<'a>(state: &'a State, o: &FakeAuthOptions, role: Option<Role>) -> &'a str {
+    match role {
+        _ if o.on_server_origin => &state.resource_origin,
+        Some(Role::SecondAuth) => &state.second_origin,
+        None if o.moved => &state.second_origin,
+        _ => &state.auth_origin,
+    }
+}
+
+/// Whether `id` (a client id, code or token) may be used at the authorization server
+/// `origin`: it issued it, or no one did (a pre-registered client).
+fn owned_by(issued: &Issued, id: &str, origin: &str) -> bool {
+    issued.owner.get(id).is_none_or(|o| o == origin)
 }
 
 fn prm_resource(state: &State, o: &FakeAuthOptions) -> String {
@@ -413,7 +463,9 @@ async fn route(
 ) -> Response<Body> {
     let o = lock(&state.options).clone();
     let path = parts.uri.path();
-    let auth_here = (role == Role::Auth) != o.on_server_origin;
+    let auth_here = (role != Role::Resource) != o.on_server_origin;
+    // The authorization server this request reached.
+    let here = as_origin(state, &o, Some(role)).to_owned();
     let not_found = || full(StatusCode::NOT_FOUND, "", "");
     if role == Role::Resource {
         let prm_path = match o.prm {
@@ -447,7 +499,7 @@ async fn route(
         AsMetadata::None => None,
     };
     if parts.method == Method::GET && metadata_path.as_deref() == Some(path) {
-        return json_answer(StatusCode::OK, &metadata(state, &o));
+        return json_answer(StatusCode::OK, &metadata(&here, &o));
     }
     // With no metadata the 2025-03-26 default endpoints are at the origin's root.
     let under = |name: &str| {
@@ -458,22 +510,22 @@ async fn route(
         }
     };
     if parts.method == Method::GET && under("authorize") {
-        return authorize(state, &o, parts);
+        return authorize(state, &here, &o, parts);
     }
     if parts.method == Method::POST && under("token") {
-        return token(state, &o, parts, &body);
+        return token(state, &here, &o, parts, &body);
     }
     if parts.method == Method::POST
         && under("register")
         && (o.dcr || o.metadata == AsMetadata::None)
     {
-        return register(state, &o, &body);
+        return register(state, &here, &o, &body);
     }
     not_found()
 }
 
-fn metadata(state: &State, o: &FakeAuthOptions) -> Value {
-    let base = issuer(state, o);
+fn metadata(here: &str, o: &FakeAuthOptions) -> Value {
+    let base = format!("{here}{}", o.issuer_path);
     let mut doc = json!({
         "issuer": o.wrong_issuer.clone().unwrap_or_else(|| base.clone()),
         "authorization_endpoint": o.authorization_endpoint.clone()
@@ -519,7 +571,12 @@ fn known_client(issued: &Issued, o: &FakeAuthOptions, client_id: &str) -> bool {
         || (o.cimd && client_id.starts_with("https://"))
 }
 
-fn authorize(state: &State, o: &FakeAuthOptions, parts: &http::request::Parts) -> Response<Body> {
+fn authorize(
+    state: &State,
+    here: &str,
+    o: &FakeAuthOptions,
+    parts: &http::request::Parts,
+) -> Response<Body> {
     let q: HashMap<String, String> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
             .into_owned()
@@ -528,7 +585,9 @@ fn authorize(state: &State, o: &FakeAuthOptions, parts: &http::request::Parts) -
     let mut issued = lock(&state.issued);
     let problem = if get("response_type") != "code" {
         Some("response_type must be code")
-    } else if !known_client(&issued, o, &get("client_id")) {
+    } else if !known_client(&issued, o, &get("client_id"))
+        || !owned_by(&issued, &get("client_id"), here)
+    {
         Some("unknown client_id")
     } else if get("code_challenge").is_empty() || get("code_challenge_method") != "S256" {
         Some("PKCE S256 is required")
@@ -544,6 +603,7 @@ fn authorize(state: &State, o: &FakeAuthOptions, parts: &http::request::Parts) -
         return full(StatusCode::BAD_REQUEST, "text/plain", problem);
     }
     let code = next(&mut issued, "code");
+    issued.owner.insert(code.clone(), here.to_owned());
     issued.codes.insert(
         code.clone(),
         Code {
@@ -562,7 +622,7 @@ fn authorize(state: &State, o: &FakeAuthOptions, parts: &http::request::Parts) -
         }
         match o.iss_in_redirect.as_deref() {
             Some("") => {
-                pairs.append_pair("iss", &issuer(state, o));
+                pairs.append_pair("iss", &format!("{here}{}", o.issuer_path));
             }
             Some(iss) => {
                 pairs.append_pair("iss", iss);
@@ -611,6 +671,7 @@ fn client_of(
 
 fn token(
     state: &State,
+    here: &str,
     o: &FakeAuthOptions,
     parts: &http::request::Parts,
     body: &[u8],
@@ -645,7 +706,7 @@ fn token(
                 .filter(|(id, _)| *id == client_id)
                 .map(|(_, s)| s.clone())
         });
-    let known = known_client(&issued, o, &client_id);
+    let known = known_client(&issued, o, &client_id) && owned_by(&issued, &client_id, here);
     let method_ok = o.token_auth_methods.iter().any(|m| m == method) || method == "private_key_jwt";
     if !known || !method_ok || expected_secret.flatten() != secret {
         return oauth_error(
@@ -658,7 +719,8 @@ fn token(
     let resource = prm_resource(state, o);
     let scope = match get("grant_type").as_str() {
         "authorization_code" => {
-            let Some(code) = issued.codes.remove(&get("code")) else {
+            let theirs = !owned_by(&issued, &get("code"), here);
+            let Some(code) = issued.codes.remove(&get("code")).filter(|_| !theirs) else {
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown code");
             };
             let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(get("code_verifier").as_bytes()));
@@ -689,7 +751,8 @@ fn token(
         }
         "refresh_token" => {
             let rt = get("refresh_token");
-            let Some(scope) = issued.refresh.get(&rt).cloned() else {
+            let theirs = !owned_by(&issued, &rt, here);
+            let Some(scope) = issued.refresh.get(&rt).cloned().filter(|_| !theirs) else {
                 return oauth_error(
                     StatusCode::BAD_REQUEST,
                     "invalid_grant",
@@ -710,7 +773,15 @@ fn token(
             );
         }
     };
+    let scope = match (&o.withheld_scope, scope) {
+        (Some(withheld), Some(scope)) => {
+            let kept: Vec<&str> = scope.split_whitespace().filter(|s| s != withheld).collect();
+            (!kept.is_empty()).then(|| kept.join(" "))
+        }
+        (_, scope) => scope,
+    };
     let access = next(&mut issued, "access");
+    issued.owner.insert(access.clone(), here.to_owned());
     let token_type = if jkt.is_some() { "DPoP" } else { "Bearer" };
     issued.access.insert(
         access.clone(),
@@ -729,13 +800,14 @@ fn token(
         && (grant == "authorization_code" || (grant == "refresh_token" && o.rotate_refresh_tokens));
     if new_refresh {
         let refresh = next(&mut issued, "refresh");
+        issued.owner.insert(refresh.clone(), here.to_owned());
         issued.refresh.insert(refresh.clone(), scope);
         answer["refresh_token"] = json!(refresh);
     }
     json_answer(StatusCode::OK, &answer)
 }
 
-fn register(state: &State, o: &FakeAuthOptions, body: &[u8]) -> Response<Body> {
+fn register(state: &State, here: &str, o: &FakeAuthOptions, body: &[u8]) -> Response<Body> {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return oauth_error(
             StatusCode::BAD_REQUEST,
@@ -752,6 +824,7 @@ fn register(state: &State, o: &FakeAuthOptions, body: &[u8]) -> Response<Body> {
     }
     let mut issued = lock(&state.issued);
     let client_id = next(&mut issued, "client");
+    issued.owner.insert(client_id.clone(), here.to_owned());
     let method = o
         .registration_method
         .clone()
@@ -785,9 +858,11 @@ async fn mcp(
     let (scheme, token) = authorization.split_once(' ').unwrap_or_default();
     let live = {
         let issued = lock(&state.issued);
+        let current = as_origin(state, o, None);
         issued
             .access
             .get(token)
+            .filter(|_| owned_by(&issued, token, current))
             .filter(|(until, _, _)| *until > Instant::now())
             .map(|(_, scope, jkt)| (scope.clone(), jkt.clone()))
     };
