@@ -31,6 +31,7 @@ impl flags::Interop {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let tools = project_root().join("target/tools");
         let node = node(sh, &tools, MIN_NODE_MAJOR)?;
+        if std::env::var_os("H1_ONLY_LOGIN").is_some() { return crate::login::run(sh, &node, &tools); } // H1-TEMP
         let script = npm_package(
             sh,
             &tools.join("interop"),
@@ -78,6 +79,7 @@ impl flags::Interop {
         }
         command_line(sh, &node, &script)?;
         stateless(sh, &tools, &interop)?;
+        crate::login::run(sh, &node, &tools)?;
         gateway(sh, &node, &tools)
     }
 }
@@ -266,6 +268,7 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     )?;
     eprintln!("{report}");
     check_report(&report, "stdio", "handshake")?;
+    operations_through_cli(&sh, &mcp_host, "everything")?;
 
     eprintln!("==> mcp-host add + test over Streamable HTTP: {EVERYTHING}@{EVERYTHING_VERSION}");
     let (mut server, port) = everything_http(node, script, "streamableHttp")?;
@@ -283,6 +286,70 @@ fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
     let _ = server.kill();
     let _ = server.wait();
     outcome
+}
+
+/// Seed 001 against a real server: `mcp-host tools` offers the resource and prompt operations
+/// of `server`, and `mcp-host call` runs them by their exposed names, as a model's tool calls
+/// would: the first listed resource read back as an embedded resource, `simple-prompt` got
+/// as a tool result.
+fn operations_through_cli(sh: &Shell, mcp_host: &Path, server: &str) -> anyhow::Result<()> {
+    eprintln!("==> mcp-host tools + call of the resource and prompt operations: {server}");
+    let json = |cmd: xshell::Cmd<'_>, what: &str| -> anyhow::Result<serde_json::Value> {
+        let out = bounded::read(cmd, what, PEER_STEP)?;
+        serde_json::from_str(&out).with_context(|| format!("{what} printed no JSON: {out}"))
+    };
+    let tools = json(
+        cmd!(sh, "{mcp_host} tools {server} --json"),
+        "`mcp-host tools --json`",
+    )?;
+    let name = |method: &str| -> anyhow::Result<String> {
+        tools["operations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|o| o["operation"] == method)
+            .and_then(|o| o["name"].as_str())
+            .map(str::to_owned)
+            .with_context(|| format!("`mcp-host tools` offers no {method} operation: {tools}"))
+    };
+    let (list, read, get) = (
+        name("resources/list")?,
+        name("resources/read")?,
+        name("prompts/get")?,
+    );
+    let listed = json(
+        cmd!(sh, "{mcp_host} call {server} {list} --yes --json"),
+        "`mcp-host call` of resources/list",
+    )?;
+    let items: serde_json::Value = listed["content"][1]["text"]
+        .as_str()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .with_context(|| format!("the listing has no items: {listed}"))?;
+    let uri = items[0]["uri"]
+        .as_str()
+        .with_context(|| format!("the listing names no resource: {items}"))?;
+    let args = serde_json::json!({ "uri": uri }).to_string();
+    let got = json(
+        cmd!(sh, "{mcp_host} call {server} {read} --args {args} --yes --json"),
+        "`mcp-host call` of resources/read",
+    )?;
+    let block = &got["content"][0];
+    if block["type"] != "resource" || block["resource"]["uri"] != uri {
+        bail!("resources/read of {uri} did not come back as an embedded resource: {got}");
+    }
+    let args = r#"{"name": "simple-prompt"}"#;
+    let prompt = json(
+        cmd!(sh, "{mcp_host} call {server} {get} --args {args} --yes --json"),
+        "`mcp-host call` of prompts/get",
+    )?;
+    if !prompt["content"]
+        .to_string()
+        .contains("This is a simple prompt without arguments.")
+    {
+        bail!("prompts/get of simple-prompt did not return its message: {prompt}");
+    }
+    eprintln!("ok: read {uri} and got simple-prompt through the operation tools");
+    Ok(())
 }
 
 /// The everything server in an HTTP `mode` on a free loopback port, and the port.
