@@ -31,7 +31,6 @@ impl flags::Interop {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let tools = project_root().join("target/tools");
         let node = node(sh, &tools, MIN_NODE_MAJOR)?;
-        if std::env::var_os("H1_ONLY_LOGIN").is_some() { return crate::login::run(sh, &node, &tools); } // H1-TEMP
         let script = npm_package(
             sh,
             &tools.join("interop"),
@@ -79,7 +78,6 @@ impl flags::Interop {
         }
         command_line(sh, &node, &script)?;
         stateless(sh, &tools, &interop)?;
-        crate::login::run(sh, &node, &tools)?;
         gateway(sh, &node, &tools)
     }
 }

@@ -42,6 +42,33 @@ pub(crate) enum EditScope {
     Global,
 }
 
+/// A model API whose tool definitions `tools --format` prints (docs/model-apis.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ModelApi {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Chat Completions, strict where the schema already fits strict mode.
+    Openai,
+    /// The OpenAI Responses API, strict as for `openai`.
+    OpenaiResponses,
+    /// OpenAI Chat Completions rewritten to fit strict mode.
+    OpenaiStrict,
+    /// The Gemini API (`functionDeclarations`).
+    Gemini,
+}
+
+impl From<ModelApi> for mcp_host::export::Format {
+    fn from(api: ModelApi) -> Self {
+        match api {
+            ModelApi::Anthropic => Self::Anthropic,
+            ModelApi::Openai => Self::OpenAiChat,
+            ModelApi::OpenaiResponses => Self::OpenAiResponses,
+            ModelApi::OpenaiStrict => Self::OpenAiStrict,
+            ModelApi::Gemini => Self::Gemini,
+        }
+    }
+}
+
 /// The layers a command reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ReadScope {
@@ -112,6 +139,10 @@ Examples:
     Tools {
         /// Only this server's tools.
         id: Option<String>,
+        /// Print the definitions as this model API's `tools` field takes them (JSON on
+        /// stdout; what was rewritten or left out, and why, on stderr).
+        #[arg(long, value_enum, value_name = "API")]
+        format: Option<ModelApi>,
     },
     /// Call a tool, after the permission check (asks on the terminal unless allowed).
     Call(Box<CallArgs>),

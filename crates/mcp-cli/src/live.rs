@@ -22,7 +22,7 @@ use mcp_protocol::schema::{
 };
 use serde_json::{Value, json};
 
-use crate::args::{CallArgs, ReadScope};
+use crate::args::{CallArgs, ModelApi, ReadScope};
 use crate::exit::{Code, Failure};
 use crate::manage::{self, Context};
 use crate::output::{Out, Spinner, Table, cell, clean};
@@ -449,13 +449,45 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
 }
 
 /// `tools`.
-pub(crate) async fn tools(cx: &Context, out: &Out, id: Option<&str>) -> Result<(), Failure> {
+pub(crate) async fn tools(
+    cx: &Context,
+    out: &Out,
+    id: Option<&str>,
+    format: Option<ModelApi>,
+) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
     let live = start(cx, out, loaded, id, Setup::default()).await?;
-    let outcome = show_tools(out, &live.host, id);
+    let outcome = match format {
+        Some(api) => show_model_tools(out, &live.host, id, api),
+        None => show_tools(out, &live.host, id),
+    };
     live.host.shutdown().await;
     outcome
+}
+
+/// The catalogue as `api`'s `tools` field, JSON on stdout whatever `--json` says; each tool
+/// rewritten or left out is named on stderr with the reason.
+fn show_model_tools(
+    out: &Out,
+    host: &Host,
+    id: Option<&str>,
+    api: ModelApi,
+) -> Result<(), Failure> {
+    if let Some(id) = id {
+        ready(host, id)?;
+    }
+    let catalog = host.catalog();
+    let tools = catalog
+        .tools()
+        .iter()
+        .filter(|t| id.is_none_or(|i| i == t.server));
+    let export = mcp_host::export::export(tools, api.into());
+    for d in &export.diagnostics {
+        out.note(&format!("{}: {}", d.server, d.message));
+    }
+    out.json(&export.tools);
+    Ok(())
 }
 
 /// The catalogue as a table or JSON; servers that are not ready are named on stderr.

@@ -182,7 +182,7 @@ async fn run(
         Command::Disable { id, scope } => manage::set_enabled(&cx, &out, &id, scope, false),
         Command::Test { id, scope } => live::test(&cx, &out, &id, scope).await,
         Command::Status { id } => live::status(&cx, &out, id.as_deref()).await,
-        Command::Tools { id } => live::tools(&cx, &out, id.as_deref()).await,
+        Command::Tools { id, format } => live::tools(&cx, &out, id.as_deref(), format).await,
         Command::Call(call) => live::call(&cx, &out, *call).await,
         Command::Resources { id } => live::resources(&cx, &out, id.as_deref()).await,
         Command::Read { id, uri } => live::read(&cx, &out, &id, &uri).await,
