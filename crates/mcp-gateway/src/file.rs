@@ -373,12 +373,7 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
             }
         }
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let loaded = mcp_host::config::load_files(
-        &[ConfigFile::new(path, Scope::Global, FileFormat::McpServers)],
-        env,
-        dir,
-    );
+    let loaded = upstreams(path, env);
     for problem in &loaded.problems {
         if problem.severity == Severity::Warning {
             warnings.push(problem.to_string());
@@ -399,6 +394,19 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
         env: env.clone(),
         oauth: oauth.cloned(),
     })
+}
+
+/// The upstream servers of the gateway file at `path`, read by `mcp-host`'s configuration
+/// loader as the gateway reads them (the user's own layer, relative `cwd`s from the file's
+/// folder): what `mcp-host login --gateway` logs in to, under the same server ids and URLs,
+/// so that its tokens are the ones the gateway finds in the token store.
+pub fn upstreams(path: &Path, env: &Env) -> mcp_host::LoadedConfig {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    mcp_host::config::load_files(
+        &[ConfigFile::new(path, Scope::Global, FileFormat::McpServers)],
+        env,
+        dir,
+    )
 }
 
 /// serde's message without the value it quotes: `invalid type: string "…", expected a

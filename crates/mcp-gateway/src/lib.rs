@@ -48,5 +48,5 @@ mod passthrough;
 mod server;
 
 // The public interface is:
-pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema};
+pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema, upstreams};
 pub use server::{DEFAULT_CACHE_TTL, Gateway, GatewayOptions};

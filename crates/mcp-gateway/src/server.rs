@@ -152,8 +152,18 @@ impl Gateway {
                 .as_deref()
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default();
+            // The gateway has no browser: a person logs in to the upstream beforehand.
+            let hint = if status.state == mcp_host::ServerState::AuthRequired {
+                format!(
+                    "; log in with `mcp-host login --gateway {} {}`",
+                    shared.path.display(),
+                    status.id
+                )
+            } else {
+                String::new()
+            };
             shared.log.line(&format!(
-                "upstream {}: {} ({} tools){error}",
+                "upstream {}: {} ({} tools){error}{hint}",
                 status.id, status.state, status.tools
             ));
         }
