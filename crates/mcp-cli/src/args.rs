@@ -177,10 +177,15 @@ Examples:
     Login {
         /// The server id.
         id: String,
-        /// Do not open a browser or listen on loopback: print the URL and read the address the
-        /// browser ended on from stdin (for machines without a browser).
+        /// Do not open a browser or listen on loopback: log in with a code on another device
+        /// where the server offers it (as --device), else print the URL and read the address
+        /// the browser ended on from stdin (for machines without a browser).
         #[arg(long)]
         no_browser: bool,
+        /// Log in with a code entered on another device (OAuth device flow, RFC 8628): print
+        /// the address and the code, and wait for the login to be approved there.
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
     },
     /// Forget the stored tokens of an OAuth server.
     Logout {

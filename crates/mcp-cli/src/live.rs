@@ -37,6 +37,8 @@ pub(crate) struct Setup {
     /// How a person logs in when a server asks for OAuth authorization; without one, such a
     /// server waits in `auth_required` for `mcp-host login`.
     pub(crate) user_agent: Option<Arc<dyn UserAgent>>,
+    /// How a person logs in on another device (the device flow), where it is offered.
+    pub(crate) device_agent: Option<Arc<dyn mcp_host::oauth::DeviceUserAgent>>,
     /// What the spinner says while the servers connect.
     pub(crate) spinner: SpinnerText,
 }
@@ -106,6 +108,9 @@ pub(crate) async fn start(
     let mut oauth = oauth(cx)?;
     if let Some(agent) = setup.user_agent {
         oauth = oauth.with_user_agent(agent);
+    }
+    if let Some(agent) = setup.device_agent {
+        oauth = oauth.with_device_agent(agent);
     }
     let mut entries = setup::entries(&loaded, Some(&oauth), &approvals);
     if let Some(id) = only {
@@ -1004,6 +1009,7 @@ pub(crate) async fn login(
     out: &Out,
     id: &str,
     no_browser: bool,
+    device: bool,
 ) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
@@ -1030,8 +1036,13 @@ pub(crate) async fn login(
             "remove the header from `{id}`'s entry to log in with OAuth"
         )));
     }
-    let agent: Arc<dyn UserAgent> = if no_browser {
-        Arc::new(Pasted::new(show_url, || {
+    // The device flow where the server offers it: asked for, or no browser here.
+    let device_agent = (device || no_browser || crate::device::no_browser_here())
+        .then(|| crate::device::prompt(id));
+    let agent: Option<Arc<dyn UserAgent>> = if device {
+        None
+    } else if no_browser {
+        Some(Arc::new(Pasted::new(show_url, || {
             Box::pin(async {
                 eprint!("paste the address the browser ended on: ");
                 tokio::task::spawn_blocking(|| {
@@ -1044,9 +1055,9 @@ pub(crate) async fn login(
                 .await
                 .unwrap_or_else(|e| Err(format!("reading stdin failed: {e}")))
             })
-        }))
+        })))
     } else {
-        Arc::new(
+        Some(Arc::new(
             Loopback::bind(open_browser, Duration::from_secs(300))
                 .await
                 .map_err(|e| {
@@ -1057,14 +1068,17 @@ pub(crate) async fn login(
                 })?
                 .for_server(id)
                 .with_notices(show_notice),
-        )
+        ))
     };
     // Connecting with a user agent: the server's 401 starts discovery, and the person logs in.
     // Without a browser the person pastes on the terminal's line, so no spinner redraws it.
     let setup = Setup {
-        user_agent: Some(agent),
+        user_agent: agent,
+        device_agent,
         spinner: if no_browser {
             SpinnerText::Off
+        } else if device {
+            SpinnerText::Say("waiting for the login to be approved on the other device")
         } else {
             SpinnerText::Say("connecting; log in in the browser if asked (up to 5 minutes)")
         },
@@ -1087,7 +1101,7 @@ pub(crate) async fn login(
                 status.last_error.as_deref().map(|e| format!(": {}", clean(e))).unwrap_or_default()
             ),
         )
-        .hint("check the server's URL and OAuth settings with `mcp-host list`; on a machine without a browser use --no-browser"));
+        .hint("check the server's URL and OAuth settings with `mcp-host list`; on a machine without a browser use --device or --no-browser"));
     }
     if out.is_json() {
         let mut v = status_json(&status);

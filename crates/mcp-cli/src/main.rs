@@ -19,6 +19,7 @@
 mod args;
 mod budget;
 mod demo;
+mod device;
 mod exit;
 mod gateway;
 mod live;
@@ -188,7 +189,11 @@ async fn run(
         Command::Read { id, uri } => live::read(&cx, &out, &id, &uri).await,
         Command::Prompts { id } => live::prompts(&cx, &out, id.as_deref()).await,
         Command::Get { id, prompt, arg } => live::get(&cx, &out, &id, &prompt, arg).await,
-        Command::Login { id, no_browser } => live::login(&cx, &out, &id, no_browser).await,
+        Command::Login {
+            id,
+            no_browser,
+            device,
+        } => live::login(&cx, &out, &id, no_browser, device).await,
         Command::Logout { id } => live::logout(&cx, &out, &id),
         Command::Shell { yes } => {
             let editor = editor.unwrap_or_else(shell::editor)?;

@@ -45,6 +45,7 @@ pub mod auth_store;
 mod bound;
 pub mod catalog;
 pub mod config;
+mod device_login;
 mod elicit;
 mod error;
 pub mod export;

@@ -34,8 +34,12 @@ use crate::reach::{PolicyFetch, ServerPlace};
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
 // not depend on mcp-oauth itself.
 use crate::config::{ServerConfig, Transport};
-pub use mcp_http::AddressClass;
+/// The device flow (RFC 8628): what a person is shown, and the agent that shows it.
+pub use crate::device_login::DevicePrompt;
 pub use crate::loopback::Loopback;
+pub use mcp_http::AddressClass;
+pub use mcp_oauth::DeviceUserAgent;
+pub use mcp_oauth::device::DeviceVerification;
 /// Whether a URL may be opened in a browser (`https`, or `http` to loopback): for a user agent
 /// that opens URLs it may be handed by other code.
 pub use mcp_oauth::flow::check_openable;
@@ -55,6 +59,9 @@ pub struct OAuthContext {
     /// How a person logs in; `None` means no login can happen now, and a server that needs
     /// one is left in state `auth_required`.
     pub user_agent: Option<Arc<dyn UserAgent>>,
+    /// How a person logs in on another device (RFC 8628 device flow), where the server's
+    /// authorization server offers it: preferred to `user_agent` there.
+    pub device_agent: Option<Arc<dyn DeviceUserAgent>>,
     /// The name registered with authorization servers (RFC 7591 `client_name`).
     pub client_name: String,
     /// This client's Client ID Metadata Document URL, if it has one.
@@ -87,6 +94,7 @@ impl OAuthContext {
         Ok(Self {
             store,
             user_agent: None,
+            device_agent: None,
             client_name: "mcp-host".to_owned(),
             client_metadata_url: None,
             server_class: None,
@@ -97,6 +105,13 @@ impl OAuthContext {
     /// Logs in through `user_agent` when a server asks.
     pub fn with_user_agent(mut self, user_agent: Arc<dyn UserAgent>) -> Self {
         self.user_agent = Some(user_agent);
+        self
+    }
+
+    /// Logs in through the device flow where the authorization server offers it (the
+    /// browser, if there is a `user_agent`, elsewhere).
+    pub fn with_device_agent(mut self, agent: Arc<dyn DeviceUserAgent>) -> Self {
+        self.device_agent = Some(agent);
         self
     }
 
@@ -171,6 +186,9 @@ impl OAuthContext {
         .with_dpop(Arc::new(Es256Dpop::new()));
         if let Some(ua) = &self.user_agent {
             services = services.with_user_agent(ua.clone());
+        }
+        if let Some(agent) = &self.device_agent {
+            services = services.with_device_agent(agent.clone());
         }
         if let Some(signer) = signer {
             services = services.with_signer(signer);

@@ -94,6 +94,16 @@ pub struct FakeAuthOptions {
     pub wrong_issuer: Option<String>,
     /// Offer dynamic registration.
     pub dcr: bool,
+    /// Offer the device authorization grant (RFC 8628): `device_authorization_endpoint` at
+    /// `/device`; the person's page is `/activate?user_code=…` (add `&deny=1` to deny).
+    pub device: bool,
+    /// The device authorization's `interval`, in seconds.
+    pub device_interval: u64,
+    /// The device authorization's `expires_in`, in seconds.
+    pub device_expires_in: u64,
+    /// Errors the token endpoint answers to device-code polls first, in order
+    /// (`slow_down`, `expired_token`, ...), before the page's approval counts.
+    pub device_answers: Vec<String>,
     /// Advertise `client_id_metadata_document_supported` (any `https` client id is accepted).
     pub cimd: bool,
     /// Advertise PKCE S256 (it is always required at `/token`).
@@ -154,6 +164,10 @@ impl Default for FakeAuthOptions {
             on_server_origin: false,
             wrong_issuer: None,
             dcr: true,
+            device: false,
+            device_interval: 5,
+            device_expires_in: 600,
+            device_answers: Vec::new(),
             cimd: false,
             pkce_advertised: true,
             token_auth_methods: vec![
@@ -242,6 +256,8 @@ struct Code {
 struct Issued {
     clients: HashMap<String, (Option<String>, String)>,
     codes: HashMap<String, Code>,
+    /// Device code -> what it was asked for, and the person's answer.
+    devices: HashMap<String, Device>,
     /// Access token -> (expiry, scope, the thumbprint of the DPoP key it is bound to).
     access: HashMap<String, (Instant, Option<String>, Option<String>)>,
     refresh: HashMap<String, Option<String>>,
@@ -515,6 +531,12 @@ async fn route(
     if parts.method == Method::POST && under("token") {
         return token(state, &here, &o, parts, &body);
     }
+    if o.device && parts.method == Method::POST && under("device") {
+        return device_authorization(state, &issuer(state, &o), &o, parts, &body);
+    }
+    if o.device && parts.method == Method::GET && under("activate") {
+        return activate(state, parts);
+    }
     if parts.method == Method::POST
         && under("register")
         && (o.dcr || o.metadata == AsMetadata::None)
@@ -537,6 +559,9 @@ fn metadata(here: &str, o: &FakeAuthOptions) -> Value {
     });
     if o.dcr {
         doc["registration_endpoint"] = json!(format!("{base}/register"));
+    }
+    if o.device {
+        doc["device_authorization_endpoint"] = json!(format!("{base}/device"));
     }
     if o.pkce_advertised {
         doc["code_challenge_methods_supported"] = json!(["S256"]);
@@ -765,6 +790,42 @@ fn token(
             scope
         }
         "client_credentials" => form.get("scope").cloned(),
+        DEVICE_CODE_GRANT => {
+            let code = get("device_code");
+            let Some(Device {
+                client_id: device_client,
+                resource: for_resource,
+                scope,
+                approved: answer,
+                ..
+            }) = issued.devices.get(&code).cloned()
+            else {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown code");
+            };
+            let scripted = {
+                let mut options = lock(&state.options);
+                (!options.device_answers.is_empty()).then(|| options.device_answers.remove(0))
+            };
+            let error = match (scripted, answer) {
+                (Some(error), _) => Some(error),
+                (None, None) => Some("authorization_pending".to_owned()),
+                (None, Some(false)) => Some("access_denied".to_owned()),
+                (None, Some(true))
+                    if device_client != client_id || for_resource != get("resource") =>
+                {
+                    Some("invalid_grant".to_owned())
+                }
+                (None, Some(true)) => None,
+            };
+            if let Some(error) = error {
+                if error != "authorization_pending" && error != "slow_down" {
+                    issued.devices.remove(&code);
+                }
+                return oauth_error(StatusCode::BAD_REQUEST, &error, "device code poll");
+            }
+            issued.devices.remove(&code);
+            scope
+        }
         _ => {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -797,7 +858,9 @@ fn token(
     }
     let grant = get("grant_type");
     let new_refresh = o.refresh_tokens
-        && (grant == "authorization_code" || (grant == "refresh_token" && o.rotate_refresh_tokens));
+        && (grant == "authorization_code"
+            || grant == DEVICE_CODE_GRANT
+            || (grant == "refresh_token" && o.rotate_refresh_tokens));
     if new_refresh {
         let refresh = next(&mut issued, "refresh");
         issued.owner.insert(refresh.clone(), here.to_owned());
@@ -805,6 +868,91 @@ fn token(
         answer["refresh_token"] = json!(refresh);
     }
     json_answer(StatusCode::OK, &answer)
+}
+
+/// RFC 8628's `grant_type` of a device-code poll.
+const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+/// A device authorization: what it was asked for, and the person's answer (`None` while
+/// pending).
+#[derive(Clone)]
+struct Device {
+    user_code: String,
+    client_id: String,
+    resource: String,
+    scope: Option<String>,
+    approved: Option<bool>,
+}
+
+/// The device authorization endpoint: a device code for a known client and a resource, with
+/// a user code the person enters at `/activate`.
+fn device_authorization(
+    state: &State,
+    issuer: &str,
+    o: &FakeAuthOptions,
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> Response<Body> {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
+    let Some((client_id, _, _)) = client_of(parts, &form) else {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "no client");
+    };
+    let mut issued = lock(&state.issued);
+    if !known_client(&issued, o, &client_id) {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "unknown client");
+    }
+    let Some(resource) = form.get("resource").cloned() else {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_target",
+            "resource is required",
+        );
+    };
+    let device_code = next(&mut issued, "device");
+    issued.counter += 1;
+    let user_code = format!("FAKE-{:04}", issued.counter);
+    issued.devices.insert(
+        device_code.clone(),
+        Device {
+            user_code: user_code.clone(),
+            client_id,
+            resource,
+            scope: form.get("scope").cloned(),
+            approved: None,
+        },
+    );
+    let page = format!("{issuer}/activate");
+    json_answer(
+        StatusCode::OK,
+        &json!({
+            "device_code": device_code,
+            "user_code": user_code,
+            "verification_uri": page,
+            "verification_uri_complete": format!("{page}?user_code={user_code}"),
+            "expires_in": o.device_expires_in,
+            "interval": o.device_interval,
+        }),
+    )
+}
+
+/// The person's page: approves the device code of `user_code` (or denies it with `deny=1`).
+fn activate(state: &State, parts: &http::request::Parts) -> Response<Body> {
+    let query = parts.uri.query().unwrap_or_default().as_bytes();
+    let user_code = pairs(query, "user_code").unwrap_or_default();
+    let approve = pairs(query, "deny").is_none();
+    let mut issued = lock(&state.issued);
+    match issued
+        .devices
+        .values_mut()
+        .find(|d| d.user_code == user_code)
+    {
+        Some(device) => {
+            device.approved = Some(approve);
+            let said = if approve { "approved" } else { "denied" };
+            full(StatusCode::OK, "text/plain", said)
+        }
+        None => full(StatusCode::NOT_FOUND, "text/plain", "no such code"),
+    }
 }
 
 fn register(state: &State, here: &str, o: &FakeAuthOptions, body: &[u8]) -> Response<Body> {

@@ -6,6 +6,7 @@
 
 mod auth;
 mod budget;
+mod device;
 mod live;
 mod login_page;
 mod manage;
