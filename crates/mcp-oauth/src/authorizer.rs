@@ -1055,7 +1055,10 @@ impl Authorizer {
         let outcome = self
             .exchange_code(&d, &client, &landed, &state, &pkce, &redirect_uri, scope)
             .await;
-        user_agent.finished(outcome.as_ref().map(|()| ()));
+        user_agent.finished(match &outcome {
+            Ok(()) => Ok(()),
+            Err(e) => Err(e),
+        });
         outcome
     }
 

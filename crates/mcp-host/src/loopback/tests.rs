@@ -42,7 +42,7 @@ fn the_registered_port_is_taken_when_free() {
     assert!(TcpListener::bind(("127.0.0.1", first)).is_ok());
     // Offered its own URI, it keeps it.
     assert_eq!(
-        ua.adopt_redirect_uri(&[registered.clone()]),
+        ua.adopt_redirect_uri(std::slice::from_ref(&registered)),
         Some(registered)
     );
 }
