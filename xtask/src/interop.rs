@@ -78,6 +78,7 @@ impl flags::Interop {
         }
         command_line(sh, &node, &script)?;
         stateless(sh, &tools, &interop)?;
+        crate::login::run(sh, &node, &tools)?;
         gateway(sh, &node, &tools)
     }
 }

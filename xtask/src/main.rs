@@ -11,6 +11,7 @@ mod conformance;
 mod flags;
 mod fuzz;
 mod interop;
+mod login;
 mod netfault;
 mod tidy;
 
