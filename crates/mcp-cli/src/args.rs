@@ -177,6 +177,10 @@ Examples:
     Login {
         /// The server id.
         id: String,
+        /// Log in to the upstream server `ID` of this gateway file (`mcp-host serve
+        /// --gateway FILE` then finds its tokens), instead of a configured server.
+        #[arg(long, value_name = "FILE")]
+        gateway: Option<PathBuf>,
         /// Do not open a browser or listen on loopback: log in with a code on another device
         /// where the server offers it (as --device), else print the URL and read the address
         /// the browser ended on from stdin (for machines without a browser).
@@ -191,6 +195,10 @@ Examples:
     Logout {
         /// The server id.
         id: String,
+        /// Forget the tokens of the gateway file's upstream `ID` instead of a configured
+        /// server's.
+        #[arg(long, value_name = "FILE")]
+        gateway: Option<PathBuf>,
     },
     /// An interactive session: `/mcp`, `/tools`, `/call`, `/read`, `/get` and more (type
     /// `/help`), with `/mcp` answering while calls run.

@@ -1,6 +1,10 @@
 //! `mcp-host serve` and `mcp-host gateway schema`: the gateway (`mcp-gateway`) started from
 //! the command line. Standard output belongs to MCP when serving over stdio, so everything
 //! this module says goes to standard error or the gateway's log.
+//!
+//! `login --gateway FILE ID` and `logout --gateway FILE ID` log in to (or out of) one of the
+//! file's OAuth-protected upstream servers ahead of `serve`, which has no browser: the tokens
+//! go to this user's token store under the upstream's id and URL, where the gateway looks.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -59,6 +63,50 @@ pub(crate) fn load(cx: &Context, path: &Path) -> Result<mcp_gateway::Loaded, Fai
     let oauth = live::oauth(cx)?;
     mcp_gateway::load(path, &cx.env, Some(&oauth))
         .map_err(|e| Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`"))
+}
+
+/// The upstream servers of the gateway file at `path`, after checking that it is a gateway
+/// file and that `id` is one of them.
+fn upstream(cx: &Context, path: &Path, id: &str) -> Result<mcp_host::LoadedConfig, Failure> {
+    let checked = mcp_gateway::load(path, &cx.env, None).map_err(|e| {
+        Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`")
+    })?;
+    if !checked.file.mcp_servers.contains_key(id) {
+        let ids: Vec<&str> = checked
+            .file
+            .mcp_servers
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let failure = Failure::config(format!(
+            "the gateway file {} has no upstream server `{id}`",
+            path.display()
+        ));
+        return Err(if ids.is_empty() {
+            failure.hint("its `mcpServers` is empty")
+        } else {
+            failure.hint(format!("its upstream servers: {}", ids.join(", ")))
+        });
+    }
+    Ok(mcp_gateway::upstreams(path, &cx.env))
+}
+
+/// `login --gateway FILE ID`: the login of `mcp-host login`, to the gateway's upstream.
+pub(crate) async fn login(
+    cx: &Context,
+    out: &Out,
+    path: &Path,
+    id: &str,
+    no_browser: bool,
+) -> Result<(), Failure> {
+    let loaded = upstream(cx, path, id)?;
+    live::login_to(cx, out, loaded, id, no_browser, false).await
+}
+
+/// `logout --gateway FILE ID`: forgets the upstream's tokens in the store the gateway reads.
+pub(crate) fn logout(cx: &Context, out: &Out, path: &Path, id: &str) -> Result<(), Failure> {
+    upstream(cx, path, id)?;
+    live::forget(cx, out, id)
 }
 
 /// Prints the gateway file's JSON Schema.

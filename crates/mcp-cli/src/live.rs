@@ -1013,6 +1013,19 @@ pub(crate) async fn login(
 ) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(out, &loaded);
+    login_to(cx, out, loaded, id, no_browser, device).await
+}
+
+/// `login` to server `id` of `loaded`: the configuration, or a gateway file's upstream
+/// servers (`login --gateway`), whose tokens go to the same store under the same id and URL.
+pub(crate) async fn login_to(
+    cx: &Context,
+    out: &Out,
+    loaded: LoadedConfig,
+    id: &str,
+    no_browser: bool,
+    device: bool,
+) -> Result<(), Failure> {
     known(&loaded, id)?;
     let Some(server) = loaded.server(id) else {
         return Err(Failure::config(format!(
@@ -1161,6 +1174,12 @@ fn open_browser(url: &Url) -> Result<(), String> {
 pub(crate) fn logout(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     known(&loaded, id)?;
+    forget(cx, out, id)
+}
+
+/// Removes server `id`'s tokens from the token store, and says so (`logout`, also of a
+/// gateway's upstream).
+pub(crate) fn forget(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
     let Some(path) = AuthStore::default_path(&cx.paths, &cx.env) else {
         return Err(Failure::config(
             "no token store: set MCP_HOST_CONFIG, XDG_CONFIG_HOME or HOME",

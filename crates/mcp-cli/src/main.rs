@@ -191,10 +191,21 @@ async fn run(
         Command::Get { id, prompt, arg } => live::get(&cx, &out, &id, &prompt, arg).await,
         Command::Login {
             id,
+            gateway: Some(file),
+            no_browser,
+            ..
+        } => gateway::login(&cx, &out, &file, &id, no_browser).await,
+        Command::Login {
+            id,
             no_browser,
             device,
+            ..
         } => live::login(&cx, &out, &id, no_browser, device).await,
-        Command::Logout { id } => live::logout(&cx, &out, &id),
+        Command::Logout {
+            id,
+            gateway: Some(file),
+        } => gateway::logout(&cx, &out, &file, &id),
+        Command::Logout { id, .. } => live::logout(&cx, &out, &id),
         Command::Shell { yes } => {
             let editor = editor.unwrap_or_else(shell::editor)?;
             shell::run(&cx, &out, yes, editor).await
