@@ -4,7 +4,9 @@
 //! too old; and the official TypeScript SDK's client in front of our gateway
 //! (`mcp-host serve --gateway`, category mode), over stdio and Streamable HTTP; and our
 //! client against the official Python SDK's server, which speaks MCP 2026-07-28 (installed
-//! pinned from PyPI), where the client must choose the stateless era by itself.
+//! pinned from PyPI), where the client must choose the stateless era by itself; and the tool
+//! definitions `mcp-host tools --format …` prints, against the model providers' SDK types
+//! (xtask/src/providers.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +80,7 @@ impl flags::Interop {
         }
         command_line(sh, &node, &script)?;
         stateless(sh, &tools, &interop)?;
+        crate::providers::run(sh, &node, &script)?;
         crate::login::run(sh, &node, &tools)?;
         gateway(sh, &node, &tools)
     }

@@ -13,6 +13,7 @@ mod fuzz;
 mod interop;
 mod login;
 mod netfault;
+mod providers;
 mod tidy;
 
 use std::path::{Path, PathBuf};
