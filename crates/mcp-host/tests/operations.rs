@@ -517,3 +517,64 @@ async fn a_resource_list_change_keeps_the_operations_and_the_next_listing_sees_i
     );
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_times_out_and_is_cancelled_like_a_call() {
+    let host = Host::new(options(AllowAll));
+    let mut entry = fake("s", &[]);
+    entry.request_timeout = Duration::from_millis(300);
+    host.start(vec![entry]).await;
+    let read = name_of(&host, "s", Operation::ReadResource);
+    // The server's own timeout.
+    let err = host
+        .call(
+            &read,
+            args(json!({"uri": "fake://hang"})),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Timeout { server, what, .. } if server == "s" && what == "resources/read"),
+        "{err}"
+    );
+    // A call's own timeout.
+    let err = host
+        .call(
+            &read,
+            args(json!({"uri": "fake://hang"})),
+            CallOptions::default().timeout(Duration::from_millis(100)),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CallError::Timeout { waited_ms, .. } if waited_ms < 300),
+        "{err}"
+    );
+    // A dropped call is cancelled too.
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(100),
+        host.call(
+            &read,
+            args(json!({"uri": "fake://hang"})),
+            CallOptions::default(),
+        ),
+    )
+    .await;
+    assert!(dropped.is_err(), "still waiting when dropped");
+    // The server was told each time: three notifications/cancelled.
+    let mut stats = String::new();
+    for _ in 0..100 {
+        let out = host
+            .call_tool("s", "stats", JsonObject::new(), CallOptions::default())
+            .await
+            .unwrap();
+        stats = texts(&out).join("");
+        if stats == "cancelled=3" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stats, "cancelled=3");
+    host.shutdown().await;
+}

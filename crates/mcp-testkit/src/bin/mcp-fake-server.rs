@@ -31,9 +31,10 @@
 //! grow (one more generated tool, then list_changed), spawn_grandchild, pid, stats, env.
 //!
 //! Resources: `fake://hello` is listed; any `fake://` URI reads as the text `contents of
-//! <uri>`, except `fake://blob/<n>`, which is n bytes of binary data (`image/png`), and
-//! `fake://add/<name>`, whose read also adds `fake://<name>` to the list and sends
-//! `notifications/resources/list_changed`. Prompts: `greet {name}`.
+//! <uri>`, except `fake://blob/<n>`, which is n bytes of binary data (`image/png`),
+//! `fake://hang`, whose read is never answered, and `fake://add/<name>`, whose read also
+//! adds `fake://<name>` to the list and sends `notifications/resources/list_changed`.
+//! Prompts: `greet {name}`.
 //!
 //! `sample`, `elicit` and `roots` ask the client, through the server session when it allows
 //! (past it otherwise), and answer the outcome in Rust debug form. Given a `request_id`
@@ -638,6 +639,10 @@ async fn handle(
                 c.mime_type = Some("image/png".into());
                 c.blob = Some("A".repeat(n.div_ceil(3) * 4));
                 return Ok(RawJson::encode(&ReadResourceResult::new(vec![c])).unwrap());
+            }
+            if p.uri == "fake://hang" {
+                // Never answered: for timeouts and cancellation.
+                std::future::pending::<()>().await;
             }
             if let Some(name) = p.uri.strip_prefix("fake://add/") {
                 // Reading `fake://add/<name>` adds the resource `fake://<name>` and says the
