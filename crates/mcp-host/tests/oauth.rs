@@ -311,6 +311,9 @@ async fn two_processes_never_refresh_the_same_token_at_once() {
         .login()
         .await
         .unwrap();
+    // A refresh is due halfway through the token's one-second life (not at once: a token
+    // shorter-lived than the margin is refreshed once per lifetime).
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
 
     // Two "processes": separate contexts and hooks, each loading the stored tokens.
     let a = OAuthContext::new(Some(store.clone())).unwrap();
