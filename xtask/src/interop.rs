@@ -80,6 +80,7 @@ impl flags::Interop {
         }
         command_line(sh, &node, &script)?;
         stateless(sh, &tools, &interop)?;
+        crate::oidc::run(sh, &tools)?;
         crate::providers::run(sh, &node, &script)?;
         crate::login::run(sh, &node, &tools)?;
         gateway(sh, &node, &tools)

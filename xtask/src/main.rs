@@ -13,6 +13,7 @@ mod fuzz;
 mod interop;
 mod login;
 mod netfault;
+mod oidc;
 mod providers;
 mod tidy;
 

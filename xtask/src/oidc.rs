@@ -1,0 +1,317 @@
+//! `cargo xtask interop`'s oidc-provider leg: `mcp-host login` against a certified OpenID
+//! provider, npm's `oidc-provider` (pinned), with dynamic registration, the device flow
+//! (RFC 8628), resource indicators (RFC 8707: access tokens are JWTs for our MCP server
+//! alone) and PKCE, in front of a protected MCP server built on the TypeScript SDK that checks
+//! those JWTs against the provider's keys and publishes RFC 9728 metadata naming it
+//! (`xtask/oidc/peer.mjs`). The provider's own HTML pages are driven in Debian's headless
+//! Chromium through npm's `playwright-core` (pinned), as the person would.
+//!
+//! The leg, through the built `mcp-host` in a HOME of its own: a device-flow login (the test
+//! reads the code and address `mcp-host` prints, confirms the code, logs in and consents on
+//! the provider's pages), a tool call with the token; then three authorization-code logins in
+//! a row with `mcp-host logout` between, each in the browser and followed by a tool call.
+
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use xshell::{Shell, cmd};
+
+use crate::bounded::{self, PEER_STEP};
+use crate::interop::{SDK, SDK_VERSION, free_port, wait_listening};
+
+/// The pinned OpenID provider.
+const OIDC_PROVIDER: &str = "oidc-provider";
+const OIDC_PROVIDER_VERSION: &str = "9.13.3";
+/// The pinned browser driver (it drives Debian's Chromium, it brings none).
+const PLAYWRIGHT: &str = "playwright-core";
+const PLAYWRIGHT_VERSION: &str = "1.65.1";
+/// oidc-provider 9 asks for Node 22 or later.
+const NODE_MAJOR: u32 = 22;
+
+/// Runs the leg.
+pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
+    let node = crate::interop::node(sh, tools, NODE_MAJOR)?;
+    chromium(sh)?;
+    let dir = tools.join("oidc");
+    let peer = install(sh, &dir)?;
+    cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
+    let mcp_host = crate::target_dir().join("debug/mcp-host");
+    eprintln!(
+        "==> mcp-host login against {OIDC_PROVIDER}@{OIDC_PROVIDER_VERSION} (device flow, then the browser), pages in Chromium via {PLAYWRIGHT}@{PLAYWRIGHT_VERSION}"
+    );
+    let (auth_port, mcp_port) = (free_port()?, free_port()?);
+    let log = std::fs::File::create(dir.join("peer.log"))?;
+    let mut server = Command::new(&node)
+        .arg(&peer)
+        .args(["serve", &auth_port.to_string(), &mcp_port.to_string()])
+        .current_dir(&dir)
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting oidc-provider and the MCP server behind it")?;
+    let leg = Leg {
+        node: &node,
+        peer: &peer,
+        mcp_host: &mcp_host,
+        dir: dir.clone(),
+        url: format!("http://127.0.0.1:{mcp_port}/mcp"),
+        issuer: format!("http://127.0.0.1:{auth_port}"),
+    };
+    let outcome = wait_listening(auth_port, "oidc-provider")
+        .and_then(|()| wait_listening(mcp_port, "the MCP server behind oidc-provider"))
+        .and_then(|()| leg.run(sh));
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome.with_context(|| format!("the oidc-provider leg; files in {}", dir.display()))
+}
+
+/// The provider, the browser driver and the SDK in one prefix (one `npm install`, so that
+/// none is pruned as extraneous by the next), with our peer script beside them so that its
+/// imports resolve there. Returns the script.
+fn install(sh: &Shell, dir: &Path) -> anyhow::Result<PathBuf> {
+    let wanted = [
+        (OIDC_PROVIDER, OIDC_PROVIDER_VERSION),
+        (PLAYWRIGHT, PLAYWRIGHT_VERSION),
+        (SDK, SDK_VERSION),
+    ];
+    let installed = |name: &str| {
+        let text =
+            std::fs::read_to_string(dir.join("node_modules").join(name).join("package.json"));
+        text.ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|j| j["version"].as_str().map(str::to_owned))
+    };
+    if wanted
+        .iter()
+        .any(|(name, version)| installed(name).as_deref() != Some(*version))
+    {
+        eprintln!(
+            "==> installing {OIDC_PROVIDER}@{OIDC_PROVIDER_VERSION}, {PLAYWRIGHT}@{PLAYWRIGHT_VERSION} and {SDK}@{SDK_VERSION} into {}",
+            dir.display()
+        );
+        std::fs::create_dir_all(dir)?;
+        let specs: Vec<String> = wanted.iter().map(|(n, v)| format!("{n}@{v}")).collect();
+        cmd!(
+            sh,
+            "npm install --prefix {dir} --no-audit --no-fund --no-save {specs...}"
+        )
+        .run()
+        .context("npm could not install the oidc-provider leg's packages")?;
+    }
+    let peer = dir.join("peer.mjs");
+    std::fs::copy(crate::project_root().join("xtask/oidc/peer.mjs"), &peer)?;
+    Ok(peer)
+}
+
+/// Debian's Chromium, installed with apt-get when missing (the machines this runs on are
+/// Debian, as root, with the registry reachable). The peer script starts it itself.
+fn chromium(sh: &Shell) -> anyhow::Result<()> {
+    if Path::new("/usr/bin/chromium").exists() {
+        return Ok(());
+    }
+    eprintln!("==> installing chromium with apt-get (the oidc-provider leg's browser)");
+    let _frontend = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
+    let wait = ["-o", "DPkg::Lock::Timeout=300"];
+    let install = || {
+        cmd!(
+            sh,
+            "apt-get install -y --no-install-recommends {wait...} chromium"
+        )
+        .run()
+    };
+    if install().is_err() {
+        cmd!(sh, "apt-get update {wait...}").run()?;
+        install().context("apt-get could not install chromium")?;
+    }
+    if !Path::new("/usr/bin/chromium").exists() {
+        bail!("apt-get installed chromium, but /usr/bin/chromium is missing");
+    }
+    Ok(())
+}
+
+/// One run: a user with a HOME of their own, against the running peer.
+struct Leg<'a> {
+    node: &'a Path,
+    peer: &'a Path,
+    mcp_host: &'a Path,
+    dir: PathBuf,
+    url: String,
+    issuer: String,
+}
+
+impl Leg<'_> {
+    fn run(&self, sh: &Shell) -> anyhow::Result<()> {
+        let home = self.dir.join("home");
+        let project = self.dir.join("project");
+        let _ = std::fs::remove_dir_all(&home);
+        let _ = std::fs::remove_dir_all(&project);
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&project)?;
+        // The browser of the authorization-code logins: the peer script drives the
+        // provider's pages up to the redirect to mcp-host's loopback listener.
+        let browser = self.dir.join("browser.sh");
+        std::fs::write(
+            &browser,
+            format!(
+                "#!/bin/sh\ncd {dir}\n{node} {peer} browse \"$1\" >> {pages} 2>&1\n",
+                dir = self.dir.display(),
+                node = self.node.display(),
+                peer = self.peer.display(),
+                pages = self.dir.join("pages.log").display(),
+            ),
+        )?;
+        cmd!(sh, "chmod +x {browser}").run()?;
+        let sh = sh.clone();
+        sh.change_dir(&project);
+        sh.set_var("HOME", &home);
+        sh.set_var("MCP_HOST_CONFIG", "");
+        sh.set_var("XDG_CONFIG_HOME", "");
+        sh.set_var("BROWSER", &browser);
+        let (mcp_host, url) = (self.mcp_host, &self.url);
+        cmd!(sh, "{mcp_host} add oidc {url}").quiet().run()?;
+
+        let (stdout, stderr) = self.device_login(&sh)?;
+        let client = self.check_tokens(&home, &format!("{stdout}{stderr}"))?;
+        self.call(&sh, &client, "the device-flow login")?;
+        eprintln!(
+            "    device-flow login: ok (code confirmed, login and consent on the provider's pages), and `whoami` answered"
+        );
+
+        for n in 1..=3 {
+            cmd!(sh, "{mcp_host} logout oidc").quiet().run()?;
+            let output = bounded::read(
+                cmd!(sh, "{mcp_host} login oidc").stdin(""),
+                &format!("authorization-code login {n}"),
+                PEER_STEP,
+            )?;
+            if !output.contains("logged in to `oidc`") {
+                bail!("authorization-code login {n} said: {output}");
+            }
+            let client = self.check_tokens(&home, &output)?;
+            self.call(&sh, &client, &format!("authorization-code login {n}"))?;
+            eprintln!("    authorization-code login {n} in the browser: ok, and `whoami` answered");
+        }
+        Ok(())
+    }
+
+    /// `mcp-host login oidc --device`: reads the address with the code filled in from what it
+    /// prints, has the peer's Chromium confirm the code, log in and consent there, and waits
+    /// for the login to end. Returns its stdout and stderr.
+    fn device_login(&self, sh: &Shell) -> anyhow::Result<(String, String)> {
+        let mcp_host = self.mcp_host;
+        let mut command: Command = cmd!(sh, "{mcp_host} login oidc --device").into();
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = bounded::spawn(&mut command, "mcp-host login --device")?;
+        let mut stdout = child.stdout.take().context("stdout was piped")?;
+        let stderr = child.stderr.take().context("stderr was piped")?;
+        let (lines, shown) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                all.push_str(&line);
+                all.push('\n');
+                let _ = lines.send(line);
+            }
+            all
+        });
+        let out_reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stdout.read_to_string(&mut text);
+            text
+        });
+        let complete = loop {
+            match shown.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    if let Some(rest) = line.trim().strip_prefix("or open ") {
+                        break rest
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned();
+                    }
+                }
+                Err(_) => {
+                    let _ = bounded::wait(child, Duration::ZERO);
+                    bail!("`mcp-host login --device` showed no address with the code");
+                }
+            }
+        };
+        if !complete.starts_with(&format!("{}/device?user_code=", self.issuer)) {
+            bail!("the address shown is not the provider's device page: {complete}");
+        }
+        let (node, peer) = (self.node, self.peer);
+        let page = bounded::read(
+            cmd!(sh, "{node} {peer} approve {complete}"),
+            "the provider's device pages in Chromium",
+            PEER_STEP,
+        )?;
+        if !page.contains("Sign-in Success") {
+            bail!("the provider's last device page does not say the sign-in succeeded:\n{page}");
+        }
+        let status = bounded::wait(child, PEER_STEP)?;
+        let stderr = reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the stderr reader panicked"))?;
+        let stdout = out_reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
+        match status {
+            Some(s) if s.success() && stdout.contains("logged in to `oidc`") => {
+                Ok((stdout, stderr))
+            }
+            _ => bail!("`mcp-host login oidc --device` failed ({status:?}):\n{stdout}{stderr}"),
+        }
+    }
+
+    /// The stored tokens: a Bearer JWT for our resource, from this issuer, never shown in
+    /// `printed`. Returns the client id they were issued to.
+    fn check_tokens(&self, home: &Path, printed: &str) -> anyhow::Result<String> {
+        let path = home.join(".config/mcp-host/mcp-auth.json");
+        let store: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let entry = &store["servers"]["oidc"];
+        let token = entry["access_token"]
+            .as_str()
+            .context("no access token stored")?;
+        if entry["token_type"] != "Bearer" || entry["issuer"] != self.issuer.as_str() {
+            bail!(
+                "stored: token type {} from {} (wanted Bearer from {})",
+                entry["token_type"],
+                entry["issuer"],
+                self.issuer
+            );
+        }
+        if token.split('.').count() != 3 {
+            bail!("the access token is not a JWT: the provider did not issue it for the resource");
+        }
+        if printed.contains(token) {
+            bail!("the access token was printed");
+        }
+        entry["client_id"]
+            .as_str()
+            .map(str::to_owned)
+            .context("no client id stored")
+    }
+
+    /// A tool call the MCP server answers only after checking the JWT (signature, issuer,
+    /// audience = its resource): it says whose token it took.
+    fn call(&self, sh: &Shell, client: &str, after: &str) -> anyhow::Result<()> {
+        let mcp_host = self.mcp_host;
+        let said = bounded::read(
+            cmd!(sh, "{mcp_host} call -y oidc whoami"),
+            &format!("`mcp-host call` after {after}"),
+            PEER_STEP,
+        )?;
+        if !said.contains(&format!("client {client} with scope mcp:tools")) {
+            bail!("the call after {after} said: {said}");
+        }
+        Ok(())
+    }
+}
