@@ -721,7 +721,8 @@ type ReadLine = dyn Fn() -> BoxFuture<'static, Result<String, String>> + Send + 
 /// shown, the person opens it anywhere, and pastes back the URL the browser was sent to (the
 /// page will not load: nothing listens on this machine's loopback address from there).
 pub struct Pasted {
-    redirect_uri: String,
+    /// `http://127.0.0.1/callback`, or the loopback redirect URI of a kept registration.
+    redirect_uri: Mutex<String>,
     show: Box<Opener>,
     read: Box<ReadLine>,
 }
@@ -729,7 +730,7 @@ pub struct Pasted {
 impl std::fmt::Debug for Pasted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pasted")
-            .field("redirect_uri", &self.redirect_uri)
+            .field("redirect_uri", &*lock(&self.redirect_uri))
             .finish_non_exhaustive()
     }
 }
@@ -741,7 +742,7 @@ impl Pasted {
         read: impl Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync + 'static,
     ) -> Self {
         Self {
-            redirect_uri: "http://127.0.0.1/callback".to_owned(),
+            redirect_uri: Mutex::new("http://127.0.0.1/callback".to_owned()),
             show: Box::new(show),
             read: Box::new(read),
         }
@@ -750,7 +751,25 @@ impl Pasted {
 
 impl UserAgent for Pasted {
     fn redirect_uri(&self) -> String {
-        self.redirect_uri.clone()
+        lock(&self.redirect_uri).clone()
+    }
+
+    /// Nothing listens for a pasted redirect, so any registered loopback callback
+    /// (`http://127.0.0.1[:port]/callback`, a browser login's) serves: the client a
+    /// browser login registered is used, not replaced.
+    fn adopt_redirect_uri(&self, registered: &[String]) -> Option<String> {
+        let uri = registered.iter().find(|uri| {
+            Url::parse(uri).is_ok_and(|u| {
+                u.scheme() == "http"
+                    && u.host_str() == Some("127.0.0.1")
+                    && u.path() == "/callback"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+                    && u.password().is_none()
+            })
+        })?;
+        uri.clone_into(&mut lock(&self.redirect_uri));
+        Some(uri.clone())
     }
 
     fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
@@ -760,10 +779,10 @@ impl UserAgent for Pasted {
             let pasted = (self.read)().await?;
             let landed = Url::parse(pasted.trim())
                 .map_err(|e| format!("the pasted text is not a URL: {e}"))?;
-            if !is_redirect_to(&landed, &self.redirect_uri) {
+            let expected = self.redirect_uri();
+            if !is_redirect_to(&landed, &expected) {
                 return Err(format!(
-                    "the pasted URL is not the redirect URI {} (same scheme, host, port and path)",
-                    self.redirect_uri
+                    "the pasted URL is not the redirect URI {expected} (same scheme, host, port and path)"
                 ));
             }
             Ok(landed)
@@ -939,6 +958,34 @@ mod tests {
                 "{pasted} was taken"
             );
         }
+    }
+
+    #[test]
+    fn pasted_takes_a_registered_loopback_callback() {
+        let ua = Pasted::new(
+            |_| Ok(()),
+            || Box::pin(async { Ok("http://127.0.0.1:4321/callback?code=c&state=s".to_owned()) }),
+        );
+        let url = Url::parse("https://as.example/authorize").expect("url");
+        // At its own redirect URI the port differs: refused.
+        assert!(block_on(ua.authorize(url.clone())).is_err());
+        let registered = [
+            "https://app.example/callback".to_owned(),
+            "http://127.0.0.1:4321/callback".to_owned(),
+        ];
+        assert_eq!(
+            ua.adopt_redirect_uri(&registered).as_deref(),
+            Some("http://127.0.0.1:4321/callback")
+        );
+        assert_eq!(ua.redirect_uri(), "http://127.0.0.1:4321/callback");
+        let landed = block_on(ua.authorize(url)).expect("accepted");
+        assert_eq!(landed.port(), Some(4321));
+        let other = Pasted::new(|_| Ok(()), || Box::pin(async { Ok(String::new()) }));
+        assert_eq!(
+            other.adopt_redirect_uri(&["https://app.example/callback".to_owned()]),
+            None
+        );
+        assert_eq!(other.redirect_uri(), "http://127.0.0.1/callback");
     }
 
     #[test]
