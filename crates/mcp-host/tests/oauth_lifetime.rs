@@ -381,3 +381,53 @@ async fn tokens_minted_for_another_resource_are_not_refreshed_for_the_new_one() 
     let stored = store.tokens("remote", &url).unwrap().unwrap();
     assert_eq!(stored.resource, Some(new_resource));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_authorization_servers_token_is_never_sent_again_even_before_a_new_login() {
+    // No refresh token: nothing but discovery tells the old access token apart.
+    let fake = FakeAuth::start(FakeAuthOptions {
+        refresh_tokens: false,
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let store = new_store("moved-no-login");
+    let url = Url::parse(&fake.url()).unwrap();
+    ready(&fake, &logging_in(Some(store.clone())))
+        .await
+        .shutdown()
+        .await;
+    let old = store.tokens("remote", &url).unwrap().unwrap();
+    let old_token = old.access_token.secret().to_owned();
+    assert!(old.refresh_token.is_none());
+
+    // The server moves to B; no one is there to log in, twice.
+    fake.set(|o| o.moved = true);
+    let seen_before = fake.seen().len();
+    for _ in 0..2 {
+        let quiet = OAuthContext::new(Some(store.clone())).unwrap();
+        let host = host();
+        host.start(vec![entry(&fake, &quiet)]).await;
+        let status = host.server_status("remote").unwrap();
+        assert_eq!(status.state, ServerState::AuthRequired, "{status:?}");
+        host.shutdown().await;
+    }
+    let to_server: Vec<SeenRequest> = fake
+        .seen()
+        .split_off(seen_before)
+        .into_iter()
+        .filter(|r| r.path == "/mcp")
+        .collect();
+    let with_old: Vec<usize> = (0..to_server.len())
+        .filter(|&i| carries(&to_server[i], &old_token))
+        .collect();
+    assert_eq!(
+        with_old,
+        [0],
+        "only the first request, whose 401 told of the move, carried A's token"
+    );
+    assert!(to_server.len() >= 2, "the second run connected too");
+    assert!(
+        store.tokens("remote", &url).unwrap().is_none(),
+        "A's tokens are gone"
+    );
+}
