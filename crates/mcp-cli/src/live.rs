@@ -484,9 +484,8 @@ fn show_model_tools(
     }
     let catalog = host.catalog();
     let tools = catalog
-        .tools()
-        .iter()
-        .filter(|t| id.is_none_or(|i| i == t.server));
+        .model_tools()
+        .filter(|t| id.is_none_or(|i| i == t.server()));
     let export = mcp_host::export::export(tools, api.into());
     for d in &export.diagnostics {
         out.note(&format!("{}: {}", d.server, d.message));

@@ -8,14 +8,13 @@
 use serde_json::{Map, Value, json};
 
 use super::schema::{self, Cycles, Path};
-use crate::catalog::ExposedTool;
 
 /// The root keywords the API refuses.
 const ROOT_COMBINATORS: &[&str] = &["anyOf", "oneOf", "allOf"];
 
 /// One tool, or why it cannot be sent.
-pub(super) fn tool(tool: &ExposedTool, notes: &mut Vec<String>) -> Result<Value, String> {
-    let inlined = schema::inline_refs(&tool.parameters, Cycles::Defs)?;
+pub(super) fn tool(tool: &super::Tool<'_>, notes: &mut Vec<String>) -> Result<Value, String> {
+    let inlined = schema::inline_refs(tool.parameters, Cycles::Defs)?;
     let cleaned = schema::objects_for_booleans(inlined, &mut Path::default())?;
     let Value::Object(mut root) = cleaned else {
         return Err("the input schema is not an object schema".into());

@@ -13,14 +13,13 @@
 use serde_json::{Map, Value, json};
 
 use super::schema::{self, Cycles, Path, describe, phrase, types_of};
-use crate::catalog::ExposedTool;
 
 /// `Schema` keywords kept as they are, by JSON Schema name (the same in the API's JSON).
 const COMMON: &[&str] = &["description", "title", "default"];
 
 /// One function declaration, or why it cannot be sent.
-pub(super) fn tool(tool: &ExposedTool, notes: &mut Vec<String>) -> Result<Value, String> {
-    let inlined = schema::inline_refs(&tool.parameters, Cycles::Cut)?;
+pub(super) fn tool(tool: &super::Tool<'_>, notes: &mut Vec<String>) -> Result<Value, String> {
+    let inlined = schema::inline_refs(tool.parameters, Cycles::Cut)?;
     if inlined
         .to_string()
         .contains("(recursive: the same shape as")

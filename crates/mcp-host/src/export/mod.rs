@@ -22,7 +22,7 @@ mod tests;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{Diagnostic, ExposedTool};
+use crate::catalog::{Diagnostic, ModelTool};
 
 /// A model API whose tool definitions [`export`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,23 +68,30 @@ pub struct Export {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// `tools` (a catalogue's [`tools`](crate::Catalog::tools), or some of them) as `format`'s
-/// API takes them.
-pub fn export<'a>(tools: impl IntoIterator<Item = &'a ExposedTool>, format: Format) -> Export {
+/// Everything a catalogue offers a model ([`Catalog::model_tools`](crate::Catalog::model_tools):
+/// the servers' tools and the resource and prompt operations) as `format`'s API takes it.
+pub fn export_catalog(catalog: &crate::Catalog, format: Format) -> Export {
+    export(catalog.model_tools(), format)
+}
+
+/// `tools` (some of a catalogue's [`model_tools`](crate::Catalog::model_tools)) as
+/// `format`'s API takes them.
+pub fn export<'a>(tools: impl IntoIterator<Item = ModelTool<'a>>, format: Format) -> Export {
     let mut out = Vec::new();
     let mut diagnostics = Vec::new();
     for tool in tools {
+        let tool = Tool::from(tool);
         let mut notes = Vec::new();
-        let result = check_name(&tool.name, format).and_then(|()| match format {
-            Format::Anthropic => anthropic::tool(tool, &mut notes),
-            Format::OpenAiChat => openai::tool(tool, openai::Api::Chat, &mut notes),
-            Format::OpenAiResponses => openai::tool(tool, openai::Api::Responses, &mut notes),
-            Format::OpenAiStrict => openai::strict_tool(tool, &mut notes),
-            Format::Gemini => gemini::tool(tool, &mut notes),
+        let result = check_name(tool.name, format).and_then(|()| match format {
+            Format::Anthropic => anthropic::tool(&tool, &mut notes),
+            Format::OpenAiChat => openai::tool(&tool, openai::Api::Chat, &mut notes),
+            Format::OpenAiResponses => openai::tool(&tool, openai::Api::Responses, &mut notes),
+            Format::OpenAiStrict => openai::strict_tool(&tool, &mut notes),
+            Format::Gemini => gemini::tool(&tool, &mut notes),
         });
         let diag = |message: String| Diagnostic {
-            server: tool.server.clone(),
-            tool: tool.tool.clone(),
+            server: tool.server.to_owned(),
+            tool: tool.label.clone(),
             message: format!("{} ({}): {message}", tool.name, format.name()),
         };
         match result {
@@ -110,12 +117,38 @@ pub fn export<'a>(tools: impl IntoIterator<Item = &'a ExposedTool>, format: Form
 /// expects them: strict mode made every optional property required and nullable, so a `null`
 /// where the server's schema neither requires the property nor allows `null` means the model
 /// left it out, and is removed. `parameters` is the tool's
-/// [`ExposedTool::parameters`].
+/// [`ModelTool::parameters`].
 pub fn strict_arguments(parameters: &Value, arguments: &mut Value) {
     let Ok(schema) = schema::inline_refs(parameters, schema::Cycles::Cut) else {
         return;
     };
     openai::strip_added_nulls(&schema, arguments, 0);
+}
+
+/// What an export reads of one tool or operation.
+struct Tool<'a> {
+    name: &'a str,
+    server: &'a str,
+    /// The tool's name on its server, or the operation's MCP method, for diagnostics.
+    label: String,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<ModelTool<'a>> for Tool<'a> {
+    fn from(tool: ModelTool<'a>) -> Self {
+        let label = match tool {
+            ModelTool::Tool(t) => t.tool.clone(),
+            ModelTool::Operation(o) => o.operation.method().to_owned(),
+        };
+        Self {
+            name: tool.name(),
+            server: tool.server(),
+            label,
+            description: tool.description(),
+            parameters: tool.parameters(),
+        }
+    }
 }
 
 /// Tool names: every API takes `[a-zA-Z0-9_-]{1,64}`, and Gemini wants a letter or `_`

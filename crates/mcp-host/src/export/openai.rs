@@ -12,7 +12,6 @@
 use serde_json::{Map, Value, json};
 
 use super::schema::{self, Cycles, Path, describe, phrase, types_of};
-use crate::catalog::ExposedTool;
 
 /// Which OpenAI API the definition is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +67,12 @@ const LONG_ENUM: usize = 250;
 const LONG_ENUM_TEXT: usize = 15_000;
 
 /// A tool for [`Api`], strict when its schema already fits strict mode.
-pub(super) fn tool(tool: &ExposedTool, api: Api, notes: &mut Vec<String>) -> Result<Value, String> {
-    let parameters = loose_schema(&tool.parameters, notes)?;
+pub(super) fn tool(
+    tool: &super::Tool<'_>,
+    api: Api,
+    notes: &mut Vec<String>,
+) -> Result<Value, String> {
+    let parameters = loose_schema(tool.parameters, notes)?;
     let strict = match fits_strict(&parameters) {
         Ok(()) => true,
         Err(why) => {
@@ -81,15 +84,18 @@ pub(super) fn tool(tool: &ExposedTool, api: Api, notes: &mut Vec<String>) -> Res
 }
 
 /// A Chat Completions tool rewritten to fit strict mode.
-pub(super) fn strict_tool(tool: &ExposedTool, notes: &mut Vec<String>) -> Result<Value, String> {
-    let parameters = strict_schema(&tool.parameters, notes)?;
+pub(super) fn strict_tool(
+    tool: &super::Tool<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Value, String> {
+    let parameters = strict_schema(tool.parameters, notes)?;
     // What the rewrite made must pass the same check the API applies; if it does not, the
     // rewrite has a gap and the tool is left out rather than sent broken.
     fits_strict(&parameters).map_err(|why| format!("strict mode cannot say it: {why}"))?;
     Ok(envelope(tool, Api::Chat, parameters, true))
 }
 
-fn envelope(tool: &ExposedTool, api: Api, parameters: Value, strict: bool) -> Value {
+fn envelope(tool: &super::Tool<'_>, api: Api, parameters: Value, strict: bool) -> Value {
     match api {
         Api::Chat => json!({
             "type": "function",

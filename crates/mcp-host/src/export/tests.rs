@@ -9,7 +9,7 @@ use mcp_protocol::schema::Tool;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::catalog::{Catalog, CatalogLimits, ToolFilter, adapt_server_tools};
+use crate::catalog::{Catalog, CatalogLimits, ExposedTool, ToolFilter, adapt_server_tools};
 
 const ALL: [Format; 5] = [
     Format::Anthropic,
@@ -83,7 +83,7 @@ fn schema_of(definition: &Value) -> &Value {
 
 /// The definition of the hostile tool `tool`, if it was exported.
 fn find(catalog: &Catalog, format: Format, tool: &str) -> (Option<Value>, Vec<String>) {
-    let export = export(catalog.tools(), format);
+    let export = export_catalog(catalog, format);
     let exposed = catalog
         .tools()
         .iter()
@@ -122,7 +122,7 @@ fn refs(value: &Value, out: &mut Vec<String>) {
 #[test]
 fn the_envelopes_are_each_apis_own() {
     let tool = one(json!({"type": "object", "properties": {"a": {"type": "string"}}}));
-    let anthropic = export([&tool], Format::Anthropic);
+    let anthropic = export([ModelTool::Tool(&tool)], Format::Anthropic);
     assert_eq!(
         anthropic.tools,
         json!([{
@@ -131,16 +131,16 @@ fn the_envelopes_are_each_apis_own() {
             "input_schema": {"type": "object", "properties": {"a": {"type": "string"}}},
         }])
     );
-    let chat = export([&tool], Format::OpenAiChat);
+    let chat = export([ModelTool::Tool(&tool)], Format::OpenAiChat);
     assert_eq!(chat.tools[0]["type"], "function");
     assert_eq!(chat.tools[0]["function"]["name"], "mcp_s_t_00000000");
     assert_eq!(chat.tools[0]["function"]["strict"], false);
-    let responses = export([&tool], Format::OpenAiResponses);
+    let responses = export([ModelTool::Tool(&tool)], Format::OpenAiResponses);
     assert_eq!(responses.tools[0]["type"], "function");
     assert_eq!(responses.tools[0]["name"], "mcp_s_t_00000000");
     assert_eq!(responses.tools[0]["strict"], false);
     assert!(responses.tools[0].get("function").is_none());
-    let gemini = export([&tool], Format::Gemini);
+    let gemini = export([ModelTool::Tool(&tool)], Format::Gemini);
     assert_eq!(
         gemini.tools,
         json!([{"functionDeclarations": [{
@@ -149,7 +149,7 @@ fn the_envelopes_are_each_apis_own() {
             "parameters": {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}},
         }]}])
     );
-    assert!(export([], Format::Gemini).tools == json!([]));
+    assert_eq!(export([], Format::Gemini).tools, json!([]));
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn openai_is_strict_only_when_the_schema_already_fits() {
     }));
     let open = one(json!({"type": "object", "properties": {"a": {"type": "string"}}}));
     for api in [Format::OpenAiChat, Format::OpenAiResponses] {
-        let done = export([&fits, &open], api);
+        let done = export([ModelTool::Tool(&fits), ModelTool::Tool(&open)], api);
         let strict: Vec<&Value> = done
             .tools
             .as_array()
@@ -323,7 +323,7 @@ fn a_root_union_becomes_one_object_with_the_forms_in_words_for_openai_and_gemini
 #[test]
 fn strict_exports_fit_strict_mode_and_say_what_they_left_out() {
     let catalog = hostile();
-    let done = export(catalog.tools(), Format::OpenAiStrict);
+    let done = export_catalog(&catalog, Format::OpenAiStrict);
     let defs = definitions(&done, Format::OpenAiStrict);
     assert!(defs.len() >= 15, "{}", defs.len());
     for d in &defs {
@@ -456,7 +456,7 @@ fn gemini_schemas_use_only_the_fields_its_schema_has() {
         }
     }
     let catalog = hostile();
-    let done = export(catalog.tools(), Format::Gemini);
+    let done = export_catalog(&catalog, Format::Gemini);
     let defs = definitions(&done, Format::Gemini);
     assert!(defs.len() >= 20, "{}", defs.len());
     for d in &defs {
@@ -549,12 +549,19 @@ fn a_non_object_root_or_a_bad_name_is_never_sent() {
     bad_name.name = "has space".into();
     let fine = one(json!({"type": "object"}));
     for format in ALL {
-        let done = export([&root, &bad_name, &fine], format);
+        let done = export(
+            [
+                ModelTool::Tool(&root),
+                ModelTool::Tool(&bad_name),
+                ModelTool::Tool(&fine),
+            ],
+            format,
+        );
         assert_eq!(definitions(&done, format).len(), 1, "{format:?}");
         let left: Vec<&str> = done
             .diagnostics
             .iter()
-            .filter(|d| d.message.contains("left out"))
+            .filter(|d| d.message.contains("): left out: "))
             .map(|d| d.message.as_str())
             .collect();
         assert_eq!(left.len(), 2, "{format:?}: {left:?}");
@@ -566,7 +573,7 @@ fn the_serena_tools_are_exported_whole() {
     let catalog = fixture("gateway/serena-tools.json");
     assert!(catalog.len() > 10);
     for format in ALL {
-        let done = export(catalog.tools(), format);
+        let done = export_catalog(&catalog, format);
         assert_eq!(
             definitions(&done, format).len(),
             catalog.len(),
@@ -575,9 +582,42 @@ fn the_serena_tools_are_exported_whole() {
         assert!(
             done.diagnostics
                 .iter()
-                .all(|d| !d.message.contains("left out")),
+                .all(|d| !d.message.contains("): left out: ")),
             "{format:?}: {:?}",
             done.diagnostics
+        );
+    }
+}
+
+#[test]
+fn resource_and_prompt_operations_are_exported_with_the_tools() {
+    let capabilities: mcp_protocol::schema::ServerCapabilities =
+        serde_json::from_value(json!({"tools": {}, "resources": {}, "prompts": {}}))
+            .expect("capabilities");
+    let operations = crate::operation::server_operations("srv", &capabilities, true, true);
+    assert_eq!(operations.len(), 5);
+    let (tools, _) = adapt_server_tools(
+        "srv",
+        serde_json::from_value(json!([{"name": "t", "inputSchema": {"type": "object"}}]))
+            .expect("tools"),
+        &ToolFilter::default(),
+        &CatalogLimits::default(),
+    );
+    let catalog = Catalog::build_with_operations(
+        BTreeMap::from([("srv".to_owned(), tools)]),
+        BTreeMap::from([("srv".to_owned(), operations)]),
+    );
+    for format in ALL {
+        let done = export_catalog(&catalog, format);
+        let names: Vec<String> = definitions(&done, format)
+            .iter()
+            .map(|d| name_of(d).to_owned())
+            .collect();
+        let expected: Vec<String> = catalog.model_tools().map(|t| t.name().to_owned()).collect();
+        assert_eq!(names, expected, "{format:?}: {:?}", done.diagnostics);
+        assert!(
+            names.iter().any(|n| n.contains("read_resource")),
+            "{names:?}"
         );
     }
 }
