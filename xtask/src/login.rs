@@ -10,7 +10,8 @@
 //! restarted (it forgot its clients and tokens) with a refresh token it never issued in the
 //! store (the demo issues none, and refuses any), each followed by a tool call. Then a login
 //! that the authorization server refuses (a configured client registered for another redirect
-//! URI) must fail, with a page that says so.
+//! URI) must fail, with a page that says so. Last, `login --gateway` logs in to the example
+//! as a gateway file's upstream, and the gateway reaches it (`gateway_login.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -223,7 +224,8 @@ impl<'a> Leg<'a> {
         if client.as_ref().is_some_and(|c| c.0 == after.0) {
             bail!("the login after the restart kept the forgotten client {after:?}");
         }
-        self.refused_login()
+        self.refused_login()?;
+        crate::gateway_login::run(&self.sh, self.mcp_host, &self.url())
     }
 
     /// `mcp-host login id` succeeds, the browser's page says so naming the server, and a

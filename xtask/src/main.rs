@@ -10,6 +10,7 @@ mod ci;
 mod conformance;
 mod flags;
 mod fuzz;
+mod gateway_login;
 mod interop;
 mod login;
 mod netfault;
