@@ -194,6 +194,9 @@ fn strict_schema(parameters: &Value, notes: &mut Vec<String>) -> Result<Value, S
     };
     let defs = root.remove("$defs");
     let root = schema::merge_all_of(root)?;
+    if root.contains_key("enum") {
+        return Err("the root has `enum`, which OpenAI refuses at the top level".into());
+    }
     let mut root = super::relax_root_union(root, notes)?;
     if types_of(&root).is_none() {
         root.insert("type".into(), json!("object"));
