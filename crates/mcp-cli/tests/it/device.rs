@@ -33,11 +33,11 @@ fn open(url: &str) -> String {
 /// filled in, and returns the run and the lines it showed.
 fn login_approved(u: &User, args: &[&str], env: &[(&str, &str)]) -> (Run, String) {
     let mut cmd = u.command(args);
+    cmd.env_remove("BROWSER");
     for (k, v) in env {
         cmd.env(k, v);
     }
     let mut child = cmd
-        .env_remove("BROWSER")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -148,6 +148,32 @@ async fn a_machine_without_a_display_takes_the_device_flow_where_offered() {
     .await
     .unwrap();
     login.code(0).out_has("logged in to `secure`");
+    assert_eq!(fake.seen_at("/device").len(), 1);
+    assert!(fake.seen_at("/authorize").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_browser_takes_the_device_flow_where_offered() {
+    let fake = FakeAuth::start(device_fake()).await;
+    let u = std::sync::Arc::new(User::new());
+    let url = fake.url();
+    let login = tokio::task::spawn_blocking({
+        let u = u.clone();
+        move || {
+            u.run(&["add", "secure", &url]).code(0);
+            // A display and a browser here, but --no-browser: the code, not a pasted address.
+            login_approved(
+                &u,
+                &["login", "secure", "--no-browser"],
+                &[("DISPLAY", ":0"), ("BROWSER", "true")],
+            )
+            .0
+        }
+    })
+    .await
+    .unwrap();
+    login.code(0).out_has("logged in to `secure`");
+    assert!(!login.stderr.contains("paste the address"), "{login:#?}");
     assert_eq!(fake.seen_at("/device").len(), 1);
     assert!(fake.seen_at("/authorize").is_empty());
 }
