@@ -1572,3 +1572,42 @@ fn stored_dpop_tokens_without_their_key_are_not_used() {
     assert!(fresh.tokens().is_none(), "a bound token without its key");
     assert!(fresh.authorization_header().is_none());
 }
+
+#[test]
+fn refresh_is_due_once_per_lifetime_however_short_and_never_without_expiry() {
+    // An hour-long token: the 60 s margin before expiry.
+    let (world, mut auth) = logged_in(Config::default());
+    let expires = auth.tokens().unwrap().expires_at_ms.unwrap();
+    assert_eq!(auth.refresh_due_ms(), Some(expires - 60_000));
+
+    // A 10 s token under the 60 s margin (rmcp #1450): due halfway, not on arrival, and a
+    // refresh makes it due halfway through the new token's life.
+    let (world_short, mut short) = logged_in(Config {
+        expires_in: Some(10),
+        ..Config::default()
+    });
+    let expires = short.tokens().unwrap().expires_at_ms.unwrap();
+    assert_eq!(short.refresh_due_ms(), Some(expires - 5_000));
+    assert!(!short.needs_refresh(), "not due on arrival");
+    assert!(!block_on(short.refresh_if_needed()).unwrap());
+    world_short.clear_log();
+    world_short.advance(5_000);
+    assert!(block_on(short.refresh_if_needed()).unwrap());
+    assert!(!block_on(short.refresh_if_needed()).unwrap(), "once");
+    assert_eq!(world_short.token_requests().len(), 1);
+    let renewed = short.tokens().unwrap().expires_at_ms.unwrap();
+    assert_eq!(short.refresh_due_ms(), Some(renewed - 5_000));
+
+    // Without expires_in, or without a refresh token, there is nothing to do ahead of time.
+    let (_, no_expiry) = logged_in(Config {
+        expires_in: None,
+        ..Config::default()
+    });
+    assert!(no_expiry.tokens().unwrap().expires_at_ms.is_none());
+    assert_eq!(no_expiry.refresh_due_ms(), None);
+    let mut tokens = auth.tokens().unwrap().clone();
+    tokens.refresh_token = None;
+    auth.set_tokens(Some(tokens));
+    assert_eq!(auth.refresh_due_ms(), None, "no refresh token");
+    drop(world);
+}
