@@ -13,6 +13,11 @@ use serde_json::{Map, Value};
 /// link), and a model's context is the one paying.
 pub(crate) const MAX_INLINED_NODES: usize = 20_000;
 
+/// The deepest a schema may nest once its references are inlined: every pass over it
+/// recurses, and a chain of definitions each holding the next could otherwise nest deep
+/// enough to overflow a thread's stack.
+pub(crate) const MAX_INLINED_DEPTH: usize = 128;
+
 /// How a reference that leads back into itself is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cycles {
@@ -116,6 +121,7 @@ pub(crate) fn inline_refs(root: &Value, cycles: Cycles) -> Result<Value, String>
         stack: Vec::new(),
         defs: BTreeMap::new(),
         nodes: 0,
+        depth: 0,
     };
     let mut out = inliner.resolve(root)?;
     // A definition may itself close a cycle through another one: resolve until none is new.
@@ -154,10 +160,23 @@ struct Inliner<'a> {
     /// Pointer → definition name, for cycles kept as definitions.
     defs: BTreeMap<String, String>,
     nodes: usize,
+    depth: usize,
 }
 
 impl Inliner<'_> {
     fn resolve(&mut self, node: &Value) -> Result<Value, String> {
+        if self.depth >= MAX_INLINED_DEPTH {
+            return Err(format!(
+                "with its $refs inlined it nests deeper than {MAX_INLINED_DEPTH} levels"
+            ));
+        }
+        self.depth += 1;
+        let out = self.resolve_node(node);
+        self.depth -= 1;
+        out
+    }
+
+    fn resolve_node(&mut self, node: &Value) -> Result<Value, String> {
         self.nodes += 1;
         if self.nodes > MAX_INLINED_NODES {
             return Err(format!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_protocol::schema::Tool;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::catalog::{Catalog, CatalogLimits, ExposedTool, ToolFilter, adapt_server_tools};
@@ -618,6 +618,47 @@ fn resource_and_prompt_operations_are_exported_with_the_tools() {
         assert!(
             names.iter().any(|n| n.contains("read_resource")),
             "{names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_chain_of_references_too_deep_to_walk_is_left_out() {
+    let mut defs = Map::new();
+    defs.insert("d0".into(), json!({"type": "string"}));
+    for i in 1..2_000 {
+        let prior = format!("#/$defs/d{}", i - 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "object", "properties": {"x": {"$ref": prior}}}),
+        );
+    }
+    let deep = one(json!({
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/d1999"}},
+        "$defs": defs,
+    }));
+    // 60 links nest 120 levels: under the limit, and walked by every format on a test
+    // thread's stack.
+    let shallow = one(json!({
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/d60"}},
+        "$defs": (0..=60)
+            .map(|i| (format!("d{i}"), defs[&format!("d{i}")].clone()))
+            .collect::<Map<_, _>>(),
+    }));
+    for format in ALL {
+        let done = export([ModelTool::Tool(&shallow), ModelTool::Tool(&deep)], format);
+        // Strict mode takes 10 levels of objects, not 120.
+        let expected = usize::from(format != Format::OpenAiStrict);
+        assert_eq!(definitions(&done, format).len(), expected, "{format:?}");
+        assert!(
+            done.diagnostics
+                .iter()
+                .any(|d| d.message.contains("left out")
+                    && d.message.contains("nests deeper than 128")),
+            "{format:?}: {:?}",
+            done.diagnostics
         );
     }
 }
