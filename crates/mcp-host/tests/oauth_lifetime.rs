@@ -114,8 +114,9 @@ fn short_lived(seconds: u64) -> FakeAuthOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_lived_host_refreshes_ahead_of_expiry_with_no_401_on_the_wire() {
-    // Four-second tokens, the default 60 s margin: refreshed halfway through each lifetime.
-    let fake = FakeAuth::start(short_lived(4)).await;
+    // Six-second tokens, the default 60 s margin: refreshed halfway through each lifetime,
+    // three seconds before it ends (slack for a loaded machine).
+    let fake = FakeAuth::start(short_lived(6)).await;
     let host = ready(&fake, &logging_in(Some(new_store("timer")))).await;
     let refused_at_login = unauthorized(&fake);
     assert!(
