@@ -11,6 +11,7 @@ mod gateway_login;
 mod live;
 mod login_page;
 mod manage;
+mod model_apis;
 mod operations;
 mod orphans;
 mod secrets;
