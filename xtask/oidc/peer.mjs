@@ -8,6 +8,7 @@
 //   node peer.mjs serve AUTH_PORT MCP_PORT   runs both until killed
 //   node peer.mjs approve URL                 the device flow's pages: confirm the code,
 //                                             log in, consent; prints the last page's text
+//   node peer.mjs deny URL                    the device flow's confirmation page: abort
 //   node peer.mjs browse URL                  the authorization-code flow's pages, up to the
 //                                             redirect back to the host; prints its text
 //
@@ -30,6 +31,8 @@ if (mode === 'serve') {
   await serve(Number(args[0]), Number(args[1]));
 } else if (mode === 'approve' || mode === 'browse') {
   await drive(args[0], mode === 'approve');
+} else if (mode === 'deny') {
+  await drive(args[0], true, true);
 } else {
   console.error('usage: peer.mjs serve AUTH_PORT MCP_PORT | approve URL | browse URL');
   process.exit(2);
@@ -142,11 +145,13 @@ async function serve(authPort, mcpPort) {
 
 // What to click on the provider's page, after filling what it asks for; `undefined` at the
 // end of its pages.
-async function nextButton(page) {
+async function nextButton(page, deny) {
   if (await page.$('form[id="op.deviceConfirmForm"]')) {
-    return 'button[autofocus]';
+    return deny ? 'button[name="abort"]' : 'button[autofocus]';
   }
   if (await page.$('input[name="user_code"]')) {
+    // Where an aborted confirmation lands; otherwise the code was not taken from the address.
+    if (deny) return undefined;
     throw new Error('the code was not filled in from the address');
   }
   if (await page.$('input[name="login"]')) {
@@ -163,8 +168,9 @@ async function nextButton(page) {
 // Goes through the provider's pages from `url` as a person would: the device flow's code
 // confirmation, the development login (any login, any password), the consent; for the
 // authorization-code flow (`device` false) until the browser leaves the provider for the
-// host's redirect. Prints the text of the page it ends on.
-async function drive(url, device) {
+// host's redirect; with `deny`, the device flow's confirmation is aborted instead. Prints the
+// text of the page it ends on.
+async function drive(url, device, deny = false) {
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     headless: true,
@@ -183,7 +189,7 @@ async function drive(url, device) {
       if (!device && on.origin !== origin) break;
       let button;
       try {
-        button = await nextButton(page);
+        button = await nextButton(page, deny);
       } catch (e) {
         // The page navigated while it was being read (a redirect chain): read the next one.
         if (/context was destroyed|navigat/i.test(String(e))) continue;

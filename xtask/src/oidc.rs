@@ -6,7 +6,8 @@
 //! (`xtask/oidc/peer.mjs`). The provider's own HTML pages are driven in Debian's headless
 //! Chromium through npm's `playwright-core` (pinned), as the person would.
 //!
-//! The leg, through the built `mcp-host` in a HOME of its own: a device-flow login (the test
+//! The leg, through the built `mcp-host` in a HOME of its own: a device-flow login denied on
+//! the provider's confirmation page, which must fail saying so; a device-flow login (the test
 //! reads the code and address `mcp-host` prints, confirms the code, logs in and consents on
 //! the provider's pages), a tool call with the token; then three authorization-code logins in
 //! a row with `mcp-host logout` between, each in the browser and followed by a tool call.
@@ -174,7 +175,23 @@ impl Leg<'_> {
         let (mcp_host, url) = (self.mcp_host, &self.url);
         cmd!(sh, "{mcp_host} add oidc {url}").quiet().run()?;
 
-        let (stdout, stderr) = self.device_login(&sh)?;
+        // Denied on the provider's confirmation page: the login ends saying so.
+        let (ended, stdout, stderr, page) = self.device_login(&sh, "deny")?;
+        if ended || !stderr.contains("the login was denied at the authorization server") {
+            bail!("a denied device login did not fail saying so:\n{stdout}{stderr}");
+        }
+        if !page.contains("interrupted") {
+            bail!("the provider's page after the abort does not say so:\n{page}");
+        }
+        eprintln!("    device-flow login denied on the provider's page: failed, saying so");
+
+        let (ended, stdout, stderr, page) = self.device_login(&sh, "approve")?;
+        if !ended || !stdout.contains("logged in to `oidc`") {
+            bail!("`mcp-host login oidc --device` failed:\n{stdout}{stderr}");
+        }
+        if !page.contains("Sign-in Success") {
+            bail!("the provider's last device page does not say the sign-in succeeded:\n{page}");
+        }
         let client = self.check_tokens(&home, &format!("{stdout}{stderr}"))?;
         self.call(&sh, &client, "the device-flow login")?;
         eprintln!(
@@ -199,9 +216,14 @@ impl Leg<'_> {
     }
 
     /// `mcp-host login oidc --device`: reads the address with the code filled in from what it
-    /// prints, has the peer's Chromium confirm the code, log in and consent there, and waits
-    /// for the login to end. Returns its stdout and stderr.
-    fn device_login(&self, sh: &Shell) -> anyhow::Result<(String, String)> {
+    /// prints, has the peer's Chromium go through the provider's pages there (`approve`:
+    /// confirm the code, log in, consent; `deny`: abort), and waits for the login to end.
+    /// Returns whether it succeeded, its stdout and stderr, and the provider's last page.
+    fn device_login(
+        &self,
+        sh: &Shell,
+        mode: &str,
+    ) -> anyhow::Result<(bool, String, String, String)> {
         let mcp_host = self.mcp_host;
         let mut command: Command = cmd!(sh, "{mcp_host} login oidc --device").into();
         command
@@ -248,13 +270,10 @@ impl Leg<'_> {
         }
         let (node, peer) = (self.node, self.peer);
         let page = bounded::read(
-            cmd!(sh, "{node} {peer} approve {complete}"),
+            cmd!(sh, "{node} {peer} {mode} {complete}"),
             "the provider's device pages in Chromium",
             PEER_STEP,
         )?;
-        if !page.contains("Sign-in Success") {
-            bail!("the provider's last device page does not say the sign-in succeeded:\n{page}");
-        }
         let status = bounded::wait(child, PEER_STEP)?;
         let stderr = reader
             .join()
@@ -262,12 +281,10 @@ impl Leg<'_> {
         let stdout = out_reader
             .join()
             .map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
-        match status {
-            Some(s) if s.success() && stdout.contains("logged in to `oidc`") => {
-                Ok((stdout, stderr))
-            }
-            _ => bail!("`mcp-host login oidc --device` failed ({status:?}):\n{stdout}{stderr}"),
-        }
+        let Some(status) = status else {
+            bail!("`mcp-host login oidc --device` did not end within {PEER_STEP:?}");
+        };
+        Ok((status.success(), stdout, stderr, page))
     }
 
     /// The stored tokens: a Bearer JWT for our resource, from this issuer, never shown in
