@@ -91,16 +91,18 @@ fn upstream(cx: &Context, path: &Path, id: &str) -> Result<mcp_host::LoadedConfi
     Ok(mcp_gateway::upstreams(path, &cx.env))
 }
 
-/// `login --gateway FILE ID`: the login of `mcp-host login`, to the gateway's upstream.
+/// `login --gateway FILE ID`: the login of `mcp-host login` (browser, `--no-browser` or
+/// `--device`), to the gateway's upstream.
 pub(crate) async fn login(
     cx: &Context,
     out: &Out,
     path: &Path,
     id: &str,
     no_browser: bool,
+    device: bool,
 ) -> Result<(), Failure> {
     let loaded = upstream(cx, path, id)?;
-    live::login_to(cx, out, loaded, id, no_browser, false).await
+    live::login_to(cx, out, loaded, id, no_browser, device).await
 }
 
 /// `logout --gateway FILE ID`: forgets the upstream's tokens in the store the gateway reads.

@@ -193,8 +193,8 @@ async fn run(
             id,
             gateway: Some(file),
             no_browser,
-            ..
-        } => gateway::login(&cx, &out, &file, &id, no_browser).await,
+            device,
+        } => gateway::login(&cx, &out, &file, &id, no_browser, device).await,
         Command::Login {
             id,
             no_browser,

@@ -228,3 +228,66 @@ fn login_gateway_names_the_upstreams_when_the_id_is_not_one() {
         .code(3)
         .err_has("/nonexistent/gateway.json");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_gateway_takes_the_device_flow_too() {
+    let fake = FakeAuth::start(FakeAuthOptions {
+        device: true,
+        device_interval: 1,
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let u = std::sync::Arc::new(User::new());
+    let file = gateway_file(&u, &fake.url());
+    let r = blocking({
+        let (u, file) = (u.clone(), file.clone());
+        move || {
+            let mut child = u
+                .command(&[
+                    "login",
+                    "--gateway",
+                    file.to_str().unwrap(),
+                    "remote",
+                    "--device",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut said = String::new();
+            let page = loop {
+                let mut line = String::new();
+                assert!(
+                    stderr.read_line(&mut line).unwrap() > 0,
+                    "no code shown in {said:?}"
+                );
+                said.push_str(&line);
+                if let Some(rest) = line.trim().strip_prefix("or open ") {
+                    break rest.split_whitespace().next().unwrap().to_owned();
+                }
+            };
+            // The person approves on another device, the code filled in.
+            assert_eq!(browse(&page).0, 200, "{page}");
+            stderr.read_to_string(&mut said).unwrap();
+            let output = child.wait_with_output().unwrap();
+            Run {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr: said,
+            }
+        }
+    })
+    .await;
+    r.code(0).out_has("logged in to `remote`");
+    assert_eq!(fake.seen_at("/authorize").len(), 0, "no browser login");
+    assert!(fake.token_requests("urn:ietf:params:oauth:grant-type:device_code") >= 1);
+    let (tools, called, _) = blocking({
+        let (u, file) = (u.clone(), file.clone());
+        move || serve(&u, &file)
+    })
+    .await;
+    assert!(tools.iter().any(|t| t.ends_with("echo")), "{tools:?}");
+    assert!(called.unwrap().contains("echoed"));
+}
