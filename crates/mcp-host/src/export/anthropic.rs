@@ -16,6 +16,8 @@ const ROOT_COMBINATORS: &[&str] = &["anyOf", "oneOf", "allOf"];
 pub(super) fn tool(tool: &super::Tool<'_>, notes: &mut Vec<String>) -> Result<Value, String> {
     let inlined = schema::inline_refs(tool.parameters, Cycles::Defs)?;
     let cleaned = schema::objects_for_booleans(inlined, &mut Path::default())?;
+    schema::check_shapes(&cleaned, &mut Path::default())?;
+    schema::check_all_of_satisfiable(&cleaned, &mut Path::default())?;
     let Value::Object(mut root) = cleaned else {
         return Err("the input schema is not an object schema".into());
     };

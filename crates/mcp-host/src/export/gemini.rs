@@ -30,6 +30,7 @@ pub(super) fn tool(tool: &super::Tool<'_>, notes: &mut Vec<String>) -> Result<Va
         );
     }
     let cleaned = schema::objects_for_booleans(inlined, &mut Path::default())?;
+    schema::check_shapes(&cleaned, &mut Path::default())?;
     let Value::Object(root) = cleaned else {
         return Err("the input schema is not an object schema".into());
     };

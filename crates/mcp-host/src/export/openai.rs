@@ -121,6 +121,7 @@ fn envelope(tool: &super::Tool<'_>, api: Api, parameters: Value, strict: bool) -
 fn loose_schema(parameters: &Value, notes: &mut Vec<String>) -> Result<Value, String> {
     let inlined = schema::inline_refs(parameters, Cycles::Defs)?;
     let cleaned = schema::objects_for_booleans(inlined, &mut Path::default())?;
+    schema::check_shapes(&cleaned, &mut Path::default())?;
     let Value::Object(root) = cleaned else {
         return Err("the input schema is not an object schema".into());
     };
@@ -189,6 +190,7 @@ fn loose_node(node: Value, path: &mut Path) -> Result<Value, String> {
 fn strict_schema(parameters: &Value, notes: &mut Vec<String>) -> Result<Value, String> {
     let inlined = schema::inline_refs(parameters, Cycles::Defs)?;
     let cleaned = schema::objects_for_booleans(inlined, &mut Path::default())?;
+    schema::check_shapes(&cleaned, &mut Path::default())?;
     let Value::Object(mut root) = cleaned else {
         return Err("the input schema is not an object schema".into());
     };

@@ -753,6 +753,25 @@ pub(crate) fn objects_for_booleans(node: Value, path: &mut Path) -> Result<Value
             map.insert("items".into(), rest);
         }
     }
+    // Draft 4's boolean exclusive bounds, as 2020-12's numbers.
+    for (flag, bound) in [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ] {
+        match map.get(flag) {
+            Some(Value::Bool(true)) => {
+                if let Some(limit) = map.remove(bound) {
+                    map.insert(flag.into(), limit);
+                } else {
+                    map.remove(flag);
+                }
+            }
+            Some(Value::Bool(false)) => {
+                map.remove(flag);
+            }
+            _ => {}
+        }
+    }
     let required: Vec<Value> = match map.get("required") {
         Some(Value::Array(r)) => r.clone(),
         _ => Vec::new(),
@@ -792,4 +811,101 @@ pub(crate) fn objects_for_booleans(node: Value, path: &mut Path) -> Result<Value
         Some(e) => Err(e),
         None => Ok(Value::Object(map)),
     }
+}
+
+/// The JSON Schema type names.
+const TYPE_NAMES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
+
+/// Whether the keywords a provider reads have the shapes JSON Schema 2020-12 gives them
+/// (`type` a type name or a list of them, `required` a list of names, a bound a number, …):
+/// an API that validates the schema refuses the whole request for one that does not. Unknown
+/// keywords are anyone's.
+pub(crate) fn check_shapes(node: &Value, path: &mut Path) -> Result<(), String> {
+    let map = match node {
+        Value::Bool(_) => return Ok(()),
+        Value::Object(map) => map,
+        _ => return Err(format!("{} is not a schema", path.show())),
+    };
+    let bad = |key: &str, why: &str| {
+        Err(format!(
+            "`{}` at {} {why}, which JSON Schema does not allow",
+            short(key),
+            path.show()
+        ))
+    };
+    for (key, value) in map {
+        let ok = match key.as_str() {
+            "type" => match value {
+                Value::String(t) => TYPE_NAMES.contains(&t.as_str()),
+                Value::Array(list) => {
+                    !list.is_empty()
+                        && list
+                            .iter()
+                            .all(|t| t.as_str().is_some_and(|t| TYPE_NAMES.contains(&t)))
+                        && dedup(list.clone()).len() == list.len()
+                }
+                _ => false,
+            },
+            "required" => match value {
+                Value::Array(list) => {
+                    list.iter().all(Value::is_string) && dedup(list.clone()).len() == list.len()
+                }
+                _ => false,
+            },
+            "enum" => value.is_array(),
+            "properties" | "patternProperties" | "$defs" | "dependentSchemas" => value.is_object(),
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                value.as_array().is_some_and(|l| !l.is_empty())
+            }
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => value.is_number(),
+            "multipleOf" => value.as_f64().is_some_and(|v| v > 0.0),
+            "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
+            | "maxProperties" | "minContains" | "maxContains" => value.is_u64(),
+            "pattern" | "format" | "title" | "description" | "$ref" | "$comment" => {
+                value.is_string()
+            }
+            "uniqueItems" | "deprecated" | "readOnly" | "writeOnly" => value.is_boolean(),
+            "dependentRequired" => value.as_object().is_some_and(|m| {
+                m.values()
+                    .all(|v| v.as_array().is_some_and(|l| l.iter().all(Value::is_string)))
+            }),
+            _ => true,
+        };
+        if !ok {
+            return bad(key, &format!("is `{}`", short(&value.to_string())));
+        }
+    }
+    let mut node = map.clone();
+    for_each_subschema(&mut node, |key, sub| {
+        path.push(key);
+        let done = check_shapes(sub, path);
+        path.pop();
+        done
+    })
+}
+
+/// Refuses a schema with an `allOf` no value can satisfy (branches with no common type or
+/// value): kept as it is for an API that takes `allOf`, such a tool could never be called.
+pub(crate) fn check_all_of_satisfiable(node: &Value, path: &mut Path) -> Result<(), String> {
+    let Value::Object(map) = node else {
+        return Ok(());
+    };
+    if map.contains_key("allOf")
+        && let Err(e) = merge_all_of(map.clone())
+        && (e.contains("no common") || e.contains("is `false`"))
+    {
+        return Err(format!(
+            "at {}: {e}, so no arguments are valid",
+            path.show()
+        ));
+    }
+    let mut node = map.clone();
+    for_each_subschema(&mut node, |key, sub| {
+        path.push(key);
+        let done = check_all_of_satisfiable(sub, path);
+        path.pop();
+        done
+    })
 }

@@ -249,6 +249,8 @@ fn what_cannot_be_resolved_or_grows_too_large_is_left_out_everywhere() {
             ("missing_ref", "points at nothing"),
             ("billion_laughs", "more than 20000 schema nodes"),
             ("false_but_required", "no arguments are valid"),
+            ("invalid_keywords", "which JSON Schema does not allow"),
+            ("conflicting_all_of", "no common type"),
         ] {
             let (definition, notes) = find(&catalog, format, tool);
             assert!(definition.is_none(), "{format:?} sent {tool}");
@@ -661,4 +663,25 @@ fn a_chain_of_references_too_deep_to_walk_is_left_out() {
             done.diagnostics
         );
     }
+}
+
+#[test]
+fn draft_4_exclusive_bounds_are_written_as_2020_12_numbers() {
+    let catalog = hostile();
+    let (anthropic, _) = find(&catalog, Format::Anthropic, "draft4_bounds");
+    let ratio = schema_of(&anthropic.expect("exported"))["properties"]["ratio"].clone();
+    assert_eq!(
+        ratio,
+        json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1})
+    );
+    let (gemini, _) = find(&catalog, Format::Gemini, "draft4_bounds");
+    let ratio = gemini.expect("exported")["parameters"]["properties"]["ratio"].clone();
+    assert_eq!(ratio["maximum"], 1);
+    assert!(ratio.get("minimum").is_none(), "{ratio}");
+    assert!(
+        ratio["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("exclusiveMinimum 0")),
+        "{ratio}"
+    );
 }
