@@ -266,14 +266,22 @@ impl Leg<'_> {
             }
         };
         if !complete.starts_with(&format!("{}/device?user_code=", self.issuer)) {
+            let _ = bounded::wait(child, Duration::ZERO);
             bail!("the address shown is not the provider's device page: {complete}");
         }
         let (node, peer) = (self.node, self.peer);
-        let page = bounded::read(
+        let page = match bounded::read(
             cmd!(sh, "{node} {peer} {mode} {complete}"),
             "the provider's device pages in Chromium",
             PEER_STEP,
-        )?;
+        ) {
+            Ok(page) => page,
+            Err(e) => {
+                // The login would poll on until its code expires: end it with the leg.
+                let _ = bounded::wait(child, Duration::ZERO);
+                return Err(e);
+            }
+        };
         let status = bounded::wait(child, PEER_STEP)?;
         let stderr = reader
             .join()
