@@ -155,6 +155,7 @@ impl Leg<'_> {
         // The browser of the authorization-code logins: the peer script drives the
         // provider's pages up to the redirect to mcp-host's loopback listener.
         let browser = self.dir.join("browser.sh");
+        let _ = std::fs::remove_file(self.dir.join("pages.log"));
         std::fs::write(
             &browser,
             format!(
@@ -209,6 +210,7 @@ impl Leg<'_> {
                 bail!("authorization-code login {n} said: {output}");
             }
             let client = self.check_tokens(&home, &output)?;
+            self.page_says_logged_in(n)?;
             self.call(&sh, &client, &format!("authorization-code login {n}"))?;
             eprintln!("    authorization-code login {n} in the browser: ok, and `whoami` answered");
         }
@@ -293,6 +295,23 @@ impl Leg<'_> {
             bail!("`mcp-host login oidc --device` did not end within {PEER_STEP:?}");
         };
         Ok((status.success(), stdout, stderr, page))
+    }
+
+    /// The browser's last page, mcp-host's own after the redirect, says the `n`th login worked
+    /// (the browser writes it a moment after mcp-host has ended).
+    fn page_says_logged_in(&self, n: usize) -> anyhow::Result<()> {
+        let pages = self.dir.join("pages.log");
+        for _ in 0..600 {
+            let text = std::fs::read_to_string(&pages).unwrap_or_default();
+            if text.matches("Logged in to `oidc`").count() >= n {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!(
+            "the browser's page after login {n} does not say it logged in to `oidc`:\n{}",
+            std::fs::read_to_string(&pages).unwrap_or_default()
+        )
     }
 
     /// The stored tokens: a Bearer JWT for our resource, from this issuer, never shown in
