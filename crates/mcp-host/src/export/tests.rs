@@ -403,66 +403,70 @@ fn strict_arguments_drop_the_nulls_strict_mode_added() {
     assert_eq!(args, json!({"url": "u", "maybe": null, "nested": {}}));
 }
 
-#[test]
-fn gemini_schemas_use_only_the_fields_its_schema_has() {
-    const FIELDS: &[&str] = &[
-        "anyOf",
-        "default",
-        "description",
-        "enum",
-        "example",
-        "format",
-        "items",
-        "maxItems",
-        "maxLength",
-        "maxProperties",
-        "maximum",
-        "minItems",
-        "minLength",
-        "minProperties",
-        "minimum",
-        "nullable",
-        "pattern",
-        "properties",
-        "propertyOrdering",
-        "required",
-        "title",
-        "type",
-    ];
-    fn walk(node: &Value, path: &str) {
-        let Value::Object(map) = node else {
-            panic!("{path} is not a schema: {node}");
-        };
-        for (key, value) in map {
-            assert!(FIELDS.contains(&key.as_str()), "{path}: `{key}`");
-            match key.as_str() {
-                "properties" => {
-                    for (name, sub) in value.as_object().expect("map") {
-                        walk(sub, &format!("{path}.{name}"));
-                    }
+/// The fields of google-genai's `Schema` that the export writes.
+const FIELDS: &[&str] = &[
+    "anyOf",
+    "default",
+    "description",
+    "enum",
+    "example",
+    "format",
+    "items",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "nullable",
+    "pattern",
+    "properties",
+    "propertyOrdering",
+    "required",
+    "title",
+    "type",
+];
+
+/// Every field of a Gemini schema is one its `Schema` has; types are upper case, enums strings.
+fn gemini_walk(node: &Value, path: &str) {
+    let Value::Object(map) = node else {
+        panic!("{path} is not a schema: {node}");
+    };
+    for (key, value) in map {
+        assert!(FIELDS.contains(&key.as_str()), "{path}: `{key}`");
+        match key.as_str() {
+            "properties" => {
+                for (name, sub) in value.as_object().expect("map") {
+                    gemini_walk(sub, &format!("{path}.{name}"));
                 }
-                "items" => walk(value, &format!("{path}.items")),
-                "anyOf" => {
-                    for sub in value.as_array().expect("list") {
-                        walk(sub, &format!("{path}.anyOf"));
-                    }
-                }
-                "enum" => assert!(value.as_array().expect("list").iter().all(Value::is_string)),
-                "type" => assert!(
-                    value
-                        .as_str()
-                        .is_some_and(|t| t.chars().all(|c| c.is_ascii_uppercase()))
-                ),
-                _ => {}
             }
+            "items" => gemini_walk(value, &format!("{path}.items")),
+            "anyOf" => {
+                for sub in value.as_array().expect("list") {
+                    gemini_walk(sub, &format!("{path}.anyOf"));
+                }
+            }
+            "enum" => assert!(value.as_array().expect("list").iter().all(Value::is_string)),
+            "type" => assert!(
+                value
+                    .as_str()
+                    .is_some_and(|t| t.chars().all(|c| c.is_ascii_uppercase()))
+            ),
+            _ => {}
         }
     }
+}
+
+#[test]
+fn gemini_schemas_use_only_the_fields_its_schema_has() {
     let catalog = hostile();
     let done = export_catalog(&catalog, Format::Gemini);
     let defs = definitions(&done, Format::Gemini);
     assert!(defs.len() >= 20, "{}", defs.len());
     for d in &defs {
-        walk(&d["parameters"], name_of(d));
+        gemini_walk(&d["parameters"], name_of(d));
     }
     // Type lists: `null` becomes `nullable`, several types `anyOf`.
     let (arrays, _) = find(&catalog, Format::Gemini, "type_arrays");
@@ -684,4 +688,168 @@ fn draft_4_exclusive_bounds_are_written_as_2020_12_numbers() {
             .is_some_and(|d| d.contains("exclusiveMinimum 0")),
         "{ratio}"
     );
+}
+
+mod proptests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Property names, odd ones among them.
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{1,6}",
+            Just("file-path".to_owned()),
+            Just("$ref".to_owned()),
+            Just("properties".to_owned()),
+            Just("with space".to_owned()),
+        ]
+    }
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        let types = prop_oneof![
+            Just("string"),
+            Just("integer"),
+            Just("number"),
+            Just("boolean"),
+            Just("null"),
+            Just("object"),
+            Just("array"),
+        ];
+        // Schemas no API can take are rarer, so that most trees are sent and checked.
+        prop_oneof![
+            4 => Just(json!({})),
+            2 => Just(json!(true)),
+            1 => Just(json!(false)),
+            12 => types.prop_map(|t| json!({ "type": t })),
+            3 => Just(json!({"type": ["string", "null"]})),
+            3 => Just(json!({"type": "string", "format": "uri", "minLength": 1, "pattern": "^a"})),
+            2 => Just(json!({"type": "number", "exclusiveMinimum": true, "minimum": 0})),
+            2 => Just(json!({"enum": ["a", 1, null]})),
+            2 => Just(json!({"const": 3})),
+            2 => Just(json!({"$ref": "#/$defs/a"})),
+            1 => Just(json!({"$ref": "#"})),
+            1 => Just(json!({"type": "file"})),
+            1 => Just(json!({"$ref": "#/$defs/missing"})),
+        ]
+    }
+
+    fn schema() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(5, 48, 4, |inner| {
+            prop_oneof![
+                (
+                    prop::collection::btree_map(name(), inner.clone(), 0..4),
+                    prop::collection::vec(name(), 0..3),
+                    prop_oneof![
+                        Just(None),
+                        Just(Some(json!(false))),
+                        inner.clone().prop_map(Some)
+                    ],
+                )
+                    .prop_map(|(props, required, extra)| {
+                        let mut map = Map::new();
+                        map.insert("type".into(), json!("object"));
+                        map.insert(
+                            "properties".into(),
+                            Value::Object(props.into_iter().collect()),
+                        );
+                        map.insert("required".into(), json!(required));
+                        if let Some(extra) = extra {
+                            map.insert("additionalProperties".into(), extra);
+                        }
+                        Value::Object(map)
+                    }),
+                inner
+                    .clone()
+                    .prop_map(|items| json!({"type": "array", "items": items})),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|l| json!({ "anyOf": l })),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|l| json!({ "oneOf": l })),
+                prop::collection::vec(inner.clone(), 1..3).prop_map(|l| json!({ "allOf": l })),
+                inner
+                    .clone()
+                    .prop_map(|n| json!({"type": "string", "not": n})),
+                prop::collection::vec(inner.clone(), 1..3)
+                    .prop_map(|l| json!({"type": "array", "prefixItems": l})),
+                inner.prop_map(|p| json!({"type": "object", "patternProperties": {"^x": p}})),
+            ]
+        })
+    }
+
+    fn root() -> impl Strategy<Value = Value> {
+        (
+            schema(),
+            schema(),
+            prop::collection::btree_map(name(), schema(), 0..4),
+        )
+            .prop_map(|(body, def, props)| {
+                let mut root = match body {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                };
+                root.insert("type".into(), json!("object"));
+                if !props.is_empty() {
+                    root.insert(
+                        "properties".into(),
+                        Value::Object(props.into_iter().collect()),
+                    );
+                }
+                root.insert("$defs".into(), json!({ "a": def }));
+                Value::Object(root)
+            })
+    }
+
+    /// Every array in a non-strict OpenAI schema has `items`.
+    fn arrays_have_items(node: &Value) -> bool {
+        match node {
+            Value::Object(map) => {
+                let array = schema::types_of(map).is_some_and(|t| t.iter().any(|t| t == "array"));
+                (!array || map.contains_key("items")) && map.values().all(arrays_have_items)
+            }
+            Value::Array(list) => list.iter().all(arrays_have_items),
+            _ => true,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever the schema, each format sends a definition its API takes or names the
+        /// tool left out; never both, never neither, never a panic.
+        #[test]
+        fn every_schema_is_sent_well_formed_or_left_out(parameters in root()) {
+            let tool = one(parameters);
+            for format in ALL {
+                let done = export([ModelTool::Tool(&tool)], format);
+                let sent = definitions(&done, format);
+                let left = done.diagnostics.iter().filter(|d| d.message.contains("): left out: ")).count();
+                prop_assert_eq!(sent.len() + left, 1, "{:?}: {:?}", format, done.diagnostics);
+                let Some(definition) = sent.first() else { continue };
+                let schema = schema_of(definition);
+                match format {
+                    Format::Anthropic => {
+                        prop_assert_eq!(&schema["type"], "object");
+                        for key in ["anyOf", "oneOf", "allOf"] {
+                            prop_assert!(schema.get(key).is_none(), "{}", schema);
+                        }
+                        prop_assert!(schema::check_shapes(schema, &mut schema::Path::default()).is_ok(), "{}", schema);
+                    }
+                    Format::OpenAiChat | Format::OpenAiResponses => {
+                        prop_assert_eq!(&schema["type"], "object");
+                        for key in ["anyOf", "oneOf", "allOf", "enum", "not"] {
+                            prop_assert!(schema.get(key).is_none(), "{}", schema);
+                        }
+                        prop_assert!(arrays_have_items(schema), "{}", schema);
+                        prop_assert!(schema::check_shapes(schema, &mut schema::Path::default()).is_ok(), "{}", schema);
+                    }
+                    Format::OpenAiStrict => {
+                        prop_assert!(openai::fits_strict(schema).is_ok(), "{:?} {}", openai::fits_strict(schema), schema);
+                    }
+                    Format::Gemini => {
+                        prop_assert_eq!(&schema["type"], "OBJECT");
+                        gemini_walk(schema, "parameters");
+                    }
+                }
+            }
+        }
+    }
 }
