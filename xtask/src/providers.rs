@@ -95,7 +95,10 @@ pub(crate) fn run(sh: &Shell, node: &Path, everything: &Path) -> anyhow::Result<
             )
             .with_context(|| format!("{server}'s tools as {format}, in {}", file.display()))?;
             eprintln!("{server}: {}", report.trim());
-            let left_out = notes.lines().filter(|l| l.contains("): left out: ")).count();
+            let left_out = notes
+                .lines()
+                .filter(|l| l.contains("): left out: "))
+                .count();
             match server {
                 // Well-formed servers lose nothing.
                 "serena" | "everything" if left_out > 0 => {
