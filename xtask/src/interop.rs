@@ -333,7 +333,10 @@ fn operations_through_cli(sh: &Shell, mcp_host: &Path, server: &str) -> anyhow::
         .with_context(|| format!("the listing names no resource: {items}"))?;
     let args = serde_json::json!({ "uri": uri }).to_string();
     let got = json(
-        cmd!(sh, "{mcp_host} call {server} {read} --args {args} --yes --json"),
+        cmd!(
+            sh,
+            "{mcp_host} call {server} {read} --args {args} --yes --json"
+        ),
         "`mcp-host call` of resources/read",
     )?;
     let block = &got["content"][0];
@@ -342,7 +345,10 @@ fn operations_through_cli(sh: &Shell, mcp_host: &Path, server: &str) -> anyhow::
     }
     let args = r#"{"name": "simple-prompt"}"#;
     let prompt = json(
-        cmd!(sh, "{mcp_host} call {server} {get} --args {args} --yes --json"),
+        cmd!(
+            sh,
+            "{mcp_host} call {server} {get} --args {args} --yes --json"
+        ),
         "`mcp-host call` of prompts/get",
     )?;
     if !prompt["content"]
