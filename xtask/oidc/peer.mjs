@@ -55,10 +55,10 @@ async function serve(authPort, mcpPort) {
       registration: { enabled: true },
       revocation: { enabled: true },
       deviceFlow: { enabled: true },
-      // On by default; the SDK's bearer middleware takes `Bearer` tokens only, so a client
-      // that binds its token to a key (as mcp-host does wherever the provider offers DPoP)
-      // would be refused by the MCP server.
-      dPoP: { enabled: false },
+      // On, as by default: the provider offers DPoP while the SDK's bearer middleware takes
+      // `Bearer` tokens only and challenges with `Bearer` alone, so mcp-host must not bind
+      // its tokens to a key here (it binds only where the resource says it takes DPoP).
+      dPoP: { enabled: true },
       resourceIndicators: {
         enabled: true,
         // Tokens only for our MCP server, as JWTs it checks itself.

@@ -325,6 +325,11 @@ struct Discovered {
     resource_scopes: Option<Vec<String>>,
     /// RFC 9728 `dpop_bound_access_tokens_required`.
     dpop_required: bool,
+    /// Whether the resource said it takes DPoP-bound tokens: a `DPoP` challenge (RFC 9449
+    /// §7.1) or DPoP fields in its metadata (RFC 9728 §2). A resource that says nothing gets
+    /// `Bearer` tokens even from an authorization server that offers DPoP: such a resource
+    /// (the TypeScript SDK's bearer middleware, say) refuses `Authorization: DPoP`.
+    resource_takes_dpop: bool,
     source: MetadataSource,
 }
 
@@ -826,12 +831,26 @@ impl Authorizer {
         {
             self.forget_tokens();
         }
+        let dpop_required = prm
+            .as_ref()
+            .and_then(|p| p.dpop_bound_access_tokens_required)
+            .unwrap_or(false);
+        let resource_takes_dpop = dpop_required
+            || prm
+                .as_ref()
+                .is_some_and(|p| p.dpop_signing_alg_values_supported.is_some())
+            || match challenge {
+                Some(c) => c.dpop_offered,
+                // Discovery without a challenge keeps what the last challenge said.
+                None => self
+                    .discovered
+                    .as_ref()
+                    .is_some_and(|d| d.resource_takes_dpop),
+            };
         self.discovered = Some(Discovered {
             resource,
-            dpop_required: prm
-                .as_ref()
-                .and_then(|p| p.dpop_bound_access_tokens_required)
-                .unwrap_or(false),
+            dpop_required,
+            resource_takes_dpop,
             resource_scopes: prm.and_then(|p| p.scopes_supported),
             meta,
             source,
@@ -1432,12 +1451,15 @@ impl Authorizer {
     }
 
     /// A new DPoP key for a new authorization at the authorization server in `d`, if DPoP is
-    /// on and the server takes ES256 proofs (or names no algorithm while the resource wants
-    /// bound tokens); see [`dpop`](crate::dpop).
+    /// on, the resource said it takes bound tokens, and the server takes ES256 proofs (or
+    /// names no algorithm while the resource wants bound tokens); see [`dpop`](crate::dpop).
     fn new_dpop_key(&self, d: &Discovered) -> Result<Option<DpopKey>, AuthError> {
         let Some(signer) = &self.services.dpop else {
             return Ok(None);
         };
+        if !d.resource_takes_dpop {
+            return Ok(None);
+        }
         let wanted = match &d.meta.dpop_signing_alg_values_supported {
             Some(algs) => algs.iter().any(|a| a == dpop::ALG),
             None => d.dpop_required,

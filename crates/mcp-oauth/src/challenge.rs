@@ -36,6 +36,9 @@ pub struct BearerChallenge {
     pub error: Option<String>,
     /// A description for people (untrusted text).
     pub error_description: Option<String>,
+    /// Whether a `DPoP` challenge was among those sent: the resource takes DPoP-bound tokens
+    /// (RFC 9449 §7.1). A resource that challenges with `Bearer` alone may refuse them.
+    pub dpop_offered: bool,
 }
 
 impl BearerChallenge {
@@ -53,6 +56,7 @@ impl BearerChallenge {
                 scope: c.param("scope").map(str::to_owned),
                 error: c.param("error").map(str::to_owned),
                 error_description: c.param("error_description").map(str::to_owned),
+                dpop_offered: all.iter().any(|c| c.scheme.eq_ignore_ascii_case("dpop")),
             })
     }
 

@@ -113,6 +113,10 @@ pub struct ProtectedResourceMetadata {
     /// RFC 9728 §2 (from RFC 9449): the resource accepts only DPoP-bound tokens.
     #[serde(default)]
     pub dpop_bound_access_tokens_required: Option<bool>,
+    /// RFC 9728 §2: the DPoP proof algorithms the resource takes; its presence says the
+    /// resource takes DPoP-bound tokens at all.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ProtectedResourceMetadata {

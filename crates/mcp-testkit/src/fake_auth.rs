@@ -1050,6 +1050,13 @@ async fn mcp(
         if let Ok(v) = HeaderValue::from_str(&challenge) {
             r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
         }
+        // A resource that takes DPoP-bound tokens says so beside `Bearer` (RFC 9449 §7.1).
+        if o.dpop {
+            r.headers_mut().append(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(r#"DPoP algs="ES256""#),
+            );
+        }
         return r;
     };
     if let Some(required) = &o.required_scope {

@@ -14,7 +14,8 @@ use mcp_oauth::{
 use sha2::Digest as _;
 
 use crate::fake::{
-    AS, CIMD, Config, IDP, MCP, ORIGIN, Prm, SIGNATURE_B64, World, block_on, challenge, settings,
+    AS, CIMD, Config, IDP, MCP, ORIGIN, Prm, RsDpop, SIGNATURE_B64, World, block_on, challenge,
+    settings,
 };
 
 fn unauthorized(world: &World, auth: &mut Authorizer) -> Result<(), AuthError> {
@@ -1555,6 +1556,36 @@ fn no_dpop_unless_the_authorization_server_takes_es256() {
             .unwrap()
             .starts_with("Bearer ")
     );
+}
+
+#[test]
+fn a_resource_that_never_said_dpop_gets_bearer_tokens_from_an_authorization_server_offering_it() {
+    // oidc-provider offers DPoP by default; a resource behind the TypeScript SDK's bearer
+    // middleware challenges with `Bearer` alone and refuses `Authorization: DPoP`.
+    let (world, auth) = logged_in(Config {
+        dpop: true,
+        rs_dpop: RsDpop::Never,
+        ..Config::default()
+    });
+    let tokens = world.token_requests();
+    assert!(!tokens.is_empty(), "a token request was made");
+    assert!(tokens.iter().all(|t| t.dpop.is_none()), "no proof was sent");
+    assert_eq!(auth.tokens().unwrap().token_type, "Bearer");
+    assert!(!auth.credentials().unwrap().is_dpop());
+}
+
+#[test]
+fn a_resource_whose_metadata_lists_dpop_algorithms_gets_bound_tokens() {
+    // Its challenge says `Bearer` only; its RFC 9728 metadata says it takes DPoP.
+    let (world, auth) = logged_in(Config {
+        dpop: true,
+        rs_dpop: RsDpop::Metadata,
+        ..Config::default()
+    });
+    assert!(!challenge(&world).contains("DPoP"), "{}", challenge(&world));
+    assert!(world.token_requests()[0].proof().is_some());
+    assert_eq!(auth.tokens().unwrap().token_type, "DPoP");
+    assert!(auth.credentials().unwrap().is_dpop());
 }
 
 #[test]

@@ -54,6 +54,18 @@ pub(crate) enum Prm {
     None,
 }
 
+/// How the fake MCP server says it takes DPoP-bound tokens (with `Config::dpop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RsDpop {
+    /// A `DPoP` challenge beside the `Bearer` one (RFC 9449 §7.1).
+    Challenge,
+    /// `dpop_signing_alg_values_supported` in its protected resource metadata, `Bearer` alone
+    /// in its challenge.
+    Metadata,
+    /// Nothing: it takes `Bearer` tokens only.
+    Never,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub(crate) prm: Prm,
@@ -93,6 +105,8 @@ pub(crate) struct Config {
     pub(crate) dpop: bool,
     /// Proofs at the token endpoint must carry this nonce (400 `use_dpop_nonce` otherwise).
     pub(crate) dpop_nonce: Option<String>,
+    /// How the MCP server says it takes DPoP-bound tokens.
+    pub(crate) rs_dpop: RsDpop,
     /// The metadata's `authorization_endpoint` instead of `<base>/authorize`.
     pub(crate) authorization_endpoint: Option<String>,
     /// The metadata lists `<base>/device` (RFC 8628); clients registered without the device
@@ -135,6 +149,7 @@ impl Default for Config {
             no_randomness: false,
             dpop: false,
             dpop_nonce: None,
+            rs_dpop: RsDpop::Challenge,
             authorization_endpoint: None,
             device: false,
             device_answers: Vec::new(),
@@ -345,6 +360,9 @@ impl World {
                 let mut doc = json!({"resource": resource, "authorization_servers": [c.issuer]});
                 if let Some(scopes) = &c.prm_scopes {
                     doc["scopes_supported"] = json!(scopes);
+                }
+                if c.dpop && c.rs_dpop == RsDpop::Metadata {
+                    doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
                 }
                 return (200, doc);
             }
@@ -699,8 +717,14 @@ pub(crate) fn settings() -> Settings {
 
 /// A 401 challenge as the fake MCP server sends it.
 pub(crate) fn challenge(world: &World) -> String {
-    match world.config.lock().unwrap().prm {
+    let c = world.config.lock().unwrap();
+    let bearer = match c.prm {
         Prm::Custom => format!(r#"Bearer resource_metadata="{ORIGIN}/custom/prm""#),
         _ => r#"Bearer error="invalid_token""#.to_owned(),
+    };
+    if c.dpop && c.rs_dpop == RsDpop::Challenge {
+        format!(r#"{bearer}, DPoP algs="ES256""#)
+    } else {
+        bearer
     }
 }
