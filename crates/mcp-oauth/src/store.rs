@@ -36,7 +36,6 @@ use serde::{Deserialize, Serialize};
 use crate::dpop::DpopKey;
 use crate::error::{Error, json_position};
 use crate::flow::Tokens;
-use crate::registration::is_loopback_ip;
 use crate::secret::{AccessToken, ClientSecret, RefreshToken};
 
 /// What is kept for one server.
@@ -165,34 +164,6 @@ impl ClientRegistration {
             redirect_uris,
         }
     }
-
-    /// Whether the registration can be used with `redirect_uri`: it was registered (a loopback
-    /// URI on any port, as RFC 8252 §7.3 has authorization servers accept), or the registered
-    /// URIs are unknown. A registration for other URIs would only be refused at the
-    /// authorization endpoint, so the client registers again instead.
-    pub fn fits(&self, redirect_uri: &str) -> bool {
-        self.redirect_uris.is_empty()
-            || self
-                .redirect_uris
-                .iter()
-                .any(|r| same_redirect_uri(r, redirect_uri))
-    }
-}
-
-/// Whether two redirect URIs are the same, ignoring the port of a loopback IP literal.
-fn same_redirect_uri(registered: &str, used: &str) -> bool {
-    if registered == used {
-        return true;
-    }
-    let (Ok(mut a), Ok(mut b)) = (url::Url::parse(registered), url::Url::parse(used)) else {
-        return false;
-    };
-    if !(is_loopback_ip(&a) && is_loopback_ip(&b)) {
-        return false;
-    }
-    let _ = a.set_port(None);
-    let _ = b.set_port(None);
-    a == b
 }
 
 /// The whole `mcp-auth.json`.
@@ -500,7 +471,7 @@ mod tests {
             ),
             ("reg-1", Some("cs-1"))
         );
-        assert!(reg.redirect_uris.is_empty() && reg.fits("http://127.0.0.1:1/callback"));
+        assert!(reg.redirect_uris.is_empty(), "a version 1 entry never said");
         // Written back as version 2, and read again unchanged.
         let encoded = file.encode();
         assert!(
@@ -535,14 +506,11 @@ mod tests {
         );
         let shown = format!("{back:?}");
         assert!(!shown.contains("as1-secret"), "{shown}");
-        let reg = &back.clients["http://localhost:3000"];
-        assert!(reg.fits("http://127.0.0.1:4000/callback"));
-        assert!(
-            reg.fits("http://127.0.0.1:5123/callback"),
-            "any loopback port"
+        assert_eq!(
+            back.clients["http://localhost:3000"].redirect_uris,
+            ["http://127.0.0.1:4000/callback"],
+            "the redirect URIs a later login must use (or register anew)"
         );
-        assert!(!reg.fits("http://127.0.0.1:4000/other"));
-        assert!(!reg.fits("https://app.example/callback"));
     }
 
     #[test]
