@@ -48,8 +48,8 @@ pub(crate) fn run(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
 }
 
 /// Debian's Chromium: the installed one, else installed now with apt-get (the machines this
-/// runs on are Debian, as root, with the registry reachable).
-fn chromium(sh: &Shell) -> anyhow::Result<PathBuf> {
+/// runs on are Debian, as root, with the registry reachable). The oidc-provider leg uses it too.
+pub(crate) fn chromium(sh: &Shell) -> anyhow::Result<PathBuf> {
     let installed = || {
         ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
             .into_iter()
@@ -59,7 +59,7 @@ fn chromium(sh: &Shell) -> anyhow::Result<PathBuf> {
     if let Some(path) = installed() {
         return Ok(path);
     }
-    eprintln!("==> installing chromium with apt-get (the login leg's browser)");
+    eprintln!("==> installing chromium with apt-get (the browser of the login legs)");
     let _frontend = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
     // Another apt-get may hold the lock for a while: wait for it rather than fail.
     let wait = ["-o", "DPkg::Lock::Timeout=300"];

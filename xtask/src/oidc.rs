@@ -36,7 +36,8 @@ const NODE_MAJOR: u32 = 22;
 /// Runs the leg.
 pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
     let node = crate::interop::node(sh, tools, NODE_MAJOR)?;
-    chromium(sh)?;
+    // The peer script starts /usr/bin/chromium itself.
+    crate::login::chromium(sh)?;
     let dir = tools.join("oidc");
     let peer = install(sh, &dir)?;
     cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
@@ -106,32 +107,6 @@ fn install(sh: &Shell, dir: &Path) -> anyhow::Result<PathBuf> {
     let peer = dir.join("peer.mjs");
     std::fs::copy(crate::project_root().join("xtask/oidc/peer.mjs"), &peer)?;
     Ok(peer)
-}
-
-/// Debian's Chromium, installed with apt-get when missing (the machines this runs on are
-/// Debian, as root, with the registry reachable). The peer script starts it itself.
-fn chromium(sh: &Shell) -> anyhow::Result<()> {
-    if Path::new("/usr/bin/chromium").exists() {
-        return Ok(());
-    }
-    eprintln!("==> installing chromium with apt-get (the oidc-provider leg's browser)");
-    let _frontend = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
-    let wait = ["-o", "DPkg::Lock::Timeout=300"];
-    let install = || {
-        cmd!(
-            sh,
-            "apt-get install -y --no-install-recommends {wait...} chromium"
-        )
-        .run()
-    };
-    if install().is_err() {
-        cmd!(sh, "apt-get update {wait...}").run()?;
-        install().context("apt-get could not install chromium")?;
-    }
-    if !Path::new("/usr/bin/chromium").exists() {
-        bail!("apt-get installed chromium, but /usr/bin/chromium is missing");
-    }
-    Ok(())
 }
 
 /// One run: a user with a HOME of their own, against the running peer.
