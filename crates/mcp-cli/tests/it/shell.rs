@@ -137,25 +137,28 @@ fn mcp_answers_while_a_slow_call_runs() {
     );
     pty.type_line("/mcp demo");
     pty.wait_for("last_connected_at:", shown);
-    pty.wait_for("done after 4000 ms", before_call);
+    let done = pty.wait_for("done after 4000 ms", before_call);
+    pty.wait_for("mcp> ", done);
 
-    // The other commands.
-    let mark = pty.len();
-    pty.type_line("/tools demo");
-    pty.wait_for("mcp_demo_echo_", mark);
-    pty.type_line("/read demo demo://notes/shopping");
-    pty.wait_for("coffee", mark);
-    pty.type_line("/get demo review topic=shells");
-    pty.wait_for("Please review shells.", mark);
-    pty.type_line("/resources");
-    pty.wait_for("template", mark);
-    pty.type_line("/prompts");
-    pty.wait_for("Asks for a review", mark);
-    // Words may be separated by several spaces; the JSON keeps its own.
-    pty.type_line(r#"/call  demo   add  {"a": 20, "b": 22}"#);
-    pty.wait_for("20 + 22 = 42", mark);
-    pty.type_line("/bogus");
-    pty.wait_for("unknown command", mark);
+    // The other commands, one at a time: each answer is looked for only in what came after
+    // its own command (`/tools` lists `resources/templates/list`, which a later wait for
+    // "template" would otherwise take for `/resources`' answer), and the next command is
+    // typed at the next prompt (a line typed while the editor is not reading can be lost).
+    for (command, answer) in [
+        ("/tools demo", "mcp_demo_echo_"),
+        ("/read demo demo://notes/shopping", "coffee"),
+        ("/get demo review topic=shells", "Please review shells."),
+        ("/resources", "demo://notes/{name}"),
+        ("/prompts", "Asks for a review"),
+        // Words may be separated by several spaces; the JSON keeps its own.
+        (r#"/call  demo   add  {"a": 20, "b": 22}"#, "20 + 22 = 42"),
+        ("/bogus", "unknown command"),
+    ] {
+        let typed = pty.len();
+        pty.type_line(command);
+        let answered = pty.wait_for(answer, typed);
+        pty.wait_for("mcp> ", answered);
+    }
     pty.quit();
     // The history was kept for next time.
     let history =
