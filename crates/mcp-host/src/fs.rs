@@ -196,6 +196,7 @@ fn names_itself(path: &Path, _file: &File) -> io::Result<bool> {
 /// when the path names it itself: the target of a symbolic link (which may be anyone's file,
 /// and shared on purpose) is read but never has its mode changed. Failing to narrow (a file
 /// owned by someone else) is not a reason to refuse reading it.
+#[cfg(feature = "oauth")]
 pub(crate) fn read_private(path: &Path) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read as _;
     let mut file = match File::open(path) {
@@ -209,7 +210,7 @@ pub(crate) fn read_private(path: &Path) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, feature = "oauth"))]
 fn narrow(path: &Path, file: &File) {
     use std::os::unix::fs::PermissionsExt as _;
     let Ok(meta) = file.metadata() else { return };
@@ -218,7 +219,7 @@ fn narrow(path: &Path, file: &File) {
     }
 }
 
-#[cfg(not(unix))]
+#[cfg(all(not(unix), feature = "oauth"))]
 fn narrow(_path: &Path, _file: &File) {}
 
 #[cfg(test)]

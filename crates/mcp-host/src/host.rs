@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
-use mcp_http::{AuthHook, Challenge, HttpConfig};
+#[cfg(feature = "http")]
+use mcp_http::HttpConfig;
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientCapabilities, ContentBlock, GetPromptParams,
     GetPromptResult, Implementation, ListRootsResult, ListenParams, ProgressParams, Prompt,
@@ -24,6 +25,7 @@ use mcp_protocol::{
     ServerInfo, decode_result,
 };
 use mcp_session::{Client, Incoming};
+#[cfg(feature = "stdio")]
 use mcp_stdio::StdioConfig;
 use tokio::sync::{Semaphore, broadcast, mpsc};
 
@@ -34,6 +36,7 @@ use crate::config::{
     DEFAULT_REQUEST_TIMEOUT,
 };
 use crate::error::CallError;
+#[cfg(feature = "oauth")]
 use crate::oauth::OAuthHook;
 use crate::operation::{ExposedOperation, Operation, server_operations};
 use crate::permission::{CallKind, CallRequest, Decision, Policy, Prompter, ServerRules, combine};
@@ -42,14 +45,33 @@ use crate::redact::Redactor;
 /// How to reach one server: the transport's own configuration, secrets already resolved.
 /// `Debug` shows no secret: the transports' configurations show variable and header names
 /// without values, and the URL without user information or query (which may carry a key).
+/// Each variant is there when its transport's feature is (`stdio`, `http`).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Connect {
     /// A local program over stdio.
+    #[cfg(feature = "stdio")]
     Stdio(StdioConfig),
     /// A remote server over Streamable HTTP (or the legacy HTTP+SSE transport, as the config
     /// says).
+    #[cfg(feature = "http")]
     Http(HttpConfig),
+}
+
+impl Connect {
+    /// `stdio`, `http` or `sse`, as configuration files and the status view spell it.
+    fn kind(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "stdio")]
+            Self::Stdio(_) => "stdio",
+            #[cfg(feature = "http")]
+            Self::Http(c) if c.protocol == mcp_http::HttpProtocol::LegacySse => "sse",
+            #[cfg(feature = "http")]
+            Self::Http(_) => "http",
+            #[cfg(not(any(feature = "stdio", feature = "http")))]
+            _ => match *self {},
+        }
+    }
 }
 
 /// Everything the host needs to run one server, whatever file it came from.
@@ -89,6 +111,7 @@ pub struct ServerEntry {
     /// taken as written); shown with the server's diagnostics.
     pub notes: Vec<String>,
     /// OAuth for an HTTP server: supplies `Authorization`, logs in on a 401, refreshes.
+    #[cfg(feature = "oauth")]
     pub oauth: Option<Arc<OAuthHook>>,
     /// A protocol revision to speak instead of negotiating (the configuration's
     /// `protocol_version`): it is the only one offered and the only one accepted, for a
@@ -107,17 +130,18 @@ impl ServerEntry {
     /// 1 MiB results; an HTTP server is pinged after 30 s of silence and given 10 s to answer,
     /// a stdio one is not pinged.
     pub fn new(id: impl Into<String>, connect: Connect) -> Self {
-        let transport = match &connect {
-            Connect::Stdio(_) => "stdio",
-            Connect::Http(c) if c.protocol == mcp_http::HttpProtocol::LegacySse => "sse",
-            Connect::Http(_) => "http",
-        };
+        let transport = connect.kind();
+        Self::with(id.into(), transport, Ok(connect))
+    }
+
+    /// An entry with the defaults, whatever `connect` holds.
+    fn with(id: String, transport: &str, connect: Result<Connect, Unusable>) -> Self {
         Self {
-            id: id.into(),
+            id,
             source: "api".to_owned(),
             transport: transport.to_owned(),
             enabled: true,
-            connect: Ok(connect),
+            connect,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             ping_interval: (transport != "stdio").then_some(DEFAULT_PING_INTERVAL),
             ping_timeout: DEFAULT_PING_TIMEOUT,
@@ -125,6 +149,7 @@ impl ServerEntry {
             rules: ServerRules::default(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             notes: Vec::new(),
+            #[cfg(feature = "oauth")]
             oauth: None,
             protocol_version: None,
             expose_resources: true,
@@ -138,15 +163,11 @@ impl ServerEntry {
     /// an invalid entry, a project server not trusted): listed in state `error` with that
     /// message and `phase`, never connected.
     pub fn unusable(id: impl Into<String>, transport: &str, phase: Phase, why: String) -> Self {
-        let id = id.into();
-        let placeholder = StdioConfig::new(id.clone(), String::new(), Vec::<String>::new());
-        let mut entry = Self::new(id, Connect::Stdio(placeholder));
-        entry.transport = transport.to_owned();
-        entry.connect = Err(Unusable {
+        let why = Unusable {
             phase,
             message: why,
-        });
-        entry
+        };
+        Self::with(id.into(), transport, Err(why))
     }
 }
 
@@ -684,7 +705,7 @@ impl Host {
                 diagnostics: entry.notes.clone(),
                 ..SlotState::default()
             };
-            let redactor = Redactor::new(entry.connect.as_ref().ok(), entry.oauth.clone());
+            let redactor = Redactor::new(&entry);
             let slot = Arc::new(Slot {
                 redactor,
                 entry,
@@ -758,7 +779,7 @@ impl Host {
     /// reconnects it.
     pub async fn login(&self, id: &str) -> Result<(), CallError> {
         let slot = self.inner.slot(id)?;
-        let Some(oauth) = slot.entry.oauth.clone() else {
+        let Some(oauth) = slot.oauth() else {
             return Err(CallError::NoOAuth {
                 server: id.to_owned(),
             });
@@ -776,7 +797,7 @@ impl Host {
     /// Forgets an OAuth server's tokens, here and in the token store, and disconnects it.
     pub async fn logout(&self, id: &str) -> Result<(), CallError> {
         let slot = self.inner.slot(id)?;
-        let Some(oauth) = slot.entry.oauth.clone() else {
+        let Some(oauth) = slot.oauth() else {
             return Err(CallError::NoOAuth {
                 server: id.to_owned(),
             });
@@ -1201,12 +1222,22 @@ impl Slot {
             diagnostics: s.diagnostics.clone(),
             reconnect_attempts: s.reconnect_attempts,
             token_expires_at: self
-                .entry
-                .oauth
-                .as_ref()
+                .oauth()
                 .and_then(|h| h.expires_at_ms())
                 .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
         }
+    }
+
+    /// The server's OAuth hook, if it has one.
+    #[cfg(feature = "oauth")]
+    fn oauth(&self) -> Option<Arc<OAuthHook>> {
+        self.entry.oauth.clone()
+    }
+
+    /// Without OAuth in the build, no server has a hook.
+    #[cfg(not(feature = "oauth"))]
+    fn oauth(&self) -> Option<crate::features::NoOAuth> {
+        None
     }
 
     /// Keeps a diagnostic, its secrets redacted, and returns it as kept: what may be shown
@@ -1348,47 +1379,11 @@ impl Inner {
     }
 }
 
-/// Records whether the server asked for authorization, around the OAuth hook if there is one,
-/// so that a failed connection can be told apart as `auth_required`.
-struct ChallengeWatch {
-    inner: Option<Arc<dyn AuthHook>>,
-    unauthorized: AtomicBool,
-}
-
-impl AuthHook for ChallengeWatch {
-    fn authorization(&self) -> Option<http::HeaderValue> {
-        self.inner.as_ref().and_then(|h| h.authorization())
-    }
-
-    fn headers_for(&self, method: &http::Method, uri: &http::Uri) -> http::HeaderMap {
-        let inner = self.inner.as_ref();
-        inner.map_or_else(http::HeaderMap::new, |h| h.headers_for(method, uri))
-    }
-
-    fn succeeded(&self) {
-        if let Some(hook) = &self.inner {
-            hook.succeeded();
-        }
-    }
-
-    fn challenged(&self, challenge: Challenge) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
-        if challenge.status == http::StatusCode::UNAUTHORIZED {
-            self.unauthorized.store(true, Ordering::SeqCst);
-        }
-        Box::pin(async move {
-            match &self.inner {
-                Some(hook) => hook.challenged(challenge).await,
-                None => false,
-            }
-        })
-    }
-}
-
 /// Why one connection attempt failed.
-struct Failure {
-    phase: Phase,
-    message: String,
-    auth_required: bool,
+pub(crate) struct Failure {
+    pub(crate) phase: Phase,
+    pub(crate) message: String,
+    pub(crate) auth_required: bool,
 }
 
 /// Connects once: transport, handshake, tool list. The handshake's own timeout is the
@@ -1413,41 +1408,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
         message,
         auth_required: false,
     };
-    let client = match connect {
-        Connect::Stdio(mut config) => {
-            config.name = entry.id.clone();
-            mcp_stdio::spawn(config, session)
-                .await
-                .map_err(|e| fail(Phase::Connect, format!("connect: {e}")))?
-        }
-        Connect::Http(mut config) => {
-            config.name = entry.id.clone();
-            if let Some(oauth) = &entry.oauth {
-                oauth.prepare().await;
-                config.auth = Some(oauth.clone());
-            }
-            let watch = Arc::new(ChallengeWatch {
-                inner: config.auth.take(),
-                unauthorized: AtomicBool::new(false),
-            });
-            config.auth = Some(watch.clone());
-            mcp_http::connect(config, session).await.map_err(|e| {
-                let auth = entry.oauth.as_ref().and_then(|h| h.last_error());
-                let unauthorized = watch.unauthorized.load(Ordering::SeqCst);
-                Failure {
-                    phase: Phase::Connect,
-                    auth_required: unauthorized,
-                    // Refused for want of authorization: why the authorization failed is the
-                    // reason, the refusal's transport details come after it.
-                    message: match auth {
-                        Some(auth) if unauthorized => format!("{auth}; connect: {e}"),
-                        Some(auth) => format!("connect: {e}; {auth}"),
-                        None => format!("connect: {e}"),
-                    },
-                }
-            })?
-        }
-    };
+    let client = crate::transport::open(entry, connect, session).await?;
     let has_tools = client.server_info().capabilities.tools.is_some();
     let tools = if has_tools {
         match client.list_all_tools().await {
@@ -1606,6 +1567,7 @@ async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client) -> String 
     // with this connection.
     let _listening = listen(slot, client).map(AbortOnDrop);
     // OAuth tokens are refreshed ahead of expiry while connected; the timer ends with this.
+    #[cfg(feature = "oauth")]
     let _refreshing = (slot.entry.oauth.clone())
         .map(|hook| AbortOnDrop(tokio::spawn(crate::refresh::keep_fresh(hook))));
     resubscribe(slot, client);

@@ -35,30 +35,62 @@
 //!
 //! # Optional features
 //!
-//! None yet; `full` is accepted for uniformity.
+//! Each transport and OAuth can be left out, so that a consumer compiles only what it uses: an
+//! editor that runs local stdio servers needs no HTTP, TLS or OAuth. All are on by default;
+//! `full` turns on every one.
+//!
+//! - `stdio`: local servers started as child processes (`mcp-stdio`): [`Connect::Stdio`].
+//! - `http`: remote servers over Streamable HTTP or HTTP+SSE, plain `http` only (`mcp-http`'s
+//!   client): [`Connect::Http`].
+//! - `tls` (implies `http`): `https` URLs, through rustls.
+//! - `oauth` (implies `tls`): OAuth 2.1 for HTTP servers: [`oauth`], [`auth_store`], logins.
+//!   Without it, [`oauth::OAuthContext`] is a type with no values, so that
+//!   [`setup::entries`] keeps one signature in every build (pass `None`).
+//!
+//! A configuration file is shared between builds, so it is read in full whatever was left
+//! out: a server whose transport (or `https`, or `oauth` settings) needs a feature this build
+//! does not have is listed in state `error` at [`Phase::Configuration`], with a message that
+//! names the server and the feature; nothing panics.
 //!
 //! # Stability
 //!
 //! Pre-1.0: the API may change between minor versions.
 
+#[cfg(feature = "oauth")]
 pub mod auth_store;
 mod bound;
 pub mod catalog;
 pub mod config;
+#[cfg(feature = "oauth")]
 mod device_login;
 mod elicit;
 mod error;
 pub mod export;
+mod features;
 mod fs;
 mod host;
+#[cfg(feature = "oauth")]
 mod loopback;
+#[cfg(feature = "oauth")]
 pub mod oauth;
+/// OAuth, left out of this build (the `oauth` feature).
+#[cfg(not(feature = "oauth"))]
+pub mod oauth {
+    /// OAuth was left out of this build (the `oauth` feature), so no context can exist: the
+    /// only value of an `Option<&OAuthContext>` is `None`. It exists so that
+    /// [`setup::entries`](crate::setup::entries) has one signature in every build.
+    #[derive(Debug)]
+    pub enum OAuthContext {}
+}
 pub mod operation;
 pub mod permission;
+#[cfg(feature = "oauth")]
 mod reach;
 mod redact;
+#[cfg(feature = "oauth")]
 mod refresh;
 pub mod setup;
+mod transport;
 pub mod trust;
 
 // The public interface is:

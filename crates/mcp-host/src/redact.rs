@@ -6,27 +6,34 @@
 //! through it: its `last_error` and diagnostics, the errors of calls to it, and what is
 //! logged of it. Tool results are not redacted: see [`ToolOutput`](crate::ToolOutput).
 
+#[cfg(feature = "oauth")]
 use std::sync::Arc;
 
+#[cfg(feature = "http")]
 use mcp_http::HttpConfig;
 use mcp_protocol::Secrets;
 
 use crate::error::CallError;
+#[cfg(any(feature = "stdio", feature = "http"))]
 use crate::host::Connect;
+use crate::host::ServerEntry;
+#[cfg(feature = "oauth")]
 use crate::oauth::OAuthHook;
 
 /// The secrets of one server, fixed when its entry is started, and its authorization's
 /// current ones, asked for at each use (a refresh brings a new token).
 pub(crate) struct Redactor {
     fixed: Secrets,
+    #[cfg(feature = "oauth")]
     oauth: Option<Arc<OAuthHook>>,
 }
 
 impl Redactor {
-    /// The secrets of a server that connects with `connect` (none for an entry that cannot be
-    /// used) and authorizes with `oauth`.
-    pub(crate) fn new(connect: Option<&Connect>, oauth: Option<Arc<OAuthHook>>) -> Self {
-        let fixed = match connect {
+    /// The secrets of the server of `entry`: those of its connection (none for an entry that
+    /// cannot be used) and of its OAuth hook.
+    pub(crate) fn new(entry: &ServerEntry) -> Self {
+        let fixed = match entry.connect.as_ref().ok() {
+            #[cfg(feature = "stdio")]
             Some(Connect::Stdio(config)) => {
                 // The same values and floors as the stderr the transport quotes, from the
                 // environment the server starts with.
@@ -34,18 +41,26 @@ impl Redactor {
                     mcp_stdio::env::build(std::env::vars(), &config.env, config.inherit_env);
                 mcp_stdio::env::secrets(&config.env, &started)
             }
+            #[cfg(feature = "http")]
             Some(Connect::Http(config)) => http_secrets(config),
+            #[cfg(not(any(feature = "stdio", feature = "http")))]
+            Some(never) => match *never {},
             None => Secrets::default(),
         };
-        Self { fixed, oauth }
+        Self {
+            fixed,
+            #[cfg(feature = "oauth")]
+            oauth: entry.oauth.clone(),
+        }
     }
 
     /// Everything to hide now.
     pub(crate) fn secrets(&self) -> Secrets {
-        match &self.oauth {
-            Some(oauth) => self.fixed.with(&oauth.secrets()),
-            None => self.fixed.clone(),
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            return self.fixed.with(&oauth.secrets());
         }
+        self.fixed.clone()
     }
 
     /// `text` with every secret shown as `[redacted]`.
@@ -62,6 +77,7 @@ impl Redactor {
 
 /// An HTTP server's secrets: its header values (and the credential after an `Authorization`
 /// scheme, which a server may quote alone), and its URL's password and query values.
+#[cfg(feature = "http")]
 fn http_secrets(config: &HttpConfig) -> Secrets {
     let mut values = Vec::new();
     for (_, value) in &config.headers {
@@ -81,10 +97,11 @@ fn http_secrets(config: &HttpConfig) -> Secrets {
     )
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::{Connect, Redactor};
     use crate::error::CallError;
+    use crate::host::ServerEntry;
 
     #[test]
     fn an_http_servers_headers_and_url_keys_are_hidden_in_every_error_field() {
@@ -94,7 +111,7 @@ mod tests {
             ("Authorization".to_owned(), "Bearer tok-abcdef".to_owned()),
             ("X-Short".to_owned(), "abc".to_owned()),
         ];
-        let r = Redactor::new(Some(&Connect::Http(config)), None);
+        let r = Redactor::new(&ServerEntry::new("s", Connect::Http(config)));
         let shown = r.text("Bearer tok-abcdef; alone tok-abcdef; url-key-123; abc; v=1");
         assert_eq!(shown, "[redacted]; alone [redacted]; [redacted]; abc; v=1");
         let error = r.error(CallError::Rpc {

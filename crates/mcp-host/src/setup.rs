@@ -7,8 +7,8 @@ use std::sync::Arc;
 use mcp_protocol::schema::Implementation;
 
 use crate::catalog::ToolFilter;
-use crate::config::{LoadedConfig, Scope, ServerConfig, Transport};
-use crate::host::{Connect, HostOptions, Phase, ServerEntry};
+use crate::config::{LoadedConfig, Scope, ServerConfig};
+use crate::host::{HostOptions, Phase, ServerEntry};
 use crate::oauth::OAuthContext;
 use crate::permission::{Decision, Policy, ServerRules};
 use crate::trust::Approvals;
@@ -35,9 +35,7 @@ pub fn entries(
             if !approvals.approves(server) {
                 return untrusted(server, approvals.knows(&server.id));
             }
-            let mut e = entry(server);
-            e.oauth = oauth.and_then(|ctx| ctx.hook(server));
-            e
+            with_oauth(entry(server), oauth, server)
         })
         .collect();
     for rejected in &loaded.rejected {
@@ -67,20 +65,35 @@ pub fn entries(
     out
 }
 
+/// `entry` with the OAuth hook `oauth` makes for `server`, if any.
+#[cfg(feature = "oauth")]
+fn with_oauth(
+    mut entry: ServerEntry,
+    oauth: Option<&OAuthContext>,
+    server: &ServerConfig,
+) -> ServerEntry {
+    entry.oauth = oauth.and_then(|ctx| ctx.hook(server));
+    entry
+}
+
+/// Without OAuth in the build there is no context (`oauth` is `None`) and no hook to add.
+#[cfg(not(feature = "oauth"))]
+fn with_oauth(
+    entry: ServerEntry,
+    oauth: Option<&OAuthContext>,
+    _server: &ServerConfig,
+) -> ServerEntry {
+    match oauth {
+        None => entry,
+        Some(never) => match *never {},
+    }
+}
+
 /// One configured server as an entry. A project file may not allow calls without asking:
 /// a repository someone cloned must not be able to switch off the user's confirmation, so an
 /// `allow` from the project layer is read as `ask`, and the entry says so.
 pub fn entry(server: &ServerConfig) -> ServerEntry {
-    let connect = match &server.transport {
-        Transport::Stdio(_) => server.stdio_config().map(Connect::Stdio),
-        Transport::Http(_) => server.http_config().map(Connect::Http),
-    };
-    let connect = connect.ok_or_else(|| {
-        format!(
-            "configuration: transport `{}` has no settings",
-            server.transport.kind()
-        )
-    });
+    let connect = crate::features::connect(server);
     let mut notes = Vec::new();
     let rules = if server.source == Scope::Project {
         distrust_allow(&server.permission, &mut notes)

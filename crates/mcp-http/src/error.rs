@@ -20,6 +20,7 @@ pub enum Error {
     /// A plain request of [`Fetcher`](crate::Fetcher) failed; callers of
     /// [`Fetcher::send`](crate::Fetcher::send) get the narrower [`FetchError`](crate::FetchError)
     /// to branch on, and `?` turns it into this.
+    #[cfg(feature = "client")]
     #[error(transparent)]
     Fetch(#[from] crate::FetchError),
 }
@@ -29,7 +30,9 @@ impl Error {
     pub fn protocol(&self) -> Option<&mcp_protocol::Error> {
         match self {
             Self::Client(e) => Some(e.protocol()),
-            Self::Config { .. } | Self::Fetch(_) => None,
+            Self::Config { .. } => None,
+            #[cfg(feature = "client")]
+            Self::Fetch(_) => None,
         }
     }
 }

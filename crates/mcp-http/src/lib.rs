@@ -32,24 +32,39 @@
 //!
 //! # Optional features
 //!
-//! None yet; `full` is accepted for uniformity.
+//! All three are on by default; `full` turns on every one.
+//!
+//! - `client`: [`connect`], [`Fetcher`], [`AuthHook`] and the address policy.
+//! - `server`: [`serve_http`], [`bind`] and [`HttpServerConfig`].
+//! - `tls` (implies `client`): `https` URLs, through rustls with ring and Mozilla's roots
+//!   (webpki-roots). Without it the client speaks plain `http` only, which is all a consumer
+//!   that talks to loopback servers needs; an `https` URL then fails at connection with an
+//!   error that names this feature.
+//!
+//! [`sse`] and the header constants are always there.
 //!
 //! # Stability
 //!
 //! Pre-1.0: the API may change between minor versions.
 
+#[cfg(feature = "client")]
 mod client;
 mod error;
+// Shared by both halves: each uses its part of it, and with neither only the constants are used.
+#[cfg_attr(not(all(feature = "client", feature = "server")), allow(dead_code))]
 mod headers;
+#[cfg(feature = "server")]
 mod server;
 pub mod sse;
 
 // The public interface is:
+#[cfg(feature = "client")]
 pub use client::{
     AddressClass, AddressPolicy, AuthHook, Challenge, FetchError, FetchOptions, Fetcher,
-    HttpConfig, HttpProtocol, LAST_EVENT_ID, PROTOCOL_VERSION, Refusal, SESSION_ID, StaticAuth,
-    connect, may_reach, may_use_plain_http,
+    HttpConfig, HttpProtocol, Refusal, StaticAuth, connect, may_reach, may_use_plain_http,
 };
 pub use error::{Error, Result};
+pub use headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 pub use mcp_session::{Client, Incoming};
+#[cfg(feature = "server")]
 pub use server::{HttpServerConfig, ResponseBody, SseBody, bind, serve_http};

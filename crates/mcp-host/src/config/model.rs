@@ -300,6 +300,7 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// An `mcp_stdio::StdioConfig` for a stdio server, with `mcp-stdio`'s default limits:
     /// named by the server id, secrets passed as the environment. `None` for an HTTP server.
+    #[cfg(feature = "stdio")]
     pub fn stdio_config(&self) -> Option<mcp_stdio::StdioConfig> {
         let Transport::Stdio(t) = &self.transport else {
             return None;
@@ -318,6 +319,7 @@ impl ServerConfig {
     /// An `mcp_http::HttpConfig` for an HTTP server, with `mcp-http`'s default limits: named by
     /// the server id, configured headers set, the transport forced to legacy SSE when asked.
     /// No authorization hook: the host adds its OAuth hook. `None` for a stdio server.
+    #[cfg(feature = "http")]
     pub fn http_config(&self) -> Option<mcp_http::HttpConfig> {
         let Transport::Http(t) = &self.transport else {
             return None;

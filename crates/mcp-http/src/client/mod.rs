@@ -34,15 +34,8 @@ pub use fetch::{FetchError, FetchOptions, Fetcher};
 pub use policy::{AddressClass, AddressPolicy, Refusal, may_reach, may_use_plain_http};
 
 use crate::error::{Error, Result};
-use crate::headers::{self, ToolHeaders};
+use crate::headers::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID, ToolHeaders};
 use crate::sse;
-
-/// `MCP-Session-Id`.
-pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-/// `MCP-Protocol-Version`.
-pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-/// `Last-Event-ID`.
-pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// `DPoP-Nonce` (RFC 9449 §9), handed to the auth hook with a challenge.
 const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");

@@ -2,12 +2,16 @@
 //! Mozilla's roots plus any the configuration adds) for `https` ones, with `TCP_NODELAY` on.
 //! With an [`AddressPolicy`] it resolves names itself and connects only to the addresses the
 //! policy allows, then checks the address actually connected once more.
+//!
+//! Without the `tls` feature the connector speaks plain TCP only, and refuses an `https` URL
+//! with an error that names the feature.
 
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -15,19 +19,44 @@ use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
+#[cfg(feature = "tls")]
 use rustls::pki_types::ServerName;
+#[cfg(feature = "tls")]
 use rustls::pki_types::pem::PemObject as _;
 use tokio::net::TcpStream;
+#[cfg(feature = "tls")]
 use tokio_rustls::TlsConnector;
+#[cfg(feature = "tls")]
 use tokio_rustls::client::TlsStream;
 
 use super::policy::{AddressPolicy, Refusal};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The TLS client configuration, or nothing in a build without TLS.
+#[cfg(feature = "tls")]
+pub(crate) type TlsConfig = rustls::ClientConfig;
+/// The TLS client configuration, or nothing in a build without TLS.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone, Copy)]
+pub(crate) struct TlsConfig;
+
+/// What an `https` URL gets from a build without the `tls` feature.
+#[cfg(not(feature = "tls"))]
+pub(crate) const NO_TLS: &str =
+    "https needs the `tls` feature of mcp-http, which this build left out";
+
+/// Without TLS there is nothing to configure: the extra roots could only serve `https` URLs,
+/// which fail at connection with [`NO_TLS`].
+#[cfg(not(feature = "tls"))]
+pub(crate) fn client_config(_extra_roots_pem: &[Vec<u8>]) -> Result<TlsConfig, String> {
+    Ok(TlsConfig)
+}
+
 /// Builds the TLS client configuration: Mozilla's roots, plus the PEM certificates given (a
 /// private CA, a test CA). Fails on a PEM that holds no certificate or one rustls refuses.
-pub(crate) fn client_config(extra_roots_pem: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
+#[cfg(feature = "tls")]
+pub(crate) fn client_config(extra_roots_pem: &[Vec<u8>]) -> Result<TlsConfig, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for pem in extra_roots_pem {
@@ -57,6 +86,7 @@ pub(crate) fn client_config(extra_roots_pem: &[Vec<u8>]) -> Result<rustls::Clien
 #[derive(Clone)]
 pub(crate) struct Connector {
     http: HttpConnector,
+    #[cfg(feature = "tls")]
     tls: TlsConnector,
     policy: Option<AddressPolicy>,
 }
@@ -64,12 +94,15 @@ pub(crate) struct Connector {
 impl Connector {
     pub(crate) fn new(
         mut http: HttpConnector,
-        tls: rustls::ClientConfig,
+        tls: TlsConfig,
         policy: Option<AddressPolicy>,
     ) -> Self {
         http.enforce_http(false);
+        #[cfg(not(feature = "tls"))]
+        let _: TlsConfig = tls;
         Self {
             http,
+            #[cfg(feature = "tls")]
             tls: TlsConnector::from(Arc::new(tls)),
             policy,
         }
@@ -165,6 +198,13 @@ impl tower_service::Service<Uri> for Connector {
             .unwrap_or_default()
             .trim_matches(['[', ']'])
             .to_owned();
+        #[cfg(not(feature = "tls"))]
+        if https {
+            // Before any connection: the build cannot speak TLS, so nothing is sent.
+            let origin = origin(&uri, https);
+            return Box::pin(async move { Err(format!("{origin}: {NO_TLS}").into()) });
+        }
+        #[cfg(feature = "tls")]
         let tls = self.tls.clone();
         let connect: Pin<Box<dyn Future<Output = Result<TcpStream, BoxError>> + Send>> =
             match self.policy {
@@ -182,10 +222,15 @@ impl tower_service::Service<Uri> for Connector {
             if !https {
                 return Ok(Stream::Plain(TokioIo::new(tcp)));
             }
-            let name = ServerName::try_from(host.clone())
-                .map_err(|_| format!("{host:?} is not a valid TLS server name"))?;
-            let stream = tls.connect(name, tcp).await?;
-            Ok(Stream::Tls(Box::new(TokioIo::new(stream))))
+            #[cfg(feature = "tls")]
+            {
+                let name = ServerName::try_from(host.clone())
+                    .map_err(|_| format!("{host:?} is not a valid TLS server name"))?;
+                let stream = tls.connect(name, tcp).await?;
+                Ok(Stream::Tls(Box::new(TokioIo::new(stream))))
+            }
+            #[cfg(not(feature = "tls"))]
+            Err(format!("{host}: {NO_TLS}").into())
         })
     }
 }
@@ -193,6 +238,7 @@ impl tower_service::Service<Uri> for Connector {
 /// A connection: plain TCP or TLS over TCP.
 pub(crate) enum Stream {
     Plain(TokioIo<TcpStream>),
+    #[cfg(feature = "tls")]
     Tls(Box<TokioIo<TlsStream<TcpStream>>>),
 }
 
@@ -200,6 +246,7 @@ impl Connection for Stream {
     fn connected(&self) -> Connected {
         match self {
             Self::Plain(s) => s.inner().connected(),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => s.inner().get_ref().0.connected(),
         }
     }
@@ -213,6 +260,7 @@ impl Read for Stream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
@@ -226,6 +274,7 @@ impl Write for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
@@ -233,6 +282,7 @@ impl Write for Stream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
@@ -240,6 +290,7 @@ impl Write for Stream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }

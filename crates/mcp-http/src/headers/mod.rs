@@ -26,6 +26,13 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+/// `MCP-Session-Id`: the session a handshake-era server gave, sent back on every request.
+pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`: the negotiated revision, on every request after the handshake.
+pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Last-Event-ID`: where a resumed SSE stream picks up.
+pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
 /// `Mcp-Method`: the JSON-RPC `method` of the body, on every request.
 pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 

@@ -33,7 +33,7 @@ use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport, Sessions};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::client::{PROTOCOL_VERSION, SESSION_ID};
+use crate::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
 pub use body::SseBody;

@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use super::{
     HttpServer, ResponseBody, SseBody, json_response, lock, rpc_error, sse_response, undecodable,
 };
-use crate::client::PROTOCOL_VERSION;
+use crate::headers::PROTOCOL_VERSION;
 use crate::headers::{self, ToolHeaders};
 
 /// Whether a request with these headers takes the stateless path: its `MCP-Protocol-Version`
