@@ -132,7 +132,7 @@ pub fn measure(file: &GatewayFile, upstreams: &BTreeMap<String, Vec<Tool>>) -> B
         .categories
         .iter()
         .map(|(name, category)| {
-            let resolved = resolve(category, &view);
+            let resolved = resolve(category, &crate::category::ids(file), &view);
             CategoryCost {
                 category: name.clone(),
                 tools: resolved.tools.len(),

@@ -47,11 +47,12 @@ use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
 use crate::args::{Args, invalid};
-use crate::file::{Category, GatewayFile, split_prefixed};
+use crate::file::{Category, GatewayFile};
 use crate::server::{
     ErrorKind, Shared, call_error_kind, call_error_result, encode, tool_error,
     tools_only_capabilities,
 };
+use crate::tool_name::{self, designates, prefixed};
 
 /// The tool that loads a category's definitions.
 pub(crate) const GET_TOOLS: &str = "get-category-tools";
@@ -233,15 +234,26 @@ pub(crate) struct Resolved {
     pub(crate) idle_overrides: Vec<String>,
 }
 
-fn prefixed(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
+/// The configured server ids, which a prefixed name is read against.
+pub(crate) fn ids(file: &GatewayFile) -> Vec<&str> {
+    file.mcp_servers.keys().map(String::as_str).collect()
 }
 
-fn shown(multi: bool, server: &str, tool: &str) -> String {
+/// A name as the file or a client writes it: the server and the rest when it reads as
+/// `mcp__<server>__<tool>` with a configured server (the longest), else no server and the
+/// name as it is.
+fn parse<'t>(name: &'t str, ids: &[&str]) -> (Option<&'t str>, &'t str) {
+    tool_name::split(name, ids.iter().copied()).map_or((None, name), |(s, t)| (Some(s), t))
+}
+
+/// What the model is shown for `server`'s tool `raw` (see [`tool_name::shown`]), prefixed in
+/// a category that spans several servers.
+fn shown(multi: bool, server: &str, raw: &str) -> String {
+    let bare = tool_name::shown(raw);
     if multi {
-        prefixed(server, tool)
+        prefixed(server, &bare)
     } else {
-        tool.to_owned()
+        bare.into_owned()
     }
 }
 
@@ -289,7 +301,7 @@ fn override_for<'a>(
 }
 
 /// Matches `category` against the tools of its upstreams: includes, excludes, overrides.
-pub(crate) fn resolve(category: &Category, upstreams: &Upstreams) -> Resolved {
+pub(crate) fn resolve(category: &Category, ids: &[&str], upstreams: &Upstreams) -> Resolved {
     let servers = category.upstreams();
     let multi = servers.len() > 1;
     let ready = |s: &str| upstreams.get(s).filter(|u| u.ready);
@@ -305,7 +317,7 @@ pub(crate) fn resolve(category: &Category, upstreams: &Upstreams) -> Resolved {
         }
     };
     for name in &category.tools.include_names {
-        match split_prefixed(name) {
+        match parse(name, ids) {
             (Some(s), _) if !servers.contains(&s) => out.unknown.push(Unknown {
                 field: "includeNames",
                 name: name.clone(),
@@ -376,7 +388,7 @@ pub(crate) fn resolve(category: &Category, upstreams: &Upstreams) -> Resolved {
         });
     }
     for (key, rule) in &category.tools.overrides {
-        let (prefix, t) = split_prefixed(key);
+        let (prefix, t) = parse(key, ids);
         if let Some(s) = prefix
             && !servers.contains(&s)
         {
@@ -417,7 +429,7 @@ pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
     let (mut tools, mut disabled, mut unresolved, mut unavailable) = (0, 0, 0, 0);
     for (name, category) in &file.categories {
         let servers = category.upstreams();
-        let resolved = resolve(category, &upstreams(shared, &servers));
+        let resolved = resolve(category, &ids(&file), &upstreams(shared, &servers));
         tools += resolved.tools.len();
         disabled += resolved.disabled.len();
         unresolved += resolved.unknown.len();
@@ -552,7 +564,7 @@ async fn get_tools(shared: &Shared, params: CallToolParams) -> CallToolResult {
             ),
         );
     }
-    let resolved = resolve(category, &upstreams);
+    let resolved = resolve(category, &ids(&file), &upstreams);
     let answer = answer(name, category, &resolved, wanted.as_deref());
     let mut result = CallToolResult::new(vec![ContentBlock::text(answer.to_string())]);
     result.structured_content = Some(answer);
@@ -624,33 +636,33 @@ fn tool_schema(served: &Served) -> Value {
 }
 
 /// The served tools a name (bare or prefixed) designates.
+/// A prefixed name is read against the servers of the served tools, each reading in turn
+/// (see [`tool_name::splits`]); a name that designates no served tool that way is taken
+/// as bare.
 fn find_served<'a>(resolved: &'a Resolved, name: &str) -> Vec<&'a Served> {
-    match split_prefixed(name) {
-        (Some(s), t)
-            if resolved
-                .tools
-                .iter()
-                .any(|x| x.server == s && x.tool.name == t) =>
-        {
-            resolved
-                .tools
-                .iter()
-                .filter(|x| x.server == s && x.tool.name == t)
-                .collect()
-        }
-        _ => resolved
+    let servers = resolved.tools.iter().map(|x| x.server.as_str());
+    for (s, t) in tool_name::splits(name, servers) {
+        let found: Vec<&Served> = resolved
             .tools
             .iter()
-            .filter(|x| x.tool.name == name || x.shown == name)
-            .collect(),
+            .filter(|x| x.server == s && designates(&x.tool.name, t))
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
     }
+    resolved
+        .tools
+        .iter()
+        .filter(|x| designates(&x.tool.name, name) || x.shown == name)
+        .collect()
 }
 
 /// Whether an override with `enabled: false` names `name` (bare or prefixed) in `category`.
-fn is_disabled(category: &Category, name: &str) -> bool {
-    let (prefix, tool) = split_prefixed(name);
+fn is_disabled(category: &Category, ids: &[&str], name: &str) -> bool {
+    let (prefix, tool) = parse(name, ids);
     category.tools.overrides.iter().any(|(key, rule)| {
-        let (kprefix, ktool) = split_prefixed(key);
+        let (kprefix, ktool) = parse(key, ids);
         rule.enabled == Some(false)
             && ktool == tool
             && (kprefix.is_none() || prefix.is_none() || kprefix == prefix)
@@ -658,14 +670,14 @@ fn is_disabled(category: &Category, name: &str) -> bool {
 }
 
 /// Whether the category's configuration names `tool` (on `server` when given).
-fn is_configured(category: &Category, server: Option<&str>, tool: &str) -> bool {
+fn is_configured(category: &Category, ids: &[&str], server: Option<&str>, tool: &str) -> bool {
     let servers = category.upstreams();
     let on = |s: &str| server.is_none_or(|x| x == s);
     let by_name = category
         .tools
         .include_names
         .iter()
-        .any(|n| match split_prefixed(n) {
+        .any(|n| match parse(n, ids) {
             (Some(s), t) => t == tool && on(s),
             (None, t) => t == tool,
         });
@@ -699,15 +711,21 @@ async fn call_tool(
         Err(e) => return e,
     };
     let shown_name = clean_text(name, 256);
-    if is_disabled(category, name) {
+    let ids = ids(&file);
+    if is_disabled(category, &ids, name) {
         return tool_error(
             ErrorKind::ToolDisabled,
             &format!("`{shown_name}` is disabled in category `{category_name}`"),
         );
     }
     let servers = category.upstreams();
-    let (prefix, bare) = split_prefixed(name);
+    let (prefix, bare) = parse(name, &ids);
+    let upstreams = upstreams(shared, &servers);
+    let resolved = resolve(category, &ids, &upstreams);
+    // Before the prefix is checked: an upstream's own name may look prefixed.
+    let found = find_served(&resolved, name);
     if let Some(s) = prefix
+        && found.is_empty()
         && !servers.contains(&s)
     {
         return tool_error(
@@ -718,9 +736,6 @@ async fn call_tool(
             ),
         );
     }
-    let upstreams = upstreams(shared, &servers);
-    let resolved = resolve(category, &upstreams);
-    let found = find_served(&resolved, name);
     let (server, tool, shown) = match found.as_slice() {
         [one] => (one.server.clone(), one.tool.name.clone(), one.shown.clone()),
         [_, _, ..] => {
@@ -731,7 +746,7 @@ async fn call_tool(
             ));
         }
         [] => {
-            if !is_configured(category, prefix, bare) {
+            if !is_configured(category, &ids, prefix, bare) {
                 let known: Vec<&str> = resolved.tools.iter().map(|x| x.shown.as_str()).collect();
                 return tool_error(
                     ErrorKind::UnknownTool,
@@ -874,15 +889,17 @@ mod tests {
                 "find_x",
             ]),
         )]);
-        let r = resolve(&c, &ups);
+        let r = resolve(&c, &["s"], &ups);
         assert_eq!(names(&r), ["read_file", "list_dir", "find_x"]);
         assert_eq!(r.tools[0].tool.description.as_deref(), Some("new"));
         assert_eq!(r.disabled, [("s".to_owned(), "find_file".to_owned())]);
         assert_eq!(r.unknown.len(), 1);
         assert_eq!(r.unknown[0].name, "nope");
-        assert!(is_disabled(&c, "find_file") && is_disabled(&c, "mcp__s__find_file"));
-        assert!(is_configured(&c, None, "find_zzz"));
-        assert!(!is_configured(&c, None, "find_symbol"));
+        assert!(
+            is_disabled(&c, &["s"], "find_file") && is_disabled(&c, &["s"], "mcp__s__find_file")
+        );
+        assert!(is_configured(&c, &["s"], None, "find_zzz"));
+        assert!(!is_configured(&c, &["s"], None, "find_symbol"));
     }
 
     #[test]
@@ -897,7 +914,7 @@ mod tests {
             ("a".to_owned(), ready(&["echo", "both"])),
             ("b".to_owned(), ready(&["echo", "only_b", "both"])),
         ]);
-        let r = resolve(&c, &ups);
+        let r = resolve(&c, &["a", "b"], &ups);
         assert_eq!(
             names(&r),
             [
@@ -920,7 +937,7 @@ mod tests {
             ..CategoryTools::default()
         };
         let c = category(&["a"], tools);
-        let r = resolve(&c, &Upstreams::from([("a".to_owned(), down())]));
+        let r = resolve(&c, &["a"], &Upstreams::from([("a".to_owned(), down())]));
         assert!(r.unknown.is_empty());
         assert_eq!(r.unavailable, ["echo"]);
         let answer = answer("c", &c, &r, None);

@@ -250,19 +250,6 @@ pub fn schema() -> Value {
     serde_json::to_value(schemars::schema_for!(GatewayFile)).unwrap_or(Value::Null)
 }
 
-/// A tool name as a file may write it: `mcp__<server>__<tool>` (seed 004 §11) or bare.
-/// Returns the server (if prefixed) and the bare name.
-pub fn split_prefixed(name: &str) -> (Option<&str>, &str) {
-    if let Some(rest) = name.strip_prefix("mcp__")
-        && let Some((server, tool)) = rest.split_once("__")
-        && !server.is_empty()
-        && !tool.is_empty()
-    {
-        return (Some(server), tool);
-    }
-    (None, name)
-}
-
 /// What went wrong with a gateway file: the path, the field, the fix.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -428,17 +415,6 @@ fn without_value(e: &serde_json::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefixed_names_split_and_bare_names_stay() {
-        assert_eq!(
-            split_prefixed("mcp__serena__read_file"),
-            (Some("serena"), "read_file")
-        );
-        assert_eq!(split_prefixed("read_file"), (None, "read_file"));
-        assert_eq!(split_prefixed("mcp____x"), (None, "mcp____x"));
-        assert_eq!(split_prefixed("mcp__a__b__c"), (Some("a"), "b__c"));
-    }
 
     #[test]
     fn debug_output_keeps_secret_values_out() {

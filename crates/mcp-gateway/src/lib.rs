@@ -46,6 +46,7 @@ pub mod file;
 mod meta;
 mod passthrough;
 mod server;
+mod tool_name;
 
 // The public interface is:
 pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema, upstreams};

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use mcp_host::catalog::clean_text;
 use mcp_host::{CallError, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientRequest, ContentBlock, EmbeddedResource, ListToolsResult,
@@ -24,6 +25,7 @@ use crate::args::{Args, invalid};
 use crate::server::{
     ErrorKind, Shared, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
 };
+use crate::tool_name::{self, MAX_SHOWN, designates};
 
 /// The names of the tools this mode serves.
 const LIST_SERVERS: &str = "list-servers";
@@ -183,7 +185,8 @@ fn known_server(shared: &Shared, server: &str) -> Result<(), CallToolResult> {
     Err(tool_error(
         ErrorKind::UpstreamUnavailable,
         &format!(
-            "no server `{server}`; the servers are {}",
+            "no server `{}`; the servers are {}",
+            clean_text(server, MAX_SHOWN),
             if ids.is_empty() {
                 "none".to_owned()
             } else {
@@ -255,12 +258,12 @@ async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, Call
         for t in catalog.server_tools(server) {
             let mut entry = json!({
                 "server": t.server,
-                "name": t.tool,
-                "description": t.source.description.as_deref().map(|d| mcp_host::catalog::clean_text(d, 4096)),
+                "name": tool_name::shown(&t.tool),
+                "description": t.source.description.as_deref().map(|d| clean_text(d, 4096)),
                 "inputSchema": *t.parameters,
             });
             if let Some(title) = &t.source.title {
-                entry["title"] = json!(mcp_host::catalog::clean_text(title, 256));
+                entry["title"] = json!(clean_text(title, 256));
             }
             if let Some(annotations) = &t.source.annotations {
                 entry["annotations"] = serde_json::to_value(annotations).unwrap_or(Value::Null);
@@ -286,32 +289,39 @@ async fn call_tool(
     known_server(shared, server)?;
     // Only what the catalogue offers is callable: the file's `enabled_tools` and
     // `disabled_tools` hold here as everywhere. A tool the cached list lacks may be new, so
-    // the list is fetched once more before the model is told no.
+    // the list is fetched once more before the model is told no. The model names the tool
+    // as `list-tools` showed it; the upstream is called with its own name.
     let offered = |shared: &Shared| {
         shared
             .host
             .catalog()
             .server_tools(server)
-            .any(|t| t.tool == tool)
+            .find(|t| designates(&t.tool, tool))
+            .map(|t| t.tool.clone())
     };
-    if !offered(shared) {
+    let mut raw = offered(shared);
+    if raw.is_none() {
         let _ = shared.refresh_if_stale(server).await;
-        if !offered(shared) {
-            if let Some(status) = shared
-                .host
-                .server_status(server)
-                .filter(|s| s.state != ServerState::Ready)
-            {
-                return Err(not_ready(server, &status));
-            }
-            return Err(tool_error(
-                ErrorKind::UnknownTool,
-                &format!("server `{server}` offers no tool `{tool}`; see `{LIST_TOOLS}`"),
-            ));
-        }
+        raw = offered(shared);
     }
+    let Some(raw) = raw else {
+        if let Some(status) = shared
+            .host
+            .server_status(server)
+            .filter(|s| s.state != ServerState::Ready)
+        {
+            return Err(not_ready(server, &status));
+        }
+        return Err(tool_error(
+            ErrorKind::UnknownTool,
+            &format!(
+                "server `{server}` offers no tool `{}`; see `{LIST_TOOLS}`",
+                clean_text(tool, MAX_SHOWN)
+            ),
+        ));
+    };
     match shared
-        .call_tool(CALL_TOOL, server, tool, arguments, context)
+        .call_tool(CALL_TOOL, server, &raw, arguments, context)
         .await
     {
         Ok(output) => Ok(output.result),

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcp_host::catalog::clean_text;
 use mcp_host::{CallError, HostEvent, Relayed, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
@@ -32,6 +33,7 @@ use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
 use crate::server::{Shared, call_error_result, encode, lock};
+use crate::tool_name::{self, designates};
 
 /// How many pages of one upstream list are followed before the rest is dropped.
 const MAX_PAGES: usize = 100;
@@ -348,7 +350,7 @@ pub(crate) async fn handle(
             for (id, items) in lists {
                 for mut item in items {
                     if multi && let Some(name) = item.get("name").and_then(Value::as_str) {
-                        item["name"] = Value::String(namespaced(&id, name));
+                        item["name"] = Value::String(tool_name::prefixed(&id, name));
                     }
                     all.push(item);
                 }
@@ -420,30 +422,16 @@ fn params_of(request: &ClientRequest) -> Result<Value, ErrorObject> {
     }
 }
 
-/// `mcp__<server>__<name>`.
-fn namespaced(server: &str, name: &str) -> String {
-    format!("mcp__{server}__{name}")
-}
-
-/// The upstream and its own name behind a namespaced name; the longest matching server id
-/// wins, since ids may contain `__` themselves.
+/// The upstream and its own name behind a namespaced prompt name: the longest configured id
+/// that fits (see [`tool_name::split`]).
 fn split_namespaced(shared: &Shared, name: &str) -> Option<(String, String)> {
-    let rest = name.strip_prefix("mcp__")?;
-    configured(shared)
-        .into_iter()
-        .filter(|id| {
-            rest.strip_prefix(id.as_str())
-                .is_some_and(|r| r.starts_with("__") && r.len() > 2)
-        })
-        .max_by_key(String::len)
-        .map(|id| {
-            let own = rest[id.len() + 2..].to_owned();
-            (id, own)
-        })
+    let ids = configured(shared);
+    tool_name::split(name, ids.iter().map(String::as_str))
+        .map(|(server, own)| (server.to_owned(), own.to_owned()))
 }
 
-/// The tools of the catalogue as the upstreams listed them: the schema back in place, and the
-/// name namespaced when there are several upstreams.
+/// The tools of the catalogue as the upstreams listed them: the schema back in place, the
+/// name as [`tool_name::shown`] shows it, namespaced when there are several upstreams.
 fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
     let catalog = shared.host.catalog();
     let multi = is_multi(shared);
@@ -452,26 +440,35 @@ fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
         .iter()
         .map(|t| {
             let mut tool = crate::category::listed_tool(t);
-            if multi {
-                tool.name = namespaced(&t.server, &t.tool);
-            }
+            let shown = tool_name::shown(&t.tool);
+            tool.name = if multi {
+                tool_name::prefixed(&t.server, &shown)
+            } else {
+                shown.into_owned()
+            };
             tool
         })
         .collect();
     encode(&ListToolsResult::new(tools))
 }
 
-/// The upstream and tool behind a name the client used: the upstream's own name with one
-/// upstream; with several, the namespaced name, or a bare name that only one upstream has.
+/// The upstream and tool (as the upstream names it) behind a name the client used: the name
+/// shown for it with one upstream; with several, the namespaced name (each reading of it in
+/// turn, see [`tool_name::splits`]), or a bare name that only one upstream has.
 fn resolve_tool(shared: &Shared, name: &str) -> Option<(String, String)> {
     let catalog = shared.host.catalog();
-    if is_multi(shared)
-        && let Some((server, tool)) = split_namespaced(shared, name)
-        && catalog.server_tools(&server).any(|t| t.tool == tool)
-    {
-        return Some((server, tool));
+    if is_multi(shared) {
+        let ids = configured(shared);
+        for (server, own) in tool_name::splits(name, ids.iter().map(String::as_str)) {
+            if let Some(t) = catalog
+                .server_tools(server)
+                .find(|t| designates(&t.tool, own))
+            {
+                return Some((t.server.clone(), t.tool.clone()));
+            }
+        }
     }
-    let mut found = catalog.tools().iter().filter(|t| t.tool == name);
+    let mut found = catalog.tools().iter().filter(|t| designates(&t.tool, name));
     let first = found.next()?;
     found
         .next()
@@ -487,7 +484,10 @@ async fn call_tool(
     let Some((server, tool)) = resolve_tool(shared, &call.name) else {
         return Err(ErrorObject::new(
             code::INVALID_PARAMS,
-            format!("Unknown tool: {}", call.name),
+            format!(
+                "Unknown tool: {}",
+                clean_text(&call.name, tool_name::MAX_SHOWN)
+            ),
         ));
     };
     let label = call.name.clone();

@@ -438,3 +438,39 @@ async fn list_changed_refreshes_and_failures_have_their_kinds() {
     assert_eq!(kind(&r).0, "UpstreamCallError", "{r:?}");
     gw.gateway.shutdown().await;
 }
+
+/// An upstream's hostile tool name is loaded cleaned and bounded, and calling it by that
+/// name reaches the upstream under its own, although it looks like server `fake`'s `echo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tool_name_is_shown_safely_and_still_callable() {
+    use crate::support::{assert_reached_hostile, assert_shown_safely, hostile_fake_args};
+    let dir = TempDir::new("category-hostile");
+    let args = hostile_fake_args(dir.path());
+    let mut evil = fake(&[]);
+    evil["args"] = json!(args);
+    let running = start(json!({
+        "mcpServers": {"fake": fake(&[]), "evil": evil},
+        "unattended": "allow",
+        "categories": {
+            "evil": {"description": "Hostile names.", "server": "evil",
+                     "tools": {"includePatterns": ["*"]}}
+        }
+    }))
+    .await;
+    for (transport, client) in running.clients().await {
+        let loaded = load(&client, json!({"category": "evil"})).await;
+        let names = keys(&loaded["tools"]);
+        assert!(names.contains(&"echo"), "{transport}: {names:.80?}");
+        let shown = *names.iter().find(|n| **n != "echo").unwrap();
+        assert_shown_safely(shown, "");
+        assert_eq!(loaded["tools"][shown]["name"], shown, "{transport}");
+        let result = call(
+            &client,
+            "call-category-tool",
+            json!({"category": "evil", "name": shown, "args": {"k": "v"}}),
+        )
+        .await;
+        assert_reached_hostile(&result);
+    }
+    running.gateway.shutdown().await;
+}

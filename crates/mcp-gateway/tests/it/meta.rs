@@ -450,3 +450,37 @@ async fn reload_applies_the_file_and_says_what_changed() {
     assert_eq!(servers["servers"].as_array().unwrap().len(), 2);
     gateway.shutdown().await;
 }
+
+/// An upstream's hostile tool name is listed cleaned and bounded, and calling it by that
+/// name reaches the upstream under its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tool_name_is_shown_safely_and_still_callable() {
+    use crate::support::{assert_reached_hostile, assert_shown_safely, hostile_fake_args};
+    let dir = TempDir::new("meta-hostile");
+    let args = hostile_fake_args(dir.path());
+    let path = write_file(
+        dir.path(),
+        json!({"evil": fake("hostile names", json!({"args": args}))}),
+        json!({}),
+    );
+    let gateway = start(&path).await;
+    let client = over_pipe(&gateway).await;
+    let listed = structured(&call(&client, "list-tools", json!({"server": "evil"})).await);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:.80?}");
+    let shown = names.iter().find(|n| **n != "echo").unwrap();
+    assert_shown_safely(shown, "");
+    let result = call(
+        &client,
+        "call-tool",
+        json!({"server": "evil", "tool": shown, "arguments": {"k": "v"}}),
+    )
+    .await;
+    assert_reached_hostile(&result);
+    gateway.shutdown().await;
+}

@@ -769,3 +769,40 @@ async fn input_required_passes_through_between_stateless_peers() {
     answering.abort();
     gateway.shutdown().await;
 }
+
+/// An upstream's hostile tool name is listed cleaned, bounded and namespaced, and calling it
+/// by that name reaches the upstream under its own. The upstream's id holds `__`, so its
+/// names are read with the longest configured id (`fake__evil`, not `fake`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tool_name_is_shown_safely_and_still_callable() {
+    use crate::support::{assert_reached_hostile, assert_shown_safely, hostile_fake_args};
+    let dir = TempDir::new("passthrough-hostile");
+    let args = hostile_fake_args(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let gateway = start(&dir, json!({"fake": fake(&[]), "fake__evil": fake(&args)})).await;
+    for client in [
+        over_pipe(&gateway, plain_client()).await,
+        over_http(&gateway, plain_client()).await,
+    ] {
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "mcp__fake__echo"));
+        assert!(tools.iter().any(|t| t.name == "mcp__fake__evil__echo"));
+        let hostile: Vec<&str> = tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| n.starts_with("mcp__fake__evil__mcp__"))
+            .collect();
+        let [shown] = hostile.as_slice() else {
+            panic!("one hostile tool: {hostile:.80?}");
+        };
+        assert_shown_safely(shown, "mcp__fake__evil__");
+        let result = call(&client, shown, json!({"k": "v"})).await;
+        assert_reached_hostile(&result);
+        // `fake__evil`'s own echo, and `fake`'s, each under its own prefix.
+        let result = call(&client, "mcp__fake__evil__echo", json!({"message": "evil"})).await;
+        assert_eq!(text(&result), "evil");
+        let result = call(&client, "mcp__fake__echo", json!({"message": "plain"})).await;
+        assert_eq!(text(&result), "plain");
+    }
+    gateway.shutdown().await;
+}
