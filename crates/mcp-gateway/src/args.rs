@@ -5,7 +5,7 @@ use mcp_protocol::JsonObject;
 use mcp_protocol::schema::CallToolResult;
 use serde_json::Value;
 
-use crate::server::{ErrorKind, tool_error};
+use crate::reply::{ErrorKind, tool_error};
 
 /// The arguments of one `tools/call`.
 #[derive(Debug, Default)]

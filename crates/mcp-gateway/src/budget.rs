@@ -193,7 +193,7 @@ pub fn listed_tools(host: &mcp_host::Host) -> BTreeMap<String, Vec<Tool>> {
         .map(|s| {
             let tools = catalog
                 .server_tools(&s.id)
-                .map(crate::category::listed_tool)
+                .map(crate::shared::listed_tool)
                 .collect();
             (s.id, tools)
         })

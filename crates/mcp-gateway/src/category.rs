@@ -36,7 +36,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use mcp_host::ExposedTool;
 use mcp_host::catalog::clean_text;
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientRequest, ContentBlock, ListToolsResult,
@@ -48,10 +47,11 @@ use serde_json::{Value, json};
 
 use crate::args::{Args, invalid};
 use crate::file::{Category, GatewayFile};
-use crate::server::{
-    ErrorKind, Shared, call_error_kind, call_error_result, encode, tool_error,
+use crate::reply::{
+    self, ErrorKind, call_error_kind, call_error_result, encode, tool_error,
     tools_only_capabilities,
 };
+use crate::shared::{Shared, listed_tool};
 use crate::tool_name::{self, designates, prefixed};
 
 /// The tool that loads a category's definitions.
@@ -160,13 +160,6 @@ pub(crate) struct Upstream {
 
 /// The upstream servers by id; a server missing from the map is treated as not ready.
 pub(crate) type Upstreams = BTreeMap<String, Upstream>;
-
-/// A tool as the upstream lists it: the catalogue's copy with its input schema put back.
-pub(crate) fn listed_tool(exposed: &ExposedTool) -> Tool {
-    let mut tool = (*exposed.source).clone();
-    tool.input_schema = Some((*exposed.parameters).clone());
-    tool
-}
 
 /// The host's view of `servers` now.
 fn upstreams(shared: &Shared, servers: &[&str]) -> Upstreams {
@@ -467,24 +460,18 @@ pub(crate) async fn handle(
                 GET_TOOLS => get_tools(shared, params).await,
                 CALL_TOOL => call_tool(shared, params, &context).await,
                 other => {
-                    return Err(ErrorObject::new(
-                        mcp_protocol::code::INVALID_PARAMS,
-                        format!(
-                            "unknown tool `{}`: this gateway serves `{GET_TOOLS}` and `{CALL_TOOL}`",
-                            clean_text(other, 128)
-                        ),
-                    ));
+                    return Err(reply::invalid_params(format!(
+                        "unknown tool `{}`: this gateway serves `{GET_TOOLS}` and `{CALL_TOOL}`",
+                        clean_text(other, 128)
+                    )));
                 }
             };
             encode(&result)
         }
-        other => Err(ErrorObject::new(
-            mcp_protocol::code::METHOD_NOT_FOUND,
-            format!(
-                "{}: category mode serves tools only",
-                clean_text(other.method(), 128)
-            ),
-        )),
+        other => Err(reply::method_not_found(format!(
+            "{}: category mode serves tools only",
+            clean_text(other.method(), 128)
+        ))),
     }
 }
 

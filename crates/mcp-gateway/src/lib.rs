@@ -41,11 +41,16 @@
 
 mod args;
 pub mod budget;
+mod call_log;
 mod category;
 pub mod file;
 mod meta;
 mod passthrough;
+mod reply;
+mod routes;
 mod server;
+mod shared;
+mod sync;
 mod tool_name;
 
 // The public interface is:

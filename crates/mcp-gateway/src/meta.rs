@@ -22,9 +22,10 @@ use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
 use crate::args::{Args, invalid};
-use crate::server::{
-    ErrorKind, Shared, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
+use crate::reply::{
+    self, ErrorKind, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
 };
+use crate::shared::Shared;
 use crate::tool_name::{self, MAX_SHOWN, designates};
 
 /// The names of the tools this mode serves.
@@ -64,13 +65,10 @@ pub(crate) async fn handle(
     match request {
         ClientRequest::ListTools(_) => encode(&ListToolsResult::new(tools_list())),
         ClientRequest::CallTool(params) => encode(&call(shared, params, &context).await),
-        other => Err(ErrorObject::new(
-            mcp_protocol::code::METHOD_NOT_FOUND,
-            format!(
-                "{} is not served in meta mode: use the tools (`{LIST_SERVERS}` first)",
-                other.method()
-            ),
-        )),
+        other => Err(reply::method_not_found(format!(
+            "{} is not served in meta mode: use the tools (`{LIST_SERVERS}` first)",
+            other.method()
+        ))),
     }
 }
 
@@ -149,7 +147,8 @@ async fn call(shared: &Shared, params: CallToolParams, context: &RequestContext)
         other => Err(tool_error(
             ErrorKind::UnknownTool,
             &format!(
-                "no meta tool `{other}`; the tools are {}",
+                "no meta tool `{}`; the tools are {}",
+                clean_text(other, MAX_SHOWN),
                 tools_list()
                     .iter()
                     .map(|t| format!("`{}`", t.name))

@@ -28,11 +28,13 @@ use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
     ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, meta_key, method,
 };
-use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secrets, code};
+use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secrets};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
-use crate::server::{Shared, call_error_result, encode, lock};
+use crate::reply::{self, call_error_result, encode};
+use crate::shared::{Shared, listed_tool};
+use crate::sync::lock;
 use crate::tool_name::{self, designates};
 
 /// How many pages of one upstream list are followed before the rest is dropped.
@@ -401,10 +403,10 @@ pub(crate) async fn handle(
             }
             encode(&json!({}))
         }
-        other => Err(ErrorObject::new(
-            code::METHOD_NOT_FOUND,
-            format!("Method not found: {}", other.method()),
-        )),
+        other => Err(reply::method_not_found(format!(
+            "Method not found: {}",
+            other.method()
+        ))),
     }
 }
 
@@ -413,11 +415,11 @@ pub(crate) async fn handle(
 fn params_of(request: &ClientRequest) -> Result<Value, ErrorObject> {
     let raw = request
         .encode_params()
-        .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string()))?;
+        .map_err(|e| reply::invalid_params(e.to_string()))?;
     match raw {
         Some(raw) => raw
             .decode::<Value>()
-            .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e.to_string())),
+            .map_err(|e| reply::invalid_params(e.to_string())),
         None => Ok(json!({})),
     }
 }
@@ -439,7 +441,7 @@ fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
         .tools()
         .iter()
         .map(|t| {
-            let mut tool = crate::category::listed_tool(t);
+            let mut tool = listed_tool(t);
             let shown = tool_name::shown(&t.tool);
             tool.name = if multi {
                 tool_name::prefixed(&t.server, &shown)
@@ -482,13 +484,10 @@ async fn call_tool(
     context: &RequestContext,
 ) -> Result<RawJson, ErrorObject> {
     let Some((server, tool)) = resolve_tool(shared, &call.name) else {
-        return Err(ErrorObject::new(
-            code::INVALID_PARAMS,
-            format!(
-                "Unknown tool: {}",
-                clean_text(&call.name, tool_name::MAX_SHOWN)
-            ),
-        ));
+        return Err(reply::invalid_params(format!(
+            "Unknown tool: {}",
+            clean_text(&call.name, tool_name::MAX_SHOWN)
+        )));
     };
     let label = call.name.clone();
     // Everything else the client sent goes along: a retry's `inputResponses` and
@@ -502,8 +501,7 @@ async fn call_tool(
     match outcome {
         Ok(Relayed::Complete(out)) => without_server_info(encode(&out.result)?),
         Ok(Relayed::InputRequired(raw)) => without_server_info(raw),
-        Ok(_) => Err(ErrorObject::new(
-            code::INTERNAL_ERROR,
+        Ok(_) => Err(reply::internal(
             "the upstream's answer is of a kind this gateway does not know".to_owned(),
         )),
         // The upstream's own JSON-RPC error, as it sent it.
@@ -531,18 +529,15 @@ fn resolve_prompt(shared: &Shared, name: &str) -> Result<(String, String), Error
         return Ok((only, name.to_owned()));
     }
     split_namespaced(shared, name).ok_or_else(|| {
-        ErrorObject::new(
-            code::INVALID_PARAMS,
-            format!("Unknown prompt: {name} (prompts are named mcp__<server>__<name>)"),
-        )
+        reply::invalid_params(format!(
+            "Unknown prompt: {} (prompts are named mcp__<server>__<name>)",
+            clean_text(name, tool_name::MAX_SHOWN)
+        ))
     })
 }
 
 fn no_upstream() -> ErrorObject {
-    ErrorObject::new(
-        code::INTERNAL_ERROR,
-        "the gateway has no upstream server".to_owned(),
-    )
+    reply::internal("the gateway has no upstream server".to_owned())
 }
 
 /// Where a resource URI may live: the only upstream; the one that listed it or whose template
@@ -654,10 +649,7 @@ where
         }
     }
     Err(first_error.unwrap_or_else(|| {
-        ErrorObject::new(
-            code::INVALID_PARAMS,
-            format!("{method}: no upstream server can answer it"),
-        )
+        reply::invalid_params(format!("{method}: no upstream server can answer it"))
     }))
 }
 
@@ -673,7 +665,7 @@ async fn forward(
     let client = shared
         .host
         .client(server)
-        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+        .map_err(|e| reply::internal(e.to_string()))?;
     let mut params = params.clone();
     let meta = match params.as_object_mut().and_then(|p| p.remove("_meta")) {
         Some(Value::Object(meta)) => Some(meta),
@@ -682,8 +674,7 @@ async fn forward(
     if let Some(meta) = shared.upstream_meta(server, context, meta) {
         params["_meta"] = Value::Object(meta);
     }
-    let params = RawJson::encode(&params)
-        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let params = RawJson::encode(&params).map_err(|e| reply::internal(e.to_string()))?;
     // A stateless client answers an upstream's input requests itself and retries with them
     // (the retry's `inputResponses` and `requestState` are in `params`, passed on as sent).
     let options = if context.era == Some(Era::Stateless) {
@@ -707,7 +698,7 @@ fn without_server_info(result: RawJson) -> Result<RawJson, ErrorObject> {
     }
     let mut object: JsonObject = result
         .decode()
-        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+        .map_err(|e| reply::internal(e.to_string()))?;
     if let Some(Value::Object(meta)) = object.get_mut("_meta") {
         meta.remove(meta_key::SERVER_INFO);
         if meta.is_empty() {
@@ -731,7 +722,7 @@ fn host_error(e: CallError) -> ErrorObject {
             error.data = data;
             error
         }
-        other => ErrorObject::new(code::INTERNAL_ERROR, other.to_string()),
+        other => reply::internal(other.to_string()),
     }
 }
 
@@ -745,10 +736,7 @@ fn upstream_error(server: &str, secrets: &Secrets, e: &mcp_session::Error) -> Er
             }
             error
         }
-        other => ErrorObject::new(
-            code::INTERNAL_ERROR,
-            secrets.redact(&format!("upstream server `{server}`: {other}")),
-        ),
+        other => reply::internal(secrets.redact(&format!("upstream server `{server}`: {other}"))),
     }
 }
 
@@ -790,17 +778,14 @@ async fn list_all(
             .as_ref()
             .map(|c| RawJson::encode(&json!({ "cursor": c })))
             .transpose()
-            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+            .map_err(|e| reply::internal(e.to_string()))?;
         let raw = client
             .request_raw(method, params, RequestOptions::DEFAULT, None)
             .await
             .map_err(|e| upstream_error(server, secrets, &e))?;
-        let mut page = raw.decode::<Value>().map_err(|e| {
-            ErrorObject::new(
-                code::INTERNAL_ERROR,
-                format!("upstream server `{server}`: {method}: {e}"),
-            )
-        })?;
+        let mut page = raw
+            .decode::<Value>()
+            .map_err(|e| reply::internal(format!("upstream server `{server}`: {method}: {e}")))?;
         if let Some(Value::Array(items)) = page.get_mut(key).map(Value::take) {
             all.extend(items);
         }

@@ -1,0 +1,330 @@
+//! The way back: which client in front of the gateway an upstream's own request (sampling,
+//! elicitation, roots) goes to, and the notifications every client hears.
+//!
+//! An upstream's request goes to the client whose call is in flight on that upstream, and
+//! only if that client declared the capability; otherwise the upstream gets an error saying
+//! why (SPEC.md §10).
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_host::RequestHandler;
+use mcp_protocol::schema::{
+    ClientCapabilities, ElicitationCapability, RootsCapability, SamplingCapability, ServerRequest,
+};
+use mcp_protocol::{ClientInfo, Era, ErrorObject, RawJson, RequestOptions};
+use mcp_session::{Peer, RequestContext, SessionKey, Sessions};
+
+use crate::reply;
+use crate::sync::lock;
+
+/// One client in front of the gateway.
+#[derive(Debug)]
+pub(crate) struct Downstream {
+    /// Its peer for messages tied to no request.
+    pub(crate) peer: Peer,
+    /// What it declared.
+    pub(crate) client: Option<Arc<ClientInfo>>,
+    /// Resource URIs it subscribed to (passthrough).
+    pub(crate) subscriptions: BTreeSet<String>,
+    /// The level it set with `logging/setLevel`, which requests relayed for it carry to a
+    /// stateless upstream (that era has no such method; the level travels per request).
+    pub(crate) log_level: Option<serde_json::Value>,
+}
+
+/// A client request that is waiting on an upstream.
+#[derive(Debug, Clone)]
+struct InFlight {
+    id: u64,
+    session: SessionKey,
+    /// The peer tied to the client's request, so an upstream's request travels on its stream.
+    peer: Peer,
+    client: Option<Arc<ClientInfo>>,
+    /// Whether the request came in the stateless era, where nothing may be sent to the client
+    /// mid-request.
+    stateless: bool,
+}
+
+/// The clients in front, and which of their requests wait on which upstream.
+#[derive(Debug, Default)]
+pub(crate) struct Routes {
+    pub(crate) sessions: Mutex<HashMap<SessionKey, Downstream>>,
+    inflight: Mutex<HashMap<String, Vec<InFlight>>>,
+    next: AtomicU64,
+    /// The session registry of each server in front (one gateway may be served over stdio
+    /// and HTTP at once), known from their first request: notifications for all clients go
+    /// through them, so a stateless client's `subscriptions/listen` stream hears them too,
+    /// filtered as it asked.
+    registries: Mutex<Vec<Sessions>>,
+}
+
+impl Routes {
+    /// Remembers the client of `context` (on its first request).
+    pub(crate) fn register(&self, context: &RequestContext) {
+        {
+            let mut registries = lock(&self.registries);
+            if !registries.iter().any(|r| r.same(&context.sessions)) {
+                registries.push(context.sessions.clone());
+            }
+        }
+        let mut sessions = lock(&self.sessions);
+        sessions
+            .entry(context.session)
+            .or_insert_with(|| Downstream {
+                peer: context.peer.unrelated(),
+                client: context.client.clone(),
+                subscriptions: BTreeSet::new(),
+                log_level: None,
+            });
+    }
+
+    /// Sends a notification to every client, through the registries of the servers in front
+    /// (handshake sessions on their streams, stateless ones on their listen streams).
+    pub(crate) fn broadcast(&self, method: &str, params: Option<RawJson>) {
+        let registries = lock(&self.registries).clone();
+        for registry in registries {
+            registry.notify(method, params.clone());
+        }
+    }
+
+    /// Records the level a client set with `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, session: SessionKey, level: serde_json::Value) {
+        if let Some(d) = lock(&self.sessions).get_mut(&session) {
+            d.log_level = Some(level);
+        }
+    }
+
+    /// The level a client set with `logging/setLevel`, if any.
+    pub(crate) fn log_level(&self, session: SessionKey) -> Option<serde_json::Value> {
+        lock(&self.sessions)
+            .get(&session)
+            .and_then(|d| d.log_level.clone())
+    }
+
+    pub(crate) fn closed(&self, session: SessionKey) {
+        lock(&self.sessions).remove(&session);
+        for calls in lock(&self.inflight).values_mut() {
+            calls.retain(|c| c.session != session);
+        }
+    }
+
+    /// Records that the request in `context` waits on `server` until the guard is dropped.
+    pub(crate) fn track(self: &Arc<Self>, server: &str, context: &RequestContext) -> Tracked {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inflight)
+            .entry(server.to_owned())
+            .or_default()
+            .push(InFlight {
+                id,
+                session: context.session,
+                peer: context.peer.clone(),
+                client: context.client.clone(),
+                stateless: context.era == Some(Era::Stateless),
+            });
+        Tracked {
+            routes: Arc::clone(self),
+            server: server.to_owned(),
+            id,
+        }
+    }
+
+    /// Where an upstream's request goes: the latest client request waiting on that upstream,
+    /// else the only client (unprompted requests, such as `roots/list` after start-up).
+    fn target(&self, server: &str) -> Result<(Peer, Option<Arc<ClientInfo>>), &'static str> {
+        if let Some(call) = lock(&self.inflight)
+            .get(server)
+            .and_then(|calls| calls.last())
+        {
+            if call.stateless {
+                return Err(
+                    "the client waiting on it speaks the stateless era, where a request cannot reach it mid-call (the upstream would have to answer input_required)",
+                );
+            }
+            return Ok((call.peer.clone(), call.client.clone()));
+        }
+        let sessions = lock(&self.sessions);
+        if sessions.len() == 1 {
+            return sessions
+                .values()
+                .next()
+                .map(|d| (d.peer.clone(), d.client.clone()))
+                .ok_or("no client of the gateway is waiting on it");
+        }
+        Err("no client of the gateway is waiting on it")
+    }
+
+    /// The client request waiting on `server` most recently, if any: its peer, so that what
+    /// the upstream says about that call (a log entry) travels on the request's stream.
+    pub(crate) fn waiting_on(&self, server: &str) -> Option<Peer> {
+        lock(&self.inflight)
+            .get(server)
+            .and_then(|calls| calls.last())
+            .map(|call| call.peer.clone())
+    }
+}
+
+/// Removes its in-flight record when dropped (the call ended or was cancelled).
+#[derive(Debug)]
+pub(crate) struct Tracked {
+    routes: Arc<Routes>,
+    server: String,
+    id: u64,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Some(calls) = lock(&self.routes.inflight).get_mut(&self.server) {
+            calls.retain(|c| c.id != self.id);
+        }
+    }
+}
+
+/// Answers the upstream servers' requests by passing them to a client in front that declared
+/// the capability. The gateway declares sampling, both elicitation modes and roots upstream,
+/// since which clients will come is not known when the upstreams connect.
+pub(crate) struct Forwarder {
+    pub(crate) routes: Arc<Routes>,
+}
+
+/// How long a forwarded request may wait: a person may be answering it.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(600);
+
+impl RequestHandler for Forwarder {
+    fn capabilities(&self) -> ClientCapabilities {
+        let mut capabilities = ClientCapabilities::new();
+        capabilities.sampling = Some(SamplingCapability::new());
+        capabilities.elicitation = serde_json::from_value::<ElicitationCapability>(
+            serde_json::json!({"form": {}, "url": {}}),
+        )
+        .ok();
+        let mut roots = RootsCapability::new();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
+        capabilities
+    }
+
+    fn handle<'a>(
+        &'a self,
+        server: &'a str,
+        request: ServerRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>> {
+        Box::pin(async move {
+            let method = request.method().to_owned();
+            let (peer, client) = self.routes.target(server).map_err(|why| {
+                reply::method_not_found(format!(
+                    "{method} from server `{server}` cannot be passed on: {why}"
+                ))
+            })?;
+            refuse_undeclared(&request, client.as_ref().map(|c| &c.capabilities))?;
+            let params = request
+                .encode_params()
+                .map_err(|e| reply::invalid_params(e.to_string()))?;
+            peer.request_raw(
+                &method,
+                params,
+                RequestOptions::DEFAULT.timeout(FORWARD_TIMEOUT),
+            )
+            .await
+            .map_err(|e| match e {
+                mcp_protocol::Error::Rpc { error, .. } => error,
+                other => reply::internal(format!(
+                    "{method}: the gateway's client did not answer: {other}"
+                )),
+            })
+        })
+    }
+}
+
+/// SPEC.md §10: a request the client did not declare support for is refused here, with
+/// -32601 (or -32602 for an elicitation mode it did not declare, read as the protocol's own
+/// client session reads it: `{}` declares form only).
+fn refuse_undeclared(
+    request: &ServerRequest,
+    capabilities: Option<&ClientCapabilities>,
+) -> Result<(), ErrorObject> {
+    let missing = |what: &str| {
+        Err(reply::method_not_found(format!(
+            "the client in front of the gateway does not support {what}"
+        )))
+    };
+    match request {
+        ServerRequest::CreateMessage(_)
+            if capabilities.and_then(|c| c.sampling.as_ref()).is_none() =>
+        {
+            return missing("sampling");
+        }
+        ServerRequest::ListRoots(_) if capabilities.and_then(|c| c.roots.as_ref()).is_none() => {
+            return missing("roots");
+        }
+        ServerRequest::Elicit(params) => {
+            let Some(declared) = capabilities.and_then(|c| c.elicitation.as_ref()) else {
+                return missing("elicitation");
+            };
+            let supported = if params.is_url_mode() {
+                declared.supports_url()
+            } else {
+                declared.supports_form()
+            };
+            if !supported {
+                return Err(reply::invalid_params(format!(
+                    "the client in front of the gateway does not support elicitation mode `{}`",
+                    params.mode.as_deref().unwrap_or("form")
+                )));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(json: serde_json::Value) -> ClientCapabilities {
+        serde_json::from_value(json).expect("capabilities")
+    }
+
+    fn elicit(mode: Option<&str>) -> ServerRequest {
+        let mut params = serde_json::json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}});
+        if let Some(mode) = mode {
+            params["mode"] = mode.into();
+            params["url"] = "https://example.invalid/x".into();
+            params["elicitationId"] = "e1".into();
+        }
+        let raw = RawJson::encode(&params).expect("encodes");
+        ServerRequest::decode("elicitation/create", Some(&raw)).expect("decodes")
+    }
+
+    #[test]
+    fn sampling_is_refused_to_a_client_without_it() {
+        let raw = RawJson::encode(&serde_json::json!({"messages": [], "maxTokens": 10}))
+            .expect("encodes");
+        let request = ServerRequest::decode("sampling/createMessage", Some(&raw)).expect("decodes");
+        let e =
+            refuse_undeclared(&request, Some(&caps(serde_json::json!({})))).expect_err("refused");
+        assert_eq!(e.code, mcp_protocol::code::METHOD_NOT_FOUND);
+        refuse_undeclared(&request, Some(&caps(serde_json::json!({"sampling": {}}))))
+            .expect("declared");
+    }
+
+    #[test]
+    fn elicitation_modes_follow_the_declaration() {
+        let (form, url) = (elicit(None), elicit(Some("url")));
+        let empty = caps(serde_json::json!({"elicitation": {}}));
+        refuse_undeclared(&form, Some(&empty)).expect("{} is form");
+        let e = refuse_undeclared(&url, Some(&empty)).expect_err("no url");
+        assert_eq!(e.code, mcp_protocol::code::INVALID_PARAMS);
+        assert!(e.message.contains("`url`"), "{}", e.message);
+        let both = caps(serde_json::json!({"elicitation": {"form": {}, "url": {}}}));
+        refuse_undeclared(&url, Some(&both)).expect("url declared");
+        let url_only = caps(serde_json::json!({"elicitation": {"url": {}}}));
+        refuse_undeclared(&form, Some(&url_only)).expect_err("no form");
+        let e = refuse_undeclared(&form, None).expect_err("nothing declared");
+        assert_eq!(e.code, mcp_protocol::code::METHOD_NOT_FOUND);
+    }
+}

@@ -1,0 +1,200 @@
+//! What every mode shares: the host, the file, the call log, and upstream calls with the
+//! permission policy, progress and cancellation carried across the hop.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
+use mcp_protocol::schema::{CallToolParams, Implementation, ProgressParams, Tool, meta_key};
+use mcp_protocol::{Era, JsonObject, RawJson};
+use mcp_session::RequestContext;
+use tokio::sync::mpsc;
+
+use crate::call_log::CallLog;
+use crate::file::{GatewayFile, Mode};
+use crate::routes::Routes;
+use crate::sync::lock;
+
+/// What every request handler sees.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) host: Host,
+    pub(crate) mode: Mode,
+    /// The file as last loaded (meta mode's reload replaces it).
+    pub(crate) file: Mutex<Arc<GatewayFile>>,
+    pub(crate) path: PathBuf,
+    /// What the file was first read with; a reload reads it again with the same.
+    pub(crate) env: mcp_host::config::Env,
+    pub(crate) oauth: Option<mcp_host::oauth::OAuthContext>,
+    pub(crate) ttl: Duration,
+    pub(crate) log: CallLog,
+    pub(crate) routes: Arc<Routes>,
+    /// When each upstream's tools were last listed, for the cache lifetime.
+    pub(crate) listed: Mutex<HashMap<String, Instant>>,
+    pub(crate) implementation: Implementation,
+    /// Passthrough mode's routing tables (which upstream listed which resource).
+    pub(crate) passthrough: crate::passthrough::State,
+}
+
+impl Shared {
+    /// The file as last loaded.
+    pub(crate) fn file(&self) -> Arc<GatewayFile> {
+        Arc::clone(&lock(&self.file))
+    }
+
+    /// Replaces the file (meta mode's reload).
+    pub(crate) fn set_file(&self, file: GatewayFile) {
+        *lock(&self.file) = Arc::new(file);
+    }
+
+    pub(crate) fn mark_all_listed(&self) {
+        let now = Instant::now();
+        let mut listed = lock(&self.listed);
+        for status in self.host.status() {
+            listed.insert(status.id, now);
+        }
+    }
+
+    /// Lists `server`'s tools again if the cached list is older than the lifetime. A failed
+    /// refresh keeps the old list and is returned for the caller to report.
+    pub(crate) async fn refresh_if_stale(&self, server: &str) -> Result<(), CallError> {
+        let stale = lock(&self.listed)
+            .get(server)
+            .is_none_or(|at| at.elapsed() >= self.ttl);
+        if !stale {
+            return Ok(());
+        }
+        self.host.refresh_tools(server).await?;
+        lock(&self.listed).insert(server.to_owned(), Instant::now());
+        Ok(())
+    }
+
+    /// Forgets when `server`'s tools were listed (its connection changed or it said its list
+    /// changed, and the host listed them again).
+    pub(crate) fn mark_listed(&self, server: &str) {
+        lock(&self.listed).insert(server.to_owned(), Instant::now());
+    }
+
+    /// Calls an upstream tool for the client request in `context`: the permission policy,
+    /// progress passed back to the client under its own token, cancellation when the client
+    /// cancels (the handler's future is dropped), the upstream's requests routed back to this
+    /// client, and one line in the call log with `label`, the latency and the outcome.
+    pub(crate) async fn call_tool(
+        &self,
+        label: &str,
+        server: &str,
+        tool: &str,
+        arguments: JsonObject,
+        context: &RequestContext,
+    ) -> Result<ToolOutput, CallError> {
+        let mut params = CallToolParams::new(tool.to_owned());
+        params.arguments = Some(arguments);
+        match self.relay_call(label, server, params, context).await? {
+            Relayed::Complete(output) => Ok(output),
+            // A stateless client's upstream asked for input: category and meta modes answer
+            // with a result of their own, which cannot carry the upstream's questions.
+            _ => Err(CallError::Failed {
+                server: server.to_owned(),
+                what: tool.to_owned(),
+                message: "the upstream asked for input, which this mode cannot pass on to a client of the 2026-07-28 era".to_owned(),
+            }),
+        }
+    }
+
+    /// [`call_tool`](Self::call_tool) with everything else the client sent (`params`: its
+    /// `inputResponses`, `requestState` and `_meta`, already prepared for the upstream by
+    /// [`upstream_meta`](Self::upstream_meta)). A stateless client gets the upstream's
+    /// `input_required` result as it came, since it answers and retries itself; a handshake
+    /// client is asked through the way back instead, and sees only the final result.
+    pub(crate) async fn relay_call(
+        &self,
+        label: &str,
+        server: &str,
+        params: CallToolParams,
+        context: &RequestContext,
+    ) -> Result<Relayed, CallError> {
+        let tool = params.name.clone();
+        let started = Instant::now();
+        let _route = self.routes.track(server, context);
+        let mut options = CallOptions::default();
+        let forward = context.progress_token.clone().map(|token| {
+            let (tx, mut rx) = mpsc::unbounded_channel::<ProgressParams>();
+            options = CallOptions::default().progress(tx);
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(mut params) = rx.recv().await {
+                    params.progress_token = token.clone();
+                    params.meta = None;
+                    if let Ok(raw) = RawJson::encode(&params) {
+                        let _ = peer.notify("notifications/progress", Some(raw));
+                    }
+                }
+            })
+        });
+        if context.era == Some(Era::Stateless) {
+            options = options.passing_input_required();
+        }
+        let outcome = self.host.relay_call(server, params, options).await;
+        if let Some(task) = forward {
+            // The sender went with the call; the task ends once it has passed on the rest.
+            let _ = task.await;
+        }
+        let ms = started.elapsed().as_millis();
+        let result = match &outcome {
+            Ok(Relayed::Complete(out)) if out.is_tool_error() => "tool error".to_owned(),
+            Ok(Relayed::Complete(_)) => "ok".to_owned(),
+            Ok(_) => "input required".to_owned(),
+            Err(e) => format!("failed: {e}"),
+        };
+        self.log
+            .line(&format!("call {label} {server}/{tool} {ms} ms {result}"));
+        outcome
+    }
+
+    /// The `_meta` of a request relayed to `server` for the client of `context`, from the
+    /// `_meta` that client sent: without its progress token (the gateway asks for progress
+    /// under its own) and without the stateless era's envelope (the upstream session adds its
+    /// own). A stateless upstream also hears what that client declared and the log level it
+    /// wants, since the gateway answers the upstream's input requests by asking that client:
+    /// the upstream must not ask for what it cannot give.
+    pub(crate) fn upstream_meta(
+        &self,
+        server: &str,
+        context: &RequestContext,
+        meta: Option<JsonObject>,
+    ) -> Option<JsonObject> {
+        let mut meta = meta.unwrap_or_default();
+        let level = meta
+            .get(meta_key::LOG_LEVEL)
+            .cloned()
+            .or_else(|| self.routes.log_level(context.session));
+        meta.remove("progressToken");
+        meta.retain(|key, _| !key.starts_with(meta_key::PREFIX));
+        let stateless = self
+            .host
+            .client(server)
+            .is_ok_and(|c| c.server_info().era == Era::Stateless);
+        if stateless {
+            if let Some(capabilities) = context
+                .client
+                .as_ref()
+                .and_then(|c| serde_json::to_value(&c.capabilities).ok())
+            {
+                meta.insert(meta_key::CLIENT_CAPABILITIES.to_owned(), capabilities);
+            }
+            if let Some(level) = level {
+                meta.insert(meta_key::LOG_LEVEL.to_owned(), level);
+            }
+        }
+        (!meta.is_empty()).then_some(meta)
+    }
+}
+
+/// A tool as the upstream lists it: the catalogue's copy with its input schema put back.
+pub(crate) fn listed_tool(exposed: &ExposedTool) -> Tool {
+    let mut tool = (*exposed.source).clone();
+    tool.input_schema = Some((*exposed.parameters).clone());
+    tool
+}
