@@ -60,7 +60,7 @@ pub mod sse;
 // The public interface is:
 #[cfg(feature = "client")]
 pub use client::{
-    AddressClass, AddressPolicy, AuthHook, Challenge, FetchError, FetchOptions, Fetcher,
+    AddressClass, AddressPolicy, AuthHook, Challenge, EraCache, FetchError, FetchOptions, Fetcher,
     HttpConfig, HttpProtocol, Refusal, StaticAuth, connect, may_reach, may_use_plain_http,
 };
 pub use error::{Error, Result};

@@ -119,7 +119,7 @@ pub(crate) fn resolve(base: &Uri, endpoint: &str) -> Result<Uri, String> {
         let uri: Uri = endpoint
             .parse()
             .map_err(|e| format!("bad `endpoint` URL: {e}"))?;
-        if super::origin(&uri) != super::origin(base) {
+        if super::eras::origin(&uri) != super::eras::origin(base) {
             // Its query (a session id) is not shown.
             return Err(format!(
                 "the `endpoint` {:?} is on another origin; refused",
