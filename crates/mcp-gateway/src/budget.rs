@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use mcp_protocol::schema::{ListToolsResult, Tool};
 use serde::Serialize;
 
-use crate::category::{Upstream, Upstreams, answer, resolve, tool_definitions};
 use crate::file::{Category, CategoryTools, GatewayFile};
+use crate::mode::category::{Upstream, Upstreams, answer, resolve, tool_definitions};
 
 /// A size in bytes and approximate tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,7 +132,7 @@ pub fn measure(file: &GatewayFile, upstreams: &BTreeMap<String, Vec<Tool>>) -> B
         .categories
         .iter()
         .map(|(name, category)| {
-            let resolved = resolve(category, &crate::category::ids(file), &view);
+            let resolved = resolve(category, &crate::mode::category::ids(file), &view);
             CategoryCost {
                 category: name.clone(),
                 tools: resolved.tools.len(),

@@ -41,11 +41,10 @@
 
 mod args;
 pub mod budget;
+mod cache;
 mod call_log;
-mod category;
 pub mod file;
-mod meta;
-mod passthrough;
+mod mode;
 mod reply;
 mod routes;
 mod server;
@@ -54,5 +53,6 @@ mod sync;
 mod tool_name;
 
 // The public interface is:
+pub use cache::DEFAULT_CACHE_TTL;
 pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema, upstreams};
-pub use server::{DEFAULT_CACHE_TTL, Gateway, GatewayOptions};
+pub use server::{Gateway, GatewayOptions};

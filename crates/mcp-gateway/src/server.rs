@@ -16,13 +16,15 @@ use mcp_protocol::schema::{ClientNotification, ClientRequest, Implementation};
 use mcp_protocol::{ErrorObject, RawJson, ServerConfig};
 use mcp_session::{Handler, RequestContext, SessionKey};
 
+use crate::cache::{DEFAULT_CACHE_TTL, ListCache};
 use crate::call_log::CallLog;
-use crate::file::{Loaded, Mode, Unattended};
+use crate::file::{self, Loaded, Unattended};
+use crate::mode::Mode;
+use crate::mode::category::CategoryMode;
+use crate::mode::meta::MetaMode;
+use crate::mode::passthrough::PassthroughMode;
 use crate::routes::{Forwarder, Routes};
 use crate::shared::Shared;
-
-/// How long an upstream's schemas are cached by default (seed 004 §5.2).
-pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(600);
 
 /// How a gateway runs, beyond its file.
 #[derive(Debug, Clone)]
@@ -57,7 +59,9 @@ impl Default for GatewayOptions {
 /// [`serve_stdio`](Gateway::serve_stdio) or [`serve_http`](Gateway::serve_http).
 #[derive(Clone, Debug)]
 pub struct Gateway {
-    pub(crate) shared: Arc<Shared>,
+    shared: Arc<Shared>,
+    /// The mode it serves, with that mode's own state.
+    mode: Arc<dyn Mode>,
 }
 
 impl Gateway {
@@ -86,27 +90,29 @@ impl Gateway {
             routes: Arc::clone(&routes),
         }));
         let host = Host::new(host_options);
+        let ttl = file
+            .cache_ttl_seconds
+            .map_or(DEFAULT_CACHE_TTL, Duration::from_secs);
+        // The one place that looks at which mode it is.
+        let mode: Arc<dyn Mode> = match mode {
+            file::Mode::Category => Arc::new(CategoryMode::new(ListCache::new(ttl))),
+            file::Mode::Passthrough => Arc::new(PassthroughMode::default()),
+            file::Mode::Meta => Arc::new(MetaMode::new(ListCache::new(ttl))),
+        };
         let shared = Arc::new(Shared {
             host,
-            mode,
-            ttl: file
-                .cache_ttl_seconds
-                .map_or(DEFAULT_CACHE_TTL, Duration::from_secs),
             file: Mutex::new(Arc::new(file)),
             path,
             env,
             oauth,
             log,
             routes,
-            listed: Mutex::new(std::collections::HashMap::new()),
             implementation: options.implementation,
-            passthrough: crate::passthrough::State::default(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));
         }
         shared.host.start(entries).await;
-        shared.mark_all_listed();
         for status in shared.host.status() {
             let error = status
                 .last_error
@@ -128,24 +134,11 @@ impl Gateway {
                 status.id, status.state, status.tools
             ));
         }
-        let gateway = Self { shared };
-        gateway.startup_report();
-        if mode == Mode::Passthrough {
-            crate::passthrough::start_relay(&gateway.shared);
+        // The mode's start-up summary (seed 004 §8).
+        for line in mode.start(&shared) {
+            shared.log.line(&line);
         }
-        Ok(gateway)
-    }
-
-    /// The start-up summary of the mode (seed 004 §8).
-    fn startup_report(&self) {
-        let report = match self.shared.mode {
-            Mode::Category => crate::category::startup_report(&self.shared),
-            Mode::Passthrough => crate::passthrough::startup_report(&self.shared),
-            Mode::Meta => crate::meta::startup_report(&self.shared),
-        };
-        for line in report {
-            self.shared.log.line(&line);
-        }
+        Ok(Self { shared, mode })
     }
 
     /// The host holding the upstream connections, for status views and tests.
@@ -154,23 +147,15 @@ impl Gateway {
     }
 
     /// The mode it serves.
-    pub fn mode(&self) -> Mode {
-        self.shared.mode
+    pub fn mode(&self) -> file::Mode {
+        self.mode.kind()
     }
 
     /// Who the gateway is and what it offers, for `initialize`.
     pub fn server_config(&self) -> ServerConfig {
         let mut config = ServerConfig::dual_era(self.shared.implementation.clone());
-        config.capabilities = match self.shared.mode {
-            Mode::Category => crate::category::capabilities(),
-            Mode::Passthrough => crate::passthrough::capabilities(&self.shared),
-            Mode::Meta => crate::meta::capabilities(),
-        };
-        config.instructions = match self.shared.mode {
-            Mode::Category => Some(crate::category::instructions(&self.shared)),
-            Mode::Passthrough => crate::passthrough::instructions(&self.shared),
-            Mode::Meta => None,
-        };
+        config.capabilities = self.mode.capabilities(&self.shared);
+        config.instructions = self.mode.instructions(&self.shared);
         config
     }
 
@@ -208,17 +193,11 @@ impl Handler for Gateway {
         context: RequestContext,
     ) -> Result<RawJson, ErrorObject> {
         self.shared.routes.register(&context);
-        match self.shared.mode {
-            Mode::Category => crate::category::handle(&self.shared, request, context).await,
-            Mode::Passthrough => crate::passthrough::handle(&self.shared, request, context).await,
-            Mode::Meta => crate::meta::handle(&self.shared, request, context).await,
-        }
+        self.mode.handle(&self.shared, request, context).await
     }
 
     fn notified(&self, session: SessionKey, notification: ClientNotification) {
-        if self.shared.mode == Mode::Passthrough {
-            crate::passthrough::notified(&self.shared, session, notification);
-        }
+        self.mode.notified(&self.shared, session, notification);
     }
 
     fn closed(&self, session: SessionKey) {
@@ -226,11 +205,7 @@ impl Handler for Gateway {
     }
 
     fn tool_schema(&self, name: &str) -> Option<RawJson> {
-        match self.shared.mode {
-            Mode::Passthrough => crate::passthrough::tool_schema(&self.shared, name),
-            // Their own tools mirror no argument into a header.
-            Mode::Category | Mode::Meta => None,
-        }
+        self.mode.tool_schema(&self.shared, name)
     }
 }
 

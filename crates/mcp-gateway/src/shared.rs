@@ -1,10 +1,9 @@
 //! What every mode shares: the host, the file, the call log, and upstream calls with the
 //! permission policy, progress and cancellation carried across the hop.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
 use mcp_protocol::schema::{CallToolParams, Implementation, ProgressParams, Tool, meta_key};
@@ -13,7 +12,7 @@ use mcp_session::RequestContext;
 use tokio::sync::mpsc;
 
 use crate::call_log::CallLog;
-use crate::file::{GatewayFile, Mode};
+use crate::file::GatewayFile;
 use crate::routes::Routes;
 use crate::sync::lock;
 
@@ -21,21 +20,16 @@ use crate::sync::lock;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) host: Host,
-    pub(crate) mode: Mode,
-    /// The file as last loaded (meta mode's reload replaces it).
+    /// The file as last loaded (meta mode's reload replaces it); read it with
+    /// [`file`](Self::file).
     pub(crate) file: Mutex<Arc<GatewayFile>>,
     pub(crate) path: PathBuf,
     /// What the file was first read with; a reload reads it again with the same.
     pub(crate) env: mcp_host::config::Env,
     pub(crate) oauth: Option<mcp_host::oauth::OAuthContext>,
-    pub(crate) ttl: Duration,
     pub(crate) log: CallLog,
     pub(crate) routes: Arc<Routes>,
-    /// When each upstream's tools were last listed, for the cache lifetime.
-    pub(crate) listed: Mutex<HashMap<String, Instant>>,
     pub(crate) implementation: Implementation,
-    /// Passthrough mode's routing tables (which upstream listed which resource).
-    pub(crate) passthrough: crate::passthrough::State,
 }
 
 impl Shared {
@@ -47,34 +41,6 @@ impl Shared {
     /// Replaces the file (meta mode's reload).
     pub(crate) fn set_file(&self, file: GatewayFile) {
         *lock(&self.file) = Arc::new(file);
-    }
-
-    pub(crate) fn mark_all_listed(&self) {
-        let now = Instant::now();
-        let mut listed = lock(&self.listed);
-        for status in self.host.status() {
-            listed.insert(status.id, now);
-        }
-    }
-
-    /// Lists `server`'s tools again if the cached list is older than the lifetime. A failed
-    /// refresh keeps the old list and is returned for the caller to report.
-    pub(crate) async fn refresh_if_stale(&self, server: &str) -> Result<(), CallError> {
-        let stale = lock(&self.listed)
-            .get(server)
-            .is_none_or(|at| at.elapsed() >= self.ttl);
-        if !stale {
-            return Ok(());
-        }
-        self.host.refresh_tools(server).await?;
-        lock(&self.listed).insert(server.to_owned(), Instant::now());
-        Ok(())
-    }
-
-    /// Forgets when `server`'s tools were listed (its connection changed or it said its list
-    /// changed, and the host listed them again).
-    pub(crate) fn mark_listed(&self, server: &str) {
-        lock(&self.listed).insert(server.to_owned(), Instant::now());
     }
 
     /// Calls an upstream tool for the client request in `context`: the permission policy,

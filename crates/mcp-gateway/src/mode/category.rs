@@ -35,6 +35,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use mcp_host::catalog::clean_text;
 use mcp_protocol::schema::{
@@ -45,8 +46,10 @@ use mcp_protocol::{ErrorObject, RawJson};
 use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
+use super::{Answer, Mode};
 use crate::args::{Args, invalid};
-use crate::file::{Category, GatewayFile};
+use crate::cache::ListCache;
+use crate::file::{self, Category, GatewayFile};
 use crate::reply::{
     self, ErrorKind, call_error_kind, call_error_result, encode, tool_error,
     tools_only_capabilities,
@@ -66,11 +69,47 @@ const MAX_CATEGORY_LIST: usize = 8 << 10;
 /// How long an upstream description may be in an answer.
 const MAX_TOOL_DESCRIPTION: usize = 4 << 10;
 
-pub(crate) fn capabilities() -> ServerCapabilities {
-    tools_only_capabilities()
+/// Category mode, with its own state: when each upstream's tools were listed.
+#[derive(Debug)]
+pub(crate) struct CategoryMode {
+    cache: ListCache,
 }
 
-pub(crate) fn instructions(_shared: &Shared) -> String {
+impl CategoryMode {
+    pub(crate) fn new(cache: ListCache) -> Self {
+        Self { cache }
+    }
+}
+
+impl Mode for CategoryMode {
+    fn kind(&self) -> file::Mode {
+        file::Mode::Category
+    }
+
+    fn capabilities(&self, _shared: &Shared) -> ServerCapabilities {
+        tools_only_capabilities()
+    }
+
+    fn instructions(&self, _shared: &Shared) -> Option<String> {
+        Some(instructions())
+    }
+
+    fn start(&self, shared: &Arc<Shared>) -> Vec<String> {
+        self.cache.mark_all(&shared.host);
+        startup_report(shared)
+    }
+
+    fn handle<'a>(
+        &'a self,
+        shared: &'a Shared,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Answer<'a> {
+        Box::pin(handle(&self.cache, shared, request, context))
+    }
+}
+
+fn instructions() -> String {
     format!(
         "This server groups its tools into categories, listed in the description of \
          `{GET_TOOLS}`. Before using a category, load its tool definitions with \
@@ -286,7 +325,7 @@ fn override_for<'a>(
     category: &'a Category,
     server: &str,
     tool: &str,
-) -> Option<&'a crate::file::ToolOverride> {
+) -> Option<&'a file::ToolOverride> {
     let overrides = &category.tools.overrides;
     overrides
         .get(&prefixed(server, tool))
@@ -416,7 +455,7 @@ pub(crate) fn resolve(category: &Category, ids: &[&str], upstreams: &Upstreams) 
     out
 }
 
-pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
+fn startup_report(shared: &Shared) -> Vec<String> {
     let file = shared.file();
     let mut lines = Vec::new();
     let (mut tools, mut disabled, mut unresolved, mut unavailable) = (0, 0, 0, 0);
@@ -446,7 +485,8 @@ pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
     lines
 }
 
-pub(crate) async fn handle(
+async fn handle(
+    cache: &ListCache,
     shared: &Shared,
     request: ClientRequest,
     context: RequestContext,
@@ -457,7 +497,7 @@ pub(crate) async fn handle(
         }
         ClientRequest::CallTool(params) => {
             let result = match params.name.as_str() {
-                GET_TOOLS => get_tools(shared, params).await,
+                GET_TOOLS => get_tools(cache, shared, params).await,
                 CALL_TOOL => call_tool(shared, params, &context).await,
                 other => {
                     return Err(reply::invalid_params(format!(
@@ -516,7 +556,7 @@ fn unavailable_message(upstreams: &Upstreams, servers: &[&str]) -> String {
     states.join("; ")
 }
 
-async fn get_tools(shared: &Shared, params: CallToolParams) -> CallToolResult {
+async fn get_tools(cache: &ListCache, shared: &Shared, params: CallToolParams) -> CallToolResult {
     let args = Args(params.arguments.unwrap_or_default());
     let file = shared.file();
     let (name, category) = match category_arg(&file, &args) {
@@ -529,7 +569,7 @@ async fn get_tools(shared: &Shared, params: CallToolParams) -> CallToolResult {
     };
     let servers = category.upstreams();
     for server in &servers {
-        if let Err(e) = shared.refresh_if_stale(server).await
+        if let Err(e) = cache.refresh_if_stale(&shared.host, server).await
             && call_error_kind(&e) != ErrorKind::UpstreamUnavailable
         {
             return tool_error(

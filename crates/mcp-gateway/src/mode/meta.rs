@@ -10,6 +10,7 @@
 //! are those of every mode.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use mcp_host::catalog::clean_text;
 use mcp_host::{CallError, ServerState};
@@ -21,7 +22,10 @@ use mcp_protocol::{ErrorObject, RawJson};
 use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
+use super::{Answer, Mode};
 use crate::args::{Args, invalid};
+use crate::cache::ListCache;
+use crate::file;
 use crate::reply::{
     self, ErrorKind, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
 };
@@ -36,13 +40,50 @@ const LIST_RESOURCES: &str = "list-resources";
 const READ_RESOURCE: &str = "read-resource";
 const RELOAD_CONFIG: &str = "reload-config";
 
-/// Tools only; the list never changes (the servers behind it do, and `list-servers` says so).
-pub(crate) fn capabilities() -> ServerCapabilities {
-    tools_only_capabilities()
+/// Meta mode, with its own state: when each upstream's tools were listed.
+#[derive(Debug)]
+pub(crate) struct MetaMode {
+    cache: ListCache,
+}
+
+impl MetaMode {
+    pub(crate) fn new(cache: ListCache) -> Self {
+        Self { cache }
+    }
+}
+
+impl Mode for MetaMode {
+    fn kind(&self) -> file::Mode {
+        file::Mode::Meta
+    }
+
+    /// Tools only; the list never changes (the servers behind it do, and `list-servers`
+    /// says so).
+    fn capabilities(&self, _shared: &Shared) -> ServerCapabilities {
+        tools_only_capabilities()
+    }
+
+    fn instructions(&self, _shared: &Shared) -> Option<String> {
+        None
+    }
+
+    fn start(&self, shared: &Arc<Shared>) -> Vec<String> {
+        self.cache.mark_all(&shared.host);
+        startup_report(shared)
+    }
+
+    fn handle<'a>(
+        &'a self,
+        shared: &'a Shared,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Answer<'a> {
+        Box::pin(handle(&self.cache, shared, request, context))
+    }
 }
 
 /// What the log says at start-up: the mode, and each server with its state.
-pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
+fn startup_report(shared: &Shared) -> Vec<String> {
     let status = shared.host.status();
     let ready = status
         .iter()
@@ -57,14 +98,15 @@ pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
 }
 
 /// Answers one client request.
-pub(crate) async fn handle(
+async fn handle(
+    cache: &ListCache,
     shared: &Shared,
     request: ClientRequest,
     context: RequestContext,
 ) -> Result<RawJson, ErrorObject> {
     match request {
         ClientRequest::ListTools(_) => encode(&ListToolsResult::new(tools_list())),
-        ClientRequest::CallTool(params) => encode(&call(shared, params, &context).await),
+        ClientRequest::CallTool(params) => encode(&call(cache, shared, params, &context).await),
         other => Err(reply::method_not_found(format!(
             "{} is not served in meta mode: use the tools (`{LIST_SERVERS}` first)",
             other.method()
@@ -135,15 +177,20 @@ fn tools_list() -> Vec<Tool> {
 }
 
 /// Runs one meta tool; every failure is a tool error.
-async fn call(shared: &Shared, params: CallToolParams, context: &RequestContext) -> CallToolResult {
+async fn call(
+    cache: &ListCache,
+    shared: &Shared,
+    params: CallToolParams,
+    context: &RequestContext,
+) -> CallToolResult {
     let args = Args(params.arguments.unwrap_or_default());
     let outcome = match params.name.as_str() {
         LIST_SERVERS => Ok(list_servers(shared)),
-        LIST_TOOLS => list_tools(shared, &args).await,
-        CALL_TOOL => call_tool(shared, &args, context).await,
+        LIST_TOOLS => list_tools(cache, shared, &args).await,
+        CALL_TOOL => call_tool(cache, shared, &args, context).await,
         LIST_RESOURCES => list_resources(shared, &args).await,
         READ_RESOURCE => read_resource(shared, &args).await,
-        RELOAD_CONFIG => reload(shared).await,
+        RELOAD_CONFIG => reload(cache, shared).await,
         other => Err(tool_error(
             ErrorKind::UnknownTool,
             &format!(
@@ -235,7 +282,11 @@ fn list_servers(shared: &Shared) -> CallToolResult {
     json_result(json!({ "servers": servers }))
 }
 
-async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
+async fn list_tools(
+    cache: &ListCache,
+    shared: &Shared,
+    args: &Args,
+) -> Result<CallToolResult, CallToolResult> {
     let one = args.optional_str("server")?;
     let servers = listed_servers(shared, one)?;
     if let Some(server) = one
@@ -247,7 +298,7 @@ async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, Call
     let mut notes = Vec::new();
     for server in &servers {
         // A failed refresh keeps the list the host has; the model is told.
-        if let Err(e) = shared.refresh_if_stale(server).await {
+        if let Err(e) = cache.refresh_if_stale(&shared.host, server).await {
             notes.push(format!("the list of `{server}` may be out of date: {e}"));
         }
     }
@@ -278,6 +329,7 @@ async fn list_tools(shared: &Shared, args: &Args) -> Result<CallToolResult, Call
 }
 
 async fn call_tool(
+    cache: &ListCache,
     shared: &Shared,
     args: &Args,
     context: &RequestContext,
@@ -300,7 +352,7 @@ async fn call_tool(
     };
     let mut raw = offered(shared);
     if raw.is_none() {
-        let _ = shared.refresh_if_stale(server).await;
+        let _ = cache.refresh_if_stale(&shared.host, server).await;
         raw = offered(shared);
     }
     let Some(raw) = raw else {
@@ -391,8 +443,8 @@ async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, C
 /// Reads the gateway file again and applies it. The mode stays what it was at start-up (the
 /// tools a client was given cannot change under it); a new mode is reported and waits for a
 /// restart.
-async fn reload(shared: &Shared) -> Result<CallToolResult, CallToolResult> {
-    let loaded = crate::file::load(&shared.path, &shared.env, shared.oauth.as_ref())
+async fn reload(cache: &ListCache, shared: &Shared) -> Result<CallToolResult, CallToolResult> {
+    let loaded = file::load(&shared.path, &shared.env, shared.oauth.as_ref())
         .map_err(|e| invalid(&e.to_string()))?;
     let before = shared.file();
     let old: BTreeMap<&String, Value> = before
@@ -422,11 +474,11 @@ async fn reload(shared: &Shared) -> Result<CallToolResult, CallToolResult> {
         .map(|(id, _)| *id)
         .collect();
     let mut notes = loaded.warnings.clone();
-    if loaded.mode != shared.mode {
+    if loaded.mode != file::Mode::Meta {
         notes.push(format!(
             "mode `{}` takes effect when the gateway is restarted; it serves `{}` until then",
             loaded.mode.as_str(),
-            shared.mode.as_str()
+            file::Mode::Meta.as_str()
         ));
     }
     let summary = json!({
@@ -436,7 +488,7 @@ async fn reload(shared: &Shared) -> Result<CallToolResult, CallToolResult> {
     });
     shared.host.reload(loaded.entries).await;
     for server in shared.host.status() {
-        shared.mark_listed(&server.id);
+        cache.mark_listed(&server.id);
     }
     shared.log.line(&format!(
         "reloaded {}: {} added, {} removed, {} changed",

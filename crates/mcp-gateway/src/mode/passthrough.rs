@@ -32,6 +32,8 @@ use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secret
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
+use super::{Answer, Mode};
+use crate::file;
 use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
 use crate::sync::lock;
@@ -43,13 +45,57 @@ const MAX_PAGES: usize = 100;
 /// What passthrough mode remembers between requests: which upstream listed which resource
 /// URI and which resource template, to route reads, subscriptions and completions.
 #[derive(Debug, Default)]
-pub(crate) struct State {
+struct State {
     resources: Mutex<HashMap<String, String>>,
     templates: Mutex<HashMap<String, String>>,
     /// The client of the last call that ended on each upstream, and when: a log entry the
     /// upstream sent during that call may be relayed only after its answer (they travel
     /// separately through the host), and belongs to that client all the same.
     ended: Mutex<HashMap<String, (Peer, Instant)>>,
+}
+
+/// Passthrough mode, with its own state: the routing tables, shared with the task that
+/// relays the upstreams' notifications.
+#[derive(Debug, Default)]
+pub(crate) struct PassthroughMode {
+    state: Arc<State>,
+}
+
+impl Mode for PassthroughMode {
+    fn kind(&self) -> file::Mode {
+        file::Mode::Passthrough
+    }
+
+    fn capabilities(&self, shared: &Shared) -> ServerCapabilities {
+        capabilities(shared)
+    }
+
+    fn instructions(&self, shared: &Shared) -> Option<String> {
+        instructions(shared)
+    }
+
+    fn start(&self, shared: &Arc<Shared>) -> Vec<String> {
+        let report = startup_report(shared);
+        start_relay(shared, Arc::clone(&self.state));
+        report
+    }
+
+    fn handle<'a>(
+        &'a self,
+        shared: &'a Shared,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Answer<'a> {
+        Box::pin(handle(&self.state, shared, request, context))
+    }
+
+    fn notified(&self, shared: &Shared, session: SessionKey, notification: ClientNotification) {
+        notified(shared, session, notification);
+    }
+
+    fn tool_schema(&self, shared: &Shared, name: &str) -> Option<RawJson> {
+        tool_schema(shared, name)
+    }
 }
 
 /// How long after a call a log entry from its upstream is still taken to be about it.
@@ -114,7 +160,7 @@ fn list_changed() -> ListChangedCapability {
 /// The union of the ready upstreams' capabilities, with `listChanged` everywhere since the
 /// gateway relays changes (and says so when an upstream comes or goes). With none ready, tools,
 /// resources and prompts, so that a client that stays connected can use a later connection.
-pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
+fn capabilities(shared: &Shared) -> ServerCapabilities {
     let ready: Vec<ServerCapabilities> = ready(shared)
         .iter()
         .map(|(_, c)| c.server_info().capabilities.clone())
@@ -143,7 +189,7 @@ pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
 }
 
 /// The upstreams' instructions: as they are for one, each under its server's id for several.
-pub(crate) fn instructions(shared: &Shared) -> Option<String> {
+fn instructions(shared: &Shared) -> Option<String> {
     let multi = is_multi(shared);
     let parts: Vec<String> = ready(shared)
         .into_iter()
@@ -156,7 +202,7 @@ pub(crate) fn instructions(shared: &Shared) -> Option<String> {
 }
 
 /// The start-up summary.
-pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
+fn startup_report(shared: &Shared) -> Vec<String> {
     let status = shared.host.status();
     let up = status
         .iter()
@@ -176,7 +222,7 @@ pub(crate) fn startup_report(shared: &Shared) -> Vec<String> {
 
 /// Relays the upstreams' notifications to the clients in front, for as long as the gateway
 /// lives.
-pub(crate) fn start_relay(shared: &Arc<Shared>) {
+fn start_relay(shared: &Arc<Shared>, state: Arc<State>) {
     let mut events = shared.host.subscribe(None, None);
     let weak = Arc::downgrade(shared);
     tokio::spawn(async move {
@@ -184,12 +230,12 @@ pub(crate) fn start_relay(shared: &Arc<Shared>) {
             let Some(shared) = weak.upgrade() else {
                 break;
             };
-            relay(&shared, event);
+            relay(&shared, &state, event);
         }
     });
 }
 
-fn relay(shared: &Shared, event: HostEvent) {
+fn relay(shared: &Shared, state: &State, event: HostEvent) {
     match event {
         // Also what follows an upstream's own tools/list_changed: the host lists the tools
         // again first, so a client that asks at once sees the new list.
@@ -223,7 +269,7 @@ fn relay(shared: &Shared, event: HostEvent) {
                 ServerNotification::LoggingMessage(_)
                 | ServerNotification::ElicitationComplete(_) => {
                     let recent = || {
-                        lock(&shared.passthrough.ended)
+                        lock(&state.ended)
                             .get(&server)
                             .filter(|(_, at)| at.elapsed() < LATE_ENTRY)
                             .map(|(peer, _)| peer.clone())
@@ -250,7 +296,7 @@ fn broadcast(shared: &Shared, method: &str, params: Option<RawJson>) {
 
 /// A client notification: its roots changed, which every upstream is told (the gateway
 /// answers their `roots/list` by asking the client).
-pub(crate) fn notified(shared: &Shared, _session: SessionKey, notification: ClientNotification) {
+fn notified(shared: &Shared, _session: SessionKey, notification: ClientNotification) {
     if let ClientNotification::RootsListChanged(_) = notification {
         for (id, client) in ready(shared) {
             if let Err(e) = client.notify::<method::RootsListChanged>(&EmptyParams::new()) {
@@ -263,7 +309,8 @@ pub(crate) fn notified(shared: &Shared, _session: SessionKey, notification: Clie
 }
 
 /// Answers one client request.
-pub(crate) async fn handle(
+async fn handle(
+    state: &State,
     shared: &Shared,
     request: ClientRequest,
     context: RequestContext,
@@ -272,10 +319,10 @@ pub(crate) async fn handle(
     let mut params = params_of(&request)?;
     match request {
         ClientRequest::ListTools(_) => list_tools(shared),
-        ClientRequest::CallTool(call) => call_tool(shared, call, &context).await,
+        ClientRequest::CallTool(call) => call_tool(state, shared, call, &context).await,
         ClientRequest::ListResources(_) => {
             let lists = gather(shared, has_resources, &method, "resources").await?;
-            let mut map = lock(&shared.passthrough.resources);
+            let mut map = lock(&state.resources);
             let mut all = Vec::new();
             for (id, items) in lists {
                 for item in items {
@@ -289,7 +336,7 @@ pub(crate) async fn handle(
         }
         ClientRequest::ListResourceTemplates(_) => {
             let lists = gather(shared, has_resources, &method, "resourceTemplates").await?;
-            let mut map = lock(&shared.passthrough.templates);
+            let mut map = lock(&state.templates);
             let mut all = Vec::new();
             for (id, items) in lists {
                 for item in items {
@@ -302,15 +349,15 @@ pub(crate) async fn handle(
             encode(&json!({ "resourceTemplates": all }))
         }
         ClientRequest::ReadResource(p) => {
-            let candidates = resource_candidates(shared, &p.uri, has_resources);
+            let candidates = resource_candidates(state, shared, &p.uri, has_resources);
             let (id, result) =
                 first_answer(shared, &candidates, &method, &params, &context).await?;
-            lock(&shared.passthrough.resources).insert(p.uri, id);
+            lock(&state.resources).insert(p.uri, id);
             Ok(result)
         }
         ClientRequest::Subscribe(p) => {
             // Through the host, which subscribes the way the upstream's era has.
-            let candidates = resource_candidates(shared, &p.uri, has_subscribe);
+            let candidates = resource_candidates(state, shared, &p.uri, has_subscribe);
             let uri = &p.uri;
             first_ok(&candidates, &method, |id| async move {
                 shared
@@ -335,7 +382,7 @@ pub(crate) async fn handle(
             };
             if !others {
                 // No client wants the updates any more: the upstream may stop sending them.
-                for id in resource_candidates(shared, &p.uri, has_subscribe) {
+                for id in resource_candidates(state, shared, &p.uri, has_subscribe) {
                     if let Err(e) = shared.host.unsubscribe_resource(&id, &p.uri).await {
                         shared
                             .log
@@ -374,7 +421,7 @@ pub(crate) async fn handle(
                 }
                 _ => {
                     let uri = params["ref"]["uri"].as_str().unwrap_or_default();
-                    template_candidates(shared, uri)
+                    template_candidates(state, shared, uri)
                 }
             };
             let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
@@ -479,6 +526,7 @@ fn resolve_tool(shared: &Shared, name: &str) -> Option<(String, String)> {
 }
 
 async fn call_tool(
+    state: &State,
     shared: &Shared,
     call: CallToolParams,
     context: &RequestContext,
@@ -497,7 +545,7 @@ async fn call_tool(
     params.extra = call.extra;
     params.meta = shared.upstream_meta(&server, context, call.meta);
     let outcome = shared.relay_call(&label, &server, params, context).await;
-    lock(&shared.passthrough.ended).insert(server, (context.peer.unrelated(), Instant::now()));
+    lock(&state.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {
         Ok(Relayed::Complete(out)) => without_server_info(encode(&out.result)?),
         Ok(Relayed::InputRequired(raw)) => without_server_info(raw),
@@ -512,7 +560,7 @@ async fn call_tool(
 
 /// The `inputSchema` of the upstream tool a client calls by `name`, for the HTTP half to
 /// check the `Mcp-Param-*` headers the client mirrored from its `x-mcp-header` arguments.
-pub(crate) fn tool_schema(shared: &Shared, name: &str) -> Option<RawJson> {
+fn tool_schema(shared: &Shared, name: &str) -> Option<RawJson> {
     let (server, tool) = resolve_tool(shared, name)?;
     let catalog = shared.host.catalog();
     let found = catalog.server_tools(&server).find(|t| t.tool == tool)?;
@@ -543,6 +591,7 @@ fn no_upstream() -> ErrorObject {
 /// Where a resource URI may live: the only upstream; the one that listed it or whose template
 /// matches it; else every ready upstream that can (`has`), to be asked in turn.
 fn resource_candidates(
+    state: &State,
     shared: &Shared,
     uri: &str,
     has: fn(&ServerCapabilities) -> bool,
@@ -550,10 +599,10 @@ fn resource_candidates(
     if !is_multi(shared) {
         return configured(shared);
     }
-    if let Some(id) = lock(&shared.passthrough.resources).get(uri) {
+    if let Some(id) = lock(&state.resources).get(uri) {
         return vec![id.clone()];
     }
-    let by_template: Vec<String> = lock(&shared.passthrough.templates)
+    let by_template: Vec<String> = lock(&state.templates)
         .iter()
         .filter(|(t, _)| template_matches(t, uri))
         .map(|(_, id)| id.clone())
@@ -569,11 +618,11 @@ fn resource_candidates(
 
 /// Where a completion for a resource template goes: the upstream that listed the template,
 /// else every ready upstream that completes.
-fn template_candidates(shared: &Shared, template: &str) -> Vec<String> {
+fn template_candidates(state: &State, shared: &Shared, template: &str) -> Vec<String> {
     if !is_multi(shared) {
         return configured(shared);
     }
-    if let Some(id) = lock(&shared.passthrough.templates).get(template) {
+    if let Some(id) = lock(&state.templates).get(template) {
         return vec![id.clone()];
     }
     ready_with(shared, has_completions)
