@@ -608,6 +608,8 @@ struct Inner {
     rebuild: Mutex<()>,
     permits: Arc<Semaphore>,
     events: broadcast::Sender<HostEvent>,
+    /// What the connections to every server share (the HTTP era cache).
+    transports: crate::transport::Shared,
 }
 
 impl std::fmt::Debug for Inner {
@@ -684,6 +686,7 @@ impl Host {
             catalog: RwLock::new(Arc::new(Catalog::default())),
             rebuild: Mutex::new(()),
             events,
+            transports: crate::transport::Shared::default(),
         });
         Self {
             _owner: Arc::new(Owner(Arc::clone(&inner))),
@@ -1408,7 +1411,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
         message,
         auth_required: false,
     };
-    let client = crate::transport::open(entry, connect, session).await?;
+    let client = crate::transport::open(entry, connect, session, &inner.transports).await?;
     let has_tools = client.server_info().capabilities.tools.is_some();
     let tools = if has_tools {
         match client.list_all_tools().await {

@@ -25,12 +25,22 @@ use mcp_session::Client;
 
 use crate::host::{Connect, Failure, Phase, ServerEntry};
 
+/// What a host's connections share, whichever server they are to: for HTTP, the cache of the
+/// era each origin spoke (so that a reconnection, or a second server on the same origin, skips
+/// the `server/discover` probe). One per host: two hosts never share it.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    #[cfg(feature = "http")]
+    eras: mcp_http::EraCache,
+}
+
 /// Starts the transport of `entry` (`connect`, its configuration) and its session: the
 /// process or the connection, and the handshake.
 pub(crate) async fn open(
     entry: &ServerEntry,
     connect: Connect,
     session: ClientConfig,
+    #[cfg_attr(not(feature = "http"), allow(unused_variables))] shared: &Shared,
 ) -> Result<Client, Failure> {
     // With neither transport, `Connect` has no variants and this match no arms.
     match connect {
@@ -48,6 +58,7 @@ pub(crate) async fn open(
         #[cfg(feature = "http")]
         Connect::Http(mut config) => {
             config.name = entry.id.clone();
+            config.eras = shared.eras.clone();
             #[cfg(feature = "oauth")]
             if let Some(oauth) = &entry.oauth {
                 oauth.prepare().await;

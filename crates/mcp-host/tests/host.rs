@@ -728,6 +728,43 @@ async fn dual_era_server(
     (pinned, entry("free"))
 }
 
+/// The era cache is the host's own: a handshake-era server found out by one connection is
+/// remembered for the next connection to its origin from the same host (no probe), and not by
+/// another host, which probes for itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_remembers_the_era_of_an_origin_and_another_host_does_not() {
+    let server = mcp_protocol::ServerConfig::new(Implementation::new("old".into(), "1".into()));
+    let (_, free) = dual_era_server(server, Growing::default()).await;
+    let entry = |id: &str| {
+        let Connect::Http(mut config) = free.connect.clone().unwrap() else {
+            unreachable!("dual_era_server makes HTTP entries")
+        };
+        config.name = id.to_owned();
+        ServerEntry::new(id, Connect::Http(config))
+    };
+    let remembered = "this server spoke the handshake era before; ";
+    let negotiation = |host: &Host, id: &str| {
+        let status = host.server_status(id).unwrap();
+        assert_eq!(status.state, ServerState::Ready, "{status:?}");
+        assert_eq!(status.era, Some("handshake"), "{status:?}");
+        status.negotiation.unwrap()
+    };
+    let first = Host::new(options(AllowAll));
+    first.start(vec![entry("a")]).await;
+    let probed = negotiation(&first, "a");
+    assert!(!probed.starts_with(remembered), "{probed}");
+    first.start(vec![entry("b")]).await;
+    let skipped = negotiation(&first, "b");
+    assert!(skipped.starts_with(remembered), "{skipped}");
+
+    let second = Host::new(options(AllowAll));
+    second.start(vec![entry("a")]).await;
+    let again = negotiation(&second, "a");
+    assert!(!again.starts_with(remembered), "{again}");
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
 /// One server that speaks both eras, two connections to it: left to itself the host settles on
 /// 2026-07-28 and says why; pinned to 2025-11-25 it speaks the handshake, and the pin does not
 /// make the other connection skip its probe. A tools change reaches both: the stateless one

@@ -504,3 +504,40 @@ async fn a_key_in_the_url_stays_out_of_errors_and_debug() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_era_cache_is_the_configs_own_and_shared_by_its_clones() {
+    // A handshake-era server: the first negotiating connection probes with server/discover,
+    // and remembers the answer in its config's cache.
+    let fake = FakeHttp::start().await;
+    let negotiating = ClientConfig::new(Implementation::new("it".into(), "0".into()));
+    let probes = || {
+        fake.seen()
+            .iter()
+            .filter(|s| s.body["method"] == "server/discover")
+            .count()
+    };
+    let mine = HttpConfig::new("fake", fake.url.clone());
+    for (config, probed) in [
+        (mine.clone(), 1),
+        // A clone shares the cache: no probe.
+        (mine.clone(), 1),
+        // Another config has its own, empty cache: it probes.
+        (HttpConfig::new("fake", fake.url.clone()), 2),
+    ] {
+        let client = mcp_http::connect(config, negotiating.clone())
+            .await
+            .unwrap();
+        assert_eq!(client.server_info().era, mcp_protocol::Era::Handshake);
+        client.close().await;
+        assert_eq!(
+            probes(),
+            probed,
+            "{:?}",
+            fake.seen()
+                .iter()
+                .map(|s| s.body["method"].clone())
+                .collect::<Vec<_>>()
+        );
+    }
+}
