@@ -163,8 +163,7 @@ async fn our_client_against_our_server_in_the_stateless_era() {
     let mut config = server_config();
     config.server.supported_versions = ProtocolVersion::KNOWN.to_vec();
     let url = start(config).await;
-    // Pinned, so that no other test's server on a reused port can make the era cache skip
-    // the probe.
+    // Pinned: this test is about the stateless era's wire, not about finding the era out.
     let mut session = session();
     session.supported_versions = vec![ProtocolVersion::V2026_07_28];
     let client = mcp_http::connect(HttpConfig::new("half", url), session)
