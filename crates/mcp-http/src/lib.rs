@@ -13,6 +13,11 @@
 //!   is its own POST with the version of its `_meta` and the headers that mirror its body
 //!   (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, made by the crate's own codec for both halves),
 //!   with no session id, GET stream or DELETE, and cancelling a request closes its stream.
+//!   An origin found to speak the handshake era is remembered in the config's [`EraCache`],
+//!   a value its consumer owns and may share (a host shares one among its servers), so that
+//!   the next connection skips the probe. What each answer means (JSON or SSE, a 202, a
+//!   challenge and its retry budget, a 404 on the session, the HTTP+SSE fallback) is decided
+//!   by a pure function apart from the I/O.
 //! - [`AuthHook`]: supplies the authorization headers of each request (`Authorization`, and
 //!   for DPoP a proof naming the request's method and URL) and hears about 401 and 403 with
 //!   their `WWW-Authenticate` challenge and `DPoP-Nonce`. This crate knows nothing of OAuth.

@@ -48,7 +48,8 @@ impl EraCache {
         }
     }
 
-    /// Whether two values are the same cache (clones of one another).
+    /// Whether two values are the same cache (clones of one another): a consumer that means
+    /// its connections to share what they learn can check that they do.
     pub fn is_shared_with(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
