@@ -18,7 +18,7 @@ use mcp_protocol::schema::{ListToolsResult, Tool};
 use serde::Serialize;
 
 use crate::file::{Category, CategoryTools, GatewayFile};
-use crate::mode::category::{Upstream, Upstreams, answer, resolve, tool_definitions};
+use crate::mode::category::resolve::{Upstream, Upstreams, answer, resolve, tool_definitions};
 
 /// A size in bytes and approximate tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,7 +132,7 @@ pub fn measure(file: &GatewayFile, upstreams: &BTreeMap<String, Vec<Tool>>) -> B
         .categories
         .iter()
         .map(|(name, category)| {
-            let resolved = resolve(category, &crate::mode::category::ids(file), &view);
+            let resolved = resolve(category, &crate::mode::category::resolve::ids(file), &view);
             CategoryCost {
                 category: name.clone(),
                 tools: resolved.tools.len(),

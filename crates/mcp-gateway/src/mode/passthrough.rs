@@ -17,6 +17,10 @@
 //! the host's catalogue changed, which covers an upstream's own notice and a reconnection),
 //! `resources/updated` to the clients that subscribed to that URI, log entries to the client
 //! whose call is waiting on that upstream, else to all.
+//!
+//! The file is a little over 800 lines: the request handlers and the routing helpers they
+//! share (which upstream to ask, relaying as sent, paging) read best side by side, and no
+//! other module needs the helpers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
