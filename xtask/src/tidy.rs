@@ -1,7 +1,7 @@
 //! `cargo xtask tidy`, also run as a `#[test]` so that `cargo test --workspace` is the whole
 //! gate: file headers, banned test attributes, trailing whitespace, internal dependencies
-//! declared through the workspace, the crate graph written in `docs/architecture.md`, and a
-//! sans-IO `mcp-protocol`.
+//! declared through the workspace, the crate graph written in `docs/architecture.md`, a
+//! sans-IO `mcp-protocol`, and no module import cycle in the crates that keep theirs acyclic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -12,6 +12,10 @@ use serde_json::Value;
 use xshell::{Shell, cmd};
 
 use crate::{flags, project_root};
+
+/// Crates whose modules never import a module that imports them back (the crate root, a
+/// facade of re-exports, aside). A crate joins once its graph is acyclic.
+const ACYCLIC_CRATES: &[&str] = &["mcp-gateway"];
 
 /// Crates that would give `mcp-protocol` I/O, a runtime or a clock of its own.
 const IO_CRATES: &[&str] = &[
@@ -35,6 +39,7 @@ impl flags::Tidy {
         let mut problems = Vec::new();
         check_sources(&root, &mut problems)?;
         check_manifests(&root, &mut problems)?;
+        check_module_cycles(&root, &mut problems)?;
         let meta: Value =
             serde_json::from_str(&cmd!(sh, "cargo metadata --format-version 1").read()?)?;
         check_crate_graph(&root, &meta, &mut problems)?;
@@ -271,8 +276,147 @@ fn check_sans_io(meta: &Value, problems: &mut Vec<String>) {
     }
 }
 
+/// Reports each module of an [`ACYCLIC_CRATES`] crate that imports (`crate::…`, `super::…`
+/// or `self::…`, outside comments and its `#[cfg(test)]` tail) a module that reaches it back.
+fn check_module_cycles(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    for krate in ACYCLIC_CRATES {
+        let src = root.join("crates").join(krate).join("src");
+        let mut paths = Vec::new();
+        files(&src, &mut paths)?;
+        let mut texts = BTreeMap::new();
+        for path in paths
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        {
+            let rel = path.strip_prefix(&src).unwrap_or(path).with_extension("");
+            let mut parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+                parts.pop();
+            }
+            if parts.last().is_some_and(|l| l == "tests") {
+                continue;
+            }
+            texts.insert(parts.join("::"), fs::read_to_string(path)?);
+        }
+        let modules: BTreeSet<String> = texts.keys().cloned().collect();
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (module, text) in &texts {
+            if module.is_empty() {
+                continue;
+            }
+            let code: String = text
+                .split("#[cfg(test)]")
+                .next()
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let parent = module.rsplit_once("::").map_or("", |(p, _)| p);
+            for (prefix, base) in [("crate::", ""), ("super::", parent), ("self::", module)] {
+                for path in referenced_paths(&code, prefix) {
+                    let mut segments: Vec<&str> =
+                        base.split("::").filter(|s| !s.is_empty()).collect();
+                    segments.extend(path.split("::"));
+                    // The longest prefix that is a module of the crate.
+                    let target = (1..=segments.len())
+                        .rev()
+                        .map(|n| segments[..n].join("::"))
+                        .find(|m| modules.contains(m));
+                    if let Some(target) = target
+                        && target != *module
+                    {
+                        edges.entry(module.clone()).or_default().insert(target);
+                    }
+                }
+            }
+        }
+        let reaches = |from: &str, to: &str| {
+            let mut stack = vec![from.to_owned()];
+            let mut seen = BTreeSet::new();
+            while let Some(m) = stack.pop() {
+                if m == to {
+                    return true;
+                }
+                if seen.insert(m.clone()) {
+                    stack.extend(edges.get(&m).into_iter().flatten().cloned());
+                }
+            }
+            false
+        };
+        for (module, targets) in &edges {
+            for target in targets {
+                if reaches(target, module) {
+                    problems.push(format!(
+                        "{krate}: module `{module}` imports `{target}`, which imports it back (directly or through others); move what both need into a leaf module"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The paths after each `prefix` in `code`: `crate::a::b` gives `a::b`, and
+/// `crate::{a, b::c}` gives `a` and `b::c`.
+fn referenced_paths(code: &str, prefix: &str) -> Vec<String> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices(prefix) {
+        if code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &code[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The first segment of each item at the group's own depth.
+            let (mut depth, mut item_start) = (0usize, true);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && word(c) => {
+                        item_start = false;
+                        let path: String = group[i..].chars().take_while(|c| word(*c)).collect();
+                        let path = path.trim_end_matches(':');
+                        if path != "self" {
+                            out.push(path.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let path: String = rest.chars().take_while(|c| word(*c)).collect();
+            out.push(path.trim_end_matches(':').to_owned());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn imports_are_read_from_plain_grouped_and_super_paths() {
+        let paths = |code: &str, prefix: &str| super::referenced_paths(code, prefix);
+        assert_eq!(
+            paths(
+                "use crate::{a, b::c::{D, e}, f};\nuse crate::x::Y;",
+                "crate::"
+            ),
+            ["a", "b::c", "f", "x::Y"]
+        );
+        assert_eq!(
+            paths("use super::{Mode, Answer};", "super::"),
+            ["Mode", "Answer"]
+        );
+        assert!(paths("use mcp_host::crate::x;", "crate::").is_empty());
+    }
+
     #[test]
     fn tidy() {
         let sh = xshell::Shell::new().unwrap();
