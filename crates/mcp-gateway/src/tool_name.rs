@@ -92,6 +92,23 @@ pub(crate) fn shown(raw: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A name a client or an upstream sent, as a message may quote it: its visible characters
+/// (those [`shown`] keeps), cut at [`MAX_SHOWN`] bytes with `…`.
+pub(crate) fn quoted(text: &str) -> String {
+    let mut out = String::new();
+    for c in clean_text(text, text.len())
+        .chars()
+        .filter(|c| is_visible(*c))
+    {
+        if out.len() + c.len_utf8() > MAX_SHOWN {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Whether a client who names `name` means the upstream tool named `raw`.
 pub(crate) fn designates(raw: &str, name: &str) -> bool {
     shown(raw) == name
@@ -160,5 +177,8 @@ mod tests {
         assert_ne!(shown("a b"), "ab");
         assert!(shown("\u{7}").starts_with("tool-"));
         assert!(shown(&"x".repeat(129)).len() <= MAX_SHOWN);
+        let q = quoted(&hostile);
+        assert!(q.starts_with("evilAAA") && q.ends_with('…'), "{q}");
+        assert!(q.len() <= MAX_SHOWN + '…'.len_utf8());
     }
 }

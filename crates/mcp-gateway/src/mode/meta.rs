@@ -30,7 +30,7 @@ use crate::reply::{
     self, ErrorKind, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
 };
 use crate::shared::Shared;
-use crate::tool_name::{self, MAX_SHOWN, designates};
+use crate::tool_name::{self, designates};
 
 /// The names of the tools this mode serves.
 const LIST_SERVERS: &str = "list-servers";
@@ -195,7 +195,7 @@ async fn call(
             ErrorKind::UnknownTool,
             &format!(
                 "no meta tool `{}`; the tools are {}",
-                clean_text(other, MAX_SHOWN),
+                tool_name::quoted(other),
                 tools_list()
                     .iter()
                     .map(|t| format!("`{}`", t.name))
@@ -232,7 +232,7 @@ fn known_server(shared: &Shared, server: &str) -> Result<(), CallToolResult> {
         ErrorKind::UpstreamUnavailable,
         &format!(
             "no server `{}`; the servers are {}",
-            clean_text(server, MAX_SHOWN),
+            tool_name::quoted(server),
             if ids.is_empty() {
                 "none".to_owned()
             } else {
@@ -367,7 +367,7 @@ async fn call_tool(
             ErrorKind::UnknownTool,
             &format!(
                 "server `{server}` offers no tool `{}`; see `{LIST_TOOLS}`",
-                clean_text(tool, MAX_SHOWN)
+                tool_name::quoted(tool)
             ),
         ));
     };

@@ -26,7 +26,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_host::catalog::clean_text;
 use mcp_host::{CallError, HostEvent, Relayed, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
@@ -538,7 +537,7 @@ async fn call_tool(
     let Some((server, tool)) = resolve_tool(shared, &call.name) else {
         return Err(reply::invalid_params(format!(
             "Unknown tool: {}",
-            clean_text(&call.name, tool_name::MAX_SHOWN)
+            tool_name::quoted(&call.name)
         )));
     };
     let label = call.name.clone();
@@ -583,7 +582,7 @@ fn resolve_prompt(shared: &Shared, name: &str) -> Result<(String, String), Error
     split_namespaced(shared, name).ok_or_else(|| {
         reply::invalid_params(format!(
             "Unknown prompt: {} (prompts are named mcp__<server>__<name>)",
-            clean_text(name, tool_name::MAX_SHOWN)
+            tool_name::quoted(name)
         ))
     })
 }

@@ -471,6 +471,17 @@ async fn a_hostile_tool_name_is_shown_safely_and_still_callable() {
         )
         .await;
         assert_reached_hostile(&result);
+        // The name as the upstream sent it is not one the gateway shows; the error quotes
+        // it cleaned and bounded.
+        let refused = call(
+            &client,
+            "call-category-tool",
+            json!({"category": "evil", "name": crate::support::hostile_name(), "args": {}}),
+        )
+        .await;
+        let (k, message) = kind(&refused);
+        assert_eq!(k, "UnknownTool", "{transport}");
+        crate::support::assert_quoted_safely(&message);
     }
     running.gateway.shutdown().await;
 }

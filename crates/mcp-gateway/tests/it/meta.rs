@@ -482,5 +482,16 @@ async fn a_hostile_tool_name_is_shown_safely_and_still_callable() {
     )
     .await;
     assert_reached_hostile(&result);
+    // The name as the upstream sent it is not a name the gateway shows, and the error that
+    // says so quotes it cleaned and bounded.
+    let raw = crate::support::hostile_name();
+    let refused = call(
+        &client,
+        "call-tool",
+        json!({"server": "evil", "tool": raw, "arguments": {}}),
+    )
+    .await;
+    assert_error(&refused, "UnknownTool");
+    crate::support::assert_quoted_safely(&text(&refused));
     gateway.shutdown().await;
 }

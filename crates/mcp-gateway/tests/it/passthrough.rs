@@ -803,6 +803,18 @@ async fn a_hostile_tool_name_is_shown_safely_and_still_callable() {
         assert_eq!(text(&result), "evil");
         let result = call(&client, "mcp__fake__echo", json!({"message": "plain"})).await;
         assert_eq!(text(&result), "plain");
+        // The name as the upstream sent it is not one the gateway shows; the error quotes it
+        // cleaned and bounded.
+        let raw_name = format!("mcp__fake__evil__{}", crate::support::hostile_name());
+        let refused = raw(
+            &client,
+            "tools/call",
+            json!({"name": raw_name, "arguments": {}}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused.code, code::INVALID_PARAMS);
+        crate::support::assert_quoted_safely(&refused.message);
     }
     gateway.shutdown().await;
 }

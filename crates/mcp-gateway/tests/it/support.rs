@@ -135,3 +135,14 @@ pub(crate) fn assert_reached_hostile(result: &CallToolResult) {
     assert_eq!(answered["tool"], hostile_name(), "the upstream's own name");
     assert_eq!(answered["arguments"]["k"], "v");
 }
+
+/// Checks that an error `message` quoting [`hostile_name`] quotes a cleaned, bounded copy.
+pub(crate) fn assert_quoted_safely(message: &str) {
+    assert!(message.contains("AAAA"), "{message:.200?}");
+    assert!(message.len() < 1024, "{} bytes", message.len());
+    assert!(
+        !message.chars().any(|c| c.is_control() || c == '\u{202e}'),
+        "{message:.200?}"
+    );
+    assert!(!message.contains("pwned"), "{message:.200?}");
+}

@@ -58,6 +58,7 @@ use crate::reply::{
     tools_only_capabilities,
 };
 use crate::shared::{Shared, listed_tool};
+use crate::tool_name;
 
 /// Category mode, with its own state: when each upstream's tools were listed.
 #[derive(Debug)]
@@ -182,7 +183,7 @@ async fn handle(
                 other => {
                     return Err(reply::invalid_params(format!(
                         "unknown tool `{}`: this gateway serves `{GET_TOOLS}` and `{CALL_TOOL}`",
-                        clean_text(other, 128)
+                        tool_name::quoted(other)
                     )));
                 }
             };
@@ -209,7 +210,7 @@ fn category_arg<'a>(
                 ErrorKind::UnknownCategory,
                 &format!(
                     "no category `{}`; the categories are: {}",
-                    clean_text(name, 128),
+                    tool_name::quoted(name),
                     known.join(", ")
                 ),
             ))
@@ -297,7 +298,7 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(e) => return e,
     };
-    let shown_name = clean_text(name, 256);
+    let shown_name = tool_name::quoted(name);
     let ids = ids(&file);
     if is_disabled(category, &ids, name) {
         return tool_error(
