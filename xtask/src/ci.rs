@@ -27,6 +27,9 @@ impl flags::Ci {
         }
         eprintln!("==> test");
         let (passed, failed) = run_tests(sh)?;
+        // Each crate with optional features, built with the combinations a consumer picks
+        // (after the tests, whose dependencies its few tests reuse).
+        crate::features::ci(sh)?;
         step("doc", || {
             cmd!(sh, "cargo doc --workspace --no-deps")
                 .env("RUSTDOCFLAGS", "-D warnings")

@@ -8,6 +8,7 @@ mod bench;
 mod bounded;
 mod ci;
 mod conformance;
+mod features;
 mod flags;
 mod fuzz;
 mod gateway_login;

@@ -8,8 +8,8 @@
 //!     CONFIG.json TOOL '{"text": "hi"}'
 //! ```
 //!
-//! `CONFIG.json` is a native configuration file (`{"version": 1, "servers": {"id": {"command":
-//! "…", "args": […]}}}`, see `docs/configuration.md`); `TOOL` is a tool name as its server
+//! `CONFIG.json` is a native configuration file (`{"version": 1, "mcp": {"servers": {"id":
+//! {"command": "…", "args": […]}}}}`, see `docs/configuration.md`); `TOOL` is a tool name as its server
 //! lists it, called with the JSON object that follows (`{}` if none). Every call is allowed:
 //! this is the user's own file. An `http` server in the file is listed in state `error`,
 //! naming the feature this build left out.

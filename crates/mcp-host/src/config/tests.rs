@@ -902,6 +902,8 @@ fn a_command_in_url_is_a_stdio_server_and_spaces_in_command_warn() {
 
 const PLANTED: &str = "sk-PLANTED-c0ffee";
 
+// It also checks the transports' configurations the secrets reach, so it needs both.
+#[cfg(all(feature = "stdio", feature = "http"))]
 #[test]
 fn secret_references_resolve_from_the_environment() {
     let w = World::new();

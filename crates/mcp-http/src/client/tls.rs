@@ -295,3 +295,40 @@ impl Write for Stream {
         }
     }
 }
+
+#[cfg(all(test, not(feature = "tls")))]
+mod tests {
+    // Test code: an unwrap that fails is a failed test, with its location.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Run by `cargo xtask ci` in a build without `tls` (mcp-http's own tests need it).
+    #[tokio::test]
+    async fn without_tls_an_https_url_fails_naming_the_feature_and_connects_nowhere() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut connector = Connector::new(HttpConnector::new(), client_config(&[]).unwrap(), None);
+        // The same connector reaches the listener over plain http: it is there to be reached.
+        let plain: Uri = format!("http://{addr}/").parse().unwrap();
+        tower_service::Service::call(&mut connector, plain)
+            .await
+            .unwrap();
+        assert!(listener.accept().is_ok());
+        let https: Uri = format!("https://{addr}/").parse().unwrap();
+        let Err(error) = tower_service::Service::call(&mut connector, https).await else {
+            panic!("an https URL was connected to without TLS");
+        };
+        let text = error.to_string();
+        assert_eq!(
+            text,
+            format!(
+                "https://{addr}: https needs the `tls` feature of mcp-http, which this build left out"
+            )
+        );
+        // Refused before connecting: nothing reached the listener.
+        let next = listener.accept().map(|_| ()).map_err(|e| e.kind());
+        assert_eq!(next, Err(io::ErrorKind::WouldBlock));
+    }
+}
