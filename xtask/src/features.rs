@@ -32,10 +32,9 @@ pub(crate) const MATRIX: &[(&str, &[&str])] = &[
 pub(crate) const TESTS_WITHOUT: &[(&str, &str, &[&str])] = &[
     // A file's `http` and `https` entries are errors naming the feature; stdio ones run.
     ("mcp-host", "stdio", &["--test", "features"]),
-    // `https` entries name `tls`; mcp-http refuses an API-made `https` entry itself.
+    // `https` entries name `tls`; mcp-http refuses an API-made `https` entry itself, before
+    // connecting (mcp-http's own tests need `tls`, so its refusal is tested here).
     ("mcp-host", "stdio,http", &["--test", "features"]),
-    // The connector refuses `https` before connecting (the dev-dependencies add `server`).
-    ("mcp-http", "client", &["--lib", "client::tls::tests"]),
 ];
 
 /// What a host built for local stdio servers only must not compile: HTTP, TLS and OAuth.

@@ -100,15 +100,39 @@ async fn an_entry_that_needs_a_feature_left_out_is_an_error_naming_it() {
     #[cfg(feature = "http")]
     {
         use mcp_host::{Connect, ServerEntry};
-        let config = mcp_http::HttpConfig::new("api", "https://127.0.0.1:9/mcp");
-        let mut entry = ServerEntry::new("api", Connect::Http(config));
-        entry.request_timeout = Duration::from_millis(500);
-        host.start(vec![entry]).await;
-        let api = status("api");
-        assert_eq!(api.state, ServerState::Error, "{api:?}");
-        let error = api.last_error.unwrap_or_default();
-        let refused = error.contains("https needs the `tls` feature of mcp-http");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let api = |id: &str, url: String| {
+            let config = mcp_http::HttpConfig::new(id, url);
+            let mut entry = ServerEntry::new(id, Connect::Http(config));
+            entry.request_timeout = Duration::from_millis(300);
+            entry
+        };
+        // Over plain http the listener is reached (and never answers): it is there to be.
+        host.start(vec![api("api-plain", format!("http://{addr}/mcp"))])
+            .await;
+        // (It may have opened more than one connection: take them all.)
+        let mut reached = 0;
+        while listener.accept().is_ok() {
+            reached += 1;
+        }
+        assert!(reached > 0);
+        host.start(vec![api("api-tls", format!("https://{addr}/mcp"))])
+            .await;
+        let status = status("api-tls");
+        assert_eq!(status.state, ServerState::Error, "{status:?}");
+        let error = status.last_error.unwrap_or_default();
+        let expected = format!(
+            "https://{addr}: https needs the `tls` feature of mcp-http, which this build left out"
+        );
+        let refused = error.contains(&expected);
         assert_eq!(refused, !cfg!(feature = "tls"), "{error}");
+        if refused {
+            // Refused before connecting: nothing more reached the listener.
+            let next = listener.accept().map(|_| ()).map_err(|e| e.kind());
+            assert_eq!(next, Err(std::io::ErrorKind::WouldBlock));
+        }
     }
     host.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
