@@ -15,8 +15,6 @@
 //! gets the tokens, so it goes to the token endpoint and nowhere else. The user code is shown
 //! to the person by design; it is short-lived and useless without the person's approval.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use url::Url;
 use url::form_urlencoded;
@@ -252,44 +250,13 @@ pub fn authorization_request(
         form.append_pair("scope", scope);
     }
     form.append_pair("resource", resource);
-    let mut builder = http::Request::post(endpoint)
-        .header(
-            http::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .header(http::header::ACCEPT, "application/json");
-    match auth {
-        ClientAuth::Basic(secret) => {
-            let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let pair = format!("{}:{}", enc(client_id), enc(secret.secret()));
-            let mut value =
-                http::HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair)))
-                    .expect("`Basic ` and base64 are visible ASCII, always a valid header value");
-            value.set_sensitive(true);
-            builder = builder.header(http::header::AUTHORIZATION, value);
-        }
-        ClientAuth::Post(secret) => {
-            form.append_pair("client_id", client_id)
-                .append_pair("client_secret", secret.secret());
-        }
-        ClientAuth::JwtAssertion(jwt) => {
-            form.append_pair("client_id", client_id)
-                .append_pair(
-                    "client_assertion_type",
-                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-                )
-                .append_pair("client_assertion", jwt.secret());
-        }
-        ClientAuth::None => {
-            form.append_pair("client_id", client_id);
-        }
-    }
-    builder
-        .body(form.finish().into_bytes())
-        .map_err(|e| Error::InvalidMetadata {
-            what: "authorization server metadata",
-            detail: format!("device_authorization_endpoint: {e}"),
-        })
+    flow::form_post(
+        endpoint,
+        form,
+        client_id,
+        auth,
+        "device_authorization_endpoint",
+    )
 }
 
 /// The polling of the token endpoint for one device code (RFC 8628 §3.4, §3.5): how long to

@@ -289,7 +289,26 @@ pub fn token_request(
         }
     }
     form.append_pair("resource", resource);
-    let mut builder = http::Request::post(&meta.token_endpoint)
+    form_post(
+        &meta.token_endpoint,
+        form,
+        client_id,
+        auth,
+        "token_endpoint",
+    )
+}
+
+/// A POST of `form` to `endpoint` (named `field` in errors) with the client's authentication
+/// (RFC 6749 §2.3, RFC 7523 §2.2): the token request and the device authorization request
+/// (RFC 8628 §3.1) authenticate alike.
+pub(crate) fn form_post(
+    endpoint: &str,
+    mut form: form_urlencoded::Serializer<'_, String>,
+    client_id: &str,
+    auth: &ClientAuth,
+    field: &str,
+) -> Result<http::Request<Vec<u8>>, Error> {
+    let mut builder = http::Request::post(endpoint)
         .header(
             http::header::CONTENT_TYPE,
             "application/x-www-form-urlencoded",
@@ -325,7 +344,7 @@ pub fn token_request(
         .body(form.finish().into_bytes())
         .map_err(|e| Error::InvalidMetadata {
             what: "authorization server metadata",
-            detail: format!("token_endpoint: {e}"),
+            detail: format!("{field}: {e}"),
         })
 }
 
