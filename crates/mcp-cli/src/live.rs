@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_host::auth_store::AuthStore;
-use mcp_host::oauth::{Loopback, OAuthContext, Pasted, Url, UserAgent};
+use mcp_host::oauth::{BoxError, Loopback, OAuthContext, Pasted, Url, UserAgent};
 use mcp_host::permission::{AllowAll, AskAlways, CallRequest};
 use mcp_host::{
     CallOptions, Host, LoadedConfig, Phase, Policy, Prompter, ServerState, ServerStatus,
@@ -1065,7 +1065,7 @@ pub(crate) async fn login_to(
                     Ok(line)
                 })
                 .await
-                .unwrap_or_else(|e| Err(format!("reading stdin failed: {e}")))
+                .unwrap_or_else(|e| Err(format!("reading stdin failed: {e}").into()))
             })
         })))
     } else {
@@ -1129,7 +1129,7 @@ pub(crate) async fn login_to(
 }
 
 /// Shows the authorization URL (the user agent's `show`).
-fn show_url(url: &Url) -> Result<(), String> {
+fn show_url(url: &Url) -> Result<(), BoxError> {
     // On a terminal, start from a clean line: the spinner may be on it.
     let clear = if std::io::stderr().is_terminal() {
         "\r\x1b[K"
@@ -1152,9 +1152,9 @@ fn show_notice(message: &str) {
 
 /// Shows the URL and tries a browser: `$BROWSER`, else `xdg-open`, only for `https` or
 /// loopback `http` URLs. A missing browser is not an error: the address is on the screen.
-fn open_browser(url: &Url) -> Result<(), String> {
+fn open_browser(url: &Url) -> Result<(), BoxError> {
     // The user agent checked it already; a browser is never handed anything else.
-    mcp_host::oauth::check_openable(url).map_err(|e| e.to_string())?;
+    mcp_host::oauth::check_openable(url)?;
     show_url(url)?;
     let program = std::env::var("BROWSER")
         .ok()

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use mcp_oauth::device::DeviceVerification;
-use mcp_oauth::{BoxFuture, DeviceUserAgent};
+use mcp_oauth::{BoxError, BoxFuture, DeviceUserAgent};
 
 /// Shows a device login's code and address.
-type Show = dyn Fn(&DeviceVerification) -> Result<(), String> + Send + Sync;
+type Show = dyn Fn(&DeviceVerification) -> Result<(), BoxError> + Send + Sync;
 
 /// A device agent that shows the code through a function and waits on tokio's timer.
 pub struct DevicePrompt {
@@ -24,9 +24,10 @@ impl std::fmt::Debug for DevicePrompt {
 
 impl DevicePrompt {
     /// `show` tells the person where to go and which code to enter; it is handed the user
-    /// code and the verification addresses, never the device code.
+    /// code and the verification addresses, never the device code. Its error ends the login,
+    /// kept as the source of the [`AuthError`](mcp_oauth::AuthError).
     pub fn new(
-        show: impl Fn(&DeviceVerification) -> Result<(), String> + Send + Sync + 'static,
+        show: impl Fn(&DeviceVerification) -> Result<(), BoxError> + Send + Sync + 'static,
     ) -> Self {
         Self {
             show: Box::new(show),
@@ -35,7 +36,7 @@ impl DevicePrompt {
 }
 
 impl DeviceUserAgent for DevicePrompt {
-    fn show(&self, verification: &DeviceVerification) -> Result<(), String> {
+    fn show(&self, verification: &DeviceVerification) -> Result<(), BoxError> {
         (self.show)(verification)
     }
 

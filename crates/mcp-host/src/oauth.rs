@@ -19,10 +19,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_http::{AuthHook, Challenge, FetchOptions, Fetcher};
+use mcp_http::{AuthHook, Challenge, FetchError, FetchOptions, Fetcher};
 use mcp_oauth::store::ServerTokens;
 use mcp_oauth::{
-    AuthError, Authorizer, BoxFuture, Clock, Credentials, DpopKey, DpopSigner, Randomness, Services,
+    Authorizer, BoxFuture, Clock, Credentials, DpopKey, DpopSigner, Randomness, Services,
 };
 use mcp_protocol::Secrets;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
@@ -45,8 +45,8 @@ pub use mcp_oauth::device::DeviceVerification;
 pub use mcp_oauth::flow::check_openable;
 pub use mcp_oauth::registration::ApplicationType;
 pub use mcp_oauth::{
-    ClientAssertionSigner, ClientSecret, GrantType, IdentityProvider, JwtAssertion, Settings, Url,
-    UserAgent,
+    AuthError, BoxError, ClientAssertionSigner, ClientSecret, GrantType, IdentityProvider,
+    JwtAssertion, SeamError, Settings, Url, UserAgent,
 };
 
 /// What every OAuth-protected server of a host shares: where tokens are kept, how to reach
@@ -88,9 +88,9 @@ impl std::fmt::Debug for OAuthContext {
 
 impl OAuthContext {
     /// A context with the default HTTP limits (10 s to connect, 30 s per request, 1 MiB
-    /// answers) and no way to log in.
-    pub fn new(store: Option<AuthStore>) -> Result<Self, String> {
-        let fetcher = Fetcher::new(FetchOptions::default()).map_err(|e| e.to_string())?;
+    /// answers) and no way to log in. Fails only if the HTTP client cannot be made.
+    pub fn new(store: Option<AuthStore>) -> Result<Self, FetchError> {
+        let fetcher = Fetcher::new(FetchOptions::default())?;
         Ok(Self {
             store,
             user_agent: None,
@@ -640,11 +640,11 @@ async fn blocking<T: Send + 'static>(
 struct OsRandom(ring::rand::SystemRandom);
 
 impl Randomness for OsRandom {
-    fn fill(&self, buf: &mut [u8]) -> Result<(), String> {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), BoxError> {
         use ring::rand::SecureRandom as _;
         self.0
             .fill(buf)
-            .map_err(|_| "the operating system gave no random bytes".to_owned())
+            .map_err(|_| "the operating system gave no random bytes".into())
     }
 }
 
@@ -684,16 +684,13 @@ impl UserAgent for AutoFollow {
         self.redirect_uri.clone()
     }
 
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, BoxError>> {
         Box::pin(async move {
             let request = http::Request::get(url.as_str())
                 .body(Vec::new())
                 .map_err(|e| format!("the authorization URL cannot be requested: {e}"))?;
-            let response = self
-                .fetcher
-                .send(request)
-                .await
-                .map_err(|e| e.to_string())?;
+            // The fetcher's error is kept whole: it says which request failed and how.
+            let response = self.fetcher.send(request).await?;
             let status = response.status();
             let location = response
                 .headers()
@@ -705,17 +702,18 @@ impl UserAgent for AutoFollow {
                         "the authorization server answered HTTP {status} instead of redirecting: a person must log in in a browser"
                     )
                 })?;
-            url.join(location)
-                .map_err(|e| format!("the authorization server redirected to an invalid URL: {e}"))
+            url.join(location).map_err(|e| {
+                format!("the authorization server redirected to an invalid URL: {e}").into()
+            })
         })
     }
 }
 
 /// Shows the authorization URL to a person: prints it.
-type Opener = dyn Fn(&Url) -> Result<(), String> + Send + Sync;
+type Opener = dyn Fn(&Url) -> Result<(), BoxError> + Send + Sync;
 
 /// Reads the URL the browser landed on, as the person pastes it.
-type ReadLine = dyn Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync;
+type ReadLine = dyn Fn() -> BoxFuture<'static, Result<String, BoxError>> + Send + Sync;
 
 /// A user agent for a machine without a browser (a server over SSH): the authorization URL is
 /// shown, the person opens it anywhere, and pastes back the URL the browser was sent to (the
@@ -736,10 +734,11 @@ impl std::fmt::Debug for Pasted {
 }
 
 impl Pasted {
-    /// `show` presents the authorization URL; `read` returns the pasted redirect URL.
+    /// `show` presents the authorization URL; `read` returns the pasted redirect URL. An
+    /// error of either ends the login, kept as the source of the [`AuthError`].
     pub fn new(
-        show: impl Fn(&Url) -> Result<(), String> + Send + Sync + 'static,
-        read: impl Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync + 'static,
+        show: impl Fn(&Url) -> Result<(), BoxError> + Send + Sync + 'static,
+        read: impl Fn() -> BoxFuture<'static, Result<String, BoxError>> + Send + Sync + 'static,
     ) -> Self {
         Self {
             redirect_uri: Mutex::new("http://127.0.0.1/callback".to_owned()),
@@ -772,9 +771,9 @@ impl UserAgent for Pasted {
         Some(uri.clone())
     }
 
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, BoxError>> {
         Box::pin(async move {
-            check_openable(&url).map_err(|e| e.to_string())?;
+            check_openable(&url)?;
             (self.show)(&url)?;
             let pasted = (self.read)().await?;
             let landed = Url::parse(pasted.trim())
@@ -783,7 +782,8 @@ impl UserAgent for Pasted {
             if !is_redirect_to(&landed, &expected) {
                 return Err(format!(
                     "the pasted URL is not the redirect URI {expected} (same scheme, host, port and path)"
-                ));
+                )
+                .into());
             }
             Ok(landed)
         })
@@ -805,6 +805,19 @@ fn is_redirect_to(landed: &Url, redirect_uri: &str) -> bool {
         && landed.password().is_none()
 }
 
+/// Why a private key cannot sign client assertions. The messages say what is wrong with the
+/// key, never what is in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The text is not PEM: no base64 between the BEGIN and END lines.
+    #[error("the private key is not PEM (base64 between BEGIN and END lines)")]
+    NotPem,
+    /// The PEM holds something else than a PKCS#8 ECDSA P-256 private key.
+    #[error("the private key is not a PKCS#8 P-256 key")]
+    NotP256,
+}
+
 /// Signs client assertions with an ECDSA P-256 key (JWS `ES256`, RFC 7518 §3.4): the
 /// `private_key_jwt` client authentication of RFC 7523. The key never leaves this value and
 /// never prints.
@@ -822,7 +835,7 @@ impl std::fmt::Debug for Es256Signer {
 impl Es256Signer {
     /// A signer from a PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`). The error says
     /// what is wrong with the key, never what is in it.
-    pub fn from_pkcs8_pem(pem: &str) -> Result<Self, String> {
+    pub fn from_pkcs8_pem(pem: &str) -> Result<Self, KeyError> {
         use base64::Engine as _;
         let body: String = pem
             .lines()
@@ -831,23 +844,21 @@ impl Es256Signer {
             .collect();
         let der = base64::engine::general_purpose::STANDARD
             .decode(body)
-            .map_err(|_| {
-                "the private key is not PEM (base64 between BEGIN and END lines)".to_owned()
-            })?;
+            .map_err(|_| KeyError::NotPem)?;
         let rng = ring::rand::SystemRandom::new();
         let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
-            .map_err(|_| "the private key is not a PKCS#8 P-256 key".to_owned())?;
+            .map_err(|_| KeyError::NotP256)?;
         Ok(Self { key, rng })
     }
 }
 
 impl ClientAssertionSigner for Es256Signer {
-    fn sign(&self, claims_json: &[u8]) -> Result<String, String> {
+    fn sign(&self, claims_json: &[u8]) -> Result<String, BoxError> {
         mcp_oauth::jws_compact(br#"{"alg":"ES256","typ":"JWT"}"#, claims_json, |input| {
             self.key
                 .sign(&self.rng, input)
                 .map(|s| s.as_ref().to_vec())
-                .map_err(|_| "signing the client assertion failed".to_owned())
+                .map_err(|_| "signing the client assertion failed".into())
         })
     }
 }
@@ -894,21 +905,21 @@ impl Es256Dpop {
 }
 
 impl DpopSigner for Es256Dpop {
-    fn generate(&self) -> Result<DpopKey, String> {
+    fn generate(&self) -> Result<DpopKey, BoxError> {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &self.rng)
             .map_err(|_| "no DPoP key could be made: the operating system gave no random bytes")?;
         let pair =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &self.rng)
                 .map_err(|_| "the new DPoP key could not be read back".to_owned())?;
         DpopKey::new(pkcs8.as_ref().to_vec(), pair.public_key().as_ref())
-            .ok_or_else(|| "the new DPoP key's public half has an unknown form".to_owned())
+            .ok_or_else(|| "the new DPoP key's public half has an unknown form".into())
     }
 
-    fn sign(&self, key: &DpopKey, message: &[u8]) -> Result<Vec<u8>, String> {
+    fn sign(&self, key: &DpopKey, message: &[u8]) -> Result<Vec<u8>, BoxError> {
         let pair = self.pair(key)?;
         pair.sign(&self.rng, message)
             .map(|s| s.as_ref().to_vec())
-            .map_err(|_| "signing the DPoP proof failed".to_owned())
+            .map_err(|_| "signing the DPoP proof failed".into())
     }
 }
 
@@ -937,6 +948,7 @@ mod tests {
         assert!(
             block_on(elsewhere.authorize(url.clone()))
                 .unwrap_err()
+                .to_string()
                 .contains("redirect URI")
         );
         // Parsed, not a prefix: each of these starts with the redirect URI's text.
@@ -954,6 +966,7 @@ mod tests {
             assert!(
                 block_on(ua.authorize(url.clone()))
                     .unwrap_err()
+                    .to_string()
                     .contains("redirect URI"),
                 "{pasted} was taken"
             );
@@ -1016,9 +1029,9 @@ mod tests {
         ] {
             let url = Url::parse(url).expect("url");
             let err = rt.block_on(browser.authorize(url.clone())).unwrap_err();
-            assert!(err.contains("only https"), "{err}");
+            assert!(err.to_string().contains("only https"), "{err}");
             let err = rt.block_on(pasted.authorize(url)).unwrap_err();
-            assert!(err.contains("only https"), "{err}");
+            assert!(err.to_string().contains("only https"), "{err}");
         }
         assert!(lock(&opened).is_empty(), "opened: {:?}", lock(&opened));
         // https and loopback http are opened (the browser then does not come back in time).
@@ -1057,9 +1070,10 @@ mod tests {
         let other = keys.generate().expect("key");
         let mixed = DpopKey::new(key.secret_pkcs8().to_vec(), other.public_key()).expect("shape");
         let err = keys.sign(&mixed, b"m").unwrap_err();
-        assert!(err.contains("public half"), "{err}");
+        assert!(err.to_string().contains("public half"), "{err}");
         let garbage = DpopKey::new(b"not a key".to_vec(), other.public_key()).expect("shape");
-        assert!(keys.sign(&garbage, b"m").unwrap_err().contains("PKCS#8"));
+        let err = keys.sign(&garbage, b"m").unwrap_err();
+        assert!(err.to_string().contains("PKCS#8"), "{err}");
     }
 
     #[test]
@@ -1085,7 +1099,12 @@ mod tests {
                 "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"
             )
             .unwrap_err()
+            .to_string()
             .contains("not a PKCS#8 P-256 key")
+        );
+        assert_eq!(
+            Es256Signer::from_pkcs8_pem("not pem at all!").unwrap_err(),
+            KeyError::NotPem
         );
     }
 }

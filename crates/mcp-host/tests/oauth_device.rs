@@ -58,7 +58,7 @@ async fn get(url: &Url) -> String {
 }
 
 impl DeviceUserAgent for Person {
-    fn show(&self, verification: &DeviceVerification) -> Result<(), String> {
+    fn show(&self, verification: &DeviceVerification) -> Result<(), mcp_host::oauth::BoxError> {
         self.shown.lock().unwrap().push(verification.clone());
         Ok(())
     }

@@ -39,7 +39,7 @@ use crate::challenge::BearerChallenge;
 use crate::device;
 use crate::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
 use crate::dpop::{self, Credentials, DpopKey, Prover};
-use crate::error::{AuthError, Error, cut_short, shown, shown_url};
+use crate::error::{AuthError, Error, SeamError, cut_short, shown, shown_url};
 use crate::flow::{self, ClientAuth, Grant, TokenError};
 use crate::http::{
     ClientAssertionSigner, Clock, DeviceUserAgent, DpopSigner, HttpClient, HttpRequest,
@@ -1006,7 +1006,7 @@ impl Authorizer {
         self.services
             .random
             .fill(&mut bytes)
-            .map_err(AuthError::NoRandomness)?;
+            .map_err(|e| AuthError::NoRandomness(e.into()))?;
         Ok(bytes)
     }
 
@@ -1024,9 +1024,9 @@ impl Authorizer {
         d.meta.require_pkce_s256()?;
         self.check_attempts(scope.as_deref())?;
         let user_agent = self.services.user_agent.clone().ok_or_else(|| {
-            AuthError::UserAgent(
-                "no browser is available to this process; log in interactively first".to_owned(),
-            )
+            AuthError::UserAgent(SeamError::new(
+                "no browser is available to this process; log in interactively first",
+            ))
         })?;
         // Nothing is registered at, or opened for, an authorization server whose endpoint no
         // browser may be sent to; the URL built below is checked again.
@@ -1069,7 +1069,7 @@ impl Authorizer {
         let landed = user_agent
             .authorize(url)
             .await
-            .map_err(AuthError::UserAgent)?;
+            .map_err(|e| AuthError::UserAgent(e.into()))?;
         // The browser waits for the outcome (a loopback page answered after the exchange).
         let outcome = self
             .exchange_code(&d, &client, &landed, &state, &pkce, &redirect_uri, scope)
@@ -1447,7 +1447,7 @@ impl Authorizer {
         signer
             .sign(claims.to_string().as_bytes())
             .map(JwtAssertion::new)
-            .map_err(AuthError::Assertion)
+            .map_err(|e| AuthError::Assertion(e.into()))
     }
 
     /// A new DPoP key for a new authorization at the authorization server in `d`, if DPoP is
@@ -1467,7 +1467,10 @@ impl Authorizer {
         if !wanted {
             return Ok(None);
         }
-        signer.generate().map(Some).map_err(AuthError::Dpop)
+        signer
+            .generate()
+            .map(Some)
+            .map_err(|e| AuthError::Dpop(e.into()))
     }
 
     /// Sends a token request and reads its answer. With a DPoP `key` the request carries a
@@ -1582,7 +1585,7 @@ impl Authorizer {
         self.requested_scope.clone_from(&scope);
         agent
             .show(&grant.verification)
-            .map_err(AuthError::UserAgent)?;
+            .map_err(|e| AuthError::UserAgent(e.into()))?;
         let auth = ClientAuth::choose(&d.meta, client.method.as_deref(), client.secret.as_ref());
         let key = self.new_dpop_key(&d)?;
         let mut polling = device::Polling::new(&grant, self.services.clock.now_ms());

@@ -1,5 +1,10 @@
 //! The one error type of mcp-oauth. No variant ever holds a token, a secret or a verifier.
 
+use std::fmt;
+use std::sync::Arc;
+
+use crate::http::BoxError;
+
 /// The most characters of a peer's own text (an `error_description`, an error body) that an
 /// error message quotes: enough to explain, too little to flood a log line.
 const QUOTED_CHARS: usize = 200;
@@ -192,9 +197,9 @@ pub enum AuthError {
     /// The device flow (RFC 8628) did not complete: not offered, refused, denied, expired.
     #[error(transparent)]
     Device(#[from] crate::device::DeviceError),
-    /// The user agent brought no redirect back.
+    /// The user agent brought no redirect back; the source is the user agent's error.
     #[error("authorization in the browser did not complete: {0}")]
-    UserAgent(String),
+    UserAgent(#[source] SeamError),
     /// The server kept refusing after the allowed number of authorization attempts.
     #[error(
         "gave up after {attempts} authorization attempts; the server still refuses (last asked scope: {scope})"
@@ -234,14 +239,14 @@ pub enum AuthError {
     /// No secure random bytes: the flow stops rather than use a guessable `state`, PKCE
     /// verifier or assertion id.
     #[error("no secure random bytes are available: {0}")]
-    NoRandomness(String),
-    /// The assertion signer failed.
+    NoRandomness(#[source] SeamError),
+    /// The assertion signer failed; the source is the signer's error.
     #[error("signing the client assertion failed: {0}")]
-    Assertion(String),
-    /// A DPoP proof (RFC 9449) or its key could not be made; the text is the signer's, with
-    /// no key material.
+    Assertion(#[source] SeamError),
+    /// A DPoP proof (RFC 9449) or its key could not be made; the source is the signer's
+    /// error (with no key material), or says what else was wrong.
     #[error("a DPoP proof could not be made: {0}")]
-    Dpop(String),
+    Dpop(#[source] SeamError),
 }
 
 impl AuthError {
@@ -254,3 +259,57 @@ impl AuthError {
         )
     }
 }
+
+/// What one of the caller's seams ([`UserAgent`](crate::UserAgent),
+/// [`DeviceUserAgent`](crate::DeviceUserAgent), [`Randomness`](crate::Randomness), a signer)
+/// returned as its error, kept whole as the [`source`](std::error::Error::source) of an
+/// [`AuthError`], so that a host can still tell its own failures apart (downcast the source)
+/// after the flow has wrapped them.
+///
+/// It shows as the seam's message. It is cheap to clone, and two compare equal when they show
+/// the same text: an [`AuthError`] stays `Clone` and `Eq`. It does not implement
+/// [`Error`](std::error::Error) itself but dereferences to the seam's error, so that the
+/// source of an [`AuthError`] is that error and not this wrapper.
+#[derive(Clone)]
+pub struct SeamError(Arc<dyn std::error::Error + Send + Sync>);
+
+impl SeamError {
+    /// Keeps `error`; a `&str` or `String` becomes an error with that message.
+    pub fn new(error: impl Into<BoxError>) -> Self {
+        Self(Arc::from(error.into()))
+    }
+}
+
+impl From<BoxError> for SeamError {
+    fn from(error: BoxError) -> Self {
+        Self(Arc::from(error))
+    }
+}
+
+impl std::ops::Deref for SeamError {
+    type Target = dyn std::error::Error + Send + Sync + 'static;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl fmt::Display for SeamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Debug for SeamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for SeamError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for SeamError {}

@@ -10,6 +10,12 @@ use std::pin::Pin;
 
 use url::Url;
 
+/// What a seam returns when it fails: any error, kept whole as the source of the
+/// [`AuthError`](crate::AuthError) it leads to ([`SeamError`](crate::SeamError)); a `&str` or
+/// `String` converts into one with `.into()`. Its text is shown to the user and must hold no
+/// secret.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A boxed future that can move between threads: what every async seam returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -95,7 +101,7 @@ pub trait Randomness: Send + Sync {
     /// Fills `buf` with random bytes, or says why it cannot. There is no fallback: a
     /// guessable `state` or PKCE verifier would let another party finish the login, so the
     /// flow stops instead ([`AuthError::NoRandomness`](crate::AuthError::NoRandomness)).
-    fn fill(&self, buf: &mut [u8]) -> Result<(), String>;
+    fn fill(&self, buf: &mut [u8]) -> Result<(), BoxError>;
 }
 
 /// Wall-clock time, for token expiry (the store keeps `expires_at` in Unix milliseconds) and
@@ -115,14 +121,15 @@ pub trait UserAgent: Send + Sync {
     fn redirect_uri(&self) -> String;
 
     /// Shows `url` to the user and waits for the redirect back: returns the full URL the
-    /// browser landed on (with `code`, `state`, perhaps `iss` or `error`). The `Err` text says
-    /// why there is none (closed, timed out) and is shown to the user.
+    /// browser landed on (with `code`, `state`, perhaps `iss` or `error`). The `Err` says why
+    /// there is none (closed, timed out); it becomes the source of
+    /// [`AuthError::UserAgent`](crate::AuthError::UserAgent), and its text is shown to the user.
     ///
     /// The [`Authorizer`](crate::Authorizer) hands over only URLs that
     /// [`flow::check_openable`](crate::flow::check_openable) allows (`https`, or `http` to a
     /// loopback address); a user agent that may be handed URLs by other code checks them
     /// with it too, and never opens one through a shell.
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>>;
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, BoxError>>;
 
     /// Offered the redirect URIs of the stored client registration a login would reuse,
     /// before anything is sent. Many authorization servers compare redirect URIs exactly,
@@ -160,9 +167,10 @@ pub trait UserAgent: Send + Sync {
 /// host implements it with its runtime's timer.
 pub trait DeviceUserAgent: Send + Sync {
     /// Shows the person the verification address and the user code (and the address with the
-    /// code filled in, when there is one). The device code is never handed over. The `Err`
-    /// text says why nothing can be shown, and ends the login.
-    fn show(&self, verification: &crate::device::DeviceVerification) -> Result<(), String>;
+    /// code filled in, when there is one). The device code is never handed over. The `Err` says
+    /// why nothing can be shown, and ends the login (as the source of
+    /// [`AuthError::UserAgent`](crate::AuthError::UserAgent)).
+    fn show(&self, verification: &crate::device::DeviceVerification) -> Result<(), BoxError>;
 
     /// Waits `ms` milliseconds before the next poll of the token endpoint.
     fn wait(&self, ms: u64) -> BoxFuture<'_, ()>;
@@ -173,8 +181,8 @@ pub trait DeviceUserAgent: Send + Sync {
 /// the algorithm (ES256 in the conformance suite).
 pub trait ClientAssertionSigner: Send + Sync {
     /// Signs the JSON claims set and returns the compact JWT (`header.payload.signature`).
-    /// The `Err` text must hold no key material.
-    fn sign(&self, claims_json: &[u8]) -> Result<String, String>;
+    /// The `Err` (its text, and its sources') must hold no key material.
+    fn sign(&self, claims_json: &[u8]) -> Result<String, BoxError>;
 }
 
 /// Makes and uses the keys of DPoP proofs (RFC 9449; see [`dpop`](crate::dpop)): ECDSA P-256
@@ -183,9 +191,9 @@ pub trait ClientAssertionSigner: Send + Sync {
 pub trait DpopSigner: Send + Sync {
     /// A new key pair. One is made for each new authorization and kept with its tokens.
     /// The `Err` text says why there is none and must hold no key material.
-    fn generate(&self) -> Result<crate::DpopKey, String>;
+    fn generate(&self) -> Result<crate::DpopKey, BoxError>;
 
     /// The ES256 signature of `message` with `key`: `r || s`, 64 bytes (RFC 7518 §3.4). The
     /// `Err` text must hold no key material.
-    fn sign(&self, key: &crate::DpopKey, message: &[u8]) -> Result<Vec<u8>, String>;
+    fn sign(&self, key: &crate::DpopKey, message: &[u8]) -> Result<Vec<u8>, BoxError>;
 }

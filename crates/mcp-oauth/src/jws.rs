@@ -7,13 +7,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// Encodes a JWS in compact form: `base64url(header).base64url(payload).base64url(signature)`,
 /// where `sign` gets the signing input (the first two parts joined by `.`) and returns the raw
-/// signature (for ES256, `r || s`, 64 bytes: RFC 7518 §3.4). `sign`'s error comes back as
-/// is; it must hold no key material.
-pub fn jws_compact(
+/// signature (for ES256, `r || s`, 64 bytes: RFC 7518 §3.4). `sign`'s error, whatever its
+/// type, comes back as is (encoding itself cannot fail); it must hold no key material.
+pub fn jws_compact<E>(
     header_json: &[u8],
     payload_json: &[u8],
-    sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, String>,
-) -> Result<String, String> {
+    sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, E>,
+) -> Result<String, E> {
     let mut jws = URL_SAFE_NO_PAD.encode(header_json);
     jws.push('.');
     jws.push_str(&URL_SAFE_NO_PAD.encode(payload_json));
@@ -32,7 +32,7 @@ mod tests {
         let mut signed = Vec::new();
         let jws = jws_compact(br#"{"alg":"ES256"}"#, br#"{"a":"?>"}"#, |input| {
             signed = input.to_vec();
-            Ok(vec![0xfb, 0xff])
+            Ok::<_, std::convert::Infallible>(vec![0xfb, 0xff])
         })
         .unwrap();
         let parts: Vec<&str> = jws.split('.').collect();

@@ -73,10 +73,10 @@ pub mod store;
 pub use authorizer::{Authorizer, GrantType, IdentityProvider, MetadataSource, Services, Settings};
 pub use challenge::BearerChallenge;
 pub use dpop::{Credentials, DpopKey};
-pub use error::{AuthError, Error};
+pub use error::{AuthError, Error, SeamError};
 pub use http::{
-    BoxFuture, ClientAssertionSigner, Clock, DeviceUserAgent, DpopSigner, HttpClient, HttpRequest,
-    HttpResponse, Randomness, TransportError, UserAgent,
+    BoxError, BoxFuture, ClientAssertionSigner, Clock, DeviceUserAgent, DpopSigner, HttpClient,
+    HttpRequest, HttpResponse, Randomness, TransportError, UserAgent,
 };
 pub use jws::jws_compact;
 pub use pkce::{Pkce, state_from_random};

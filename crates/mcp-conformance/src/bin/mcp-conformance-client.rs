@@ -42,7 +42,7 @@ async fn run() -> Result<(), String> {
 
     // OAuth as a host with no person at the keyboard: the authorization server's redirect
     // is followed automatically, and tokens live for this run only.
-    let mut oauth = OAuthContext::new(None)?;
+    let mut oauth = OAuthContext::new(None).map_err(|e| e.to_string())?;
     let follow = AutoFollow::new(oauth.fetcher().clone());
     oauth = oauth.with_user_agent(Arc::new(follow));
     oauth.client_metadata_url = Some(CLIENT_METADATA_URL.to_owned());
@@ -72,7 +72,9 @@ async fn run() -> Result<(), String> {
         settings.assertion = Some(JwtAssertion::new(jwt));
     }
     let signer = match text("private_key_pem") {
-        Some(pem) => Some(Arc::new(Es256Signer::from_pkcs8_pem(&pem)?) as Arc<_>),
+        Some(pem) => {
+            Some(Arc::new(Es256Signer::from_pkcs8_pem(&pem).map_err(|e| e.to_string())?) as Arc<_>)
+        }
         None => None,
     };
     let hook = oauth.hook_with_signer(SERVER, parsed, settings, signer);

@@ -13,11 +13,11 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_oauth::{AuthError, BoxFuture, Url, UserAgent, flow::check_openable};
+use mcp_oauth::{AuthError, BoxError, BoxFuture, Url, UserAgent, flow::check_openable};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// Shows the authorization URL to a person: opens a browser, or prints it.
-type Opener = dyn Fn(&Url) -> Result<(), String> + Send + Sync;
+type Opener = dyn Fn(&Url) -> Result<(), BoxError> + Send + Sync;
 
 /// Tells the person something about the login (a new registration, and why).
 type Notifier = dyn Fn(&str) + Send + Sync;
@@ -68,9 +68,10 @@ impl std::fmt::Debug for Loopback {
 
 impl Loopback {
     /// Listens on 127.0.0.1 at a port the system picks; `open` shows the authorization URL
-    /// to the person (opens a browser, or prints it). Waits at most `timeout` for the browser.
+    /// to the person (opens a browser, or prints it); its error ends the login, kept as the
+    /// source of the [`AuthError`]. Waits at most `timeout` for the browser.
     pub async fn bind(
-        open: impl Fn(&Url) -> Result<(), String> + Send + Sync + 'static,
+        open: impl Fn(&Url) -> Result<(), BoxError> + Send + Sync + 'static,
         timeout: Duration,
     ) -> std::io::Result<Self> {
         let listening = listen(0)?;
@@ -223,9 +224,9 @@ impl UserAgent for Loopback {
         format!("http://127.0.0.1:{}/callback", self.port())
     }
 
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, BoxError>> {
         Box::pin(async move {
-            check_openable(&url).map_err(|e| e.to_string())?;
+            check_openable(&url)?;
             let state = url
                 .query_pairs()
                 .find(|(k, _)| k == "state")
@@ -235,9 +236,10 @@ impl UserAgent for Loopback {
             let server = self.server.clone();
             self.answer_held(|_| page(server.as_deref(), &Outcome::Unknown));
             (self.open)(&url)?;
-            tokio::time::timeout(self.timeout, self.wait_for_redirect())
+            let landed = tokio::time::timeout(self.timeout, self.wait_for_redirect())
                 .await
-                .map_err(|_| format!("no browser came back within {} s", self.timeout.as_secs()))?
+                .map_err(|_| format!("no browser came back within {} s", self.timeout.as_secs()))?;
+            Ok(landed?)
         })
     }
 

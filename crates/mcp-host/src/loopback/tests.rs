@@ -111,7 +111,7 @@ fn round_trip(query: &str, outcome: Option<AuthError>) -> (Result<Url, String>, 
         Some(e) => ua.finished(Err(e)),
     }
     let page = rx.recv_timeout(Duration::from_secs(10)).expect("a page");
-    (landed, page)
+    (landed.map_err(|e| e.to_string()), page)
 }
 
 #[test]
@@ -128,9 +128,9 @@ fn the_page_says_logged_in_only_after_the_tokens() {
 fn the_page_of_a_failed_login_says_why_and_what_to_do() {
     let (_, page) = round_trip(
         "error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E+said+no",
-        Some(AuthError::UserAgent(
-            "authorization was refused: access_denied".to_owned(),
-        )),
+        Some(AuthError::UserAgent(mcp_oauth::SeamError::new(
+            "authorization was refused: access_denied",
+        ))),
     );
     assert!(page.contains("Login to `my-server` failed"), "{page}");
     assert!(page.contains("<code>access_denied</code>"), "{page}");
@@ -170,7 +170,12 @@ fn a_redirect_without_this_logins_state_does_not_end_the_login() {
         "{page}"
     );
     // The login went on waiting (and then timed out): the stray code was not taken.
-    assert!(outcome.unwrap_err().contains("no browser came back"));
+    assert!(
+        outcome
+            .unwrap_err()
+            .to_string()
+            .contains("no browser came back")
+    );
 }
 
 #[test]

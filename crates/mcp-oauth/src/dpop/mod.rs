@@ -30,7 +30,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest as _, Sha256};
 
 use crate::challenge;
-use crate::error::AuthError;
+use crate::error::{AuthError, SeamError};
 use crate::flow::RawError;
 use crate::http::{Clock, DpopSigner, Randomness};
 use crate::jws::jws_compact;
@@ -113,12 +113,13 @@ impl Prover {
         access_token: Option<&AccessToken>,
         nonce: Option<&str>,
     ) -> Result<http::HeaderValue, AuthError> {
-        let htu = htu(uri)
-            .ok_or_else(|| AuthError::Dpop("the request's URL has no scheme or host".to_owned()))?;
+        let htu = htu(uri).ok_or_else(|| {
+            AuthError::Dpop(SeamError::new("the request's URL has no scheme or host"))
+        })?;
         let mut jti = [0u8; 16];
         self.random
             .fill(&mut jti)
-            .map_err(AuthError::NoRandomness)?;
+            .map_err(|e| AuthError::NoRandomness(e.into()))?;
         let header = serde_json::json!({ "typ": "dpop+jwt", "alg": ALG, "jwk": key.jwk() });
         let mut claims = serde_json::json!({
             "jti": URL_SAFE_NO_PAD.encode(jti),
@@ -139,9 +140,10 @@ impl Prover {
             claims.to_string().as_bytes(),
             |input| self.signer.sign(key, input),
         )
-        .map_err(AuthError::Dpop)?;
-        let mut value = http::HeaderValue::from_str(&jwt)
-            .map_err(|_| AuthError::Dpop("the proof is not a valid header value".to_owned()))?;
+        .map_err(|e| AuthError::Dpop(e.into()))?;
+        let mut value = http::HeaderValue::from_str(&jwt).map_err(|_| {
+            AuthError::Dpop(SeamError::new("the proof is not a valid header value"))
+        })?;
         value.set_sensitive(true);
         Ok(value)
     }

@@ -7,18 +7,19 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use serde_json::Value;
 
 use super::*;
+use crate::http::BoxError;
 
 /// Signs with a "signature" that is the SHA-256 of the input: enough to see what was signed.
 struct FakeSigner;
 
 impl DpopSigner for FakeSigner {
-    fn generate(&self) -> Result<DpopKey, String> {
+    fn generate(&self) -> Result<DpopKey, BoxError> {
         let mut public = vec![0x04];
         public.extend((1..=64).collect::<Vec<u8>>());
         Ok(DpopKey::new(b"private-key-secret".to_vec(), &public).unwrap())
     }
 
-    fn sign(&self, key: &DpopKey, message: &[u8]) -> Result<Vec<u8>, String> {
+    fn sign(&self, key: &DpopKey, message: &[u8]) -> Result<Vec<u8>, BoxError> {
         assert_eq!(key.secret_pkcs8(), b"private-key-secret");
         Ok(Sha256::digest(message).to_vec())
     }
@@ -35,7 +36,7 @@ impl Clock for Fixed {
 struct Counter(AtomicU8);
 
 impl Randomness for Counter {
-    fn fill(&self, buf: &mut [u8]) -> Result<(), String> {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), BoxError> {
         buf.fill(self.0.fetch_add(1, Ordering::SeqCst));
         Ok(())
     }

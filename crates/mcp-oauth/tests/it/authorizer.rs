@@ -455,6 +455,16 @@ fn no_randomness_stops_before_the_browser() {
         ..Config::default()
     });
     assert!(matches!(err, AuthError::NoRandomness(_)), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "no secure random bytes are available: no entropy"
+    );
+    // The seam's own error is the source, whole: a host can still tell what it was.
+    let source = std::error::Error::source(&err).expect("the seam's error is kept");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("the source is the io::Error the seam returned");
+    assert_eq!(io.kind(), std::io::ErrorKind::Other);
     assert!(
         world.authorize_urls().is_empty(),
         "no guessable state or verifier is ever sent"

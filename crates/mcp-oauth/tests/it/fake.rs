@@ -12,9 +12,9 @@ use std::task::{Context, Poll, Waker};
 use base64::Engine as _;
 use mcp_oauth::device::{DEVICE_CODE_GRANT, DeviceVerification};
 use mcp_oauth::{
-    Authorizer, BoxFuture, ClientAssertionSigner, Clock, DeviceUserAgent, DpopKey, DpopSigner,
-    HttpClient, HttpRequest, HttpResponse, Pkce, PkceVerifier, Randomness, Services, Settings,
-    TransportError, Url, UserAgent, flow,
+    Authorizer, BoxError, BoxFuture, ClientAssertionSigner, Clock, DeviceUserAgent, DpopKey,
+    DpopSigner, HttpClient, HttpRequest, HttpResponse, Pkce, PkceVerifier, Randomness, Services,
+    Settings, TransportError, Url, UserAgent, flow,
 };
 use serde_json::{Value, json};
 
@@ -627,23 +627,24 @@ impl World {
 }
 
 impl DpopSigner for World {
-    fn generate(&self) -> Result<DpopKey, String> {
+    fn generate(&self) -> Result<DpopKey, BoxError> {
         let n = self.keys.fetch_add(1, Ordering::SeqCst);
         let mut public = vec![4];
         public.extend([n; 64]);
         DpopKey::new(format!("dpop-key-secret-{n}").into_bytes(), &public)
-            .ok_or_else(|| "bad point".to_owned())
+            .ok_or_else(|| "bad point".into())
     }
 
-    fn sign(&self, _key: &DpopKey, _message: &[u8]) -> Result<Vec<u8>, String> {
+    fn sign(&self, _key: &DpopKey, _message: &[u8]) -> Result<Vec<u8>, BoxError> {
         Ok(vec![7; 64])
     }
 }
 
 impl Randomness for World {
-    fn fill(&self, buf: &mut [u8]) -> Result<(), String> {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), BoxError> {
         if self.config.lock().unwrap().no_randomness {
-            return Err("no entropy".to_owned());
+            // A typed error, so that tests can see it kept whole as the AuthError's source.
+            return Err(Box::new(std::io::Error::other("no entropy")));
         }
         let n = self.rng.fetch_add(1, Ordering::SeqCst);
         buf.fill(n);
@@ -662,7 +663,7 @@ impl UserAgent for World {
         REDIRECT.to_owned()
     }
 
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, BoxError>> {
         self.authorize_urls.lock().unwrap().push(url.clone());
         let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
         let code = self.next("code-secret");
@@ -688,7 +689,7 @@ impl UserAgent for World {
 }
 
 impl DeviceUserAgent for World {
-    fn show(&self, verification: &DeviceVerification) -> Result<(), String> {
+    fn show(&self, verification: &DeviceVerification) -> Result<(), BoxError> {
         self.shown.lock().unwrap().push(verification.clone());
         Ok(())
     }
@@ -701,8 +702,8 @@ impl DeviceUserAgent for World {
 }
 
 impl ClientAssertionSigner for World {
-    fn sign(&self, claims_json: &[u8]) -> Result<String, String> {
-        let claims: Value = serde_json::from_slice(claims_json).map_err(|e| e.to_string())?;
+    fn sign(&self, claims_json: &[u8]) -> Result<String, BoxError> {
+        let claims: Value = serde_json::from_slice(claims_json)?;
         self.claims.lock().unwrap().push(claims);
         mcp_oauth::jws_compact(br#"{"alg":"ES256"}"#, claims_json, |_| {
             Ok(SIGNATURE.to_vec())

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use mcp_oauth::store::ClientRegistration;
 use mcp_oauth::{
-    AuthError, Authorizer, BoxFuture, Clock, HttpClient, HttpRequest, HttpResponse, Randomness,
-    Services, TransportError, Url, UserAgent,
+    AuthError, Authorizer, BoxError, BoxFuture, Clock, HttpClient, HttpRequest, HttpResponse,
+    Randomness, Services, TransportError, Url, UserAgent,
 };
 
 use crate::fake::{Config, World, block_on, challenge, settings};
@@ -46,7 +46,7 @@ impl UserAgent for Agent {
         self.own.lock().unwrap().clone()
     }
 
-    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, String>> {
+    fn authorize(&self, url: Url) -> BoxFuture<'_, Result<Url, BoxError>> {
         match self.back {
             Some(query) => {
                 let state = url
@@ -55,7 +55,7 @@ impl UserAgent for Agent {
                     .map(|(_, v)| v.into_owned())
                     .unwrap_or_default();
                 let back = Url::parse(&format!("{}?{query}&state={state}", self.redirect_uri()));
-                Box::pin(async move { back.map_err(|e| e.to_string()) })
+                Box::pin(async move { back.map_err(BoxError::from) })
             }
             None => UserAgent::authorize(&*self.world, url),
         }
