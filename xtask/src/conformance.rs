@@ -8,6 +8,8 @@
 //! `conformance/expected-unchecked/<leg>.txt` lists it with its reason and issue; and results
 //! that cannot be read are a failure, never zero checks. After a full run it writes
 //! `docs/conformance.md`.
+//! This file is long because installing the suites, running each leg scenario by scenario, judging
+//! the results against the expected lists and writing the page all read the same leg definitions.
 
 use std::fmt::Write as _;
 use std::path::Path;

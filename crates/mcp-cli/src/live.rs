@@ -1,6 +1,8 @@
 //! The commands that run servers: `test`, `status`, `tools`, `call`, `resources`, `read`,
 //! `prompts`, `get`, `login`, `logout`. Each starts a host for the servers it needs, does its
 //! one thing, and shuts the host down; the renderers are shared with `shell` and `demo`.
+//! This file is long because it holds ten commands and the renderers they share; each command is
+//! short, and they share one host start-up and one set of output helpers.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -263,7 +265,7 @@ pub(crate) fn not_ready(status: &ServerStatus) -> Failure {
         ServerState::Disabled => Failure::config(format!("server `{id}` is disabled"))
             .hint(format!("`mcp-host enable {id}` (with --scope global if it is defined there)")),
         ServerState::AuthRequired => Failure::new(
-            Code::Connection,
+            Code::Auth,
             format!("server `{id}` needs authorization{why}"),
         )
         .hint(format!("log in with `mcp-host login {id}`")),

@@ -4,6 +4,9 @@
 //! tests and headless runs), and the token store file; and it gives `mcp-http` an
 //! [`AuthHook`] over the authorizer, so that a 401 on connect starts discovery and login, a
 //! 401 later refreshes, and a 403 `insufficient_scope` steps up.
+//! This file is long because it implements every seam mcp-oauth asks for (HTTP client, randomness,
+//! clock, browser, token store) and mcp-http's hook, each small and tied to the same per-server
+//! context.
 //!
 //! What a server names is fetched under the request-forgery rules of the MCP security best
 //! practices: each server's OAuth requests go through a fetcher whose address policy follows

@@ -1,6 +1,8 @@
 //! The connection manager against real child processes (the testkit's fake server): many
 //! servers at once with broken ones among them, permissions, timeouts, cancellation, bounded
 //! results, list changes, reconnection, server requests.
+//! This file is long because its cases share one set of helpers around real child processes, and
+//! each behaviour named here is a test of its own.
 
 // Test code: an unwrap that fails is a failed test, with its location.
 #![allow(clippy::unwrap_used)]

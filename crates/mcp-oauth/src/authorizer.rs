@@ -2,6 +2,9 @@
 //! caller's [`HttpClient`], [`UserAgent`], [`Randomness`] and [`Clock`]: discovery in the spec's
 //! order, client identity, PKCE, the browser round trip, tokens, refresh ahead of expiry, 401
 //! and 403 challenges with step-up and a retry limit, and the `client_credentials` extension.
+//! This file is long because it is the one driver of the whole flow, and its steps share one state
+//! (discovery results, client identity, tokens, step-up attempts); the I/O-free steps are already
+//! modules of their own (`flow`, `device`, `discovery` and others).
 //!
 //! The host keeps the tokens on disk: it loads them with [`Authorizer::set_tokens`], and after
 //! every call checks [`Authorizer::take_changed`] and writes [`Authorizer::tokens`] back.

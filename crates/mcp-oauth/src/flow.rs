@@ -3,6 +3,8 @@
 //! `iss`, errors), the token requests for a code and for a refresh, client authentication
 //! (`client_secret_basic`, `client_secret_post`, `none`), and token answers (with
 //! `invalid_grant` told apart from a passing failure).
+//! This file is long because each request it builds and each answer it checks carries its rule from
+//! the RFCs, and its unit tests sit beside them.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -7,6 +7,8 @@
 //! and DPoP (RFC 9449: tokens bound to the key of the token request's proof, proofs checked
 //! on every MCP request, server nonces). The fake checks a proof's form and claims, not its
 //! signature (no cryptography here): tests verify signatures from the recorded headers.
+//! This file is long because one fake server plays every variant the host's OAuth must survive
+//! (listed above), and the variants share its state: clients, codes, tokens and DPoP keys.
 //!
 //! `/authorize` answers at once with a 302 to `redirect_uri?code=…&state=…(&iss=…)`: no page,
 //! no user. `/token` checks the PKCE verifier, the `resource` and the client's

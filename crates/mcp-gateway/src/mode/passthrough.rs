@@ -1,6 +1,9 @@
 //! Passthrough mode: the upstream servers' tools, resources, prompts, completion and logging,
 //! as they are, for a client that wants the gateway to be invisible (one place to configure
 //! servers, OAuth and permission rules, one connection for the client).
+//! This file is long because one `Mode` answers every method family the gateway passes on (tools,
+//! prompts, resources and their templates, completion, logging, subscriptions), each with its
+//! routing back to an upstream, and the families share the mode's upstream state and lookups.
 //!
 //! With one upstream nothing is renamed. With several, tool and prompt names become
 //! `mcp__<server>__<name>` (seed 004 §11) and are resolved back on the way in; resources keep

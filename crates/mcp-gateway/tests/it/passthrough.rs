@@ -1,6 +1,8 @@
 //! The gateway's passthrough mode, in process, in front of the testkit's fake stdio server and
 //! of an in-process Streamable HTTP server (`Mem`, for logging, completion and subscriptions),
 //! talked to by our own client over a pipe (as over stdio) and over Streamable HTTP.
+//! This file is long because passthrough forwards every method family, and each family has its own
+//! end-to-end case over the same in-process upstreams.
 
 use std::time::Duration;
 

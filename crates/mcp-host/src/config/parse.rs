@@ -2,6 +2,9 @@
 //! `serde_json::Value` field by field, not with derived `Deserialize`: every problem can then
 //! name the file, the server and the field, unknown fields become warnings, and no message
 //! ever quotes a value (serde's own messages do, and a value may be a secret).
+//! This file is long because every field is read and checked by hand, so that a problem names the
+//! file, the server and the field and never quotes a value; each field of each kind of entry has
+//! its own lines.
 
 use std::collections::BTreeSet;
 use std::fmt;

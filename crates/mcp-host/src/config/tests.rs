@@ -1,4 +1,6 @@
 //! Tests of loading, merging, validation, detection, secrets and edits.
+//! This file is long because each rule of the configuration files is a case of its own, and the
+//! cases share one set of file and directory helpers.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,6 +3,8 @@
 //! `allOf` merged where the conjunction can be written as one schema, and the notes that say
 //! what was relaxed. Pure functions over `serde_json::Value`; a schema they cannot handle is an
 //! `Err` with the reason, and the tool is then left out.
+//! This file is long because each rewrite ($ref inlining with cycles, boolean schemas, `allOf`
+//! merging) is its own careful walk over JSON Schema, and the rewrites share the notes and helpers.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,7 @@
 //! Exports of the hostile fixture (`fixtures/model-apis/hostile-tools.json`), the serena
 //! fixture and hand-made schemas, per provider. That the providers' own SDK types take what
 //! comes out is checked by `cargo xtask interop` (xtask/src/providers.rs).
+//! This file is long because each provider's rules get cases of their own over the same fixtures.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,6 +2,10 @@
 //! transport for `mcp-session`. Every message is its own POST; a request's answer comes back as
 //! JSON or as an SSE stream, which is resumed with a GET and `Last-Event-ID` if it drops before
 //! the answer; the optional standalone GET stream carries what the server sends unprompted.
+//! This file is long because one transport type drives every exchange (the POST, its JSON or SSE
+//! answer, resumption, the standalone stream, the stateless era); the decisions (`answer`), the
+//! eras, fetching, the legacy transport, the address policy and TLS are already modules of their
+//! own.
 
 mod answer;
 mod auth;

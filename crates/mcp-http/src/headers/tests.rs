@@ -1,6 +1,7 @@
 //! Tests of the header rules, with the cases of the conformance scenarios (0.2.0-alpha.12)
 //! http-custom-headers, http-invalid-tool-headers, http-header-validation and
 //! http-custom-header-server-validation, and the examples of the spec's §Value Encoding.
+//! This file is long because it carries those scenarios' and the spec's cases one by one, as data.
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use proptest::prelude::*;

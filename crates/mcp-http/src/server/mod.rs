@@ -6,6 +6,9 @@
 //! bounded bodies. Each session is an `mcp-session` `ServerCore` answering with the caller's
 //! `Handler`. A handler's request to the client goes on its own request's stream, or on the
 //! standalone one when that cannot carry it (a JSON answer), or fails at once when neither can.
+//! This file is long because the routing of the one endpoint (POST, GET and DELETE, sessions, their
+//! streams and the answers they owe) works on one piece of shared state; what stands alone is
+//! already a module of its own.
 //!
 //! The same endpoint serves the 2026-07-28 stateless era (`stateless.rs`): a POST whose
 //! `MCP-Protocol-Version` is not a handshake-era version is one request with its own

@@ -1,6 +1,8 @@
 //! The driver against the in-memory fake: each discovery variant, client identities, PKCE,
 //! resource and issuer checks, `iss`, step-up and its limit, refresh, token endpoint
 //! authentication, `client_credentials`, and that no secret is ever printed.
+//! This file is long because it holds one case per variant of the flow, all driven through the same
+//! in-memory fake and helpers.
 
 use std::sync::Arc;
 

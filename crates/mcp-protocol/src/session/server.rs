@@ -1,6 +1,10 @@
 //! The server side of a session, for the gateway: it answers `initialize` and `ping` itself,
 //! refuses what the handshake does not allow yet, and routes every other request to its caller
 //! as a typed [`ClientRequest`].
+//! This file is long because it is one state machine: the handshake, request routing and both eras'
+//! checks are transitions of the same `ServerSession` state, and splitting them would spread one
+//! transition table over several files (the stateless era's result rules are already in
+//! `stateless_server.rs`).
 //!
 //! The same session speaks the 2026-07-28 stateless era: a request that carries its protocol
 //! version in `_meta` (or any request but `initialize` and `ping` before a handshake) moves it

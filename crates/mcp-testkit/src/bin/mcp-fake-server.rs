@@ -1,6 +1,8 @@
 //! A fake MCP server on stdio that misbehaves on demand: the peer the transport tests and
 //! benchmarks run against. It uses `mcp-protocol`'s server session for the protocol, and
 //! writes faults (garbage, huge lines, early notifications, crashes) straight to stdout.
+//! This file is long because it is one binary with a flag per fault, each fault a few lines in the
+//! one request loop, and the flags are documented here.
 //!
 //! Flags (all optional):
 //!   --tools N               serve N extra generated tools (`tool_00000`, ...)

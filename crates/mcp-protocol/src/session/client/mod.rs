@@ -1,6 +1,9 @@
 //! The client side of a session: what a host runs for each server it talks to. How the era
 //! is found is `negotiate.rs`; the stateless era's multi round-trip requests are
 //! `round_trip.rs`; when to ping a silent server is `liveness.rs`.
+//! This file is long because it is one state machine, `ClientSession`: requests, answers,
+//! cancellation, notifications and time-outs are transitions of the same state (era negotiation,
+//! round trips and liveness are already split out).
 
 mod liveness;
 mod negotiate;

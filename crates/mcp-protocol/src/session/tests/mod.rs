@@ -1,5 +1,7 @@
 //! Session tests on a simulated clock: a client and a server session wired back to back
 //! through the real codec (the quinn `Pair` pattern), plus scripted peers for misbehaviour.
+//! This file is long because it holds the shared simulated-clock harness and the lifecycle cases
+//! that use it, one test per transition; the larger groups already have modules of their own.
 
 mod liveness;
 mod pings;
