@@ -17,6 +17,47 @@
 //! the session queues and feeds the core what arrives. `mcp-stdio` and `mcp-http` are such
 //! transports, so a host sees one `Client`, and a server one `Handler`, whatever the wire.
 //!
+//! # Example
+//!
+//! A server's [`Handler`] with one tool, `echo`. A transport runs it for each client that
+//! connects (`mcp_stdio::serve` over any byte streams, `mcp_http::serve_http` over HTTP); the
+//! client side is a [`Client`] from `mcp_stdio::spawn`, `mcp_stdio::connect` or
+//! `mcp_http::connect`. `mcp-stdio`'s `examples/pipe.rs` runs both halves of this in one
+//! process.
+//!
+//! ```
+//! use mcp_protocol::schema::{CallToolResult, ClientRequest, ContentBlock, ListToolsResult, Tool};
+//! use mcp_protocol::{ErrorObject, RawJson, code};
+//! use mcp_session::{Handler, RequestContext};
+//!
+//! struct Echo;
+//!
+//! impl Handler for Echo {
+//!     async fn handle(
+//!         &self,
+//!         request: ClientRequest,
+//!         _context: RequestContext,
+//!     ) -> Result<RawJson, ErrorObject> {
+//!         let internal = |e: &dyn std::fmt::Display| ErrorObject::new(code::INTERNAL_ERROR, e.to_string());
+//!         match request {
+//!             ClientRequest::ListTools(_) => {
+//!                 RawJson::encode(&ListToolsResult::new(vec![Tool::new("echo".into())]))
+//!                     .map_err(|e| internal(&e))
+//!             }
+//!             ClientRequest::CallTool(call) if call.name == "echo" => {
+//!                 let text = call
+//!                     .arguments
+//!                     .and_then(|a| a.get("text")?.as_str().map(str::to_owned))
+//!                     .unwrap_or_default();
+//!                 RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(text)]))
+//!                     .map_err(|e| internal(&e))
+//!             }
+//!             _ => Err(ErrorObject::new(code::METHOD_NOT_FOUND, "not here".into())),
+//!         }
+//!     }
+//! }
+//! ```
+//!
 //! # Cancel safety
 //!
 //! Dropping a request future cancels the request: the server is sent `notifications/cancelled`
