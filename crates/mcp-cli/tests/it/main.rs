@@ -18,6 +18,7 @@ mod secrets;
 mod serve;
 mod shell;
 mod trust;
+mod version;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
