@@ -10,7 +10,7 @@ use mcp_protocol::schema::{
 };
 use mcp_protocol::{ErrorObject, JsonObject, RawJson, code};
 
-use crate::host::RequestHandler;
+use crate::options::RequestHandler;
 
 /// A [`RequestHandler`] for headless hosts (a batch job, CI, a test harness): it declares form
 /// elicitation and accepts each form with the schema's `default` values, the answer a person

@@ -5,7 +5,7 @@
 
 use mcp_protocol::Secrets;
 
-use crate::host::ServerState;
+use crate::status::ServerState;
 
 /// A call or an operation failed. Messages name the server and the tool or method, and never
 /// quote arguments, headers or tokens. What the server said is quoted with the server's

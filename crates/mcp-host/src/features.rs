@@ -5,7 +5,7 @@
 //! state `error` instead of started. Nothing panics and nothing is half-connected.
 
 use crate::config::{ServerConfig, Transport};
-use crate::host::Connect;
+use crate::entry::Connect;
 
 /// The optional parts a build has: this one's is [`Built::THIS`]; tests try the others.
 #[derive(Debug, Clone, Copy)]

@@ -59,12 +59,15 @@
 #[cfg(feature = "oauth")]
 pub mod auth_store;
 mod bound;
+mod call;
 pub mod catalog;
 pub mod config;
 #[cfg(feature = "oauth")]
 mod device_login;
 mod elicit;
+mod entry;
 mod error;
+mod events;
 pub mod export;
 mod features;
 mod fs;
@@ -83,6 +86,7 @@ pub mod oauth {
     pub enum OAuthContext {}
 }
 pub mod operation;
+mod options;
 pub mod permission;
 #[cfg(feature = "oauth")]
 mod reach;
@@ -90,18 +94,23 @@ mod redact;
 #[cfg(feature = "oauth")]
 mod refresh;
 pub mod setup;
+mod shared;
+mod status;
+mod supervisor;
 mod transport;
 pub mod trust;
 
 // The public interface is:
 pub use bound::bound_result;
+pub use call::{CallOptions, Relayed, ToolOutput, error_result};
 pub use catalog::{Catalog, ExposedTool, ModelTool};
 pub use config::{DEFAULT_MAX_RESULT_BYTES, LoadedConfig, ServerConfig};
 pub use elicit::AcceptDefaults;
+pub use entry::{Connect, ServerEntry, Unusable};
 pub use error::CallError;
-pub use host::{
-    CallOptions, Connect, Host, HostEvent, HostOptions, Phase, Relayed, RequestHandler,
-    ServerEntry, ServerState, ServerStatus, Subscription, ToolOutput, Unusable, error_result,
-};
+pub use events::{HostEvent, Subscription};
+pub use host::Host;
 pub use operation::{ExposedOperation, Operation};
+pub use options::{HostOptions, RequestHandler};
 pub use permission::{CallKind, Decision, Policy, Prompter};
+pub use status::{Phase, ServerState, ServerStatus};

@@ -13,10 +13,9 @@ use std::sync::Arc;
 use mcp_http::HttpConfig;
 use mcp_protocol::Secrets;
 
-use crate::error::CallError;
 #[cfg(any(feature = "stdio", feature = "http"))]
-use crate::host::Connect;
-use crate::host::ServerEntry;
+use crate::entry::{Connect, ServerEntry};
+use crate::error::CallError;
 #[cfg(feature = "oauth")]
 use crate::oauth::OAuthHook;
 
@@ -100,8 +99,8 @@ fn http_secrets(config: &HttpConfig) -> Secrets {
 #[cfg(all(test, feature = "http"))]
 mod tests {
     use super::{Connect, Redactor};
+    use crate::entry::ServerEntry;
     use crate::error::CallError;
-    use crate::host::ServerEntry;
 
     #[test]
     fn an_http_servers_headers_and_url_keys_are_hidden_in_every_error_field() {

@@ -8,9 +8,11 @@ use mcp_protocol::schema::Implementation;
 
 use crate::catalog::ToolFilter;
 use crate::config::{LoadedConfig, Scope, ServerConfig};
-use crate::host::{HostOptions, Phase, ServerEntry};
+use crate::entry::ServerEntry;
 use crate::oauth::OAuthContext;
+use crate::options::HostOptions;
 use crate::permission::{Decision, Policy, ServerRules};
+use crate::status::Phase;
 use crate::trust::Approvals;
 
 /// The entries for every server in `loaded`: the effective ones (enabled or not) and the

@@ -23,7 +23,15 @@ use mcp_http::{AuthHook, Challenge};
 use mcp_protocol::ClientConfig;
 use mcp_session::Client;
 
-use crate::host::{Connect, Failure, Phase, ServerEntry};
+use crate::entry::{Connect, ServerEntry};
+use crate::status::Phase;
+
+/// Why one connection attempt failed.
+pub(crate) struct Failure {
+    pub(crate) phase: Phase,
+    pub(crate) message: String,
+    pub(crate) auth_required: bool,
+}
 
 /// What a host's connections share, whichever server they are to: for HTTP, the cache of the
 /// era each origin spoke (so that a reconnection, or a second server on the same origin, skips

@@ -1,0 +1,90 @@
+//! How a host behaves ([`HostOptions`]: limits, backoff, who decides about calls) and the
+//! consumer's answers to what servers ask of the host ([`RequestHandler`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::schema::{ClientCapabilities, Implementation, Root, ServerRequest};
+use mcp_protocol::{ErrorObject, RawJson};
+
+use crate::catalog::CatalogLimits;
+use crate::config::DEFAULT_MAX_CONNECTIONS;
+use crate::permission::{Policy, Prompter};
+
+/// Answers the server requests a consumer chose to support (sampling, elicitation). Declared
+/// to servers only when registered; without one, the session refuses these requests itself.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// The capabilities to declare (`sampling`, `elicitation`, and `roots` when the host has
+    /// no roots of its own: configured roots win).
+    fn capabilities(&self) -> ClientCapabilities;
+
+    /// Answers `request` from `server`: the raw result, or a JSON-RPC error.
+    fn handle<'a>(
+        &'a self,
+        server: &'a str,
+        request: ServerRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>>;
+}
+
+/// How the host behaves: limits, backoff, who decides about calls.
+#[non_exhaustive]
+pub struct HostOptions {
+    /// Sent as `clientInfo`.
+    pub client_info: Implementation,
+    /// At most this many servers connected at once (seed 003: 10); the rest are in `error`.
+    pub max_connections: usize,
+    /// Bounds on tool metadata.
+    pub catalog_limits: CatalogLimits,
+    /// The first wait before reconnecting; it doubles up to `reconnect_max`.
+    pub reconnect_initial: Duration,
+    /// The longest wait between reconnection attempts.
+    pub reconnect_max: Duration,
+    /// How many reconnection attempts in a row before the server stays in `error`.
+    pub reconnect_attempts: u32,
+    /// The hard cap of a call, whatever progress says.
+    pub max_call_duration: Duration,
+    /// Decides about every call.
+    pub policy: Arc<dyn Policy>,
+    /// Asks a person when the policy says so; without one, such calls are denied.
+    pub prompter: Option<Arc<dyn Prompter>>,
+    /// The roots offered to servers; `None` declares no `roots` capability of the host's own
+    /// (a [`RequestHandler`] may declare and answer it).
+    pub roots: Option<Vec<Root>>,
+    /// Sampling and elicitation, when the consumer supports them.
+    pub requests: Option<Arc<dyn RequestHandler>>,
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("client_info", &self.client_info.name)
+            .field("max_connections", &self.max_connections)
+            .field("prompter", &self.prompter.is_some())
+            .field("roots", &self.roots.as_ref().map(Vec::len))
+            .field("requests", &self.requests.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostOptions {
+    /// Options with the defaults: 10 connections, reconnect after 0.5 s doubling to 30 s for
+    /// 10 attempts, 10-minute call cap, every call asked about (and denied, with no
+    /// prompter), no roots, no sampling or elicitation.
+    pub fn new(client_info: Implementation, policy: Arc<dyn Policy>) -> Self {
+        Self {
+            client_info,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            catalog_limits: CatalogLimits::default(),
+            reconnect_initial: Duration::from_millis(500),
+            reconnect_max: Duration::from_secs(30),
+            reconnect_attempts: 10,
+            max_call_duration: Duration::from_secs(600),
+            policy,
+            prompter: None,
+            roots: None,
+            requests: None,
+        }
+    }
+}
