@@ -2,6 +2,11 @@
 //! gate: file headers, banned test attributes, trailing whitespace, internal dependencies
 //! declared through the workspace, the crate graph written in `docs/architecture.md`, a
 //! sans-IO `mcp-protocol`, and no module import cycle in the crates that keep theirs acyclic.
+//!
+//! Long files: a `.rs` file of more than [`LONG_FILE_LINES`] lines (STYLE rule 17's target)
+//! must say why in the first paragraph of its `//!` header, with the words "long because"
+//! (any case, and they may be wrapped over two lines): "This file is long because …". A
+//! file that cannot give a reason should be split instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -15,7 +20,13 @@ use crate::{flags, project_root};
 
 /// Crates whose modules never import a module that imports them back (the crate root, a
 /// facade of re-exports, aside). A crate joins once its graph is acyclic.
-const ACYCLIC_CRATES: &[&str] = &["mcp-gateway"];
+const ACYCLIC_CRATES: &[&str] = &["mcp-gateway", "mcp-session", "mcp-stdio"];
+
+/// Lines above which a `.rs` file must say why it is long (see the module doc).
+const LONG_FILE_LINES: usize = 800;
+
+/// The words the first header paragraph of a long file must hold.
+const LONG_FILE_MARKER: &str = "long because";
 
 /// Crates that would give `mcp-protocol` I/O, a runtime or a clock of its own.
 const IO_CRATES: &[&str] = &[
@@ -100,6 +111,11 @@ fn check_sources(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> 
                 "{rel}: a .rs file must start with a `//!` doc comment"
             ));
         }
+        if ext == "rs"
+            && let Some(problem) = long_file_problem(&text)
+        {
+            problems.push(format!("{rel}: {problem}"));
+        }
         for b in banned {
             if ext == "rs" && text.contains(b) {
                 problems.push(format!(
@@ -114,6 +130,31 @@ fn check_sources(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> 
         }
     }
     Ok(())
+}
+
+/// A file over [`LONG_FILE_LINES`] lines whose header's first paragraph does not say why it is
+/// long (with [`LONG_FILE_MARKER`]): what is wrong, else `None`.
+fn long_file_problem(text: &str) -> Option<String> {
+    let lines = text.lines().count();
+    if lines <= LONG_FILE_LINES {
+        return None;
+    }
+    let first_paragraph: Vec<&str> = text
+        .lines()
+        .map_while(|line| {
+            line.strip_prefix("//!")
+                .or_else(|| line.strip_prefix("//"))
+                .map(str::trim)
+        })
+        .take_while(|words| !words.is_empty())
+        .collect();
+    let said = first_paragraph.join(" ").to_lowercase();
+    if said.contains(LONG_FILE_MARKER) {
+        return None;
+    }
+    Some(format!(
+        "{lines} lines, over {LONG_FILE_LINES}: split it, or say why in the first paragraph of its header (\"This file is {LONG_FILE_MARKER} …\")"
+    ))
 }
 
 /// Internal dependencies are declared once, in the workspace manifest.
@@ -415,6 +456,34 @@ mod tests {
             ["Mode", "Answer"]
         );
         assert!(paths("use mcp_host::crate::x;", "crate::").is_empty());
+    }
+
+    #[test]
+    fn a_long_file_must_say_why_in_its_first_header_paragraph() {
+        let body = |n: usize| "fn f() {}\n".repeat(n);
+        let problem =
+            |header: &str, n: usize| super::long_file_problem(&format!("{header}{}", body(n)));
+        let why = "//! The parser.\n//! This file is long\n//! because the grammar is one table.\n";
+        // A long file that says why, over two wrapped lines, passes; at the limit, nothing is asked.
+        assert_eq!(problem(why, 900), None);
+        assert_eq!(
+            problem("//! The parser.\n", super::LONG_FILE_LINES - 1),
+            None
+        );
+        // One line over, without the reason: named with its length.
+        let found = problem("//! The parser.\n", super::LONG_FILE_LINES).unwrap();
+        assert!(found.starts_with("801 lines, over 800"), "{found}");
+        // The reason in a later paragraph, or in the code, does not count.
+        let late =
+            "//! The parser.\n//!\n//! This file is long because the grammar is one table.\n";
+        assert!(problem(late, 900).is_some());
+        let in_code = format!("//! The parser.\n{}// long because\n", body(900));
+        assert!(super::long_file_problem(&in_code).is_some());
+        // Test files whose header is a plain `//` comment are read the same way.
+        assert_eq!(
+            problem("// Tests, long because each case is a table row.\n", 900),
+            None
+        );
     }
 
     #[test]
