@@ -1,5 +1,7 @@
 //! `cargo xtask ci`: everything CI checks, in the order that fails fastest.
 
+use std::time::{Duration, Instant};
+
 use anyhow::Context as _;
 use xshell::{Shell, cmd};
 
@@ -13,53 +15,106 @@ impl flags::Ci {
         // A clean run builds once, so incremental caches would only take disk (gigabytes of it),
         // and CI machines can be short of disk.
         sh.set_var("CARGO_INCREMENTAL", "0");
-        step("format", || cmd!(sh, "cargo fmt --all -- --check").run())?;
-        // Per package, so that feature unification cannot hide a missing feature (rustls'
-        // admin/clippy).
-        for package in workspace_packages(sh)? {
-            step(&format!("clippy {package}"), || {
-                cmd!(
-                    sh,
-                    "cargo clippy --package {package} --all-targets -- -D warnings"
-                )
-                .run()
-            })?;
-        }
+        let mut times = Times::default();
+        times.run("format", || {
+            step("format", || cmd!(sh, "cargo fmt --all -- --check").run())
+        })?;
+        // Every target of every crate linted once, with the workspace's features.
+        times.run("clippy", || {
+            step("clippy", || {
+                cmd!(sh, "cargo clippy --workspace --all-targets -- -D warnings").run()
+            })
+        })?;
+        // Then each package's libraries and binaries on their own, with their default features
+        // and no dev-dependencies, so that feature unification cannot hide a missing feature
+        // (rustls' admin/clippy); the combinations of optional features follow in `features`.
+        times.run("clippy per package", || {
+            for (package, targets) in package_targets(sh)? {
+                step(&format!("clippy {package} ({})", targets.join(" ")), || {
+                    cmd!(
+                        sh,
+                        "cargo clippy --package {package} {targets...} -- -D warnings"
+                    )
+                    .run()
+                })?;
+            }
+            Ok(())
+        })?;
         eprintln!("==> test");
-        let (passed, failed) = run_tests(sh)?;
+        let (passed, failed) = times.run("test", || run_tests(sh))?;
         // Each crate with optional features, built with the combinations a consumer picks
         // (after the tests, whose dependencies its few tests reuse).
-        crate::features::ci(sh)?;
-        step("doc", || {
-            cmd!(sh, "cargo doc --workspace --no-deps")
-                .env("RUSTDOCFLAGS", "-D warnings")
-                .run()
+        times.run("features", || crate::features::ci(sh))?;
+        times.run("doc", || {
+            step("doc", || {
+                cmd!(sh, "cargo doc --workspace --no-deps")
+                    .env("RUSTDOCFLAGS", "-D warnings")
+                    .run()
+            })
         })?;
+        // After `doc`, whose dependency metadata rustdoc's JSON output reuses.
+        times.run("external types", || crate::external_types::ci(sh))?;
         // The fuzz targets, briefly: a short run catches a broken property or harness.
-        crate::fuzz::ci(sh)?;
-        flags::Interop {}.run(sh)?;
-        flags::Netfault {
-            steady_seconds: None,
-        }
-        .run(sh)?;
-        flags::Conformance {
-            client: false,
-            server: false,
-            suite: None,
-            scenario: None,
-            leg: None,
-            check: true,
-        }
-        .run(sh)?;
-        ensure_cargo_deny(sh)?;
-        step("deny", || {
-            cmd!(sh, "cargo deny --all-features check bans licenses sources").run()
+        times.run("fuzz", || crate::fuzz::ci(sh))?;
+        times.run("interop", || flags::Interop { long: false }.run(sh))?;
+        times.run("netfault", || {
+            flags::Netfault {
+                steady_seconds: None,
+            }
+            .run(sh)
         })?;
-        advisories(sh)?;
+        times.run("conformance", || {
+            flags::Conformance {
+                client: false,
+                server: false,
+                suite: None,
+                scenario: None,
+                leg: None,
+                check: true,
+            }
+            .run(sh)
+        })?;
+        times.run("deny", || {
+            ensure_cargo_deny(sh)?;
+            step("deny", || {
+                cmd!(sh, "cargo deny --all-features check bans licenses sources").run()
+            })?;
+            advisories(sh)
+        })?;
+        times.report();
         // The last line is the plain summary that CI reads.
         eprintln!("xtask ci: all checks passed");
         println!("ci: {passed} passed, {failed} failed");
         Ok(())
+    }
+}
+
+/// How long each step took, printed as it ends and again at the end, so that a CI log shows
+/// where the time goes.
+#[derive(Default)]
+struct Times(Vec<(&'static str, Duration)>);
+
+impl Times {
+    fn run<T>(
+        &mut self,
+        name: &'static str,
+        f: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let started = Instant::now();
+        let outcome = f();
+        let took = started.elapsed();
+        eprintln!("<== {name}: {} s", took.as_secs());
+        self.0.push((name, took));
+        outcome
+    }
+
+    fn report(&self) {
+        let total: Duration = self.0.iter().map(|(_, t)| *t).sum();
+        eprintln!("==> times (s):");
+        for (name, took) in &self.0 {
+            eprintln!("    {name:<20} {:>5}", took.as_secs());
+        }
+        eprintln!("    {:<20} {:>5}", "total", total.as_secs());
     }
 }
 
@@ -68,18 +123,41 @@ fn step(name: &str, f: impl FnOnce() -> xshell::Result<()>) -> anyhow::Result<()
     f().with_context(|| format!("xtask ci: step `{name}` failed"))
 }
 
-/// Names of the workspace members, from `cargo metadata`.
-pub(crate) fn workspace_packages(sh: &Shell) -> anyhow::Result<Vec<String>> {
+/// Each workspace member with the target flags of what it ships: `--lib` and/or `--bins`.
+fn package_targets(sh: &Shell) -> anyhow::Result<Vec<(String, Vec<&'static str>)>> {
     let json = cmd!(sh, "cargo metadata --format-version 1 --no-deps").read()?;
     let meta: serde_json::Value = serde_json::from_str(&json)?;
-    let mut names: Vec<String> = meta["packages"]
+    let mut out = Vec::new();
+    for package in meta["packages"]
         .as_array()
         .context("cargo metadata has no packages")?
-        .iter()
-        .filter_map(|p| p["name"].as_str().map(str::to_owned))
-        .collect();
-    names.sort();
-    Ok(names)
+    {
+        let name = package["name"]
+            .as_str()
+            .context("a package without a name")?;
+        let kinds: Vec<&str> = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["kind"].as_array().into_iter().flatten())
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        let mut targets = Vec::new();
+        if kinds
+            .iter()
+            .any(|k| matches!(*k, "lib" | "rlib" | "proc-macro"))
+        {
+            targets.push("--lib");
+        }
+        if kinds.contains(&"bin") {
+            targets.push("--bins");
+        }
+        if !targets.is_empty() {
+            out.push((name.to_owned(), targets));
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn ensure_cargo_deny(sh: &Shell) -> anyhow::Result<()> {

@@ -258,13 +258,9 @@ impl flags::Conformance {
                 ));
             }
         }
-        eprintln!("==> building mcp-conformance");
-        cmd!(sh, "cargo build --quiet -p mcp-conformance --bins").run()?;
-        if legs.iter().any(|l| l.target == Target::Gateway) {
-            eprintln!("==> building mcp-host (mcp-cli) for the gateway legs");
-            cmd!(sh, "cargo build --quiet -p mcp-cli --bin mcp-host").run()?;
-        }
-        let bin = crate::target_dir().join("debug");
+        eprintln!("==> building the binaries (mcp-conformance, and mcp-host for the gateway legs)");
+        // With mcp-host (mcp-cli) for the gateway legs.
+        let bin = crate::binaries::build(sh)?;
         let out = root.join("target/conformance");
 
         let mut results = Vec::new();

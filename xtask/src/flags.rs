@@ -12,7 +12,12 @@ xflags::xflags! {
         /// Our client and command line against the official TypeScript everything server
         /// (stdio, Streamable HTTP, HTTP+SSE) and the Python SDK's server (both eras), and the
         /// TypeScript SDK's client in front of our gateway.
-        cmd interop {}
+        cmd interop {
+            /// Also the legs that repeat what a shorter one already shows, for a change to
+            /// the code they exercise: the login leg against the SDK's OAuth example in its
+            /// lenient mode too (`ci` runs its strict mode only).
+            optional --long
+        }
         /// The official conformance suite, pinned, against our client and server; writes
         /// docs/conformance.md after a full run.
         cmd conformance {

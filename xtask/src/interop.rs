@@ -82,7 +82,7 @@ impl flags::Interop {
         stateless(sh, &tools, &interop)?;
         crate::oidc::run(sh, &tools)?;
         crate::providers::run(sh, &node, &script)?;
-        crate::login::run(sh, &node, &tools)?;
+        crate::login::run(sh, &node, &tools, self.long)?;
         gateway(sh, &node, &tools)
     }
 }
@@ -249,8 +249,7 @@ fn gateway(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
 /// As a new user would: `mcp-host add` then `mcp-host test` against the everything server over
 /// stdio and over Streamable HTTP, in a HOME and project directory of their own.
 fn command_line(sh: &Shell, node: &Path, script: &Path) -> anyhow::Result<()> {
-    cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
-    let mcp_host = crate::target_dir().join("debug/mcp-host");
+    let mcp_host = crate::binaries::build(sh)?.join("mcp-host");
     let user = project_root().join("target/tools/interop-cli");
     let _ = std::fs::remove_dir_all(&user);
     let (home, project) = (user.join("home"), user.join("project"));

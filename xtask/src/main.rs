@@ -5,9 +5,11 @@
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
 mod bench;
+mod binaries;
 mod bounded;
 mod ci;
 mod conformance;
+mod external_types;
 mod features;
 mod flags;
 mod fuzz;

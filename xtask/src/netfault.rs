@@ -52,9 +52,7 @@ impl flags::Netfault {
         preflight(sh)?;
         remove_stale(sh);
         eprintln!("==> netfault: building the server and the host");
-        cmd!(sh, "cargo build --quiet -p mcp-cli --bin mcp-host").run()?;
-        cmd!(sh, "cargo build --quiet -p mcp-host --example netfault").run()?;
-        let debug = crate::target_dir().join("debug");
+        let debug = crate::binaries::build(sh)?;
         let network = Network::create(sh)?;
         let result = scenario(sh, &debug, self.steady_seconds.unwrap_or(4));
         drop(network);

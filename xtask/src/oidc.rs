@@ -40,8 +40,7 @@ pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
     crate::login::chromium(sh)?;
     let dir = tools.join("oidc");
     let peer = install(sh, &dir)?;
-    cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
-    let mcp_host = crate::target_dir().join("debug/mcp-host");
+    let mcp_host = crate::binaries::build(sh)?.join("mcp-host");
     eprintln!(
         "==> mcp-host login against {OIDC_PROVIDER}@{OIDC_PROVIDER_VERSION} (device flow, then the browser), pages in Chromium via {PLAYWRIGHT}@{PLAYWRIGHT_VERSION}"
     );

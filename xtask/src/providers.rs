@@ -52,8 +52,7 @@ pub(crate) fn run(sh: &Shell, node: &Path, everything: &Path) -> anyhow::Result<
         PEER_STEP,
     )?;
 
-    cmd!(sh, "cargo build --quiet -p mcp-cli").run()?;
-    let mcp_host = crate::target_dir().join("debug/mcp-host");
+    let mcp_host = crate::binaries::build(sh)?.join("mcp-host");
     // interop built the testkit binaries into a target folder of their own.
     let fake = project_root().join("target/testkit/debug/mcp-fake-server");
     let fixtures = project_root().join("fixtures");
