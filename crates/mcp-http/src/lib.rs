@@ -31,9 +31,13 @@
 //!   addresses.
 //! - [`serve_http`] (with [`bind`] and [`HttpServerConfig`]): the server half, for the gateway
 //!   and for tests. One endpoint; each session is an `mcp-session` `ServerCore` answering with
-//!   the caller's `Handler`; `Origin` and `Host` are checked against DNS rebinding, an optional
-//!   bearer token is required, and bodies are bounded. A POST whose `MCP-Protocol-Version` is
-//!   not a handshake-era version is one stateless-era request with its own short-lived core.
+//!   the caller's `Handler`; `Origin` and `Host` are checked strictly against DNS rebinding, an
+//!   optional bearer token is required, and bodies are bounded. A POST whose
+//!   `MCP-Protocol-Version` is not a handshake-era version is one stateless-era request with
+//!   its own short-lived core. The server does not end on an `accept()` error, and bounds what
+//!   a client can make it hold: header and body deadlines, connections, sessions, and the
+//!   unread bytes of each response stream, each session and the whole server (a stream past
+//!   them is cut, [`StreamCut`]); each limit is a field of [`HttpServerConfig`].
 //!
 //! # Optional features
 //!
@@ -72,4 +76,4 @@ pub use error::{Error, Result};
 pub use headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 pub use mcp_session::{Client, Incoming};
 #[cfg(feature = "server")]
-pub use server::{HttpServerConfig, ResponseBody, SseBody, bind, serve_http};
+pub use server::{HttpServerConfig, ResponseBody, SseBody, StreamCut, bind, serve_http};

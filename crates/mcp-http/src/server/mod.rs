@@ -2,8 +2,10 @@
 //! and §10, seed 002), for the gateway: one endpoint; POST answers a request with an SSE stream
 //! (or JSON) and anything else with 202; GET opens the standalone stream or answers 405;
 //! sessions with unguessable ids that DELETE or idleness end (404 afterwards, 400 without
-//! one); `Origin` and `Host` checked against DNS rebinding (403); an optional bearer token;
-//! bounded bodies. Each session is an `mcp-session` `ServerCore` answering with the caller's
+//! one); `Origin` and `Host` checked against DNS rebinding (403, `security.rs`); an optional
+//! bearer token; bodies bounded in size and time; connections and sessions capped (503), and
+//! accept errors retried (`listen`); the unread bytes of every response stream bounded per
+//! stream, session and server (`queue`). Each session is an `mcp-session` `ServerCore` answering with the caller's
 //! `Handler`. A handler's request to the client goes on its own request's stream, or on the
 //! standalone one when that cannot carry it (a JSON answer), or fails at once when neither can.
 //! This file is long because the routing of the one endpoint (POST, GET and DELETE, sessions, their
@@ -16,30 +18,36 @@
 //! (-32022) unless the configuration names that version.
 
 mod body;
+mod listen;
+mod queue;
+mod security;
 mod stateless;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{ACCEPT, ALLOW, CONTENT_TYPE, HOST, HeaderValue, ORIGIN, WWW_AUTHENTICATE};
 use http::{Method, Request, Response, StatusCode};
+use http_body::Body as _;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use mcp_protocol::{DecodeError, Decoded, Message, ProtocolVersion, RequestId, ServerConfig};
 use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport, Sessions};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+
+use self::queue::{Budget, Limits};
 
 use crate::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
 pub use body::SseBody;
+pub use queue::StreamCut;
 
 /// The body of every answer: a whole JSON body, or an SSE stream.
 pub type ResponseBody = http_body_util::Either<Full<Bytes>, SseBody>;
@@ -60,10 +68,30 @@ pub struct HttpServerConfig {
     pub allowed_origins: Vec<String>,
     /// When set, every request must carry `Authorization: Bearer <token>`. A secret.
     pub bearer_token: Option<String>,
-    /// The largest request body accepted (413 beyond).
+    /// The largest request body accepted (413 beyond; at once when `Content-Length` says so).
     pub max_body_bytes: usize,
+    /// How long a request body may take to arrive, from the end of its headers (408 after).
+    pub body_read_timeout: Duration,
+    /// How long a request's headers may take to arrive; it also bounds how long a kept-alive
+    /// connection may sit idle between requests. The connection is closed after it.
+    pub header_read_timeout: Duration,
+    /// How many connections are served at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+    /// How many sessions may live at once; an `initialize` past it is answered 503.
+    pub max_sessions: usize,
     /// A session unused for this long ends (404 afterwards).
     pub session_idle_timeout: Duration,
+    /// How many bytes one response stream (a POST's answers, a GET stream) may hold that its
+    /// client has not read yet; past it the stream is cut (the response is aborted). One
+    /// message always fits in an empty stream, so a large answer still reaches a client that
+    /// reads.
+    pub max_stream_buffer_bytes: usize,
+    /// How many unread bytes the streams of one session may hold together; past it the stream
+    /// that overflows is cut.
+    pub max_session_buffer_bytes: usize,
+    /// How many unread bytes every stream of the server may hold together; past it the stream
+    /// that overflows is cut.
+    pub max_buffer_bytes: usize,
     /// Answer requests with one JSON body instead of an SSE stream.
     pub json_response: bool,
     /// Offer the standalone GET stream (405 otherwise).
@@ -83,8 +111,10 @@ pub struct HttpServerConfig {
 const HEAD_WAIT: Duration = Duration::from_millis(50);
 
 impl HttpServerConfig {
-    /// Loopback hosts only, no bearer token, 4 MiB bodies, 30-minute idle sessions, SSE
-    /// answers, the standalone stream on, `/mcp`.
+    /// Loopback hosts only, no bearer token, 4 MiB bodies that arrive within 30 s, headers
+    /// within 10 s, 512 connections, 1024 sessions that end after 30 idle minutes, 8 MiB
+    /// unread per stream, 32 MiB per session and 256 MiB in all, SSE answers, the standalone
+    /// stream on, `/mcp`.
     pub fn new(server: ServerConfig) -> Self {
         Self {
             server,
@@ -97,7 +127,14 @@ impl HttpServerConfig {
             allowed_origins: Vec::new(),
             bearer_token: None,
             max_body_bytes: 4 << 20,
+            body_read_timeout: Duration::from_secs(30),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 512,
+            max_sessions: 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
+            max_stream_buffer_bytes: 8 << 20,
+            max_session_buffer_bytes: 32 << 20,
+            max_buffer_bytes: 256 << 20,
             json_response: false,
             standalone_stream: true,
             retry_ms: 1000,
@@ -116,39 +153,58 @@ impl std::fmt::Debug for HttpServerConfig {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "[redacted]"),
             )
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_stream_buffer_bytes", &self.max_stream_buffer_bytes)
+            .field("max_session_buffer_bytes", &self.max_session_buffer_bytes)
+            .field("max_buffer_bytes", &self.max_buffer_bytes)
             .finish_non_exhaustive()
     }
 }
 
 /// Serves MCP over HTTP on `listener` until the task is dropped. Bind it to `127.0.0.1` for a
 /// local server.
+///
+/// It never ends on its own: a failed `accept()` (out of file descriptors, say) is retried
+/// after a back-off, and the connections the kernel queued meanwhile are served once it
+/// succeeds. The `Result` is there for callers that treat serving as fallible; it is never
+/// an `Err`.
 pub async fn serve_http<H: Handler>(
     listener: TcpListener,
     config: HttpServerConfig,
     handler: H,
 ) -> std::io::Result<()> {
     let server = HttpServer::new(config, handler);
-    let sweeper = tokio::spawn(sweep_idle(Arc::downgrade(&server)));
-    let result = loop {
-        let (tcp, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => break Err(e),
-        };
-        let _ = tcp.set_nodelay(true);
-        let server = Arc::clone(&server);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let server = Arc::clone(&server);
-                async move { Ok::<_, Infallible>(server.handle(req).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(tcp), service)
-                .await;
-        });
-    };
-    sweeper.abort();
-    result
+    match serve_on(listener, server).await {}
 }
+
+/// [`serve_http`] over any [`listen::Listener`], with the server already made.
+async fn serve_on<H: Handler, L: listen::Listener>(
+    listener: L,
+    server: Arc<HttpServer<H>>,
+) -> Infallible {
+    let sweeper = AbortOnDrop(tokio::spawn(sweep_idle(Arc::downgrade(&server))));
+    let never = listen::serve(listener, server).await;
+    drop(sweeper);
+    never
+}
+
+/// Stops a background task when its owner is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The JSON-RPC code of a refusal for lack of room (connections, sessions): an
+/// implementation-defined server error, as JSON-RPC 2.0 §5.1 reserves -32000 to -32099 for.
+const SERVER_BUSY: i64 = -32000;
 
 /// Binds `addr` (use `127.0.0.1:0` for any free loopback port) and returns the listener and
 /// the address it got, for [`serve_http`].
@@ -163,9 +219,12 @@ struct Session<H: Handler> {
     core: Arc<ServerCore<H>>,
     routes: Arc<Routes>,
     last_used: Mutex<Instant>,
+    /// The unread bytes of the session's streams
+    /// ([`HttpServerConfig::max_session_buffer_bytes`]).
+    buffer: Arc<Budget>,
 }
 
-/// The server: its sessions, by id.
+/// The server: its sessions, by id, and what bounds its connections and buffers.
 struct HttpServer<H: Handler> {
     config: HttpServerConfig,
     handler: Arc<H>,
@@ -173,6 +232,14 @@ struct HttpServer<H: Handler> {
     /// Every core, handshake sessions and stateless requests alike, for notifications that
     /// all clients must hear.
     registry: Sessions,
+    /// One permit per connection served ([`HttpServerConfig::max_connections`]).
+    connections: Arc<tokio::sync::Semaphore>,
+    /// The unread bytes of every response stream ([`HttpServerConfig::max_buffer_bytes`]).
+    buffer: Arc<Budget>,
+    /// How every connection is served (header timeout, timer).
+    http1: hyper::server::conn::http1::Builder,
+    /// How many `accept()` calls failed, for tests.
+    accept_errors: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -182,11 +249,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<H: Handler> HttpServer<H> {
     fn new(config: HttpServerConfig, handler: H) -> Arc<Self> {
         Arc::new(Self {
+            connections: Arc::new(tokio::sync::Semaphore::new(config.max_connections)),
+            buffer: Budget::new(config.max_buffer_bytes),
+            http1: listen::builder(config.header_read_timeout),
+            accept_errors: AtomicU64::new(0),
             config,
             handler: Arc::new(handler),
             sessions: Mutex::new(HashMap::new()),
             registry: Sessions::new(),
         })
+    }
+
+    /// The limits of a new stream of a session whose budget is `session`.
+    fn limits(&self, session: &Arc<Budget>) -> Limits {
+        Limits {
+            stream: self.config.max_stream_buffer_bytes,
+            session: Arc::clone(session),
+            server: Arc::clone(&self.buffer),
+        }
     }
 
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<ResponseBody> {
@@ -216,7 +296,7 @@ impl<H: Handler> HttpServer<H> {
             .get(HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        if !host_allowed(host, &self.config.allowed_hosts) {
+        if !security::host_allowed(host, &self.config.allowed_hosts) {
             return Some(rpc_error(
                 StatusCode::FORBIDDEN,
                 -32600,
@@ -225,7 +305,7 @@ impl<H: Handler> HttpServer<H> {
         }
         if let Some(origin) = req.headers().get(ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
-            if !origin_allowed(origin, &self.config.allowed_origins) {
+            if !security::origin_allowed(origin, &self.config.allowed_origins) {
                 return Some(rpc_error(
                     StatusCode::FORBIDDEN,
                     -32600,
@@ -239,8 +319,7 @@ impl<H: Handler> HttpServer<H> {
                 .get(http::header::AUTHORIZATION)
                 .map(HeaderValue::as_bytes)
                 .unwrap_or_default();
-            let expected = format!("Bearer {token}");
-            if !constant_time_eq(given, expected.as_bytes()) {
+            if !security::bearer_matches(given, token.as_bytes()) {
                 let mut r = rpc_error(StatusCode::UNAUTHORIZED, -32600, "Unauthorized");
                 r.headers_mut()
                     .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -314,14 +393,8 @@ impl<H: Handler> HttpServer<H> {
             Some(Ok(found)) => found,
             Some(Err(refusal)) => return refusal.response(),
             None if is_initialize => match self.new_session() {
-                Some(created) => created,
-                None => {
-                    return rpc_error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        mcp_protocol::code::INTERNAL_ERROR,
-                        "no randomness for a session id",
-                    );
-                }
+                Ok(created) => created,
+                Err(refusal) => return refusal.response(self.config.max_sessions),
             },
             None => {
                 return rpc_error(
@@ -356,7 +429,7 @@ impl<H: Handler> HttpServer<H> {
             return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
         }
         // One stream answers every request of this POST; it ends with the last answer.
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = queue::channel(self.limits(&session.buffer));
         let stream = Arc::new(StreamTx {
             tx,
             json: self.config.json_response,
@@ -374,7 +447,7 @@ impl<H: Handler> HttpServer<H> {
         }
         let response = match priming {
             // A batch is answered with an array, even of one; each SSE event carries one.
-            None => body::json_from(rx, batch).await,
+            None => body::json_from(rx, batch, self.config.max_stream_buffer_bytes).await,
             Some(id) => {
                 // The head waits for the stream's first event, for at most `head_wait`, and
                 // leaves with the priming event and that event in one write; for a call that
@@ -384,7 +457,7 @@ impl<H: Handler> HttpServer<H> {
                 // event that comes after the wait stays in `rx`.)
                 let mut first = Vec::new();
                 sse::encode_priming(&mut first, &id, Some(self.config.retry_ms));
-                if let Ok(Some(event)) =
+                if let Ok(Ok(Some(event))) =
                     tokio::time::timeout(self.config.head_wait, rx.recv()).await
                 {
                     first.extend_from_slice(&event);
@@ -395,24 +468,45 @@ impl<H: Handler> HttpServer<H> {
         with_session_id(response, &session_id)
     }
 
-    /// A POST's body, at most `max_body_bytes` (413 beyond).
+    /// A POST's body, at most `max_body_bytes` (413 beyond, and at once when its
+    /// `Content-Length` says so), within `body_read_timeout` (408 after).
     async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<ResponseBody>> {
-        match Limited::new(body, self.config.max_body_bytes)
-            .collect()
-            .await
-        {
-            Ok(collected) => Ok(collected.to_bytes()),
-            Err(_) => Err(rpc_error(
+        let too_large = || {
+            rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32600,
                 "the request body is too large",
-            )),
+            )
+        };
+        let limit = self.config.max_body_bytes;
+        if usize::try_from(body.size_hint().lower()).map_or(true, |declared| declared > limit) {
+            return Err(too_large());
+        }
+        let read = Limited::new(body, limit).collect();
+        match tokio::time::timeout(self.config.body_read_timeout, read).await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(_)) => Err(too_large()),
+            Err(_) => {
+                let mut r = rpc_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    -32600,
+                    "the request body did not arrive in time",
+                );
+                r.headers_mut()
+                    .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                Err(r)
+            }
         }
     }
 
-    /// A new session; `None` when the OS gives no randomness for its id.
-    fn new_session(&self) -> Option<(String, Arc<Session<H>>)> {
-        let id = session_id().ok()?;
+    /// A new session, or the answer that refuses it: the server holds `max_sessions`
+    /// already (503), or the OS gives no randomness for its id (500).
+    fn new_session(&self) -> Result<(String, Arc<Session<H>>), NoNewSession> {
+        let limit = self.config.max_sessions;
+        if lock(&self.sessions).len() >= limit {
+            return Err(NoNewSession::Full);
+        }
+        let id = session_id().map_err(|_| NoNewSession::NoRandomness)?;
         let routes = Arc::new(Routes::default());
         let core = ServerCore::with_options(
             self.config.server.clone(),
@@ -424,9 +518,20 @@ impl<H: Handler> HttpServer<H> {
             core,
             routes,
             last_used: Mutex::new(Instant::now()),
+            buffer: Budget::new(self.config.max_session_buffer_bytes),
         });
-        lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
-        Some((id, session))
+        {
+            // Checked again under the lock that inserts: two `initialize` calls at once must
+            // not both take the last place.
+            let mut sessions = lock(&self.sessions);
+            if sessions.len() >= limit {
+                drop(sessions);
+                session.core.close("the server has too many sessions");
+                return Err(NoNewSession::Full);
+            }
+            sessions.insert(id.clone(), Arc::clone(&session));
+        }
+        Ok((id, session))
     }
 
     fn get(&self, req: &Request<Incoming>) -> Response<ResponseBody> {
@@ -452,7 +557,7 @@ impl<H: Handler> HttpServer<H> {
             Ok(found) => found,
             Err(refusal) => return refusal.response(),
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = queue::channel(self.limits(&session.buffer));
         {
             let mut routes = lock(&session.routes.state);
             if routes
@@ -469,7 +574,7 @@ impl<H: Handler> HttpServer<H> {
             let event = routes.next_event_id();
             let mut priming = Vec::new();
             sse::encode_priming(&mut priming, &event, Some(self.config.retry_ms));
-            let _ = tx.send(Bytes::from(priming));
+            tx.send(Bytes::from(priming));
             routes.standalone = Some(Arc::new(StreamTx { tx, json: false }));
         }
         let mut r = Response::new(http_body_util::Either::Right(SseBody::new(rx)));
@@ -646,8 +751,9 @@ impl RouteState {
         } else {
             return;
         };
-        // A client that went away does not cancel: its answer is simply not delivered.
-        let _ = stream.tx.send(frame);
+        // A client that went away does not cancel: its answer is simply not delivered. A
+        // stream past its limits is cut (`queue`), and nothing more goes on it.
+        stream.tx.send(frame);
     }
 
     /// The stream a request to the client tied to `related` goes on, or why there is none:
@@ -694,7 +800,7 @@ impl RouteState {
 
 /// One open response stream.
 struct StreamTx {
-    tx: mpsc::UnboundedSender<Bytes>,
+    tx: queue::Sender<Bytes>,
     /// The stream is a JSON body: only answers go in it, as they are.
     json: bool,
 }
@@ -750,42 +856,46 @@ impl ServerTransport for RoutedTransport {
     }
 }
 
-fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let name = if host.starts_with('[') {
-        host.split_inclusive(']').next().unwrap_or(host)
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
-}
-
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
-    if allowed.iter().any(|a| a == origin) {
-        return true;
-    }
-    let rest = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-        .unwrap_or("");
-    host_allowed(
-        rest,
-        &[
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "[::1]".to_owned(),
-        ],
-    )
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn with_session_id(mut r: Response<ResponseBody>, id: &str) -> Response<ResponseBody> {
     if let Ok(v) = HeaderValue::from_str(id) {
         r.headers_mut().insert(SESSION_ID, v);
     }
     r
+}
+
+/// Why an `initialize` gets no session.
+#[derive(Debug, Clone, Copy)]
+enum NoNewSession {
+    /// The server holds [`HttpServerConfig::max_sessions`] already (503).
+    Full,
+    /// The OS gave no randomness for its id (500).
+    NoRandomness,
+}
+
+impl NoNewSession {
+    fn response(self, limit: usize) -> Response<ResponseBody> {
+        match self {
+            Self::Full => {
+                let mut r = rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    SERVER_BUSY,
+                    &format!(
+                        "Service Unavailable: the server holds {limit} sessions, its limit \
+                         (max_sessions); end unused sessions with DELETE or wait for idle ones \
+                         to expire"
+                    ),
+                );
+                r.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("5"));
+                r
+            }
+            Self::NoRandomness => rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                mcp_protocol::code::INTERNAL_ERROR,
+                "no randomness for a session id",
+            ),
+        }
+    }
 }
 
 /// 400 for a batch in a protocol version that has none (any but 2025-03-26), with the -32600

@@ -14,6 +14,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use mcp_protocol::schema::meta_key;
@@ -22,8 +23,9 @@ use mcp_protocol::{
 };
 use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
+use super::body::Encoded;
+use super::queue::{self, Budget};
 use super::{
     HttpServer, ResponseBody, SseBody, json_response, lock, rpc_error, sse_response, undecodable,
 };
@@ -92,7 +94,9 @@ impl<H: Handler> HttpServer<H> {
             );
         }
         let id = request.id.clone();
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        // The request is its own session: its stream has the session's budget to itself.
+        let session = Budget::new(self.config.max_session_buffer_bytes);
+        let (tx, mut rx) = queue::channel(self.limits(&session));
         let core = ServerCore::with_options(
             self.config.server.clone(),
             Arc::clone(&self.handler),
@@ -105,28 +109,29 @@ impl<H: Handler> HttpServer<H> {
         let guard = CloseOnDrop(Arc::clone(&core));
         core.receive(Decoded::Single(Message::Request(request)));
         drop(core);
-        let Some(mut first) = rx.recv().await else {
-            return rpc_error(
+        let ended = || {
+            rpc_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 code::INTERNAL_ERROR,
                 "the request ended without an answer",
-            );
+            )
+        };
+        let Ok(Some(mut first)) = rx.recv().await else {
+            return ended();
         };
         if self.config.json_response {
             // One JSON body: what the handler sends before its answer is not delivered.
-            while matches!(first, Message::Notification(_) | Message::Request(_)) {
+            while first.answer.is_none() {
                 match rx.recv().await {
-                    Some(next) => first = next,
-                    None => break,
+                    Ok(Some(next)) => first = next,
+                    Ok(None) => break,
+                    Err(_) => return ended(),
                 }
             }
         }
-        match first {
-            Message::Response(_) => json_response(StatusCode::OK, &first),
-            Message::Error(ErrorResponse { ref error, .. }) => {
-                json_response(status_of(error.code), &first)
-            }
-            _ => sse_response(SseBody::messages(first, rx, Box::new(guard))),
+        match first.answer {
+            Some(status) => json_bytes(status, first.json),
+            None => sse_response(SseBody::messages(first, rx, Box::new(guard))),
         }
     }
 
@@ -168,11 +173,24 @@ impl<H: Handler> HttpServer<H> {
     }
 }
 
+/// A JSON body of an encoded message.
+fn json_bytes(status: StatusCode, json: Bytes) -> Response<ResponseBody> {
+    let mut r = Response::new(http_body_util::Either::Left(http_body_util::Full::new(
+        json,
+    )));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
 /// Carries the messages of one stateless request to its response, and ends the stream with
 /// its answer.
 struct OneRequest {
     id: RequestId,
-    tx: Mutex<Option<mpsc::UnboundedSender<Message>>>,
+    tx: Mutex<Option<queue::Sender<Encoded>>>,
 }
 
 impl ServerTransport for OneRequest {
@@ -183,10 +201,19 @@ impl ServerTransport for OneRequest {
             _ => None,
         };
         let last = answers == Some(&self.id);
+        let answer = match &message {
+            Message::Response(_) => Some(StatusCode::OK),
+            Message::Error(ErrorResponse { error, .. }) => Some(status_of(error.code)),
+            _ => None,
+        };
         let mut tx = lock(&self.tx);
         if let Some(sender) = tx.as_ref() {
-            // A client that went away does not cancel here; dropping the body does.
-            let _ = sender.send(message);
+            // A client that went away does not cancel here; dropping the body does. A stream
+            // past its limits is cut (`queue`).
+            sender.send(Encoded {
+                answer,
+                json: Bytes::from(message.encode()),
+            });
         }
         if last {
             *tx = None;

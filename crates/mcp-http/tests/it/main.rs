@@ -9,6 +9,9 @@ mod sse_fixtures;
 mod client;
 // The server half on loopback: our client against it, and raw requests for every rule.
 mod server;
+// The server half against abusive clients: bodies that never come, too many sessions, loose
+// credentials and hosts.
+mod abuse;
 // The client against the testkit's fake HTTP server, one HTTP-layer fault at a time.
 mod faults;
 // The plain-request `Fetcher` (for OAuth) against a tiny server on loopback, HTTP and HTTPS.
