@@ -24,6 +24,7 @@
 
 mod detect;
 mod edit;
+mod expand;
 mod model;
 mod parse;
 mod secret;

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use super::detect::{self, Detected};
+use super::expand;
 use super::model::{
     ConfigFile, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat,
     FileStatus, HttpTransport, OAuthConfig, Problem, RejectedServer, ServerConfig, Severity,
@@ -440,14 +441,16 @@ impl EntryCx<'_, '_> {
     fn secret(&mut self, value: &Value, path: &str, rs: &Resolve<'_>) -> Option<Secret> {
         let source = match value {
             Value::String(s) => {
-                if s.contains("${") {
-                    self.warn(
-                        path,
-                        "`${...}` is not expanded: the text is used as written; \
-                         to read a variable write {\"env\": \"NAME\"}",
-                    );
+                // A value that is one reference and nothing else is the user's own variable,
+                // which an approval names rather than shows.
+                if let Some(var) = s
+                    .strip_prefix("${")
+                    .and_then(|r| r.strip_suffix('}'))
+                    .filter(|v| expand::is_var_name(v))
+                {
+                    self.references.push((path.to_owned(), var.to_owned()));
                 }
-                SecretSource::Plain(Secret::new(s.clone()))
+                SecretSource::Plain(Secret::new(self.expand(s, path, rs)?))
             }
             Value::Object(o) if o.len() == 1 && o.contains_key("env") => match &o["env"] {
                 Value::String(var) if is_env_name(var) => SecretSource::Env(var.clone()),
@@ -478,6 +481,42 @@ impl EntryCx<'_, '_> {
                 self.resolve(path, &var, rs)
             }
         }
+    }
+
+    /// `text` with its `${VAR}` and `${VAR:-default}` references expanded (see `expand`); the
+    /// variables it reads join the entry's `reads_env`. An unset variable or a malformed `${`
+    /// is an error for the field at `path`.
+    fn expand(&mut self, text: &str, path: &str, rs: &Resolve<'_>) -> Option<String> {
+        match expand::expand(text, rs.env) {
+            Ok(expanded) => {
+                for var in expanded.reads {
+                    if !self.reads_env.contains(&var) {
+                        self.reads_env.push(var);
+                    }
+                }
+                Some(expanded.text)
+            }
+            Err(err) => {
+                if let expand::ExpandError::Unset { var } = &err
+                    && !self.reads_env.contains(var)
+                {
+                    self.reads_env.push(var.clone());
+                }
+                self.error(path, &err.to_string());
+                None
+            }
+        }
+    }
+
+    /// A string member that may hold `${…}` references, expanded.
+    fn expanded(
+        &mut self,
+        map: &Map<String, Value>,
+        field: &str,
+        rs: &Resolve<'_>,
+    ) -> Option<String> {
+        let s = self.string(map, field, field)?;
+        self.expand(&s, field, rs)
     }
 
     fn resolve(&mut self, path: &str, var: &str, rs: &Resolve<'_>) -> Option<Secret> {
@@ -786,7 +825,7 @@ fn read_transport(
     match kind {
         Some(Kind::Stdio) => read_stdio(e, map, rs, None),
         Some(Kind::Http) => {
-            let url = required_url(e, map)?;
+            let url = required_url(e, map, rs)?;
             match detect::parse_http_url(url.trim()) {
                 Some(url) => read_http(e, map, rs, url, false),
                 None => {
@@ -796,7 +835,7 @@ fn read_transport(
             }
         }
         Some(Kind::Sse) => {
-            let url = required_url(e, map)?;
+            let url = required_url(e, map, rs)?;
             match detect::detect(&url) {
                 Ok(Detected::Http { url } | Detected::LegacySse { url }) => {
                     read_http(e, map, rs, url, true)
@@ -808,7 +847,7 @@ fn read_transport(
             }
         }
         None if has_url && !has_command => {
-            let url = e.string(map, "url", "url")?;
+            let url = e.expanded(map, "url", rs)?;
             match detect::detect(&url) {
                 Ok(Detected::Http { url }) => read_http(e, map, rs, url, false),
                 Ok(Detected::LegacySse { url }) => read_http(e, map, rs, url, true),
@@ -832,12 +871,16 @@ fn read_transport(
     }
 }
 
-fn required_url(e: &mut EntryCx<'_, '_>, map: &Map<String, Value>) -> Option<String> {
+fn required_url(
+    e: &mut EntryCx<'_, '_>,
+    map: &Map<String, Value>,
+    rs: &Resolve<'_>,
+) -> Option<String> {
     if !map.contains_key("url") {
         e.error("url", "missing: an http or sse server needs `url`");
         return None;
     }
-    e.string(map, "url", "url")
+    e.expanded(map, "url", rs)
 }
 
 fn read_stdio(
@@ -853,7 +896,7 @@ fn read_stdio(
                 e.error("command", "missing: a stdio server needs `command`");
                 return None;
             }
-            (e.string(map, "command", "command")?, Vec::new())
+            (e.expanded(map, "command", rs)?, Vec::new())
         }
     };
     if command.trim().is_empty() {
@@ -861,7 +904,13 @@ fn read_stdio(
         return None;
     }
     match e.strings(map, "args") {
-        Some(more) => args.extend(more),
+        Some(more) => {
+            for (i, arg) in more.iter().enumerate() {
+                if let Some(arg) = e.expand(arg, &format!("args[{i}]"), rs) {
+                    args.push(arg);
+                }
+            }
+        }
         None if command.trim().contains(char::is_whitespace) && !map.contains_key("url") => {
             e.warn(
                 "command",

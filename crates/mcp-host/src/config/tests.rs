@@ -913,7 +913,7 @@ fn secret_references_resolve_from_the_environment() {
         &w.project_file(),
         &native(
             r#"{"h":{"transport":"http","url":"https://h/mcp",
-                "headers":{"Authorization":{"env":"API_TOKEN"},"X-Literal":"${API_TOKEN}"},
+                "headers":{"Authorization":{"env":"API_TOKEN"},"X-Expanded":"${API_TOKEN}"},
                 "oauth":{"client_secret":{"env":"CS"}}},
                "s":{"command":"x","env":{"KEY":{"env":"API_TOKEN"}}}}"#,
         ),
@@ -923,17 +923,11 @@ fn secret_references_resolve_from_the_environment() {
         .with("API_TOKEN", PLANTED)
         .with("CS", "client-secret-value");
     let c = w.load_env(&env);
-    let warnings: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
-    assert_eq!(warnings.len(), 1, "{warnings:#?}");
-    assert!(warnings[0].starts_with("warning: "), "{warnings:?}");
-    assert!(
-        warnings[0].contains("`headers.X-Literal`: `${...}` is not expanded"),
-        "{warnings:?}"
-    );
+    assert!(c.problems.is_empty(), "{:#?}", c.problems);
     let h = c.server("h").unwrap();
     let headers = &http_of(h).headers;
     assert_eq!(headers[0].1.secret(), PLANTED);
-    assert_eq!(headers[1].1.secret(), "${API_TOKEN}", "never expanded");
+    assert_eq!(headers[1].1.secret(), PLANTED, "`${{…}}` is expanded too");
     assert_eq!(
         h.oauth
             .as_ref()
@@ -1243,4 +1237,177 @@ fn env_from_names_the_members_read_from_the_hosts_environment() {
     let t = stdio_of(c.server("s").unwrap());
     assert_eq!(t.env_from, vec![("B".to_owned(), "HOST_B".to_owned())]);
     assert_eq!(t.env.len(), 2);
+}
+
+// `${VAR}` and `${VAR:-default}` (issue 23 §1, issue 22 §4): the rules of the expansion itself
+// are tested in `expand.rs`; these are about where it applies and what it does to an entry.
+
+/// The environment of the expansion tests: a token, a directory and an empty variable.
+fn expansion_env(w: &World) -> Env {
+    w.env()
+        .with("TOKEN", PLANTED)
+        .with("MEMDIR", "/var/mem")
+        .with("BIN", "/opt/bin/server")
+        .with("EMPTY", "")
+}
+
+#[test]
+fn references_expand_in_command_args_env_url_and_headers_in_every_layer() {
+    let w = World::new();
+    w.write(
+        &w.global(),
+        &native(
+            r#"{"g":{"command":"${BIN}","args":["--file","${MEMDIR}/mem.jsonl","${MODE:-fast}"]}}"#,
+        ),
+    );
+    w.write(
+        &w.mcp_json(),
+        r#"{"mcpServers":{
+            "j":{"type":"http","url":"${BASE:-http://127.0.0.1:9}/mcp",
+                 "headers":{"Authorization":"Bearer ${TOKEN}","X-Cost":"$$5 and $${literal}"}}}}"#,
+    );
+    w.write(
+        &w.project_file(),
+        &native(
+            r#"{"p":{"command":"x","env":{"KEY":"${TOKEN}","MIXED":"a-${EMPTY:-d}-${MEMDIR}"}}}"#,
+        ),
+    );
+    let c = w.load_env(&expansion_env(&w));
+    assert!(c.problems.is_empty(), "{:#?}", c.problems);
+
+    let g = stdio_of(c.server("g").unwrap());
+    assert_eq!(g.command, "/opt/bin/server");
+    assert_eq!(g.args, ["--file", "/var/mem/mem.jsonl", "fast"]);
+    assert_eq!(c.server("g").unwrap().reads_env, ["BIN", "MEMDIR", "MODE"]);
+
+    let j = c.server("j").unwrap();
+    assert_eq!(http_of(j).url.as_str(), "http://127.0.0.1:9/mcp");
+    let headers = &http_of(j).headers;
+    assert_eq!(headers[0].1.secret(), format!("Bearer {PLANTED}"));
+    assert_eq!(headers[1].1.secret(), "$$5 and ${literal}");
+    assert_eq!(j.reads_env, ["BASE", "TOKEN"]);
+
+    let p = c.server("p").unwrap();
+    let t = stdio_of(p);
+    assert_eq!(t.env[0].1.secret(), PLANTED);
+    assert_eq!(t.env[1].1.secret(), "a-d-/var/mem");
+    // A value that is one reference is the user's own variable; a mixed one is not.
+    assert_eq!(t.env_from, vec![("KEY".to_owned(), "TOKEN".to_owned())]);
+    assert_eq!(p.reads_env, ["TOKEN", "EMPTY", "MEMDIR"]);
+}
+
+#[test]
+fn an_unset_variable_or_a_malformed_reference_rejects_the_server_naming_field_and_variable() {
+    let w = World::new();
+    w.write(
+        &w.mcp_json(),
+        r#"{"mcpServers":{
+            "a":{"command":"x","args":["ok","--key=${NOT_SET_ANYWHERE}"]},
+            "u":{"url":"https://h.example/${NO_PATH}"},
+            "h":{"type":"http","url":"https://h.example/mcp","headers":{"Authorization":"Bearer sk-inline ${TOKEN"}},
+            "e":{"command":"x","env":{"K":"sk-inline-${1BAD}"}},
+            "fine":{"command":"x","args":["${TOKEN}"]}}}"#,
+    );
+    let c = w.load_env(&expansion_env(&w));
+    let ids: Vec<&str> = c.servers.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["fine"]);
+    let one = |id: &str| {
+        let p: Vec<&Problem> = c.problems_for(id).collect();
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(p[0].is_error());
+        (p[0].field.clone().unwrap_or_default(), p[0].to_string())
+    };
+    let (field, text) = one("a");
+    assert_eq!(field, "args[1]");
+    assert!(
+        text.contains("server `a`") && text.contains("`NOT_SET_ANYWHERE` is not set"),
+        "{text}"
+    );
+    let (field, text) = one("u");
+    assert_eq!(field, "url");
+    assert!(text.contains("`NO_PATH` is not set"), "{text}");
+    let (field, text) = one("h");
+    assert_eq!(field, "headers.Authorization");
+    assert!(
+        text.contains("malformed `${` at character 18: it has no closing `}`"),
+        "{text}"
+    );
+    let (field, text) = one("e");
+    assert_eq!(field, "env.K");
+    assert!(text.contains("not a variable name"), "{text}");
+    // The value written in the file is never quoted.
+    let all: String = c.problems.iter().map(ToString::to_string).collect();
+    assert!(
+        !all.contains("sk-inline") && !all.contains(PLANTED),
+        "{all}"
+    );
+    // A refused entry still has a fingerprint, so its user can approve it before setting the
+    // variable.
+    assert!(c.rejected.iter().all(|r| r.fingerprint.is_some()));
+}
+
+#[test]
+fn an_expanded_secret_never_reaches_debug_or_a_problem() {
+    let w = World::new();
+    w.write(
+        &w.mcp_json(),
+        r#"{"mcpServers":{
+            "s":{"command":"x","env":{"KEY":"${TOKEN}"}},
+            "h":{"type":"http","url":"https://h.example/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}},
+            "bad":{"type":"http","url":"https://h.example/mcp","headers":{"X-Key":"${BROKEN}"}}}}"#,
+    );
+    // A value that cannot be a header value: the problem names the header, not the value.
+    let env = expansion_env(&w).with("BROKEN", format!("{PLANTED}\r\nX-Evil: 1"));
+    let c = w.load_env(&env);
+    // Present: the values reached the configuration.
+    assert_eq!(stdio_of(c.server("s").unwrap()).env[0].1.secret(), PLANTED);
+    assert!(
+        http_of(c.server("h").unwrap()).headers[0]
+            .1
+            .secret()
+            .ends_with(PLANTED)
+    );
+    let bad: Vec<String> = c.problems_for("bad").map(ToString::to_string).collect();
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].contains("`headers.X-Key`: the value is not a valid header value"),
+        "{bad:?}"
+    );
+    // Absent: from every Debug and every problem.
+    let shown = format!(
+        "{c:?} {:?} {:?}",
+        c.problems,
+        c.server("h").unwrap().http_config()
+    );
+    assert!(shown.contains("[redacted]"), "{shown}");
+    assert!(!shown.contains(PLANTED), "{shown}");
+    assert!(!bad[0].contains(PLANTED), "{bad:?}");
+}
+
+#[test]
+fn the_fingerprint_covers_the_variables_read_and_their_defaults_not_their_values() {
+    let w = World::new();
+    let fingerprint = |args: &str, env: &Env| {
+        w.write(
+            &w.mcp_json(),
+            &format!(r#"{{"mcpServers":{{"s":{{"command":"x","args":{args}}}}}}}"#),
+        );
+        let c = w.load_env(env);
+        let s = c.server("s").unwrap_or_else(|| panic!("{:#?}", c.problems));
+        (s.fingerprint.clone(), s.reads_env.clone())
+    };
+    let env = expansion_env(&w);
+    let (base, reads) = fingerprint(r#"["${TOKEN}"]"#, &env);
+    assert_eq!(reads, ["TOKEN"]);
+    // Another variable, another default, a default added: another entry to approve.
+    let (other_var, reads) = fingerprint(r#"["${MEMDIR}"]"#, &env);
+    assert_eq!(reads, ["MEMDIR"]);
+    assert_ne!(base, other_var);
+    let (with_default, _) = fingerprint(r#"["${TOKEN:-a}"]"#, &env);
+    assert_ne!(base, with_default);
+    let (other_default, _) = fingerprint(r#"["${TOKEN:-b}"]"#, &env);
+    assert_ne!(with_default, other_default);
+    // The user's own value is not the project's to approve: changing it keeps the approval.
+    let (same, _) = fingerprint(r#"["${TOKEN}"]"#, &env.clone().with("TOKEN", "another"));
+    assert_eq!(base, same);
 }
