@@ -1,5 +1,5 @@
-//! The workspace's binaries and examples for the legs that run them (interop and its login
-//! legs, netfault, conformance), built by one command for all of them.
+//! The workspace's binaries and examples for the tests' testkit and the legs that run them
+//! (interop and its login legs, netfault, conformance), built by one command for all of them.
 //!
 //! Each leg used to build only its own package (`cargo build -p mcp-cli`, `-p mcp-conformance`,
 //! `-p mcp-host --example netfault`). Cargo unifies features over the packages and targets of

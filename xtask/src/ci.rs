@@ -41,7 +41,13 @@ impl flags::Ci {
             Ok(())
         })?;
         eprintln!("==> test");
-        let (passed, failed) = times.run("test", || run_tests(sh))?;
+        let (passed, failed) = times.run("test", || {
+            // The binaries first, with the tests' features (so the tests' build reuses it),
+            // and the testkit's taken from there rather than built again in a folder of
+            // their own (mcp-testkit's lib.rs).
+            let bins = crate::binaries::build(sh)?;
+            run_tests(sh, &bins)
+        })?;
         // Each crate with optional features, built with the combinations a consumer picks
         // (after the tests, whose dependencies its few tests reuse).
         times.run("features", || crate::features::ci(sh))?;
@@ -293,7 +299,7 @@ fn judge_advisories(success: bool, stderr: &str) -> Advisories {
 }
 
 /// Runs `cargo test --workspace`, echoing its output, and adds up the `test result:` lines.
-fn run_tests(sh: &Shell) -> anyhow::Result<(u64, u64)> {
+fn run_tests(sh: &Shell, testkit_bins: &std::path::Path) -> anyhow::Result<(u64, u64)> {
     use std::io::BufRead as _;
     use std::process::{Command, Stdio};
 
@@ -301,6 +307,7 @@ fn run_tests(sh: &Shell) -> anyhow::Result<(u64, u64)> {
         .args(["test", "--workspace"])
         .current_dir(sh.current_dir())
         .env("CARGO_INCREMENTAL", "0")
+        .env("MCP_TESTKIT_BIN_DIR", testkit_bins)
         .stdout(Stdio::piped())
         .spawn()
         .context("starting cargo test")?;

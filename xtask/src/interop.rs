@@ -40,13 +40,8 @@ impl flags::Interop {
             EVERYTHING_VERSION,
             "dist/index.js",
         )?;
-        // The testkit binaries have a target folder of their own (see mcp-testkit's lib.rs):
-        // the tests have usually built them there already.
-        let testkit_target = project_root().join("target/testkit");
-        cmd!(sh, "cargo build --quiet -p mcp-testkit --bins")
-            .env("CARGO_TARGET_DIR", &testkit_target)
-            .run()?;
-        let interop = testkit_target.join("debug/mcp-interop");
+        // The testkit's binaries, with every other (after `xtask ci`'s tests, already built).
+        let interop = crate::binaries::build(sh)?.join("mcp-interop");
         let node_s = node.display().to_string();
         let script_s = script.display().to_string();
 

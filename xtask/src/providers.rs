@@ -53,8 +53,7 @@ pub(crate) fn run(sh: &Shell, node: &Path, everything: &Path) -> anyhow::Result<
     )?;
 
     let mcp_host = crate::binaries::build(sh)?.join("mcp-host");
-    // interop built the testkit binaries into a target folder of their own.
-    let fake = project_root().join("target/testkit/debug/mcp-fake-server");
+    let fake = crate::binaries::build(sh)?.join("mcp-fake-server");
     let fixtures = project_root().join("fixtures");
     let user = tools.join("interop-providers");
     let _ = std::fs::remove_dir_all(&user);

@@ -55,7 +55,15 @@ fn binary(name: &str) -> PathBuf {
 /// Builds the testkit binaries so that they are always current (a no-op build takes well under
 /// a second), in a target folder of their own beside the caller's: the caller's build unifies
 /// features differently, and sharing one folder would make each build undo the other.
+///
+/// When `MCP_TESTKIT_BIN_DIR` is set, whoever set it has built them there already (`cargo
+/// xtask ci` builds every workspace binary before the tests, with the tests' own features, so
+/// a second build of the whole tree in a folder of its own would be minutes wasted): they are
+/// taken from there, and a missing one fails the test by name.
 fn build(caller: &Path) -> PathBuf {
+    if let Some(dir) = std::env::var_os("MCP_TESTKIT_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     let release = caller.file_name().is_some_and(|n| n == "release");
     let target = caller
         .parent()
