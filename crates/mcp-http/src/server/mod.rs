@@ -20,11 +20,11 @@
 mod body;
 mod listen;
 mod queue;
+mod routes;
 mod security;
 mod stateless;
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -38,10 +38,11 @@ use http_body::Body as _;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use mcp_protocol::{DecodeError, Decoded, Message, ProtocolVersion, RequestId, ServerConfig};
-use mcp_session::{CoreOptions, Handler, ServerCore, ServerTransport, Sessions};
+use mcp_session::{CoreOptions, Handler, ServerCore, Sessions};
 use tokio::net::TcpListener;
 
 use self::queue::{Budget, Limits};
+use self::routes::{RoutedTransport, Routes, StreamTx};
 
 use crate::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
@@ -661,150 +662,6 @@ async fn sweep_idle<H: Handler>(server: std::sync::Weak<HttpServer<H>>) {
     }
 }
 
-/// Where a session's messages go: the stream of the request they belong to, or the
-/// standalone stream (a request to the client, when its request's stream cannot carry it).
-#[derive(Default)]
-struct Routes {
-    state: Mutex<RouteState>,
-}
-
-#[derive(Default)]
-struct RouteState {
-    streams: HashMap<RequestId, Arc<StreamTx>>,
-    standalone: Option<Arc<StreamTx>>,
-    events: u64,
-}
-
-impl RouteState {
-    /// Event ids are unique in the session and say which stream they are on.
-    fn next_event_id(&mut self) -> String {
-        self.events += 1;
-        self.events.to_string()
-    }
-
-    /// Routes the answers `decoded` is owed to `stream`, and returns what of it the session
-    /// must see, if anything.
-    ///
-    /// Routes are keyed by request id, so an id that has a route already is refused here, on
-    /// `stream`, with -32600, and kept from the session: an unanswered request of this session
-    /// holds it (a route is made before the session sees its request, and dropped only once
-    /// the session no longer awaits it: answered, cancelled or ended), or an earlier item of
-    /// the same batch does. The session would refuse such a request too, but its error names
-    /// only the id, so it would take the first request's route, and with it the answer that
-    /// request is owed; and the session answers a `ping` at once, in use or not. An invalid
-    /// item that names such an id gets its own error here, for the same reason.
-    fn claim(&mut self, decoded: Decoded, stream: &Arc<StreamTx>) -> Option<Decoded> {
-        match decoded {
-            Decoded::Single(message) => match self.claim_item(Ok(message), stream) {
-                Some(Ok(message)) => Some(Decoded::Single(message)),
-                _ => None,
-            },
-            Decoded::Batch(items) => {
-                let rest: Vec<_> = items
-                    .into_iter()
-                    .filter_map(|item| self.claim_item(item, stream))
-                    .collect();
-                (!rest.is_empty()).then_some(Decoded::Batch(rest))
-            }
-        }
-    }
-
-    /// One item of [`claim`](Self::claim): given back for the session, or answered here.
-    fn claim_item(
-        &mut self,
-        item: Result<Message, DecodeError>,
-        stream: &Arc<StreamTx>,
-    ) -> Option<Result<Message, DecodeError>> {
-        let Some(id) = owed_id(item.as_ref()).cloned() else {
-            return Some(item);
-        };
-        let id = match self.streams.entry(id) {
-            Entry::Vacant(free) => {
-                free.insert(Arc::clone(stream));
-                return Some(item);
-            }
-            Entry::Occupied(taken) => taken.key().clone(),
-        };
-        let refusal = match &item {
-            Ok(_) => Message::Error(mcp_protocol::ErrorResponse {
-                id: Some(id),
-                error: mcp_protocol::ErrorObject::new(
-                    mcp_protocol::code::INVALID_REQUEST,
-                    "request id is already in use by an unanswered request".to_owned(),
-                ),
-            }),
-            Err(e) => e.to_response()?,
-        };
-        self.deliver(stream, &refusal);
-        None
-    }
-
-    /// Puts `message` on `stream`: an SSE event with the session's next event id, or in a
-    /// JSON answer as it is, if it is an answer (a JSON answer carries nothing else).
-    fn deliver(&mut self, stream: &StreamTx, message: &Message) {
-        let frame = if !stream.json {
-            body::event(message, Some(&self.next_event_id()))
-        } else if matches!(message, Message::Response(_))
-            || matches!(message, Message::Error(e) if e.id.is_some())
-        {
-            Bytes::from(message.encode())
-        } else {
-            return;
-        };
-        // A client that went away does not cancel: its answer is simply not delivered. A
-        // stream past its limits is cut (`queue`), and nothing more goes on it.
-        stream.tx.send(frame);
-    }
-
-    /// The stream a request to the client tied to `related` goes on, or why there is none:
-    /// that request's own stream if it is SSE and the client still reads it, else the
-    /// standalone stream if it is open.
-    ///
-    /// A JSON answer carries nothing but the answer (a handler's progress and other
-    /// notifications on such a request are dropped, as the TypeScript and Python SDKs drop
-    /// them), and a stream the client closed carries nothing at all. The spec would have the
-    /// standalone stream carry messages unrelated to the client's requests (a SHOULD), but it
-    /// is then the one way left to the client; with no way, the handler's request fails at
-    /// once instead of waiting for its timeout for an answer that cannot come.
-    fn request_stream(&self, related: Option<&RequestId>) -> Result<Arc<StreamTx>, String> {
-        let own = related.and_then(|id| self.streams.get(id));
-        if let Some(own) = own
-            && !own.json
-            && !own.tx.is_closed()
-        {
-            return Ok(Arc::clone(own));
-        }
-        if let Some(standalone) = &self.standalone
-            && !standalone.tx.is_closed()
-        {
-            return Ok(Arc::clone(standalone));
-        }
-        Err(match (related, own) {
-            (Some(id), Some(own)) if own.json => format!(
-                "the answer to request {id} is one JSON body, which carries nothing else, and \
-                 the client has no standalone GET stream open"
-            ),
-            (Some(id), Some(_)) => format!(
-                "the client closed the stream of request {id} and has no standalone GET \
-                 stream open"
-            ),
-            _ => "the client has no standalone GET stream open".to_owned(),
-        })
-    }
-
-    fn close_all(&mut self) {
-        self.streams.clear();
-        self.standalone = None;
-    }
-}
-
-/// One open response stream.
-struct StreamTx {
-    tx: queue::Sender<Bytes>,
-    /// The stream is a JSON body: only answers go in it, as they are.
-    json: bool,
-}
-
 /// An unguessable session id: 128 bits from the OS, as visible ASCII.
 fn session_id() -> std::io::Result<String> {
     session_id_from(std::fs::File::open("/dev/urandom")?)
@@ -816,44 +673,6 @@ fn session_id_from(mut random: impl std::io::Read) -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     random.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-struct RoutedTransport(Arc<Routes>);
-
-impl ServerTransport for RoutedTransport {
-    fn send(&self, message: Message, related: Option<&RequestId>) {
-        let mut routes = lock(&self.0.state);
-        let answers = match &message {
-            Message::Response(r) => Some(r.id.clone()),
-            Message::Error(e) => e.id.clone(),
-            _ => None,
-        };
-        let stream = match &message {
-            Message::Request(_) => routes.request_stream(related).ok(),
-            _ => related
-                .and_then(|id| routes.streams.get(id).cloned())
-                .or_else(|| routes.standalone.clone()),
-        };
-        if let Some(stream) = stream {
-            routes.deliver(&stream, &message);
-        }
-        if let Some(id) = answers {
-            routes.streams.remove(&id);
-        }
-    }
-
-    /// A cancelled request is never answered: its stream ends once nothing else it carries
-    /// is owed (the last request of its POST), instead of staying open, and in the routes,
-    /// for the session's life.
-    fn withdrawn(&self, id: &RequestId) {
-        lock(&self.0.state).streams.remove(id);
-    }
-
-    /// A request to the client that no stream can carry fails at once (see
-    /// [`RouteState::request_stream`]).
-    fn undeliverable(&self, related: Option<&RequestId>) -> Option<String> {
-        lock(&self.0.state).request_stream(related).err()
-    }
 }
 
 fn with_session_id(mut r: Response<ResponseBody>, id: &str) -> Response<ResponseBody> {
