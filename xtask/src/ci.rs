@@ -60,6 +60,8 @@ impl flags::Ci {
         })?;
         // After `doc`, whose dependency metadata rustdoc's JSON output reuses.
         times.run("external types", || crate::external_types::ci(sh))?;
+        // The product crates as crates.io would take them (seconds: no build).
+        times.run("publish", || crate::publish::check(sh, false))?;
         // The fuzz targets, briefly: a short run catches a broken property or harness.
         times.run("fuzz", || crate::fuzz::ci(sh))?;
         times.run("interop", || flags::Interop { long: false }.run(sh))?;

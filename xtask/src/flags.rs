@@ -53,6 +53,13 @@ xflags::xflags! {
             /// Build with the default toolchain and no sanitizer, even when nightly is there.
             optional --stable
         }
+        /// The product crates ready for crates.io: metadata, one version, READMEs true to the
+        /// code, and what each package holds (`cargo package --workspace`; run by `ci`).
+        cmd publish {
+            /// Also cargo's verify build of every package (`cargo publish --dry-run
+            /// --workspace`): minutes, in a dependency profile of its own.
+            optional --verify
+        }
         /// Our crates beside rmcp and the TypeScript and Python SDKs (installed into
         /// target/tools/); writes docs/benchmarks.md. Not part of `ci`.
         cmd bench {

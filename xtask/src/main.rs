@@ -19,6 +19,7 @@ mod login;
 mod netfault;
 mod oidc;
 mod providers;
+mod publish;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Bench(cmd) => cmd.run(sh),
         flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
         flags::XtaskCmd::Netfault(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Publish(cmd) => publish::check(sh, cmd.verify),
     }
 }
 
