@@ -15,7 +15,8 @@ Exit codes:
   3  configuration error: unknown or duplicate server id, a file that does not parse
   4  connection failure: the server did not start, initialize or authorize
   5  tool error: the tool reported an error, the server answered with an error, or timed out
-  6  the call was denied by the permission policy (nothing was sent)";
+  6  the call was denied by the permission policy (nothing was sent)
+  7  the server needs authorization: log in with `mcp-host login ID`";
 
 /// Run and talk to MCP servers: manage their configuration, inspect and call them, log in.
 #[derive(Debug, Parser)]

@@ -4,26 +4,59 @@
 use mcp_host::CallError;
 use mcp_host::config::ConfigError;
 
-/// The exit codes, documented in `--help` and `docs/cli.md`.
+/// The kinds of failure a script can branch on; [`Code::exit_code`] is the one place that
+/// maps each to the process's exit status (documented in `--help` and `docs/cli.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Code {
     /// Success.
-    Ok = 0,
+    Ok,
     /// Anything else: I/O, the runtime.
-    Other = 1,
+    Other,
     /// A bad flag, a missing value, an invalid id or argument.
-    Usage = 2,
+    Usage,
     /// An unknown or duplicate server, a configuration file that does not parse.
-    Config = 3,
+    Config,
     /// The server did not start, initialize or authorize.
-    Connection = 4,
+    Connection,
     /// The tool reported an error, the server answered with an error, or time ran out.
-    Tool = 5,
+    Tool,
     /// The permission policy refused the call; nothing was sent.
-    Denied = 6,
+    Denied,
+    /// The server needs a login it does not have (state `auth_required`): `mcp-host login ID`
+    /// is the remedy.
+    Auth,
 }
 
 impl Code {
+    /// The process's exit status for this kind of failure.
+    pub(crate) fn exit_code(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::Other => 1,
+            Self::Usage => 2,
+            Self::Config => 3,
+            Self::Connection => 4,
+            Self::Tool => 5,
+            Self::Denied => 6,
+            Self::Auth => 7,
+        }
+    }
+
+    /// The kind of a failed call, read from the error's kind (its `is_*` predicates), not
+    /// from its text.
+    pub(crate) fn of_call(e: &CallError) -> Self {
+        match e {
+            CallError::UnknownTool { .. } => Self::Usage,
+            CallError::UnknownServer { .. } => Self::Config,
+            // Before "not ready": a server waiting for a login is told apart.
+            e if e.is_auth() && e.is_not_ready() => Self::Auth,
+            e if e.is_denied() => Self::Denied,
+            CallError::Rpc { .. } => Self::Tool,
+            e if e.is_timeout() => Self::Tool,
+            _ => Self::Connection,
+        }
+    }
+
     /// The name `--json` output uses.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -34,6 +67,7 @@ impl Code {
             Self::Connection => "connection",
             Self::Tool => "tool",
             Self::Denied => "denied",
+            Self::Auth => "auth",
         }
     }
 }
@@ -108,33 +142,72 @@ impl From<ConfigError> for Failure {
 
 impl From<&CallError> for Failure {
     fn from(e: &CallError) -> Self {
-        let (code, hint) = match e {
-            CallError::UnknownTool { .. } => (
-                Code::Usage,
-                Some("`mcp-host tools` lists the tools".to_owned()),
+        let code = Code::of_call(e);
+        let hint = match (code, e) {
+            (Code::Usage, _) => Some("`mcp-host tools` lists the tools".to_owned()),
+            (Code::Config, _) => Some("`mcp-host list` shows the configured servers".to_owned()),
+            (Code::Auth, e) => e
+                .server()
+                .map(|server| format!("log in with `mcp-host login {server}`")),
+            (_, CallError::NotReady { server, .. }) => {
+                Some(format!("`mcp-host status {server}` shows why"))
+            }
+            (Code::Denied, _) => Some(
+                "pass --yes, answer the question on a terminal, or allow the tool in the global configuration"
+                    .to_owned(),
             ),
-            CallError::UnknownServer { .. } => (
-                Code::Config,
-                Some("`mcp-host list` shows the configured servers".to_owned()),
-            ),
-            CallError::NotReady { server, .. } => (
-                Code::Connection,
-                Some(format!("`mcp-host status {server}` shows why")),
-            ),
-            CallError::Denied { .. } => (
-                Code::Denied,
-                Some(
-                    "pass --yes, answer the question on a terminal, or allow the tool in the global configuration"
-                        .to_owned(),
-                ),
-            ),
-            CallError::Rpc { .. } | CallError::Timeout { .. } => (Code::Tool, None),
-            _ => (Code::Connection, None),
+            _ => None,
         };
         Self {
             code,
             message: e.to_string(),
             hint,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_host::ServerState;
+
+    use super::*;
+
+    #[test]
+    fn each_kind_has_its_own_exit_code() {
+        let kinds = [
+            Code::Ok,
+            Code::Other,
+            Code::Usage,
+            Code::Config,
+            Code::Connection,
+            Code::Tool,
+            Code::Denied,
+            Code::Auth,
+        ];
+        let mut codes: Vec<u8> = kinds.iter().map(|k| k.exit_code()).collect();
+        codes.dedup();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn a_call_waiting_for_a_login_is_auth_not_connection() {
+        let not_ready = |state| CallError::NotReady {
+            server: "s".to_owned(),
+            state,
+            last_error: None,
+        };
+        assert_eq!(
+            Code::of_call(&not_ready(ServerState::AuthRequired)),
+            Code::Auth
+        );
+        assert_eq!(
+            Code::of_call(&not_ready(ServerState::Error)),
+            Code::Connection
+        );
+        let failure = Failure::from(&not_ready(ServerState::AuthRequired));
+        assert_eq!(
+            failure.hint.as_deref(),
+            Some("log in with `mcp-host login s`")
+        );
     }
 }

@@ -265,7 +265,7 @@ pub(crate) fn not_ready(status: &ServerStatus) -> Failure {
         ServerState::Disabled => Failure::config(format!("server `{id}` is disabled"))
             .hint(format!("`mcp-host enable {id}` (with --scope global if it is defined there)")),
         ServerState::AuthRequired => Failure::new(
-            Code::Connection,
+            Code::Auth,
             format!("server `{id}` needs authorization{why}"),
         )
         .hint(format!("log in with `mcp-host login {id}`")),

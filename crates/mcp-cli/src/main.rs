@@ -48,7 +48,7 @@ fn main() -> ExitCode {
                 Code::Ok
             };
             let _ = e.print();
-            return ExitCode::from(code as u8);
+            return ExitCode::from(code.exit_code());
         }
     };
     let out = Out::new(cli.json);
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
                 Code::Other,
                 format!("cannot start the runtime: {e}"),
             ));
-            return ExitCode::from(Code::Other as u8);
+            return ExitCode::from(Code::Other.exit_code());
         }
     };
     let guard_signals = starts_servers(&cli.command);
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             out.failure(&failure);
-            ExitCode::from(failure.code as u8)
+            ExitCode::from(failure.code.exit_code())
         }
     }
 }

@@ -128,7 +128,7 @@ impl Out {
             self.json(&json!({
                 "error": {
                     "kind": failure.code.as_str(),
-                    "exit_code": failure.code as u8,
+                    "exit_code": failure.code.exit_code(),
                     "message": clean(&failure.message),
                     "hint": failure.hint.as_deref().map(clean),
                 }

@@ -210,13 +210,11 @@ impl Host {
                 server: id.to_owned(),
             });
         };
-        oauth.login().await.map_err(|e| {
-            self.inner.shown(CallError::Failed {
-                server: id.to_owned(),
-                what: "login".to_owned(),
-                message: e.to_string(),
-            })
-        })?;
+        // The OAuth error is kept as the source: its kind (transient or not) reaches the caller.
+        oauth
+            .login()
+            .await
+            .map_err(|e| self.inner.shown(CallError::login_failed(id, e)))?;
         self.restart(id).await
     }
 
@@ -228,10 +226,10 @@ impl Host {
                 server: id.to_owned(),
             });
         };
-        oauth.logout().await.map_err(|message| CallError::Failed {
+        oauth.logout().await.map_err(|e| CallError::Failed {
             server: id.to_owned(),
             what: "logout".to_owned(),
-            message,
+            message: e.to_string(),
         })?;
         stop_slot(&slot).await;
         self.inner.set_state(

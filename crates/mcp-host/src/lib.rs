@@ -107,7 +107,7 @@ pub use catalog::{Catalog, ExposedTool, ModelTool};
 pub use config::{DEFAULT_MAX_RESULT_BYTES, LoadedConfig, ServerConfig};
 pub use elicit::AcceptDefaults;
 pub use entry::{Connect, ServerEntry, Unusable};
-pub use error::CallError;
+pub use error::{CallError, Cause};
 pub use events::{HostEvent, Subscription};
 pub use host::Host;
 pub use operation::{ExposedOperation, Operation};

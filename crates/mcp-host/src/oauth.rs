@@ -30,7 +30,7 @@ use mcp_oauth::{
 use mcp_protocol::Secrets;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 
-use crate::auth_store::AuthStore;
+use crate::auth_store::{AuthStore, AuthStoreError};
 use crate::fs::FileLock;
 use crate::reach::{PolicyFetch, ServerPlace};
 
@@ -340,8 +340,9 @@ impl OAuthHook {
         kept.map_err(|e| AuthError::from(mcp_oauth::Error::Store(e)))
     }
 
-    /// Forgets this server's tokens, here and in the store.
-    pub async fn logout(&self) -> Result<(), String> {
+    /// Forgets this server's tokens, here and in the store. The error says why the store
+    /// could not be written (the tokens are forgotten here all the same).
+    pub async fn logout(&self) -> Result<(), AuthStoreError> {
         let mut authorizer = self.authorizer.lock().await;
         authorizer.forget_tokens();
         let _ = authorizer.take_changed();
@@ -354,7 +355,15 @@ impl OAuthHook {
         self.renewed.notify_waiters();
         if let Some(store) = self.store.clone() {
             let server = self.server.clone();
-            blocking(move || store.remove(&server).map(|_| ()).map_err(|e| e.to_string())).await?;
+            let path = store.path().to_owned();
+            tokio::task::spawn_blocking(move || store.remove(&server).map(|_| ()))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(AuthStoreError::Write {
+                        path,
+                        source: std::io::Error::other(e),
+                    })
+                })?;
         }
         Ok(())
     }

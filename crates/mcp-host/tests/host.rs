@@ -266,7 +266,7 @@ async fn a_denied_call_never_reaches_the_server() {
         .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, CallError::Failed { .. }), "{err}");
+    assert!(matches!(err, CallError::Session { .. }), "{err}");
     wait_until(&host, "s", |s| {
         s.state == ServerState::Ready && s.last_connected_at > connected_before
     })
@@ -435,7 +435,10 @@ async fn three_outcomes_and_a_bounded_result() {
         .call_tool("s", "crash", JsonObject::new(), CallOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, CallError::Failed { .. }), "{err}");
+    assert!(matches!(err, CallError::Session { .. }), "{err}");
+    // The kind is kept: the connection ended under the call, which a retry may get past.
+    assert!(err.is_transport() && err.is_transient(), "{err:?}");
+    assert!(!err.is_protocol_violation() && !err.is_auth(), "{err:?}");
     assert!(err.to_string().contains("exit status: 3"), "{err}");
     // Down, then back by itself: a new connection, the loss kept as the last error.
     wait_until(&host, "s", |s| {

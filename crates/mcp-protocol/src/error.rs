@@ -1,6 +1,7 @@
 //! The one error type of the crate, grouped by who is at fault.
 
 use crate::jsonrpc::{DecodeError, ErrorObject};
+use crate::redact::Secrets;
 use crate::version::ProtocolVersion;
 
 /// Why a request, or the session, failed.
@@ -102,6 +103,50 @@ pub enum Error {
 }
 
 impl Error {
+    /// This error with every one of `secrets` in its texts (the peer's messages and details,
+    /// a JSON-RPC error's `data`, a decode error's excerpt) shown as `[redacted]`: what a host
+    /// keeps as the cause of an error it shows, since a server may quote what it was given.
+    #[must_use]
+    pub fn redacted(self, secrets: &Secrets) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        let r = |text: String| secrets.redact(&text);
+        match self {
+            Self::Rpc { method, mut error } => {
+                error.message = r(error.message);
+                if let Some(data) = &mut error.data {
+                    secrets.redact_json(data);
+                }
+                Self::Rpc { method, error }
+            }
+            Self::InvalidResult { method, detail } => Self::InvalidResult {
+                method,
+                detail: r(detail),
+            },
+            Self::Protocol(detail) => Self::Protocol(r(detail)),
+            Self::Decode(mut e) => {
+                e.detail = r(e.detail);
+                e.excerpt = r(e.excerpt);
+                Self::Decode(e)
+            }
+            Self::Transport { method, detail } => Self::Transport {
+                method,
+                detail: r(detail),
+            },
+            Self::InputUnavailable { method, detail } => Self::InputUnavailable {
+                method,
+                detail: r(detail),
+            },
+            Self::Closed(detail) => Self::Closed(r(detail)),
+            Self::ApiMisuse(detail) => Self::ApiMisuse(r(detail)),
+            other @ (Self::Timeout { .. }
+            | Self::Cancelled { .. }
+            | Self::VersionMismatch { .. }
+            | Self::Unresponsive { .. }) => other,
+        }
+    }
+
     /// Whether the request may be retried as it is on a new connection: the session ended
     /// under it, it timed out, or the server stopped answering.
     pub fn is_transient(&self) -> bool {

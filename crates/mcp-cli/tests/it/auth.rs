@@ -90,7 +90,7 @@ async fn login_in_a_browser_then_use_then_logout() {
         move || u.run(&["tools", "secure"])
     })
     .await;
-    r.code(4)
+    r.code(7)
         .err_has("needs authorization")
         .err_has("mcp-host login secure");
     keep("tools before login", &r);

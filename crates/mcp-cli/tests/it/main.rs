@@ -7,6 +7,7 @@
 mod auth;
 mod budget;
 mod device;
+mod exit_codes;
 mod gateway_login;
 mod live;
 mod login_page;
