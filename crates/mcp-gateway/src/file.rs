@@ -112,20 +112,22 @@ pub struct UpstreamServer {
     /// Its arguments (stdio).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Environment variables for the program (stdio); `${VAR}` takes a value from the
-    /// gateway's own environment.
+    /// Environment variables for the program (stdio): a string, in which `${VAR}` and
+    /// `${VAR:-default}` take values from the gateway's own environment, or `{"env": "VAR"}`
+    /// for the whole value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, ConfigValue>,
     /// The program's working directory (stdio).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// The endpoint (http, sse).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// Headers sent with every request (http, sse); `${VAR}` takes a value from the
-    /// environment, so the file need not hold the secret.
+    /// Headers sent with every request (http, sse): a string, in which `${VAR}` and
+    /// `${VAR:-default}` take values from the environment (`"Bearer ${TOKEN}"`), or
+    /// `{"env": "VAR"}` for the whole value, so the file need not hold the secret.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, ConfigValue>,
     /// `false` leaves the server out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
@@ -163,6 +165,33 @@ impl std::fmt::Debug for UpstreamServer {
             .field("oauth", &self.oauth.as_ref().map(|_| "<redacted>"))
             .field("other", &self.other.keys().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+/// A value of `env` or `headers`: the text (with `${VAR}` references expanded by
+/// `mcp-host`'s loader), or a reference to one variable of the gateway's environment. Both
+/// count as secrets: never shown, redacted wherever an upstream quotes them.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
+#[serde(untagged)]
+pub enum ConfigValue {
+    /// The value, where `${VAR}` and `${VAR:-default}` are read from the environment and
+    /// `$${` is a literal `${`.
+    Text(String),
+    /// `{"env": "VAR"}`: the whole value is the variable `VAR`, which must be set.
+    Env {
+        /// The variable's name.
+        env: String,
+    },
+}
+
+// A value may be a secret written in the file; a reference's name is not.
+impl std::fmt::Debug for ConfigValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Text(_) => f.write_str("Text([redacted])"),
+            Self::Env { env } => f.debug_struct("Env").field("env", env).finish(),
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod category;
+mod env;
 mod meta;
 mod passthrough;
 mod support;
