@@ -246,6 +246,8 @@ never to standard output.")]
         /// environment variable.
         #[arg(long, value_name = "VAR", requires = "http")]
         bearer_token_env: Option<String>,
+        #[command(flatten)]
+        http_flags: crate::gateway::HttpFlags,
     },
     /// Gateway file tools.
     #[command(subcommand)]

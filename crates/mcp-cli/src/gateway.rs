@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use mcp_gateway::{Gateway, GatewayOptions};
 use mcp_http::HttpServerConfig;
@@ -17,6 +18,64 @@ use crate::live;
 use crate::manage::Context;
 use crate::output::Out;
 
+/// `serve`'s HTTP settings past the address and the token: who may serve without
+/// authentication, and the server's limits (defaults: `mcp_http::HttpServerConfig::new`).
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct HttpFlags {
+    /// Over HTTP on an address that is not loopback, serve without `--bearer-token-env`
+    /// (something in front of the gateway must then authenticate its clients).
+    #[arg(long, requires = "http")]
+    allow_unauthenticated: bool,
+    /// Over HTTP, serve at most this many connections at once; one more is answered 503
+    /// (default 512).
+    #[arg(long, value_name = "N", requires = "http")]
+    max_connections: Option<usize>,
+    /// Over HTTP, keep at most this many client sessions; an `initialize` past it is answered
+    /// 503 (default 1024).
+    #[arg(long, value_name = "N", requires = "http")]
+    max_sessions: Option<usize>,
+    /// Over HTTP, end a client session unused for this many seconds (default 1800).
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    session_idle_timeout_secs: Option<u64>,
+}
+
+impl HttpFlags {
+    fn apply(&self, config: &mut HttpServerConfig) {
+        if let Some(n) = self.max_connections {
+            config.max_connections = n;
+        }
+        if let Some(n) = self.max_sessions {
+            config.max_sessions = n;
+        }
+        if let Some(secs) = self.session_idle_timeout_secs {
+            config.session_idle_timeout = Duration::from_secs(secs);
+        }
+    }
+}
+
+/// Whether serving HTTP at `addr` with or without a token is allowed, and the warning to give
+/// when it is allowed but open to every local process.
+fn check_exposure(
+    addr: SocketAddr,
+    authenticated: bool,
+    allow_unauthenticated: bool,
+) -> Result<Option<String>, Failure> {
+    if authenticated || allow_unauthenticated {
+        return Ok(None);
+    }
+    if !addr.ip().is_loopback() {
+        return Err(Failure::usage(format!(
+            "--http {addr} is not a loopback address, and without --bearer-token-env anyone \
+             who can reach it could use the gateway's servers"
+        ))
+        .hint("set --bearer-token-env VAR, or pass --allow-unauthenticated if something in front of the gateway authenticates its clients"));
+    }
+    Ok(Some(format!(
+        "mcp-host gateway: warning: serving http://{addr} without authentication: any local \
+         process can use the gateway's servers (set --bearer-token-env to require a token)"
+    )))
+}
+
 /// Loads the gateway file, starts its upstream servers and serves until the client leaves
 /// (stdio) or a signal ends the process (HTTP; see `main`).
 pub(crate) async fn serve(
@@ -24,6 +83,7 @@ pub(crate) async fn serve(
     file: &Path,
     http: Option<SocketAddr>,
     bearer_token_env: Option<&str>,
+    flags: &HttpFlags,
 ) -> Result<(), Failure> {
     let loaded = load(cx, file)?;
     let bearer = match bearer_token_env {
@@ -34,6 +94,11 @@ pub(crate) async fn serve(
         })?),
         None => None,
     };
+    if let Some(addr) = http
+        && let Some(warning) = check_exposure(addr, bearer.is_some(), flags.allow_unauthenticated)?
+    {
+        eprintln!("{warning}");
+    }
     let gateway = Gateway::start(loaded, GatewayOptions::new())
         .await
         .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
@@ -49,6 +114,7 @@ pub(crate) async fn serve(
             eprintln!("mcp-host gateway: listening on http://{local}/mcp");
             let mut config = HttpServerConfig::new(gateway.server_config());
             config.bearer_token = bearer;
+            flags.apply(&mut config);
             let host = gateway.host().clone();
             // It serves until a signal: `main` kills the servers and exits with `128 + n`.
             let served = gateway.serve_http(listener, config).await;

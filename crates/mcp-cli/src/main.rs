@@ -217,7 +217,17 @@ async fn run(
             gateway,
             http,
             bearer_token_env,
-        } => gateway::serve(&cx, &gateway, http, bearer_token_env.as_deref()).await,
+            http_flags,
+        } => {
+            gateway::serve(
+                &cx,
+                &gateway,
+                http,
+                bearer_token_env.as_deref(),
+                &http_flags,
+            )
+            .await
+        }
         Command::Gateway(GatewayCommand::Schema) => gateway::schema(&out),
         Command::Budget { gateway } => budget::run(&cx, &out, gateway.as_deref()).await,
         Command::Ps { kill_orphans } => ps::run(&out, kill_orphans),

@@ -326,3 +326,28 @@ fn gateway_schema_prints_the_committed_schema() {
     .unwrap();
     assert_eq!(run.json(), committed);
 }
+
+#[test]
+fn serve_over_http_without_a_token_is_refused_off_loopback_and_warned_about_on_it() {
+    let user = User::new();
+    let file = demo_gateway(user.project.path());
+    let run = user.run(&[
+        "serve",
+        "--gateway",
+        file.to_str().unwrap(),
+        "--http",
+        "0.0.0.0:0",
+    ]);
+    assert_ne!(run.code, 0, "{run:#?}");
+    run.err_has("not a loopback address");
+    run.err_has("--allow-unauthenticated");
+
+    let gateway = HttpGateway::start(&user, &file, None);
+    assert_eq!(gateway.post_status(None), 200);
+    let stderr = gateway.stop();
+    assert!(stderr.contains("listening on"), "{stderr}");
+    assert!(
+        stderr.contains("without authentication"),
+        "no warning: {stderr}"
+    );
+}
