@@ -351,3 +351,59 @@ fn serve_over_http_without_a_token_is_refused_off_loopback_and_warned_about_on_i
         "no warning: {stderr}"
     );
 }
+
+/// The gateway out of file descriptors (its limit lowered with util-linux's `prlimit` while it
+/// runs, then more connections opened than it can accept) keeps running, and answers once
+/// they are closed: a failed `accept()` is retried, never the end of the server.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_over_http_outlives_running_out_of_file_descriptors() {
+    const LIMIT: usize = 64;
+    let user = User::new();
+    let file = demo_gateway(user.project.path());
+    let mut gateway = HttpGateway::start(&user, &file, None);
+    let pid = gateway.child.id();
+    let limited = std::process::Command::new("prlimit")
+        .args([format!("--pid={pid}"), format!("--nofile={LIMIT}:{LIMIT}")])
+        .status()
+        .expect("prlimit (util-linux) runs");
+    assert!(limited.success());
+
+    let fds = || std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
+    let held: Vec<TcpStream> = (0..2 * LIMIT)
+        .map(|_| TcpStream::connect(&gateway.addr).unwrap())
+        .collect();
+    // Wait (counting) until the gateway holds every descriptor it may: its accept() fails.
+    let mut full = false;
+    for _ in 0..250 {
+        assert!(
+            gateway.child.try_wait().unwrap().is_none(),
+            "the gateway exited when it ran out of file descriptors"
+        );
+        if fds() >= LIMIT {
+            full = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(full, "the gateway never ran out: {} descriptors", fds());
+    // Several rounds of failed accept() and back-off.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        gateway.child.try_wait().unwrap().is_none(),
+        "the gateway exited when it ran out of file descriptors"
+    );
+
+    drop(held);
+    let mut status = 0;
+    for _ in 0..50 {
+        status = gateway.post_status(None);
+        if status == 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status, 200);
+    let stderr = gateway.stop();
+    assert!(stderr.contains("listening on"), "{stderr}");
+}
