@@ -363,7 +363,7 @@ fn serve_over_http_outlives_running_out_of_file_descriptors() {
     let file = demo_gateway(user.project.path());
     let mut gateway = HttpGateway::start(&user, &file, None);
     let pid = gateway.child.id();
-    let limited = std::process::Command::new("prlimit")
+    let limited = Command::new("prlimit")
         .args([format!("--pid={pid}"), format!("--nofile={LIMIT}:{LIMIT}")])
         .status()
         .expect("prlimit (util-linux) runs");
