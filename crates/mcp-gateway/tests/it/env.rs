@@ -33,6 +33,10 @@ async fn a_bearer_token_from_the_environment_reaches_an_http_upstream_in_both_fo
             "s": {"command": mcp_testkit::fake_server().display().to_string(),
                   "env": {"FAKE_KEY": {"env": "GW_TOKEN"}, "OTHER": "x-${GW_TOKEN}"},
                   "permission": {"default": "allow"}},
+            // Prints the key it was given to stderr and exits: the status quotes that line.
+            "leaky": {"command": mcp_testkit::fake_server().display().to_string(),
+                      "args": ["--exit-on-start", "2"],
+                      "env": {"FAKE_API_KEY": "${GW_TOKEN}"}},
             "unset": {"type": "http", "url": expanded.url,
                       "headers": {"Authorization": "Bearer ${GW_NOT_SET}"}},
         },
@@ -81,6 +85,13 @@ async fn a_bearer_token_from_the_environment_reaches_an_http_upstream_in_both_fo
             && why.contains("headers.Authorization")
             && why.contains("`GW_NOT_SET` is not set"),
         "{why}"
+    );
+    let leaky = status("leaky");
+    assert_eq!(leaky.state, ServerState::Error);
+    let said = leaky.last_error.clone().unwrap();
+    assert!(
+        said.contains("the API key \"[redacted]\" was rejected"),
+        "{said}"
     );
     for s in gateway.host().status() {
         shown.push_str(&format!("{s:?}"));
