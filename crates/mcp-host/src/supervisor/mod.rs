@@ -3,14 +3,16 @@
 //! [`Host::start`](crate::Host::start); what it learns goes into the server's
 //! [`Slot`](crate::shared::Slot).
 
+mod lifecycle;
 pub(crate) mod serve;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use mcp_session::Client;
 
+use self::lifecycle::{Action, Lifecycle, Retry, Unexpected, Why};
 use self::serve::{adapt, serve};
 use crate::catalog::ExposedTool;
 use crate::operation::server_operations;
@@ -57,118 +59,138 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
     Ok((client, exposed))
 }
 
-/// Runs one server for as long as it is configured: connect, serve, and after a lost
-/// connection reconnect with a doubling wait, up to the configured number of attempts.
+/// Runs one server for as long as it is configured: a thin loop around its [`Lifecycle`],
+/// which decides when to connect, when to try again and when to give up. This task feeds it
+/// what happened (with the time, from tokio's clock, which tests may pause) and does what it
+/// says: sets the state with the words for it, connects, serves a connection until it ends,
+/// sleeps until the lifecycle's timeout.
 pub(crate) async fn supervise(
     inner: Arc<Inner>,
     slot: Arc<Slot>,
     ready: tokio::sync::oneshot::Sender<()>,
 ) {
     let mut ready = Some(ready);
-    let Ok(_permit) = inner.permits.clone().try_acquire_owned() else {
-        let max = inner.options.max_connections;
-        inner.set_state(
-            &slot,
-            ServerState::Error,
-            Some((
-                Phase::Limit,
-                format!(
-                    "maximum connections ({max}) reached: raise mcp.max_connections or disable a server"
-                ),
-            )),
-        );
-        return;
+    let permit = inner.permits.clone().try_acquire_owned().ok();
+    let options = &inner.options;
+    let mut lifecycle = Lifecycle::new(Retry {
+        initial: options.reconnect_initial,
+        max: options.reconnect_max,
+        attempts: options.reconnect_attempts,
+    });
+    // The words for the failure the last input reported, for the state it leads to.
+    let mut failure: Option<Failure> = None;
+    let mut lost: Option<String> = None;
+    // A connection just made, to serve once its state is said.
+    let mut connected: Option<Client> = None;
+    let fed = |result: Result<(), Unexpected>| {
+        if let Err(e) = result {
+            tracing::error!(server = %slot.entry.id, "{e}");
+        }
     };
-    let mut delay = inner.options.reconnect_initial;
-    let mut was_connected = false;
+    fed(lifecycle.handle_start(now(), permit.is_some()));
     loop {
-        if slot.stop.load(Ordering::SeqCst) {
-            return;
-        }
-        inner.set_state(&slot, ServerState::Connecting, None);
-        match connect_once(&inner, &slot).await {
-            Ok((client, tools)) => {
-                {
-                    let mut s = lock(&slot.state);
-                    s.info = Some(client.server_info().clone());
-                    s.client = Some(client.clone());
-                    s.tools = tools;
-                    // What the server declared now counts until the next connection.
-                    s.operations = server_operations(
-                        &slot.entry.id,
-                        &client.server_info().capabilities,
-                        slot.entry.expose_resources,
-                        slot.entry.expose_prompts,
+        if let Some(action) = lifecycle.poll_action() {
+            if slot.stop.load(Ordering::SeqCst) {
+                fed(lifecycle.handle_stop(now()));
+                continue;
+            }
+            match action {
+                Action::SetState { state, why } => {
+                    lock(&slot.state).reconnect_attempts = lifecycle.attempts();
+                    let error = why.map(|why| {
+                        let text = match why {
+                            Why::Limit => format!(
+                                "maximum connections ({}) reached: raise mcp.max_connections or disable a server",
+                                options.max_connections
+                            ),
+                            Why::Failed(_) => failure.take().map(|f| f.message).unwrap_or_default(),
+                            Why::Lost => format!(
+                                "connection lost: {}",
+                                lost.take().unwrap_or_default()
+                            ),
+                        };
+                        (why.phase(), text)
+                    });
+                    inner.set_state(&slot, state, error);
+                    if state == ServerState::Ready || why == Some(Why::Lost) {
+                        inner.catalog_changed(&slot.entry.id);
+                    }
+                    if state != ServerState::Connecting
+                        && let Some(ready) = ready.take()
+                    {
+                        let _ = ready.send(());
+                    }
+                }
+                Action::Connect => match connect_once(&inner, &slot).await {
+                    Ok((client, tools)) => {
+                        {
+                            let mut s = lock(&slot.state);
+                            s.info = Some(client.server_info().clone());
+                            s.client = Some(client.clone());
+                            s.tools = tools;
+                            // What the server declared now counts until the next connection.
+                            s.operations = server_operations(
+                                &slot.entry.id,
+                                &client.server_info().capabilities,
+                                slot.entry.expose_resources,
+                                slot.entry.expose_prompts,
+                            );
+                            s.last_connected_at = Some(SystemTime::now());
+                        }
+                        connected = Some(client);
+                        fed(lifecycle.handle_connected(now()));
+                    }
+                    Err(f) => {
+                        let (phase, auth_required) = (f.phase, f.auth_required);
+                        failure = Some(f);
+                        fed(lifecycle.handle_connect_failed(now(), phase, auth_required));
+                    }
+                },
+                Action::GiveUp { attempts, phase } => {
+                    let error = lock(&slot.state)
+                        .last_error
+                        .clone()
+                        .map(|(_, error)| error)
+                        .unwrap_or_default();
+                    inner.set_state(
+                        &slot,
+                        ServerState::Error,
+                        Some((
+                            phase,
+                            format!("gave up after {attempts} reconnection attempts: {error}"),
+                        )),
                     );
-                    s.last_connected_at = Some(SystemTime::now());
-                    s.reconnect_attempts = 0;
-                }
-                was_connected = true;
-                delay = inner.options.reconnect_initial;
-                inner.set_state(&slot, ServerState::Ready, None);
-                inner.catalog_changed(&slot.entry.id);
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(());
-                }
-                let reason = serve(&inner, &slot, &client).await;
-                {
-                    let mut s = lock(&slot.state);
-                    s.client = None;
-                    s.info = None;
-                    s.tools.clear();
-                    s.operations.clear();
-                }
-                if slot.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                inner.set_state(
-                    &slot,
-                    ServerState::Error,
-                    Some((Phase::Connection, format!("connection lost: {reason}"))),
-                );
-                inner.catalog_changed(&slot.entry.id);
-            }
-            Err(failure) => {
-                let state = if failure.auth_required {
-                    ServerState::AuthRequired
-                } else {
-                    ServerState::Error
-                };
-                inner.set_state(&slot, state, Some((failure.phase, failure.message)));
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(());
-                }
-                // A server that never connected is not retried on its own: its configuration
-                // or its program is wrong, and retrying would only repeat the error.
-                if !was_connected || failure.auth_required {
-                    return;
                 }
             }
+            continue;
         }
-        let attempts = {
-            let mut s = lock(&slot.state);
-            s.reconnect_attempts += 1;
-            s.reconnect_attempts
-        };
-        if attempts > inner.options.reconnect_attempts {
-            let (phase, error) = lock(&slot.state)
-                .last_error
-                .clone()
-                .unwrap_or((Phase::Connection, String::new()));
-            inner.set_state(
-                &slot,
-                ServerState::Error,
-                Some((
-                    phase,
-                    format!(
-                        "gave up after {} reconnection attempts: {error}",
-                        inner.options.reconnect_attempts
-                    ),
-                )),
-            );
+        if let Some(client) = connected.take() {
+            let reason = serve(&inner, &slot, &client).await;
+            {
+                let mut s = lock(&slot.state);
+                s.client = None;
+                s.info = None;
+                s.tools.clear();
+                s.operations.clear();
+            }
+            if slot.stop.load(Ordering::SeqCst) {
+                fed(lifecycle.handle_stop(now()));
+            } else {
+                lost = Some(reason);
+                fed(lifecycle.handle_lost(now()));
+            }
+            continue;
+        }
+        let Some(at) = lifecycle.poll_timeout() else {
+            // Finished or stopped: nothing will happen again.
             return;
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(inner.options.reconnect_max);
+        };
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        fed(lifecycle.handle_timeout(now()));
     }
+}
+
+/// The supervisors' clock: tokio's, so that a test that pauses time pauses it here too.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
