@@ -20,7 +20,7 @@ use crate::{flags, project_root};
 
 /// Crates whose modules never import a module that imports them back (the crate root, a
 /// facade of re-exports, aside). A crate joins once its graph is acyclic.
-const ACYCLIC_CRATES: &[&str] = &["mcp-gateway", "mcp-session", "mcp-stdio"];
+const ACYCLIC_CRATES: &[&str] = &["mcp-gateway", "mcp-host", "mcp-session", "mcp-stdio"];
 
 /// Lines above which a `.rs` file must say why it is long (see the module doc).
 const LONG_FILE_LINES: usize = 800;
