@@ -39,8 +39,9 @@ impl fmt::Display for Secret {
 }
 
 /// How a file (or the command line) gives a secret: the value itself, or the name of an
-/// environment variable read when the configuration is loaded. `${VAR}` strings are not
-/// expanded (seed 000): they are plain values.
+/// environment variable read when the configuration is loaded. A plain value read from a file
+/// has its `${VAR}` and `${VAR:-default}` references already expanded (`config::expand`); the
+/// result is as secret as a value from `{"env": …}`.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SecretSource {
