@@ -237,7 +237,7 @@ pub(crate) async fn test(
                 "ok: server `{id}` ({}) answered in {ms} ms\n  server:    {info}\n  protocol:  {} ({} era)\n  why:       {}\n  tools:     {}",
                 status.transport,
                 status.protocol_version.as_deref().unwrap_or("?"),
-                status.era.unwrap_or("?"),
+                status.era.map_or("?", mcp_protocol::Era::as_str),
                 status.negotiation.as_deref().map_or("-".to_owned(), |n| cell(n, 300)),
                 status.tools
             ));
@@ -334,7 +334,7 @@ pub(crate) fn status_table(statuses: &[ServerStatus]) -> String {
         table.row(vec![
             // A refused entry keeps its id as written, which may be the invalid part.
             cell(&s.id, 64),
-            s.transport.clone(),
+            s.transport.to_string(),
             s.source.clone(),
             manage::yes_no(s.enabled),
             s.state.as_str().to_owned(),
@@ -380,7 +380,10 @@ pub(crate) fn detail_text(s: &ServerStatus) -> String {
             "protocol_version:  {}",
             s.protocol_version.as_deref().unwrap_or("-")
         ),
-        format!("era:               {}", s.era.unwrap_or("-")),
+        format!(
+            "era:               {}",
+            s.era.map_or("-", mcp_protocol::Era::as_str)
+        ),
         format!(
             "negotiation:       {}",
             s.negotiation
@@ -435,7 +438,7 @@ fn short_session(id: &str) -> String {
 pub(crate) fn status_json(s: &ServerStatus) -> Value {
     json!({
         "id": s.id,
-        "transport": s.transport,
+        "transport": s.transport.as_str(),
         "source": s.source,
         "enabled": s.enabled,
         "state": s.state.as_str(),
@@ -445,7 +448,7 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
         "last_error_phase": s.last_error_phase.map(Phase::as_str),
         "last_connected_at": s.last_connected_at.map(rfc3339),
         "protocol_version": s.protocol_version,
-        "era": s.era,
+        "era": s.era.map(mcp_protocol::Era::as_str),
         "negotiation": s.negotiation.as_deref().map(clean),
         "server_info": s.server_info.as_ref().map(|i| json!({"name": clean(&i.name), "version": clean(&i.version)})),
         "session": s.session_id.as_deref().map(short_session),

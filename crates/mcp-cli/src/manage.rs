@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use mcp_host::config::{
-    self, ConfigPaths, Env, FileStatus, LoadedConfig, NewServer, NewTransport, Scope, Secret,
-    SecretSource, ServerConfig, Transport,
+    self, ConfigPaths, ConfiguredServer, Env, FileStatus, LoadedConfig, NewServer, NewTransport,
+    Scope, Secret, SecretSource, Transport,
 };
 use mcp_host::trust::TrustStore;
 use serde_json::{Value, json};
@@ -454,7 +454,7 @@ pub(crate) fn yes_no(b: bool) -> String {
 
 /// Where a server is: its URL without user info and query (either may hold a secret), or
 /// its command line.
-pub(crate) fn target(s: &ServerConfig) -> String {
+pub(crate) fn target(s: &ConfiguredServer) -> String {
     match &s.transport {
         Transport::Http(h) => config::shown_url(&h.url),
         Transport::Stdio(st) => {

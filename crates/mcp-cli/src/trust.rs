@@ -3,7 +3,7 @@
 //! repository someone may have cloned; the library runs none of their servers without an
 //! approval (`mcp_host::trust`), and this is where a person gives or withdraws one.
 
-use mcp_host::config::{LoadedConfig, Scope, ServerConfig, Transport};
+use mcp_host::config::{ConfiguredServer, LoadedConfig, Scope, Transport};
 use mcp_host::oauth::Url;
 use mcp_host::trust::{Approvals, TrustStore, changes_what_runs, quoted};
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ pub(crate) fn approvals(cx: &Context) -> Result<Approvals, Failure> {
 /// Records the user's approval of `servers` in the current project.
 pub(crate) fn approve<'a>(
     cx: &Context,
-    servers: impl IntoIterator<Item = &'a ServerConfig>,
+    servers: impl IntoIterator<Item = &'a ConfiguredServer>,
 ) -> Result<(), Failure> {
     approve_fingerprints(
         cx,
@@ -42,7 +42,7 @@ pub(crate) fn approve<'a>(
     )
 }
 
-/// Records approvals by id and fingerprint (an entry not usable yet has no `ServerConfig`).
+/// Records approvals by id and fingerprint (an entry not usable yet has no `ConfiguredServer`).
 pub(crate) fn approve_fingerprints<'a>(
     cx: &Context,
     entries: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -63,7 +63,7 @@ pub(crate) fn approve_fingerprints<'a>(
 /// runs (`mcp_host::trust::CHANGES_WHAT_RUNS`), flagged, and the names only of the others; or
 /// the URL without its credentials and the names of the headers; the OAuth endpoints; and
 /// every value it would take from the user's environment, by name.
-pub(crate) fn describe(s: &ServerConfig) -> Vec<(&'static str, String)> {
+pub(crate) fn describe(s: &ConfiguredServer) -> Vec<(&'static str, String)> {
     let mut lines = Vec::new();
     match &s.transport {
         Transport::Stdio(t) => {
@@ -183,7 +183,7 @@ pub(crate) async fn review(
     only: Option<&str>,
 ) -> Result<Approvals, Failure> {
     let approvals = approvals(cx)?;
-    let pending: Vec<&ServerConfig> = loaded
+    let pending: Vec<&ConfiguredServer> = loaded
         .servers
         .iter()
         .filter(|s| s.enabled && only.is_none_or(|id| s.id == id) && !approvals.approves(s))
@@ -225,7 +225,7 @@ pub(crate) async fn review(
 pub(crate) fn trust(cx: &Context, out: &Out, ids: &[String], all: bool) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Effective);
     let approvals = approvals(cx)?;
-    let project: Vec<&ServerConfig> = loaded
+    let project: Vec<&ConfiguredServer> = loaded
         .servers
         .iter()
         .filter(|s| s.source == Scope::Project)
@@ -270,8 +270,8 @@ pub(crate) fn trust(cx: &Context, out: &Out, ids: &[String], all: bool) -> Resul
 }
 
 /// The project's servers and their approval.
-fn show(out: &Out, project: &[&ServerConfig], approvals: &Approvals) -> Result<(), Failure> {
-    let state = |s: &ServerConfig| {
+fn show(out: &Out, project: &[&ConfiguredServer], approvals: &Approvals) -> Result<(), Failure> {
+    let state = |s: &ConfiguredServer| {
         if approvals.approves(s) {
             "yes"
         } else if approvals.knows(&s.id) {
@@ -310,7 +310,7 @@ fn show(out: &Out, project: &[&ServerConfig], approvals: &Approvals) -> Result<(
     Ok(())
 }
 
-fn entry_json(s: &ServerConfig, approved: bool) -> Value {
+fn entry_json(s: &ConfiguredServer, approved: bool) -> Value {
     json!({
         "id": s.id,
         "file": s.file.display().to_string(),

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_host::RequestHandler;
+use mcp_host::ServerRequestHandler;
 use mcp_protocol::schema::{
     ClientCapabilities, ElicitationCapability, RootsCapability, SamplingCapability, ServerRequest,
 };
@@ -193,7 +193,7 @@ pub(crate) struct Forwarder {
 /// How long a forwarded request may wait: a person may be answering it.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(600);
 
-impl RequestHandler for Forwarder {
+impl ServerRequestHandler for Forwarder {
     fn capabilities(&self) -> ClientCapabilities {
         let mut capabilities = ClientCapabilities::new();
         capabilities.sampling = Some(SamplingCapability::new());

@@ -203,7 +203,7 @@ async fn run(args: Args) -> Result<(), String> {
     let era = host
         .server_status(SERVER)
         .and_then(|s| s.era)
-        .unwrap_or("unknown");
+        .map_or("unknown", mcp_protocol::Era::as_str);
     println!("ready era={era}");
 
     // Standard input is read on a thread of its own: a blocking read must not hold a worker.

@@ -45,7 +45,7 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// For [`Host::relay_call`](crate::Host::relay_call): hand a stateless server's `input_required` result back as
     /// it came, for the client we relay for to answer, instead of answering its input
-    /// requests through the host's [`RequestHandler`](crate::RequestHandler). [`Host::call_tool`](crate::Host::call_tool) ignores it.
+    /// requests through the host's [`ServerRequestHandler`](crate::ServerRequestHandler). [`Host::call_tool`](crate::Host::call_tool) ignores it.
     pub pass_input_required: bool,
 }
 

@@ -10,9 +10,9 @@ use mcp_protocol::schema::{
 };
 use mcp_protocol::{ErrorObject, JsonObject, RawJson, code};
 
-use crate::options::RequestHandler;
+use crate::options::ServerRequestHandler;
 
-/// A [`RequestHandler`] for headless hosts (a batch job, CI, a test harness): it declares form
+/// A [`ServerRequestHandler`] for headless hosts (a batch job, CI, a test harness): it declares form
 /// elicitation and accepts each form with the schema's `default` values, the answer a person
 /// who changes nothing would give. A form whose required field has no default is declined,
 /// and URL mode is never declared. Sampling is not offered.
@@ -58,7 +58,7 @@ impl AcceptDefaults {
     }
 }
 
-impl RequestHandler for AcceptDefaults {
+impl ServerRequestHandler for AcceptDefaults {
     fn capabilities(&self) -> ClientCapabilities {
         let mut elicitation = ElicitationCapability::new();
         elicitation.form = Some(JsonObject::new());

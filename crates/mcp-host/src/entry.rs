@@ -18,7 +18,7 @@ use crate::config::{
 #[cfg(feature = "oauth")]
 use crate::oauth::OAuthHook;
 use crate::permission::ServerRules;
-use crate::status::Phase;
+use crate::status::{Phase, TransportKind};
 
 /// How to reach one server: the transport's own configuration, secrets already resolved.
 /// `Debug` shows no secret: the transports' configurations show variable and header names
@@ -37,15 +37,15 @@ pub enum Connect {
 }
 
 impl Connect {
-    /// `stdio`, `http` or `sse`, as configuration files and the status view spell it.
-    fn kind(&self) -> &'static str {
+    /// How it reaches the server, for the status view.
+    fn kind(&self) -> TransportKind {
         match self {
             #[cfg(feature = "stdio")]
-            Self::Stdio(_) => "stdio",
+            Self::Stdio(_) => TransportKind::Stdio,
             #[cfg(feature = "http")]
-            Self::Http(c) if c.protocol == mcp_http::HttpProtocol::LegacySse => "sse",
+            Self::Http(c) if c.protocol == mcp_http::HttpProtocol::LegacySse => TransportKind::Sse,
             #[cfg(feature = "http")]
-            Self::Http(_) => "http",
+            Self::Http(_) => TransportKind::Http,
             #[cfg(not(any(feature = "stdio", feature = "http")))]
             _ => match *self {},
         }
@@ -60,8 +60,8 @@ pub struct ServerEntry {
     pub id: String,
     /// Where it was configured (`project`, `global`), for the status view.
     pub source: String,
-    /// `stdio`, `http` or `sse`, for the status view.
-    pub transport: String,
+    /// How the host reaches it, for the status view.
+    pub transport: TransportKind,
     /// A disabled server is listed with state `disabled` and never started.
     pub enabled: bool,
     /// How to connect; `Err` holds why the entry cannot be used (a missing secret, a project
@@ -113,15 +113,15 @@ impl ServerEntry {
     }
 
     /// An entry with the defaults, whatever `connect` holds.
-    fn with(id: String, transport: &str, connect: Result<Connect, Unusable>) -> Self {
+    fn with(id: String, transport: TransportKind, connect: Result<Connect, Unusable>) -> Self {
         Self {
             id,
             source: "api".to_owned(),
-            transport: transport.to_owned(),
+            transport,
             enabled: true,
             connect,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            ping_interval: (transport != "stdio").then_some(DEFAULT_PING_INTERVAL),
+            ping_interval: (transport != TransportKind::Stdio).then_some(DEFAULT_PING_INTERVAL),
             ping_timeout: DEFAULT_PING_TIMEOUT,
             filter: ToolFilter::default(),
             rules: ServerRules::default(),
@@ -140,7 +140,12 @@ impl ServerEntry {
     /// A server the configuration names but that cannot be started (`why`: a missing secret,
     /// an invalid entry, a project server not trusted): listed in state `error` with that
     /// message and `phase`, never connected.
-    pub fn unusable(id: impl Into<String>, transport: &str, phase: Phase, why: String) -> Self {
+    pub fn unusable(
+        id: impl Into<String>,
+        transport: TransportKind,
+        phase: Phase,
+        why: String,
+    ) -> Self {
         let why = Unusable {
             phase,
             message: why,

@@ -4,7 +4,7 @@
 //! not have becomes a reason, naming the server and the feature, for the entry to be listed in
 //! state `error` instead of started. Nothing panics and nothing is half-connected.
 
-use crate::config::{ServerConfig, Transport};
+use crate::config::{ConfiguredServer, Transport};
 use crate::entry::Connect;
 
 /// The optional parts a build has: this one's is [`Built::THIS`]; tests try the others.
@@ -28,7 +28,10 @@ impl Built {
 
 /// The feature of this crate that `server` needs and `built` lacks, with what in the entry
 /// needs it: its transport, an `https` URL, or `oauth` settings.
-pub(crate) fn missing(server: &ServerConfig, built: Built) -> Option<(&'static str, &'static str)> {
+pub(crate) fn missing(
+    server: &ConfiguredServer,
+    built: Built,
+) -> Option<(&'static str, &'static str)> {
     match &server.transport {
         Transport::Stdio(_) if !built.stdio => Some(("stdio", "the stdio transport")),
         Transport::Stdio(_) => None,
@@ -51,7 +54,7 @@ pub(crate) fn missing(server: &ServerConfig, built: Built) -> Option<(&'static s
 }
 
 /// What a person reads about `server`, which needs `feature` for `what`.
-fn left_out(server: &ServerConfig, (feature, what): (&str, &str)) -> String {
+fn left_out(server: &ConfiguredServer, (feature, what): (&str, &str)) -> String {
     format!(
         "configuration: server `{}` uses {what}, which this build of mcp-host left out \
          (it needs the `{feature}` feature)",
@@ -62,7 +65,7 @@ fn left_out(server: &ServerConfig, (feature, what): (&str, &str)) -> String {
 /// How `server` connects in this build, or why it cannot: a feature left out (see
 /// [`missing`]) or a transport without settings. The message is for a person and holds no
 /// secret.
-pub(crate) fn connect(server: &ServerConfig) -> Result<Connect, String> {
+pub(crate) fn connect(server: &ConfiguredServer) -> Result<Connect, String> {
     if let Some(need) = missing(server, Built::THIS) {
         return Err(left_out(server, need));
     }

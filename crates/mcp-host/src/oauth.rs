@@ -36,7 +36,7 @@ use crate::reach::{PolicyFetch, ServerPlace};
 
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
 // not depend on mcp-oauth itself.
-use crate::config::{ServerConfig, Transport};
+use crate::config::{ConfiguredServer, Transport};
 /// The device flow (RFC 8628): what a person is shown, and the agent that shows it.
 pub use crate::device_login::DevicePrompt;
 pub use crate::loopback::Loopback;
@@ -126,7 +126,7 @@ impl OAuthContext {
 
     /// The hook for `server`, or `None` when OAuth does not apply: a stdio server, or an HTTP
     /// server with a static `Authorization` header (the user chose that over OAuth).
-    pub fn hook(&self, server: &ServerConfig) -> Option<Arc<OAuthHook>> {
+    pub fn hook(&self, server: &ConfiguredServer) -> Option<Arc<OAuthHook>> {
         let Transport::Http(http) = &server.transport else {
             return None;
         };

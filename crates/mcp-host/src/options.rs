@@ -1,5 +1,5 @@
 //! How a host behaves ([`HostOptions`]: limits, backoff, who decides about calls) and the
-//! consumer's answers to what servers ask of the host ([`RequestHandler`]).
+//! consumer's answers to what servers ask of the host ([`ServerRequestHandler`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +15,7 @@ use crate::permission::{Policy, Prompter};
 
 /// Answers the server requests a consumer chose to support (sampling, elicitation). Declared
 /// to servers only when registered; without one, the session refuses these requests itself.
-pub trait RequestHandler: Send + Sync + 'static {
+pub trait ServerRequestHandler: Send + Sync + 'static {
     /// The capabilities to declare (`sampling`, `elicitation`, and `roots` when the host has
     /// no roots of its own: configured roots win).
     fn capabilities(&self) -> ClientCapabilities;
@@ -50,10 +50,10 @@ pub struct HostOptions {
     /// Asks a person when the policy says so; without one, such calls are denied.
     pub prompter: Option<Arc<dyn Prompter>>,
     /// The roots offered to servers; `None` declares no `roots` capability of the host's own
-    /// (a [`RequestHandler`] may declare and answer it).
+    /// (a [`ServerRequestHandler`] may declare and answer it).
     pub roots: Option<Vec<Root>>,
     /// Sampling and elicitation, when the consumer supports them.
-    pub requests: Option<Arc<dyn RequestHandler>>,
+    pub requests: Option<Arc<dyn ServerRequestHandler>>,
 }
 
 impl std::fmt::Debug for HostOptions {

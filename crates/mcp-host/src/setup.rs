@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mcp_protocol::schema::Implementation;
 
 use crate::catalog::ToolFilter;
-use crate::config::{LoadedConfig, Scope, ServerConfig};
+use crate::config::{ConfiguredServer, LoadedConfig, Scope};
 use crate::entry::ServerEntry;
 use crate::oauth::OAuthContext;
 use crate::options::HostOptions;
@@ -56,7 +56,7 @@ pub fn entries(
         };
         let mut e = ServerEntry::unusable(
             rejected.id.clone(),
-            "unknown",
+            crate::TransportKind::Unknown,
             Phase::Configuration,
             format!("configuration: {why}"),
         );
@@ -72,7 +72,7 @@ pub fn entries(
 fn with_oauth(
     mut entry: ServerEntry,
     oauth: Option<&OAuthContext>,
-    server: &ServerConfig,
+    server: &ConfiguredServer,
 ) -> ServerEntry {
     entry.oauth = oauth.and_then(|ctx| ctx.hook(server));
     entry
@@ -83,7 +83,7 @@ fn with_oauth(
 fn with_oauth(
     entry: ServerEntry,
     oauth: Option<&OAuthContext>,
-    _server: &ServerConfig,
+    _server: &ConfiguredServer,
 ) -> ServerEntry {
     match oauth {
         None => entry,
@@ -94,7 +94,7 @@ fn with_oauth(
 /// One configured server as an entry. A project file may not allow calls without asking:
 /// a repository someone cloned must not be able to switch off the user's confirmation, so an
 /// `allow` from the project layer is read as `ask`, and the entry says so.
-pub fn entry(server: &ServerConfig) -> ServerEntry {
+pub fn entry(server: &ConfiguredServer) -> ServerEntry {
     let connect = crate::features::connect(server);
     let mut notes = Vec::new();
     let rules = if server.source == Scope::Project {
@@ -106,13 +106,13 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
         Ok(connect) => ServerEntry::new(server.id.clone(), connect),
         Err(why) => ServerEntry::unusable(
             server.id.clone(),
-            server.transport.kind(),
+            server.transport.transport_kind(),
             Phase::Configuration,
             why,
         ),
     };
     e.source = server.source.as_str().to_owned();
-    e.transport = server.transport.kind().to_owned();
+    e.transport = server.transport.transport_kind();
     e.enabled = server.enabled;
     e.request_timeout = server.request_timeout;
     e.ping_interval = server.ping_interval;
@@ -128,7 +128,7 @@ pub fn entry(server: &ServerConfig) -> ServerEntry {
 }
 
 /// A project's server the user has not approved (or approved as it was before an edit).
-fn untrusted(server: &ServerConfig, changed: bool) -> ServerEntry {
+fn untrusted(server: &ConfiguredServer, changed: bool) -> ServerEntry {
     let why = if changed {
         "changed since it was approved"
     } else {
@@ -136,7 +136,7 @@ fn untrusted(server: &ServerConfig, changed: bool) -> ServerEntry {
     };
     let mut e = ServerEntry::unusable(
         server.id.clone(),
-        server.transport.kind(),
+        server.transport.transport_kind(),
         Phase::Trust,
         format!(
             "trust: the project file {} defines this server, {why}: nothing of it runs until the user approves it",

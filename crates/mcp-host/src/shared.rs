@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
-use mcp_protocol::{ClientConfig, Era, ServerInfo};
+use mcp_protocol::{ClientConfig, ServerInfo};
 use mcp_session::Client;
 use tokio::sync::{Semaphore, broadcast};
 
@@ -110,7 +110,7 @@ impl Slot {
         let s = lock(&self.state);
         ServerStatus {
             id: self.entry.id.clone(),
-            transport: self.entry.transport.clone(),
+            transport: self.entry.transport,
             source: self.entry.source.clone(),
             enabled: self.entry.enabled,
             state: s.state.unwrap_or(ServerState::Connecting),
@@ -123,10 +123,7 @@ impl Slot {
                 .info
                 .as_ref()
                 .map(|i| i.protocol_version.as_str().to_owned()),
-            era: s.info.as_ref().map(|i| match i.era {
-                Era::Stateless => "stateless",
-                _ => "handshake",
-            }),
+            era: s.info.as_ref().map(|i| i.era),
             negotiation: s.info.as_ref().map(|i| i.negotiation.clone()),
             server_info: s.info.as_ref().map(|i| i.implementation.clone()),
             session_id: s.client.as_ref().and_then(Client::session_id),

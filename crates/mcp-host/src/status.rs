@@ -4,6 +4,7 @@
 
 use std::time::SystemTime;
 
+use mcp_protocol::Era;
 use mcp_protocol::schema::Implementation;
 
 use crate::operation::Operation;
@@ -91,8 +92,8 @@ impl std::fmt::Display for ServerState {
 pub struct ServerStatus {
     /// The server id.
     pub id: String,
-    /// `stdio`, `http` or `sse`.
-    pub transport: String,
+    /// How the host reaches it.
+    pub transport: TransportKind,
     /// `project`, `global`, or wherever the entry came from.
     pub source: String,
     /// Whether the configuration enables it.
@@ -114,7 +115,7 @@ pub struct ServerStatus {
     /// The era spoken, while connected: `handshake` (2025-11-25 and before: `initialize`,
     /// sessions) or `stateless` (2026-07-28: `server/discover`, a `_meta` envelope on every
     /// request).
-    pub era: Option<&'static str>,
+    pub era: Option<Era>,
     /// How the era was chosen, for a person (which probe answered what, or that the
     /// configuration pins it). Contains server text: clean it before showing it.
     pub negotiation: Option<String>,
@@ -130,4 +131,37 @@ pub struct ServerStatus {
     pub reconnect_attempts: u32,
     /// When the OAuth access token expires, if the server uses OAuth and the time is known.
     pub token_expires_at: Option<SystemTime>,
+}
+
+/// How the host reaches a server, without the details (command, URL) that may hold a
+/// secret: what a status view shows and a consumer branches on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A local program on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP (with the spec's fallback to HTTP+SSE).
+    Http,
+    /// The deprecated HTTP+SSE transport only.
+    Sse,
+    /// A configuration entry too broken to say which (it is listed in state `error`).
+    Unknown,
+}
+
+impl TransportKind {
+    /// `stdio`, `http` or `sse`, as configuration files and the `/mcp` view spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+            Self::Sse => "sse",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

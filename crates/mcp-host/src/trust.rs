@@ -3,7 +3,7 @@
 //! command to run or a place to send headers to, so a project's server is not started until
 //! its user approves it. An approval is kept outside the project, in the user's own
 //! `trust.json` next to the global configuration: per project directory (canonical path), per
-//! server id, the entry's [`fingerprint`](crate::ServerConfig::fingerprint). Editing what the
+//! server id, the entry's [`fingerprint`](crate::ConfiguredServer::fingerprint). Editing what the
 //! entry runs or where it connects changes the fingerprint and withdraws the approval;
 //! cloning the same repository elsewhere starts with none.
 //!
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ConfigPaths, Scope, ServerConfig};
+use crate::config::{ConfigPaths, ConfiguredServer, Scope};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
 
 /// The approvals file's name.
@@ -187,7 +187,7 @@ pub struct Approvals {
 impl Approvals {
     /// Whether `server` may run: always for a server from the user's own files, and for a
     /// project's server only if this very entry was approved.
-    pub fn approves(&self, server: &ServerConfig) -> bool {
+    pub fn approves(&self, server: &ConfiguredServer) -> bool {
         server.source != Scope::Project || self.servers.get(&server.id) == Some(&server.fingerprint)
     }
 
@@ -235,7 +235,7 @@ impl TrustStore {
     pub fn approve<'a>(
         &self,
         project_dir: &Path,
-        servers: impl IntoIterator<Item = &'a ServerConfig>,
+        servers: impl IntoIterator<Item = &'a ConfiguredServer>,
     ) -> Result<(), TrustError> {
         self.approve_fingerprints(
             project_dir,
@@ -246,7 +246,7 @@ impl TrustStore {
         )
     }
 
-    /// Approves entries by id and [`fingerprint`](ServerConfig::fingerprint), for an entry
+    /// Approves entries by id and [`fingerprint`](ConfiguredServer::fingerprint), for an entry
     /// that is not usable yet ([`RejectedServer::fingerprint`](crate::config::RejectedServer)):
     /// its author approves it as they wrote it.
     pub fn approve_fingerprints<'a>(

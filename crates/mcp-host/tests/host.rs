@@ -605,7 +605,7 @@ async fn resources_and_prompts() {
 /// Answers sampling requests with a fixed message, and declares only sampling.
 struct Sampler;
 
-impl mcp_host::RequestHandler for Sampler {
+impl mcp_host::ServerRequestHandler for Sampler {
     fn capabilities(&self) -> mcp_protocol::schema::ClientCapabilities {
         let mut c = mcp_protocol::schema::ClientCapabilities::new();
         c.sampling = Some(mcp_protocol::schema::SamplingCapability::new());
@@ -751,7 +751,7 @@ async fn a_host_remembers_the_era_of_an_origin_and_another_host_does_not() {
     let negotiation = |host: &Host, id: &str| {
         let status = host.server_status(id).unwrap();
         assert_eq!(status.state, ServerState::Ready, "{status:?}");
-        assert_eq!(status.era, Some("handshake"), "{status:?}");
+        assert_eq!(status.era, Some(mcp_protocol::Era::Handshake), "{status:?}");
         status.negotiation.unwrap()
     };
     let first = Host::new(options(AllowAll));
@@ -786,14 +786,14 @@ async fn both_eras_at_one_server_and_list_changes_in_each() {
 
     let free = host.server_status("free").unwrap();
     assert_eq!(free.state, ServerState::Ready, "{free:?}");
-    assert_eq!(free.era, Some("stateless"));
+    assert_eq!(free.era, Some(mcp_protocol::Era::Stateless));
     assert_eq!(free.protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(
         free.negotiation.as_deref(),
         Some("server/discover listed 2026-07-28")
     );
     let pinned = host.server_status("pinned").unwrap();
-    assert_eq!(pinned.era, Some("handshake"));
+    assert_eq!(pinned.era, Some(mcp_protocol::Era::Handshake));
     assert_eq!(
         pinned.negotiation.as_deref(),
         Some("the configuration pins 2025-11-25; initialize agreed on 2025-11-25")
@@ -853,7 +853,10 @@ async fn the_tools_are_listed_again_once_the_listen_stream_is_acknowledged() {
     let (_, free) = dual_era_server(server, lists.clone()).await;
     let host = Host::new(options(AllowAll));
     host.start(vec![free]).await;
-    assert_eq!(host.server_status("free").unwrap().era, Some("stateless"));
+    assert_eq!(
+        host.server_status("free").unwrap().era,
+        Some(mcp_protocol::Era::Stateless)
+    );
     wait_until(&host, "free", |s| s.tools == 2).await;
     assert_eq!(
         lists.0.load(Ordering::SeqCst),
@@ -937,8 +940,14 @@ async fn resource_subscriptions_in_both_eras() {
     let (pinned, free) = dual_era_server(server, watched.clone()).await;
     let host = Host::new(options(AllowAll));
     host.start(vec![pinned, free]).await;
-    assert_eq!(host.server_status("free").unwrap().era, Some("stateless"));
-    assert_eq!(host.server_status("pinned").unwrap().era, Some("handshake"));
+    assert_eq!(
+        host.server_status("free").unwrap().era,
+        Some(mcp_protocol::Era::Stateless)
+    );
+    assert_eq!(
+        host.server_status("pinned").unwrap().era,
+        Some(mcp_protocol::Era::Handshake)
+    );
 
     host.subscribe_resource("pinned", "test://a").await.unwrap();
     assert_eq!(watched.subscribes.load(Ordering::SeqCst), 1);

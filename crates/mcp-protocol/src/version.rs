@@ -40,6 +40,22 @@ pub enum Era {
     Stateless,
 }
 
+impl Era {
+    /// `handshake` or `stateless`: the era as status views and JSON output spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Handshake => "handshake",
+            Self::Stateless => "stateless",
+        }
+    }
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl ProtocolVersion {
     /// The newest handshake-era revision: what a client offers in `initialize`.
     pub const LATEST_HANDSHAKE: Self = Self::V2025_11_25;

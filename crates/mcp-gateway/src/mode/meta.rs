@@ -272,7 +272,7 @@ fn list_servers(shared: &Shared) -> CallToolResult {
             json!({
                 "id": s.id,
                 "description": description,
-                "transport": s.transport,
+                "transport": s.transport.as_str(),
                 "state": s.state.as_str(),
                 "tools": s.tools,
                 "lastError": s.last_error,

@@ -39,10 +39,10 @@ use std::path::{Path, PathBuf};
 pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};
 pub use model::{
-    ConfigFile, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_PING_INTERVAL,
-    DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileReport, FileStatus, HostConfig,
-    HttpTransport, LoadedConfig, OAuthConfig, Problem, RejectedServer, Scope, ServerConfig,
-    Severity, StdioTransport, Transport, shown_url,
+    ConfigFile, ConfiguredServer, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileReport,
+    FileStatus, HostConfig, HttpTransport, LoadedConfig, OAuthConfig, Problem, RejectedServer,
+    Scope, Severity, StdioTransport, Transport, shown_url,
 };
 pub use parse::is_valid_server_id;
 pub(crate) use parse::json_error_text;
@@ -273,7 +273,7 @@ pub fn load_files(files: &[ConfigFile], env: &Env, project_dir: &Path) -> Loaded
         project_dir,
     };
     let mut out = LoadedConfig::default();
-    let mut servers: BTreeMap<String, (ServerConfig, Option<usize>)> = BTreeMap::new();
+    let mut servers: BTreeMap<String, (ConfiguredServer, Option<usize>)> = BTreeMap::new();
     let mut rejected: BTreeMap<String, RejectedServer> = BTreeMap::new();
     for file in files {
         let outcome = parse::read_file(file, &rs);

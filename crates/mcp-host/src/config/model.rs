@@ -164,7 +164,7 @@ impl fmt::Display for Problem {
 }
 
 /// How to start a stdio server. The host builds an `mcp_stdio::StdioConfig` from it
-/// ([`ServerConfig::stdio_config`]).
+/// ([`ConfiguredServer::stdio_config`]).
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StdioTransport {
@@ -186,7 +186,7 @@ pub struct StdioTransport {
 }
 
 /// Where an HTTP server is. The host builds an `mcp_http::HttpConfig` from it
-/// ([`ServerConfig::http_config`]).
+/// ([`ConfiguredServer::http_config`]).
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpTransport {
@@ -212,10 +212,15 @@ pub enum Transport {
 impl Transport {
     /// `stdio`, `http` or `sse`, as files and the `/mcp` view spell it.
     pub fn kind(&self) -> &'static str {
+        self.transport_kind().as_str()
+    }
+
+    /// The kind without its details, as the status view and a consumer branch on it.
+    pub fn transport_kind(&self) -> crate::TransportKind {
         match self {
-            Self::Stdio(_) => "stdio",
-            Self::Http(h) if h.legacy_sse => "sse",
-            Self::Http(_) => "http",
+            Self::Stdio(_) => crate::TransportKind::Stdio,
+            Self::Http(h) if h.legacy_sse => crate::TransportKind::Sse,
+            Self::Http(_) => crate::TransportKind::Http,
         }
     }
 }
@@ -244,7 +249,7 @@ pub struct OAuthConfig {
 /// may hold a secret (the transport, `oauth`) redacts in its own `Debug`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ServerConfig {
+pub struct ConfiguredServer {
     /// The id: `^[a-zA-Z0-9_-]{1,64}$`.
     pub id: String,
     /// The layer that defined it.
@@ -297,7 +302,7 @@ pub struct ServerConfig {
     pub reads_env: Vec<String>,
 }
 
-impl ServerConfig {
+impl ConfiguredServer {
     /// An `mcp_stdio::StdioConfig` for a stdio server, with `mcp-stdio`'s default limits:
     /// named by the server id, secrets passed as the environment. `None` for an HTTP server.
     #[cfg(feature = "stdio")]
@@ -467,7 +472,7 @@ pub struct RejectedServer {
     pub source: Scope,
     /// The file.
     pub file: PathBuf,
-    /// The entry's [`ServerConfig::fingerprint`], when it is an object.
+    /// The entry's [`ConfiguredServer::fingerprint`], when it is an object.
     pub fingerprint: Option<String>,
 }
 
@@ -478,7 +483,7 @@ pub struct RejectedServer {
 #[non_exhaustive]
 pub struct LoadedConfig {
     /// The effective servers, enabled or not, sorted by id.
-    pub servers: Vec<ServerConfig>,
+    pub servers: Vec<ConfiguredServer>,
     /// Entries refused because of an error: each has at least one [`Problem`] with its id.
     /// An id refused in one layer may still be served by another layer's valid entry.
     pub rejected: Vec<RejectedServer>,
@@ -492,12 +497,12 @@ pub struct LoadedConfig {
 
 impl LoadedConfig {
     /// The effective server with this id.
-    pub fn server(&self, id: &str) -> Option<&ServerConfig> {
+    pub fn server(&self, id: &str) -> Option<&ConfiguredServer> {
         self.servers.iter().find(|s| s.id == id)
     }
 
     /// The servers to connect at start.
-    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
+    pub fn enabled_servers(&self) -> impl Iterator<Item = &ConfiguredServer> {
         self.servers.iter().filter(|s| s.enabled)
     }
 

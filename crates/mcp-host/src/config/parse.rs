@@ -22,9 +22,9 @@ use url::Url;
 use super::detect::{self, Detected};
 use super::expand;
 use super::model::{
-    ConfigFile, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat,
-    FileStatus, HttpTransport, OAuthConfig, Problem, RejectedServer, ServerConfig, Severity,
-    StdioTransport, Transport,
+    ConfigFile, ConfiguredServer, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT, FileFormat, FileStatus, HttpTransport, OAuthConfig, Problem,
+    RejectedServer, Severity, StdioTransport, Transport,
 };
 use super::secret::{Env, Secret, SecretSource};
 use crate::permission::{Decision, ServerRules};
@@ -79,7 +79,7 @@ pub(crate) enum Entry {
     /// A valid server; `own_max_result` is its own `max_result_bytes`, if it set one (the
     /// host default is applied after merging).
     Server {
-        config: Box<ServerConfig>,
+        config: Box<ConfiguredServer>,
         own_max_result: Option<usize>,
     },
     /// `{"enabled": false}` and nothing else: disables the lower layer's server of that id.
@@ -723,7 +723,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
         return Entry::Rejected(rejected_entry(file, id, map));
     }
     Entry::Server {
-        config: Box::new(ServerConfig {
+        config: Box::new(ConfiguredServer {
             id: id.to_owned(),
             source: file.scope,
             file: file.path.clone(),
@@ -765,7 +765,7 @@ const NOT_APPROVED: &[&str] = &[
     "expose_prompts",
 ];
 
-/// [`ServerConfig::fingerprint`]: SHA-256 over the entry's other members in a canonical form
+/// [`ConfiguredServer::fingerprint`]: SHA-256 over the entry's other members in a canonical form
 /// (keys sorted at every level), so that formatting and member order do not matter. The keys
 /// are sorted here rather than left to `serde_json`, whose map order is a cargo feature any
 /// crate in a build may switch on.

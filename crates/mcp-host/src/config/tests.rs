@@ -91,14 +91,14 @@ fn error_of(c: &LoadedConfig) -> (Option<&str>, Option<&str>, &str) {
     (p.server.as_deref(), p.field.as_deref(), &p.message)
 }
 
-fn http_of(s: &ServerConfig) -> &HttpTransport {
+fn http_of(s: &ConfiguredServer) -> &HttpTransport {
     match &s.transport {
         Transport::Http(h) => h,
         Transport::Stdio(_) => panic!("not http: {s:?}"),
     }
 }
 
-fn stdio_of(s: &ServerConfig) -> &StdioTransport {
+fn stdio_of(s: &ConfiguredServer) -> &StdioTransport {
     match &s.transport {
         Transport::Stdio(t) => t,
         Transport::Http(_) => panic!("not stdio: {s:?}"),
@@ -232,7 +232,7 @@ fn every_added_field_is_read() {
     assert_eq!(o.client_id.as_deref(), Some("cid"));
     assert_eq!(o.client_secret.as_ref().unwrap().secret(), "cs");
     assert_eq!(o.scope.as_deref(), Some("mcp"));
-    let filter = |s: &ServerConfig| {
+    let filter = |s: &ConfiguredServer| {
         crate::catalog::ToolFilter::new(s.enabled_tools.clone(), s.disabled_tools.clone())
     };
     assert!(filter(a).allows("x"));
@@ -1346,6 +1346,7 @@ fn an_unset_variable_or_a_malformed_reference_rejects_the_server_naming_field_an
     assert!(c.rejected.iter().all(|r| r.fingerprint.is_some()));
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn an_expanded_secret_never_reaches_debug_or_a_problem() {
     let w = World::new();
