@@ -3,7 +3,8 @@
 //!
 //! An upstream's request goes to the client whose call is in flight on that upstream, and
 //! only if that client declared the capability; otherwise the upstream gets an error saying
-//! why (SPEC.md §10).
+//! why (SPEC.md §10). When calls of several clients are in flight on it, it is refused: which
+//! call it belongs to is not known, and guessing would show one client another's request.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -132,19 +133,25 @@ impl Routes {
         }
     }
 
-    /// Where an upstream's request goes: the latest client request waiting on that upstream,
-    /// else the only client (unprompted requests, such as `roots/list` after start-up).
+    /// Where an upstream's request goes: the client whose requests wait on that upstream, when
+    /// they are all one client's; else the only client (unprompted requests, such as
+    /// `roots/list` after start-up). When requests of several clients wait on the upstream,
+    /// nothing says which of them the request belongs to, and it is refused rather than
+    /// guessed: one client must never see, or answer, what another's call asked.
     fn target(&self, server: &str) -> Result<(Peer, Option<Arc<ClientInfo>>), &'static str> {
-        if let Some(call) = lock(&self.inflight)
-            .get(server)
-            .and_then(|calls| calls.last())
-        {
-            if call.stateless {
+        match self.waiting(server) {
+            Waiting::Ambiguous => {
+                return Err(
+                    "calls of more than one client wait on this server, and nothing says which of them it belongs to",
+                );
+            }
+            Waiting::One(call) if call.stateless => {
                 return Err(
                     "the client waiting on it speaks the stateless era, where a request cannot reach it mid-call (the upstream would have to answer input_required)",
                 );
             }
-            return Ok((call.peer.clone(), call.client.clone()));
+            Waiting::One(call) => return Ok((call.peer, call.client)),
+            Waiting::Nobody => {}
         }
         let sessions = lock(&self.sessions);
         if sessions.len() == 1 {
@@ -157,14 +164,42 @@ impl Routes {
         Err("no client of the gateway is waiting on it")
     }
 
-    /// The client request waiting on `server` most recently, if any: its peer, so that what
-    /// the upstream says about that call (a log entry) travels on the request's stream.
-    pub(crate) fn waiting_on(&self, server: &str) -> Option<Peer> {
-        lock(&self.inflight)
-            .get(server)
-            .and_then(|calls| calls.last())
-            .map(|call| call.peer.clone())
+    /// Who waits on `server`: its latest request, when every request waiting there is one
+    /// client's.
+    fn waiting(&self, server: &str) -> Waiting {
+        let inflight = lock(&self.inflight);
+        let Some(calls) = inflight.get(server).filter(|c| !c.is_empty()) else {
+            return Waiting::Nobody;
+        };
+        let Some(latest) = calls.last() else {
+            return Waiting::Nobody;
+        };
+        if calls.iter().any(|c| c.session != latest.session) {
+            return Waiting::Ambiguous;
+        }
+        Waiting::One(latest.clone())
     }
+
+    /// Where what an upstream says about a call (a log entry) goes: `Some(peer)` of the one
+    /// client whose requests wait on `server`, so that it travels on the request's stream;
+    /// `Some(None)` when nobody waits; `None` when several clients wait and it cannot be known
+    /// whose it is (the caller drops it rather than guess).
+    pub(crate) fn waiting_on(&self, server: &str) -> Option<Option<Peer>> {
+        match self.waiting(server) {
+            Waiting::One(call) => Some(Some(call.peer)),
+            Waiting::Nobody => Some(None),
+            Waiting::Ambiguous => None,
+        }
+    }
+}
+
+/// Who waits on one upstream.
+enum Waiting {
+    Nobody,
+    /// Requests of one client only: its latest.
+    One(InFlight),
+    /// Requests of more than one client.
+    Ambiguous,
 }
 
 /// Removes its in-flight record when dropped (the call ended or was cancelled).

@@ -280,11 +280,16 @@ fn relay(shared: &Shared, state: &State, event: HostEvent) {
                             .filter(|(_, at)| at.elapsed() < LATE_ENTRY)
                             .map(|(peer, _)| peer.clone())
                     };
-                    match shared.routes.waiting_on(&server).or_else(recent) {
-                        Some(peer) => {
+                    match shared.routes.waiting_on(&server).map(|w| w.or_else(recent)) {
+                        Some(Some(peer)) => {
                             let _ = peer.notify(&method, params);
                         }
-                        None => broadcast(shared, &method, params),
+                        Some(None) => broadcast(shared, &method, params),
+                        // Several clients' calls wait on it: whose entry this is cannot be
+                        // known, and another client must not read it.
+                        None => {
+                            tracing::debug!(server = %server, "{method} dropped: calls of several clients wait on this server");
+                        }
                     }
                 }
                 // Progress is passed on by the call it belongs to; tools/list_changed by the

@@ -4,6 +4,8 @@
 //! This file is long because passthrough forwards every method family, and each family has its own
 //! end-to-end case over the same in-process upstreams.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_gateway::Gateway;
@@ -255,6 +257,80 @@ async fn upstream_requests_reach_only_a_client_that_declared_them() {
                 "{tool}"
             );
         }
+    }
+    gateway.shutdown().await;
+}
+
+/// Answers every request from the gateway with `label` as the elicited name, counting them:
+/// which client was asked, and how often.
+fn answer_as(client: &Client, label: &'static str) -> Arc<AtomicUsize> {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let mut incoming = client.take_incoming().unwrap();
+    let (client, count) = (client.clone(), Arc::clone(&asked));
+    tokio::spawn(async move {
+        while let Some(item) = incoming.recv().await {
+            if let Incoming::Request { id, .. } = item {
+                count.fetch_add(1, Ordering::SeqCst);
+                let result = json!({"action": "accept", "content": {"name": label}});
+                let _ = client.respond(&id, Ok(RawJson::encode(&result).unwrap()));
+            }
+        }
+    });
+    asked
+}
+
+/// Calls of two clients wait on one upstream at once: its elicitation cannot be tied to either
+/// call (a stdio upstream's request carries no link to the request it serves), so the gateway
+/// refuses it rather than guess, and neither client is asked; with only one client's calls
+/// waiting, the request reaches that client and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_request_is_refused_when_several_clients_wait_on_it() {
+    let dir = TempDir::new("two-clients");
+    let gateway = start(&dir, json!({"fake": fake(&[])})).await;
+    for over_http_too in [false, true] {
+        let (a, b) = if over_http_too {
+            (
+                over_http(&gateway, able_client()).await,
+                over_http(&gateway, able_client()).await,
+            )
+        } else {
+            (
+                over_pipe(&gateway, able_client()).await,
+                over_pipe(&gateway, able_client()).await,
+            )
+        };
+        let (asked_a, asked_b) = (answer_as(&a, "client-a"), answer_as(&b, "client-b"));
+        // Present first: with nobody else waiting, B's elicitation reaches B.
+        let answered = text(&call(&b, "elicit", json!({})).await);
+        assert!(answered.contains("client-b"), "{answered}");
+        assert_eq!(
+            (
+                asked_a.load(Ordering::SeqCst),
+                asked_b.load(Ordering::SeqCst)
+            ),
+            (0, 1)
+        );
+
+        // A's call waits on the upstream while B's asks.
+        let waiting = {
+            let a = a.clone();
+            tokio::spawn(async move { text(&call(&a, "sleep", json!({"ms": 5000})).await) })
+        };
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let refused = text(&call(&b, "elicit", json!({})).await);
+        assert!(
+            refused.contains("calls of more than one client wait on this server"),
+            "{refused}"
+        );
+        assert!(!refused.contains("client-"), "{refused}");
+        assert_eq!(waiting.await.unwrap(), "slept");
+        assert_eq!(
+            (
+                asked_a.load(Ordering::SeqCst),
+                asked_b.load(Ordering::SeqCst)
+            ),
+            (0, 1)
+        );
     }
     gateway.shutdown().await;
 }
@@ -640,7 +716,7 @@ async fn the_clients_token_is_not_passed_upstream() {
     assert!(refused.is_err(), "the gateway wants its token");
 
     let mut config = mcp_http::HttpConfig::new("gateway", url);
-    config.auth = Some(std::sync::Arc::new(
+    config.auth = Some(Arc::new(
         mcp_http::StaticAuth::bearer("front-door-secret").unwrap(),
     ));
     let client = mcp_http::connect(config, plain_client()).await.unwrap();
@@ -668,7 +744,7 @@ async fn the_clients_token_is_not_passed_upstream() {
 /// `input_required` with `requestState` "s1", and completes only on a retry that echoes it with
 /// an accepted answer. It keeps the `_meta` of every call it saw.
 #[derive(Clone, Default)]
-struct Asking(std::sync::Arc<std::sync::Mutex<Vec<Value>>>);
+struct Asking(Arc<std::sync::Mutex<Vec<Value>>>);
 
 impl Handler for Asking {
     async fn handle(
