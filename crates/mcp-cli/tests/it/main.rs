@@ -46,6 +46,37 @@ pub(crate) struct Run {
     pub(crate) stderr: String,
 }
 
+/// How long a command that should end may run: far beyond any honest run, so that a command
+/// that never ends (a refusal that no longer happens, a server that keeps serving) fails its
+/// test instead of hanging the whole suite. Not a measure of speed.
+const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `command` to its end, or kills it and fails the test past [`RUN_LIMIT`].
+fn bounded(command: &mut Command, args: &[&str]) -> Run {
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(RUN_LIMIT) {
+        Ok(output) => Run::from(output.unwrap()),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!(
+                "`mcp-host {}` did not end within {RUN_LIMIT:?}",
+                args.join(" ")
+            );
+        }
+    }
+}
+
 impl Run {
     fn from(output: Output) -> Self {
         Self {
@@ -113,19 +144,15 @@ impl User {
 
     /// Runs to the end with stdin closed.
     pub(crate) fn run(&self, args: &[&str]) -> Run {
-        let output = self.command(args).stdin(Stdio::null()).output().unwrap();
-        Run::from(output)
+        bounded(self.command(args).stdin(Stdio::null()), args)
     }
 
     /// Runs to the end with stdin closed and one more variable in the environment.
     pub(crate) fn run_with(&self, args: &[&str], name: &str, value: &str) -> Run {
-        let output = self
-            .command(args)
-            .env(name, value)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        Run::from(output)
+        bounded(
+            self.command(args).env(name, value).stdin(Stdio::null()),
+            args,
+        )
     }
 
     /// The global configuration file.
