@@ -69,13 +69,7 @@ impl Drop for Owner {
             if let Some(task) = lock(&slot.task).take() {
                 task.abort();
             }
-            let client = {
-                let mut s = lock(&slot.state);
-                s.tools.clear();
-                s.operations.clear();
-                s.info = None;
-                s.client.take()
-            };
+            let client = lock(&slot.state).disconnect();
             if let Some(client) = client {
                 client.kill();
             }

@@ -93,15 +93,20 @@ pub(crate) async fn stop_slot(slot: &Slot) {
         task.abort();
         let _ = task.await;
     }
-    let client = {
-        let mut s = lock(&slot.state);
-        s.tools.clear();
-        s.operations.clear();
-        s.info = None;
-        s.client.take()
-    };
+    let client = lock(&slot.state).disconnect();
     if let Some(client) = client {
         client.close().await;
+    }
+}
+
+impl SlotState {
+    /// Forgets the connection: its tools, operations and server info go with it, and the
+    /// client is handed back for the caller to end (politely, or by killing it).
+    pub(crate) fn disconnect(&mut self) -> Option<Client> {
+        self.tools.clear();
+        self.operations.clear();
+        self.info = None;
+        self.client.take()
     }
 }
 

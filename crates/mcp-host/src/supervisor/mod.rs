@@ -166,13 +166,8 @@ pub(crate) async fn supervise(
         }
         if let Some(client) = connected.take() {
             let reason = serve(&inner, &slot, &client).await;
-            {
-                let mut s = lock(&slot.state);
-                s.client = None;
-                s.info = None;
-                s.tools.clear();
-                s.operations.clear();
-            }
+            // The connection ended by itself: there is nothing left to close.
+            drop(lock(&slot.state).disconnect());
             if slot.stop.load(Ordering::SeqCst) {
                 fed(lifecycle.handle_stop(now()));
             } else {
