@@ -47,7 +47,8 @@ pub struct ClientConfig {
     /// The hard timeout of a request whose options name none, `initialize` included.
     pub request_timeout: Duration,
     /// How long the `server/discover` probe may go unanswered before the server is taken
-    /// for a handshake-era one (a server that ignores unknown methods never answers).
+    /// for a handshake-era one (a server that ignores unknown methods never answers); at
+    /// most [`request_timeout`](Self::request_timeout), whatever is set here.
     pub probe_timeout: Duration,
     /// The era this server spoke before (a transport's cache, per origin or per process):
     /// [`Era::Handshake`] skips the probe, and the session probes anyway if `initialize`

@@ -20,7 +20,9 @@ impl ClientSession {
     }
 
     /// Sends `server/discover` stamped with `version`. While a handshake-era fallback is
-    /// possible it waits only [`ClientConfig::probe_timeout`].
+    /// possible it waits only [`ClientConfig::probe_timeout`], and never longer than any
+    /// request may wait ([`ClientConfig::request_timeout`]): a host told to give up on a
+    /// server after 1 s must not spend 10 s finding out that it ignores the probe.
     pub(super) fn probe(
         &mut self,
         now: Instant,
@@ -28,7 +30,7 @@ impl ClientSession {
         retried: bool,
     ) -> Result<RequestId, Error> {
         let timeout = if self.config.handshake_offer().is_some() {
-            self.config.probe_timeout
+            self.config.probe_timeout.min(self.config.request_timeout)
         } else {
             self.config.request_timeout
         };
