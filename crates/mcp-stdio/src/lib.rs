@@ -10,7 +10,9 @@
 //! Messages are newline-delimited JSON through an I/O-free codec ([`codec`]) with a line-length
 //! limit: an oversized line is discarded and reported, and the connection lives on. A stdout
 //! line that is not JSON-RPC is a diagnostic, not a failure. stderr is always drained into a
-//! bounded buffer shown in diagnostics, never treated as an error.
+//! bounded buffer shown in diagnostics, never treated as an error, and each of its lines is a
+//! `tracing` event (info, target `mcp_stdio::stderr`, field `server`), redacted, cut at 2 KiB
+//! and at most 100 a second per server (the rest counted in a warning).
 //!
 //! The server runs in a process group of its own. `Client::close` ends it politely: close
 //! stdin, wait, SIGTERM to the group, wait, SIGKILL to the group, reap; a grandchild (the

@@ -2,6 +2,7 @@
 //! with its whole process group: close stdin, wait, SIGTERM, wait, SIGKILL, reap.
 
 mod keeper;
+mod lines;
 #[cfg(test)]
 mod tests;
 
@@ -322,8 +323,14 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
         ));
     };
     let secrets = env::secrets(&config.env, &env);
+    let lines = lines::Lines::new(secrets.clone());
     let log = Arc::new(StderrLog::new(config.stderr_capacity, secrets));
-    tokio::spawn(drain_stderr(stderr, Arc::clone(&log)));
+    tokio::spawn(drain_stderr(
+        stderr,
+        Arc::clone(&log),
+        config.name.clone(),
+        lines,
+    ));
     Ok(Spawned {
         child,
         pgid,
@@ -334,15 +341,23 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, Error> {
     })
 }
 
-/// Always drain stderr, so that a chatty server never blocks on a full pipe.
-async fn drain_stderr(mut stderr: ChildStderr, log: Arc<StderrLog>) {
+/// Always drain stderr, so that a chatty server never blocks on a full pipe: into the tail
+/// kept for errors, and line by line into the log (see `lines`).
+async fn drain_stderr(
+    mut stderr: ChildStderr,
+    log: Arc<StderrLog>,
+    server: String,
+    mut lines: lines::Lines,
+) {
     let mut buf = vec![0u8; 8192];
     while let Ok(n) = stderr.read(&mut buf).await {
         if n == 0 {
             break;
         }
         log.append(&buf[..n]);
+        lines::log(&server, lines.feed(&buf[..n], std::time::Instant::now()));
     }
+    lines::log(&server, lines.finish(std::time::Instant::now()));
     log.drained.send_replace(true);
 }
 
