@@ -30,6 +30,14 @@ pub(crate) struct Cli {
     /// the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) project: Option<PathBuf>,
+    /// Log more on standard error, one level per `-v`: warnings, then what happens (server
+    /// states, each server's stderr), then debug and trace detail. `serve` starts at what
+    /// happens. `RUST_LOG=target=level,...` picks targets.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// Log less, one level per `-q`, down to nothing.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "verbose")]
+    pub(crate) quiet: u8,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -232,8 +240,9 @@ Examples:
   mcp-host serve --gateway gateway.json
   mcp-host serve --gateway gateway.json --http 127.0.0.1:8931
 
-Logs (start-up summary, one line per call) go to standard error or the file's `logFile`,
-never to standard output.")]
+Logs (start-up summary, sessions, one line per call, read or prompt, each upstream's stderr)
+go to standard error or the file's `logFile`, never to standard output; -v/-q and RUST_LOG
+choose what is shown, --log-format how.")]
     Serve {
         /// The gateway file (see `mcp-host gateway schema` and docs/gateway.md).
         #[arg(long, value_name = "FILE")]
@@ -248,6 +257,10 @@ never to standard output.")]
         bearer_token_env: Option<String>,
         #[command(flatten)]
         http_flags: crate::gateway::HttpFlags,
+        /// How log lines are written: `text`, or `json` (one object per line with
+        /// `timestamp`, `level`, `target`, `message` and `fields`).
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
+        log_format: crate::logging::LogFormat,
     },
     /// Gateway file tools.
     #[command(subcommand)]

@@ -71,8 +71,8 @@ fn check_exposure(
         .hint("set --bearer-token-env VAR, or pass --allow-unauthenticated if something in front of the gateway authenticates its clients"));
     }
     Ok(Some(format!(
-        "mcp-host gateway: warning: serving http://{addr} without authentication: any local \
-         process can use the gateway's servers (set --bearer-token-env to require a token)"
+        "serving http://{addr} without authentication: any local process can use the \
+         gateway's servers (set --bearer-token-env to require a token)"
     )))
 }
 
@@ -97,9 +97,17 @@ pub(crate) async fn serve(
     if let Some(addr) = http
         && let Some(warning) = check_exposure(addr, bearer.is_some(), flags.allow_unauthenticated)?
     {
-        eprintln!("{warning}");
+        tracing::warn!("{warning}");
     }
-    let gateway = Gateway::start(loaded, GatewayOptions::new())
+    // The file's `logFile` takes every line of this process's log, not only the gateway's.
+    let mut options = GatewayOptions::new();
+    if let Some(path) = &loaded.file.log_file {
+        let file = mcp_gateway::open_log_file(path)
+            .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
+        crate::logging::to_file(file);
+        options.write_log_file = false;
+    }
+    let gateway = Gateway::start(loaded, options)
         .await
         .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
     match http {
@@ -111,7 +119,7 @@ pub(crate) async fn serve(
             let (listener, local) = mcp_http::bind(addr)
                 .await
                 .map_err(|e| Failure::new(Code::Other, format!("cannot listen on {addr}: {e}")))?;
-            eprintln!("mcp-host gateway: listening on http://{local}/mcp");
+            tracing::info!("listening on http://{local}/mcp");
             let mut config = HttpServerConfig::new(gateway.server_config());
             config.bearer_token = bearer;
             flags.apply(&mut config);

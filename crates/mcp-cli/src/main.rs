@@ -23,6 +23,7 @@ mod device;
 mod exit;
 mod gateway;
 mod live;
+mod logging;
 mod manage;
 mod output;
 mod ps;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code.exit_code());
         }
     };
+    logging::init(&log_settings(&cli));
     let out = Out::new(cli.json);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -118,6 +120,27 @@ fn main() -> ExitCode {
             out.failure(&failure);
             ExitCode::from(failure.code.exit_code())
         }
+    }
+}
+
+/// What the log shows and how: `serve` logs what happens (it has no output of its own), the
+/// other commands only errors unless asked with `-v`.
+fn log_settings(cli: &Cli) -> logging::Settings {
+    let (default, format) = match &cli.command {
+        Command::Serve { log_format, .. } => {
+            (tracing::level_filters::LevelFilter::INFO, *log_format)
+        }
+        _ => (
+            tracing::level_filters::LevelFilter::ERROR,
+            logging::LogFormat::Text,
+        ),
+    };
+    logging::Settings {
+        default,
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+        rust_log: std::env::var("RUST_LOG").ok(),
+        format,
     }
 }
 
@@ -218,6 +241,7 @@ async fn run(
             http,
             bearer_token_env,
             http_flags,
+            ..
         } => {
             gateway::serve(
                 &cx,

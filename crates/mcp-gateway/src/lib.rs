@@ -54,5 +54,6 @@ mod tool_name;
 
 // The public interface is:
 pub use cache::DEFAULT_CACHE_TTL;
+pub use call_log::open_log_file;
 pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema, upstreams};
 pub use server::{Gateway, GatewayOptions};

@@ -32,8 +32,14 @@ use crate::shared::Shared;
 pub struct GatewayOptions {
     /// Who the gateway is to its clients and to the upstream servers.
     pub implementation: Implementation,
-    /// Where the per-call log goes when the file names no `logFile`: `None` is standard error.
+    /// The log file when the gateway file names no `logFile`. Every log line is also a
+    /// `tracing` event (target `mcp_gateway`), whatever this says.
     pub log_file: Option<PathBuf>,
+    /// Whether the gateway writes its lines to the log file itself (the default). Off when
+    /// the process's own `tracing` subscriber writes to that file, as `mcp-host serve` does
+    /// (open it with [`open_log_file`](crate::open_log_file)), so that no line is written
+    /// twice.
+    pub write_log_file: bool,
 }
 
 impl GatewayOptions {
@@ -45,6 +51,7 @@ impl GatewayOptions {
                 env!("CARGO_PKG_VERSION").to_owned(),
             ),
             log_file: None,
+            write_log_file: true,
         }
     }
 }
@@ -79,7 +86,7 @@ impl Gateway {
             oauth,
         } = loaded;
         let log_path = file.log_file.clone().or(options.log_file.clone());
-        let log = CallLog::open(log_path.as_deref())?;
+        let log = CallLog::open(log_path.as_deref(), options.write_log_file)?;
         let routes = Arc::new(Routes::default());
         let unattended = file.unattended.unwrap_or_default();
         let mut host_options = HostOptions::new(
@@ -193,7 +200,17 @@ impl Handler for Gateway {
         context: RequestContext,
     ) -> Result<RawJson, ErrorObject> {
         self.shared.routes.register(&context);
-        self.mode.handle(&self.shared, request, context).await
+        let session = context.session;
+        let logged = self.shared.log.request(&request, session);
+        let answer = self.mode.handle(&self.shared, request, context).await;
+        if let Some(logged) = logged {
+            self.shared.log.answered(logged, session, &answer);
+        }
+        answer
+    }
+
+    fn initialized(&self, session: SessionKey, client: &mcp_protocol::ClientInfo) {
+        self.shared.log.initialized(session, client);
     }
 
     fn notified(&self, session: SessionKey, notification: ClientNotification) {
@@ -201,6 +218,7 @@ impl Handler for Gateway {
     }
 
     fn closed(&self, session: SessionKey) {
+        self.shared.log.closed(session);
         self.shared.routes.closed(session);
     }
 

@@ -50,6 +50,13 @@ pub trait Handler: Send + Sync + 'static {
         let _ = (session, notification);
     }
 
+    /// The client finished the handshake (`notifications/initialized`): who it is, the version
+    /// agreed and what it offers. A server that logs its sessions says so here; the stateless
+    /// era has no handshake, and this is never called for it.
+    fn initialized(&self, session: SessionKey, client: &ClientInfo) {
+        let _ = (session, client);
+    }
+
     /// The session ended (the client left, closed it, or broke the protocol): a handler that
     /// keeps state per session ([`RequestContext::session`]) drops it here.
     fn closed(&self, session: SessionKey) {
@@ -338,6 +345,7 @@ enum Tell {
         context: RequestContext,
     },
     Notified(ClientNotification),
+    Initialized(Box<ClientInfo>),
     Closed,
 }
 
@@ -458,6 +466,7 @@ impl<H: Handler> ServerCore<H> {
                     context,
                 } => self.start(id, request, context),
                 Tell::Notified(n) => self.handler.notified(self.key, n),
+                Tell::Initialized(client) => self.handler.initialized(self.key, &client),
                 Tell::Closed => self.handler.closed(self.key),
             }
         }
@@ -539,7 +548,10 @@ impl<H: Handler> ServerCore<H> {
                 ServerEvent::Notification(notification) => {
                     state.tell.push(Tell::Notified(notification));
                 }
-                // Initialized, progress on our own requests, client notifications and
+                ServerEvent::Initialized(client) => {
+                    state.tell.push(Tell::Initialized(Box::new(client)));
+                }
+                // Progress on our own requests, client notifications and
                 // diagnostics need nothing from the runtime.
                 _ => {}
             }

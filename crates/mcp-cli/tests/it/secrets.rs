@@ -344,7 +344,7 @@ fn a_gateway_log_file_open_to_others_is_made_private() {
     assert!(status.success(), "{logged}");
     // It ran and wrote to the same file, after what was there.
     assert!(
-        logged.starts_with("earlier\n") && logged.contains("mcp-host gateway:"),
+        logged.starts_with("earlier\n") && logged.contains(" mcp_gateway: "),
         "{logged}"
     );
     let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;

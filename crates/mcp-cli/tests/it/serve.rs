@@ -110,7 +110,7 @@ fn serve_over_stdio_speaks_mcp_on_stdout_and_logs_on_stderr() {
         .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("mcp-host gateway:"), "{stderr}");
+    assert!(stderr.contains(" INFO mcp_gateway: "), "{stderr}");
     assert!(stderr.contains("call call-tool demo/echo"), "{stderr}");
 }
 

@@ -139,7 +139,7 @@ async fn the_acceptance_lines_over_stdio_and_http() {
         "{log}"
     );
     assert!(
-        log.contains("warning: categories.basic.tools.includeNames: `nope`"),
+        log.contains("WARN mcp_gateway: categories.basic.tools.includeNames: `nope`"),
         "{log}"
     );
     for (transport, client) in gw.clients().await {
@@ -349,7 +349,7 @@ async fn a_down_upstream_still_lists_the_categories() {
     let log = gw.log();
     assert!(log.contains("0 unresolved, 1 unavailable"), "{log}");
     assert!(
-        !log.contains("warning: categories"),
+        !log.contains("WARN mcp_gateway: categories"),
         "unavailable is not unknown: {log}"
     );
     for (transport, client) in gw.clients().await {
