@@ -78,6 +78,7 @@ impl flags::Interop {
         crate::oidc::run(sh, &tools)?;
         crate::providers::run(sh, &node, &script)?;
         crate::login::run(sh, &node, &tools, self.long)?;
+        crate::otlp::run(sh, &tools)?;
         gateway(sh, &node, &tools)
     }
 }

@@ -18,6 +18,7 @@ mod interop;
 mod login;
 mod netfault;
 mod oidc;
+mod otlp;
 mod providers;
 mod publish;
 mod tidy;

@@ -51,9 +51,11 @@ mod server;
 mod shared;
 mod sync;
 mod tool_name;
+mod trace;
 
 // The public interface is:
 pub use cache::DEFAULT_CACHE_TTL;
 pub use call_log::open_log_file;
 pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema, upstreams};
 pub use server::{Gateway, GatewayOptions};
+pub use trace::{TraceExport, TraceStats};

@@ -25,6 +25,7 @@ use crate::mode::meta::MetaMode;
 use crate::mode::passthrough::PassthroughMode;
 use crate::routes::{Forwarder, Routes};
 use crate::shared::Shared;
+use crate::trace::{TraceExport, TraceStats, Tracer};
 
 /// How a gateway runs, beyond its file.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ use crate::shared::Shared;
 pub struct GatewayOptions {
     /// Who the gateway is to its clients and to the upstream servers.
     pub implementation: Implementation,
+    /// Where its OpenTelemetry spans go, if anywhere ([`TraceExport::from_env`]).
+    pub traces: Option<TraceExport>,
     /// The log file when the gateway file names no `logFile`. Every log line is also a
     /// `tracing` event (target `mcp_gateway`), whatever this says.
     pub log_file: Option<PathBuf>,
@@ -50,6 +53,7 @@ impl GatewayOptions {
                 "mcp-host-gateway".to_owned(),
                 env!("CARGO_PKG_VERSION").to_owned(),
             ),
+            traces: None,
             log_file: None,
             write_log_file: true,
         }
@@ -106,6 +110,7 @@ impl Gateway {
             file::Mode::Passthrough => Arc::new(PassthroughMode::default()),
             file::Mode::Meta => Arc::new(MetaMode::new(ListCache::new(ttl))),
         };
+        let (traces, trace_warning) = Tracer::new(options.traces.clone());
         let shared = Arc::new(Shared {
             host,
             file: Mutex::new(Arc::new(file)),
@@ -115,8 +120,12 @@ impl Gateway {
             log,
             routes,
             implementation: options.implementation,
+            traces,
         });
         for warning in &warnings {
+            shared.log.line(&format!("warning: {warning}"));
+        }
+        if let Some(warning) = trace_warning {
             shared.log.line(&format!("warning: {warning}"));
         }
         shared.host.start(entries).await;
@@ -153,6 +162,11 @@ impl Gateway {
         &self.shared.host
     }
 
+    /// How many of its spans were exported and dropped so far.
+    pub fn trace_stats(&self) -> TraceStats {
+        self.shared.traces.stats()
+    }
+
     /// The mode it serves.
     pub fn mode(&self) -> file::Mode {
         self.mode.kind()
@@ -170,6 +184,7 @@ impl Gateway {
     /// upstream servers.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         let config = self.server_config();
+        self.shared.traces.set_transport("pipe");
         let host = self.shared.host.clone();
         let result = mcp_stdio::serve_stdio(config, self).await;
         host.shutdown().await;
@@ -184,6 +199,7 @@ impl Gateway {
         mut http: mcp_http::HttpServerConfig,
     ) -> std::io::Result<()> {
         http.server = self.server_config();
+        self.shared.traces.set_transport("tcp");
         mcp_http::serve_http(listener, http, self).await
     }
 
@@ -202,7 +218,10 @@ impl Handler for Gateway {
         self.shared.routes.register(&context);
         let session = context.session;
         let logged = self.shared.log.request(&request, session);
-        let answer = self.mode.handle(&self.shared, request, context).await;
+        let span = self.shared.traces.server(&request, &context);
+        let answer = span
+            .run(self.mode.handle(&self.shared, request, context))
+            .await;
         if let Some(logged) = logged {
             self.shared.log.answered(logged, session, &answer);
         }

@@ -15,6 +15,7 @@ use crate::call_log::CallLog;
 use crate::file::GatewayFile;
 use crate::routes::Routes;
 use crate::sync::lock;
+use crate::trace::{self, Target, Tracer};
 
 /// What every request handler sees.
 #[derive(Debug)]
@@ -30,6 +31,8 @@ pub(crate) struct Shared {
     pub(crate) log: CallLog,
     pub(crate) routes: Arc<Routes>,
     pub(crate) implementation: Implementation,
+    /// The gateway's OpenTelemetry spans (`trace/`).
+    pub(crate) traces: Tracer,
 }
 
 impl Shared {
@@ -78,7 +81,7 @@ impl Shared {
         &self,
         label: &str,
         server: &str,
-        params: CallToolParams,
+        mut params: CallToolParams,
         context: &RequestContext,
     ) -> Result<Relayed, CallError> {
         let tool = params.name.clone();
@@ -102,7 +105,17 @@ impl Shared {
         if context.era == Some(Era::Stateless) {
             options = options.passing_input_required();
         }
+        let span = self.traces.upstream(
+            &self.host,
+            server,
+            "tools/call",
+            Some(Target::Tool(&tool)),
+            &mut params.meta,
+        );
         let outcome = self.host.relay_call(server, params, options).await;
+        if let Some(span) = span {
+            span.end(trace::call_outcome(&outcome));
+        }
         if let Some(task) = forward {
             // The sender went with the call; the task ends once it has passed on the rest.
             let _ = task.await;

@@ -44,6 +44,7 @@ use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
+use crate::trace;
 
 /// How many pages of one upstream list are followed before the rest is dropped.
 const MAX_PAGES: usize = 100;
@@ -731,7 +732,12 @@ async fn forward(
         Some(Value::Object(meta)) => Some(meta),
         _ => None,
     };
-    if let Some(meta) = shared.upstream_meta(server, context, meta) {
+    let mut meta = shared.upstream_meta(server, context, meta);
+    let target = trace::Target::of(method, &params);
+    let span = shared
+        .traces
+        .upstream(&shared.host, server, method, target, &mut meta);
+    if let Some(meta) = meta {
         params["_meta"] = Value::Object(meta);
     }
     let params = RawJson::encode(&params).map_err(|e| reply::internal(e.to_string()))?;
@@ -744,8 +750,11 @@ async fn forward(
     };
     let result = client
         .request_raw(method, Some(params), options, None)
-        .await
-        .map_err(|e| upstream_error(server, &shared.host.secrets(server), &e))?;
+        .await;
+    if let Some(span) = span {
+        span.end(trace::request_outcome(&result));
+    }
+    let result = result.map_err(|e| upstream_error(server, &shared.host.secrets(server), &e))?;
     without_server_info(result)
 }
 

@@ -8,3 +8,4 @@ mod env;
 mod meta;
 mod passthrough;
 mod support;
+mod traces;
