@@ -107,6 +107,15 @@ pub(crate) async fn serve(
         crate::logging::to_file(file);
         options.write_log_file = false;
     }
+    // OpenTelemetry spans, exported when the standard OTEL_* variables say where.
+    let mut trace_warnings = Vec::new();
+    options.traces = mcp_gateway::TraceExport::from_env(
+        |name| cx.env.var(name).map(str::to_owned),
+        &mut trace_warnings,
+    );
+    for warning in trace_warnings {
+        tracing::warn!("{warning}");
+    }
     let gateway = Gateway::start(loaded, options)
         .await
         .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
