@@ -125,6 +125,7 @@ pub(crate) async fn start(
     };
     let mut options = setup::host_options(&loaded, client_info(), policy);
     options.prompter = setup.prompter;
+    options.era_file = setup::era_file(&cx.paths);
     let host = Host::new(options);
     connect(&host, entries, setup.spinner).await;
     Ok(Live { host })

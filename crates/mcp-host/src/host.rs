@@ -97,6 +97,7 @@ impl Host {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let inner = Arc::new(Inner {
             permits: Arc::new(Semaphore::new(options.max_connections)),
+            eras: crate::eras::EraMemory::new(options.era_file.clone()),
             options,
             session,
             slots: Mutex::new(BTreeMap::new()),

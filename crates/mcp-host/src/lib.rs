@@ -66,6 +66,7 @@ pub mod config;
 mod device_login;
 mod elicit;
 mod entry;
+mod eras;
 mod error;
 mod events;
 pub mod export;

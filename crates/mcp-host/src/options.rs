@@ -2,6 +2,7 @@
 //! consumer's answers to what servers ask of the host ([`ServerRequestHandler`]).
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +55,11 @@ pub struct HostOptions {
     pub roots: Option<Vec<Root>>,
     /// Sampling and elicitation, when the consumer supports them.
     pub requests: Option<Arc<dyn ServerRequestHandler>>,
+    /// Where the era each server spoke is remembered between runs
+    /// ([`setup::era_file`](crate::setup::era_file) gives the usual place), so that a server
+    /// that ignores the `server/discover` probe costs its timeout once, not on every start.
+    /// `None`, the default, remembers only for this host's life.
+    pub era_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -85,6 +91,7 @@ impl HostOptions {
             prompter: None,
             roots: None,
             requests: None,
+            era_file: None,
         }
     }
 }

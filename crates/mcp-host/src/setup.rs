@@ -179,6 +179,14 @@ fn distrust_allow(rules: &ServerRules, notes: &mut Vec<String>) -> ServerRules {
     out
 }
 
+/// Where a host of this user remembers the era each server spoke: `eras.json` in the global
+/// configuration file's directory, beside the token store; `None` when that is not known.
+pub fn era_file(paths: &crate::config::ConfigPaths) -> Option<std::path::PathBuf> {
+    paths
+        .global_dir()
+        .map(|dir| dir.join(crate::eras::ERAS_FILE_NAME))
+}
+
 /// Host options from the configuration's host-wide settings, with `policy` deciding where
 /// the configuration asks.
 pub fn host_options(

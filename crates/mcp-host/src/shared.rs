@@ -35,6 +35,8 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<HostEvent>,
     /// What the connections to every server share (the HTTP era cache).
     pub(crate) transports: crate::transport::Shared,
+    /// The era each server spoke before (on disk, with [`HostOptions::era_file`]).
+    pub(crate) eras: crate::eras::EraMemory,
 }
 
 impl std::fmt::Debug for Inner {

@@ -1055,3 +1055,127 @@ async fn login_logout_and_restart_fail_with_typed_errors() {
     assert_eq!(host.server_status("s").unwrap().state, ServerState::Ready);
     host.shutdown().await;
 }
+
+/// A fresh directory for one test's files.
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-host-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// How many requests of `method` the fake server logged to `log`.
+fn requests(log: &std::path::Path, method: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| *line == method)
+        .count()
+}
+
+/// One connection of a host that remembers eras in `file`: ready, in the handshake era.
+async fn connect_remembering(file: &std::path::Path, entry: ServerEntry) -> mcp_host::ServerStatus {
+    let mut o = options(AllowAll);
+    o.era_file = Some(file.to_owned());
+    let host = Host::new(o);
+    let id = entry.id.clone();
+    host.start(vec![entry]).await;
+    let status = host.server_status(&id).unwrap();
+    host.shutdown().await;
+    assert_eq!(status.state, ServerState::Ready, "{status:?}");
+    status
+}
+
+/// A server that ignores requests it does not know never answers the `server/discover`
+/// probe: the first connection waits out the probe (bounded by the request timeout) and
+/// remembers the era on disk, so that the next host's connection sends no probe at all; a
+/// changed configuration is another server, probed again. Counted from the requests the
+/// server logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_era_is_remembered_on_disk_and_a_changed_configuration_probes_again() {
+    let dir = scratch("eras");
+    let (file, log) = (dir.join("eras.json"), dir.join("requests.log"));
+    let log_arg = log.display().to_string();
+    let deaf = |extra: &[&str]| {
+        let mut flags = vec!["--ignore-unknown", "--log-requests", log_arg.as_str()];
+        flags.extend_from_slice(extra);
+        let mut entry = fake("deaf", &flags);
+        // The probe waits at most this long, not its own 10 s.
+        entry.request_timeout = Duration::from_millis(1000);
+        entry
+    };
+    let first = connect_remembering(&file, deaf(&[])).await;
+    assert_eq!(requests(&log, "server/discover"), 1);
+    assert_eq!(requests(&log, "initialize"), 1);
+    let probed = first.negotiation.unwrap();
+    assert!(
+        probed.starts_with("no answer to server/discover within"),
+        "{probed}"
+    );
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("\"handshake\"")
+    );
+
+    let second = connect_remembering(&file, deaf(&[])).await;
+    assert_eq!(requests(&log, "initialize"), 2);
+    assert_eq!(
+        requests(&log, "server/discover"),
+        1,
+        "the second connection probed"
+    );
+    let remembered = second.negotiation.unwrap();
+    assert!(
+        remembered.starts_with("this server spoke the handshake era before"),
+        "{remembered}"
+    );
+
+    connect_remembering(&file, deaf(&["--tools", "1"])).await;
+    assert_eq!(requests(&log, "initialize"), 3);
+    assert_eq!(
+        requests(&log, "server/discover"),
+        2,
+        "a changed entry was not probed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server remembered as a handshake-era one that now speaks only 2026-07-28 (upgraded under
+/// the same command line) refuses `initialize`: the host probes it at once, connects in the
+/// new era, and remembers that instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_upgraded_since_it_was_remembered_is_probed_again() {
+    let dir = scratch("eras-upgrade");
+    let (file, log) = (dir.join("eras.json"), dir.join("requests.log"));
+    let log_arg = log.display().to_string();
+    let server = |stateless: bool| {
+        let mut entry = fake("up", &["--log-requests", log_arg.as_str()]);
+        let Ok(Connect::Stdio(config)) = &mut entry.connect else {
+            unreachable!("fake makes stdio entries")
+        };
+        config.env = vec![(
+            "FAKE_STATELESS".to_owned(),
+            if stateless { "1" } else { "0" }.to_owned(),
+        )];
+        entry
+    };
+    let old = connect_remembering(&file, server(false)).await;
+    assert_eq!(old.era, Some(mcp_protocol::Era::Handshake));
+    assert_eq!(requests(&log, "server/discover"), 1);
+    let new = connect_remembering(&file, server(true)).await;
+    assert_eq!(new.era, Some(mcp_protocol::Era::Stateless), "{new:?}");
+    // Initialize on the remembered era first, then the probe that found the new one.
+    assert_eq!(requests(&log, "initialize"), 2);
+    assert_eq!(requests(&log, "server/discover"), 2);
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("\"stateless\"")
+    );
+    // And the next connection goes straight to the probe's answer.
+    let again = connect_remembering(&file, server(true)).await;
+    assert_eq!(again.era, Some(mcp_protocol::Era::Stateless));
+    assert_eq!(requests(&log, "initialize"), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -42,7 +42,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
         message,
         auth_required: false,
     };
-    let client = crate::transport::open(entry, connect, session, &inner.transports).await?;
+    let client = open(inner, entry, connect, session).await?;
     let has_tools = client.server_info().capabilities.tools.is_some();
     let tools = if has_tools {
         match client.list_all_tools().await {
@@ -57,6 +57,44 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
     };
     let exposed = adapt(inner, slot, tools);
     Ok((client, exposed))
+}
+
+/// Opens the connection, skipping the `server/discover` probe for a server remembered to
+/// speak the handshake era, and remembers the era it spoke. If a connection made on what was
+/// remembered fails, the memory is dropped and the server probed at once: it may have been
+/// upgraded to the stateless era, whose servers refuse `initialize`.
+async fn open(
+    inner: &Inner,
+    entry: &crate::entry::ServerEntry,
+    connect: crate::entry::Connect,
+    mut session: mcp_protocol::ClientConfig,
+) -> Result<Client, Failure> {
+    let key = crate::eras::key(entry);
+    let remembered = match &key {
+        Some(key) => inner.eras.known(key).await == Some(mcp_protocol::Era::Handshake),
+        None => false,
+    };
+    let probing = session.clone();
+    if remembered {
+        session.cached_era = Some(mcp_protocol::Era::Handshake);
+    }
+    let mut opened =
+        crate::transport::open(entry, connect.clone(), session, &inner.transports).await;
+    if let (Some(key), Err(failure)) = (&key, &opened)
+        && remembered
+        && !failure.auth_required
+    {
+        tracing::info!(server = %entry.id, "connecting as the handshake-era server it was failed ({}); probing its era again", failure.message);
+        inner.eras.learned(key, &entry.id, None).await;
+        opened = crate::transport::open(entry, connect, probing, &inner.transports).await;
+    }
+    if let (Some(key), Ok(client)) = (&key, &opened) {
+        inner
+            .eras
+            .learned(key, &entry.id, Some(client.server_info().era))
+            .await;
+    }
+    opened
 }
 
 /// Runs one server for as long as it is configured: a thin loop around its [`Lifecycle`],

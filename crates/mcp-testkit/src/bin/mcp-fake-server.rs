@@ -12,6 +12,10 @@
 //!   --grandchild            start a grandchild process at start-up (like an npx launcher)
 //!   --notify-before-init    send a log notification before the initialize result
 //!   --hang-initialize       never answer initialize
+//!   --ignore-unknown        never answer a request whose method it does not know
+//!                           (`server/discover` among them), as some handshake-era servers do
+//!   --log-requests PATH     append the method of every request received to PATH, one a line
+//!                           (what a test counts to see which requests a host sent)
 //!   --startup-delay-ms N    wait before reading stdin (or before exiting, with --exit-on-start)
 //!   --garbage-on-start      print a non-JSON line before anything else
 //!   --stderr-on-start N     write N bytes to stderr at start-up
@@ -27,6 +31,8 @@
 //!                           `tools/call` fails with it, and so does a failing `tools/list`
 //!                           (a server that quotes its own key in an error, which the host
 //!                           must redact)
+//!
+//! With `FAKE_STATELESS=1` in its environment it speaks only the 2026-07-28 era.
 //!
 //! Tools: echo {message}, sleep {ms}, hang, crash, garbage, huge {bytes}, huge_noise {bytes},
 //! flood_stderr {bytes}, progress {steps, delay_ms}, sample, elicit, roots, list_changed,
@@ -83,7 +89,26 @@ struct Flags {
     idle: bool,
     no_resources: bool,
     no_prompts: bool,
+    ignore_unknown: bool,
+    log_requests: Option<String>,
 }
+
+/// The methods a handshake-era server of 2025-11-25 serves: what `--ignore-unknown` answers.
+const HANDSHAKE_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "logging/setLevel",
+    "completion/complete",
+];
 
 fn parse_flags() -> Flags {
     let mut f = Flags::default();
@@ -105,6 +130,8 @@ fn parse_flags() -> Flags {
             "--idle" => f.idle = true,
             "--no-resources" => f.no_resources = true,
             "--no-prompts" => f.no_prompts = true,
+            "--ignore-unknown" => f.ignore_unknown = true,
+            "--log-requests" => f.log_requests = args.next(),
             "--fail-tools-list-after" => {
                 FAIL_LIST_AFTER.store(num() as usize, std::sync::atomic::Ordering::Relaxed);
             }
@@ -230,7 +257,13 @@ async fn run(flags: Flags) {
         config.capabilities.prompts = Some(ListChangedCapability::new());
     }
     config.capabilities.logging = Some(JsonObject::new());
-    let mut session = ServerSession::new(config);
+    // An upgraded server under the same command line: what a host remembered of it is wrong.
+    let mut session = if std::env::var("FAKE_STATELESS").is_ok_and(|v| v == "1") {
+        config.supported_versions = vec![mcp_protocol::ProtocolVersion::V2026_07_28];
+        ServerSession::stateless(config)
+    } else {
+        ServerSession::new(config)
+    };
     let (act_tx, mut act_rx) = mpsc::unbounded_channel::<Action>();
     let mut asks: HashMap<RequestId, oneshot::Sender<Result<RawJson, String>>> = HashMap::new();
     let mut raw_asks: HashMap<RequestId, oneshot::Sender<Result<RawJson, String>>> = HashMap::new();
@@ -289,6 +322,15 @@ async fn run(flags: Flags) {
                                 _ => Err("unexpected".to_owned()),
                             });
                             continue;
+                        }
+                        if let mcp_protocol::Decoded::Single(Message::Request(r)) = &decoded {
+                            if let Some(path) = &flags.log_requests {
+                                let mut log = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+                                writeln!(log, "{}", r.method).unwrap();
+                            }
+                            if flags.ignore_unknown && !HANDSHAKE_METHODS.contains(&r.method.as_str()) {
+                                continue;
+                            }
                         }
                         if let mcp_protocol::Decoded::Single(Message::Request(r)) = &decoded
                             && r.method == "initialize"
