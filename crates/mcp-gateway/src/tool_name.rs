@@ -181,4 +181,19 @@ mod tests {
         assert!(q.starts_with("evilAAA") && q.ends_with('…'), "{q}");
         assert!(q.len() <= MAX_SHOWN + '…'.len_utf8());
     }
+
+    /// docs/gateway.md: "A name of 1 to 128 bytes with no control, whitespace or invisible
+    /// character … is shown as it is", any other gets `-` and 8 hex digits of a hash, the same
+    /// on every run (so a fixed value here, not one computed by this process).
+    #[test]
+    fn the_documented_bounds_and_a_suffix_that_is_the_same_on_every_run() {
+        let longest = "x".repeat(MAX_SHOWN);
+        assert_eq!(shown(&longest), longest);
+        assert_eq!(shown("a b"), "ab-04833892");
+        assert_eq!(shown(""), "tool-84222325");
+        for invisible in ['\u{200b}', '\u{2060}', '\u{feff}', '\u{2066}'] {
+            let name = format!("a{invisible}b");
+            assert!(shown(&name).starts_with("ab-"), "{name:?}");
+        }
+    }
 }

@@ -7,5 +7,6 @@ mod category;
 mod env;
 mod meta;
 mod passthrough;
+mod promises;
 mod support;
 mod traces;
