@@ -11,6 +11,7 @@ mod exit_codes;
 mod gateway_login;
 mod live;
 mod login_page;
+mod logs;
 mod manage;
 mod model_apis;
 mod operations;
