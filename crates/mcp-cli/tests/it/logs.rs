@@ -255,6 +255,10 @@ fn v_q_and_rust_log_change_what_serve_logs() {
     // -v: the requests at debug, on top of the info lines.
     let verbose = serve_session(&user, &file, &["-v"], None);
     assert!(
+        verbose.contains("INFO mcp_stdio::stderr: hello from the upstream"),
+        "{verbose}"
+    );
+    assert!(
         verbose.contains("DEBUG mcp_gateway: request prompts/get"),
         "{verbose}"
     );
