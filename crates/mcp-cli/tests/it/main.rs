@@ -9,6 +9,7 @@ mod budget;
 mod device;
 mod exit_codes;
 mod gateway_login;
+mod gateway_promises;
 mod live;
 mod login_page;
 mod logs;
