@@ -175,3 +175,37 @@ async fn a_host_or_origin_that_only_starts_like_loopback_is_refused() {
         );
     }
 }
+
+/// docs/gateway.md: "a JSON (not SSE) answer to a batch is held until its last answer and
+/// counts against the stream's limit, past which the POST gets an error instead of its
+/// answers"; "One message always fits in an empty stream". Which error depends on timing:
+/// `500` when the answers passed the limit while being gathered, `503` when they came faster
+/// than they were gathered and the stream itself was cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_batch_answer_past_the_stream_limit_is_refused() {
+    let addr = start(|c| {
+        c.json_response = true;
+        c.max_stream_buffer_bytes = 100;
+    })
+    .await;
+    let init = INIT.replace("2025-11-25", "2025-03-26");
+    let first = post(addr, "", &init).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    let session = format!("mcp-session-id: {}\r\n", session_id(&first));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let accepted = post(addr, &session, initialized).await;
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+
+    let request = |id: u32| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+    // One answer (about 80 bytes) fits; a batch of one is answered whole.
+    let one = post(addr, &session, &format!("[{}]", request(2))).await;
+    assert!(one.starts_with("HTTP/1.1 200"), "{one}");
+    assert!(one.contains(r#"[{"jsonrpc":"2.0","id":2,"#), "{one}");
+    // Three answers together pass the 100 bytes.
+    let batch = format!("[{},{},{}]", request(3), request(4), request(5));
+    let three = post(addr, &session, &batch).await;
+    let refused = (three.starts_with("HTTP/1.1 500") && three.contains("max_stream_buffer_bytes"))
+        || (three.starts_with("HTTP/1.1 503") && three.contains("too many unread answers"));
+    assert!(refused, "{three}");
+    assert!(!three.contains(r#""id":3"#), "{three}");
+}

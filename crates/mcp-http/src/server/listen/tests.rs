@@ -156,3 +156,41 @@ async fn connections_past_the_limit_get_503_until_one_closes() {
     }
     assert!(served.starts_with("HTTP/1.1 404"), "{served}");
 }
+
+/// A listener whose every `accept()` fails as an out-of-descriptors one does, noting when on
+/// tokio's clock.
+struct Exhausted {
+    calls: Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>,
+}
+
+impl Listener for Exhausted {
+    type Io = TcpStream;
+
+    async fn accept(&mut self) -> io::Result<TcpStream> {
+        self.calls
+            .lock()
+            .expect("no test thread panics holding it")
+            .push(tokio::time::Instant::now());
+        Err(io::Error::from_raw_os_error(24))
+    }
+}
+
+/// docs/gateway.md: a failed `accept()` "waits from 5 ms, doubling up to 1 s, and tries
+/// again". The clock is tokio's, paused: each wait is exactly the sleep the loop asked for.
+#[tokio::test(start_paused = true)]
+async fn a_failed_accept_waits_from_5_ms_doubling_up_to_1_s() {
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = HttpServer::new(config(), Nothing);
+    let exhausted = Exhausted {
+        calls: Arc::clone(&calls),
+    };
+    tokio::spawn(crate::server::serve_on(exhausted, server));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let calls = calls.lock().unwrap();
+    let waits: Vec<u128> = calls
+        .windows(2)
+        .take(11)
+        .map(|w| (w[1] - w[0]).as_millis())
+        .collect();
+    assert_eq!(waits, [5, 10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+}
