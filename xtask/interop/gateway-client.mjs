@@ -5,9 +5,12 @@
 //
 // It lists the tools (exactly get-category-tools and call-category-tool), loads the
 // category `text`, calls its `echo` and `add` tools through call-category-tool, checks that
-// a disabled tool is refused, and exits non-zero on any mismatch.
+// a disabled tool is refused, and exits non-zero on any mismatch. Over HTTP the gateway is
+// started as docs/gateway.md tells (`--bearer-token-env GATEWAY_TOKEN`): the client sends
+// `Authorization: Bearer <token>`, and one without it is refused first.
 
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -43,11 +46,16 @@ function answerOf(result) {
   }
 }
 
-/// Starts `mcp-host serve --http 127.0.0.1:0` and resolves with its endpoint, read from the
-/// `listening on http://ADDR/mcp` line on its stderr.
+/// The token the HTTP gateway requires of its clients.
+const token = randomUUID();
+
+/// Starts `mcp-host serve --http 127.0.0.1:0 --bearer-token-env GATEWAY_TOKEN` and resolves
+/// with its endpoint, read from the `listening on http://ADDR/mcp` line on its stderr.
 function startHttpGateway() {
-  const child = spawn(mcpHost, ["serve", "--gateway", gatewayFile, "--http", "127.0.0.1:0"], {
+  const args = ["serve", "--gateway", gatewayFile, "--http", "127.0.0.1:0", "--bearer-token-env", "GATEWAY_TOKEN"];
+  const child = spawn(mcpHost, args, {
     stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, GATEWAY_TOKEN: token },
   });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("the gateway printed no address within 60 s")), 60000);
@@ -75,7 +83,16 @@ async function main() {
     const { child, url } = await startHttpGateway();
     httpChild = child;
     console.error(`  gateway at ${url}`);
-    transport = new StreamableHTTPClientTransport(url);
+    const without = new Client({ name: "mcp-host-interop-no-token", version: "0.0.0" });
+    const refused = await without.connect(new StreamableHTTPClientTransport(url)).then(
+      () => null,
+      (error) => ({ code: error?.code, message: String(error?.message ?? error) }),
+    );
+    await without.close().catch(() => {});
+    check("a client without the bearer token is refused with 401", refused?.code === 401, refused);
+    transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
   }
   const client = new Client({ name: "mcp-host-interop", version: "0.0.0" });
   try {
