@@ -23,6 +23,8 @@ pub(crate) async fn run(cx: &Context, out: &Out, gateway: Option<&Path>) -> Resu
         Some(path) => {
             let loaded = crate::gateway::load(cx, path)?;
             for warning in &loaded.warnings {
+                // The configuration's problems say `warning:` themselves.
+                let warning = warning.strip_prefix("warning: ").unwrap_or(warning);
                 out.note(&format!("mcp-host: warning: {warning}"));
             }
             // Nothing is called: the policy never decides.

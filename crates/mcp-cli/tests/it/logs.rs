@@ -444,3 +444,16 @@ async fn no_token_or_secret_reaches_the_log_at_the_most_verbose_level() {
         assert!(!log.contains(secret), "{secret} logged:\n{log}");
     }
 }
+
+/// `budget --gateway` says each of the file's warnings once (it said `warning: warning:` for
+/// the configuration's problems).
+#[test]
+fn budget_says_each_warning_of_a_gateway_file_once() {
+    let user = User::new();
+    let file = gateway_file(user.project.path());
+    let run = user.run(&["budget", "--gateway", file.to_str().unwrap()]);
+    run.code(0)
+        .err_has("mcp-host: warning: categories: ignored in mode `passthrough`")
+        .err_has("field `permission.colour`: unknown field, ignored");
+    assert!(!run.stderr.contains("warning: warning:"), "{run:#?}");
+}
