@@ -199,6 +199,7 @@ impl Gateway {
         mut http: mcp_http::HttpServerConfig,
     ) -> std::io::Result<()> {
         http.server = self.server_config();
+        http.trace_headers = true;
         self.shared.traces.set_transport("tcp");
         mcp_http::serve_http(listener, http, self).await
     }

@@ -167,6 +167,61 @@ async fn without_an_export_the_clients_context_reaches_the_upstream_unchanged() 
     assert_eq!(gateway.trace_stats(), mcp_gateway::TraceStats::default());
 }
 
+/// The context a client instrumented at the HTTP layer sends in headers only.
+const HEADER_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+const HEADER_SPAN: &str = "10f067aa0ba902b8";
+
+/// A client over HTTP whose every POST carries `traceparent` and `tracestate` headers.
+async fn header_client(gateway: &Gateway) -> Client {
+    let url = crate::support::serve_http(gateway, None).await;
+    let mut config = mcp_http::HttpConfig::new("gateway", url);
+    config.headers = vec![
+        (
+            "traceparent".to_owned(),
+            format!("00-{HEADER_TRACE}-{HEADER_SPAN}-01"),
+        ),
+        ("tracestate".to_owned(), "by=header".to_owned()),
+    ];
+    mcp_http::connect(config, plain_client("traces-by-header"))
+        .await
+        .unwrap()
+}
+
+/// Calls `echo` with no `_meta`.
+async fn plain_call(client: &Client) {
+    let mut params = CallToolParams::new("echo".to_owned());
+    params.arguments = json!({"text": ARGUMENT}).as_object().cloned();
+    let result = client
+        .call_tool(params, RequestOptions::DEFAULT)
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traceparent_header_stands_in_for_a_missing_meta_context() {
+    let dir = TempDir::new("traces-header");
+    let recorder = Recorder::default();
+    let upstream = start_recorder(recorder.clone()).await;
+    let gateway = start(&dir, &upstream, None).await;
+    let client = header_client(&gateway).await;
+    plain_call(&client).await;
+    // `_meta` wins over the header.
+    traced_call(&client, "echo", "01").await;
+    let metas = recorder.metas();
+    assert_eq!(metas.len(), 2);
+    assert_eq!(
+        metas[0]["traceparent"],
+        format!("00-{HEADER_TRACE}-{HEADER_SPAN}-01")
+    );
+    assert_eq!(metas[0]["tracestate"], "by=header");
+    assert_eq!(
+        metas[1]["traceparent"],
+        format!("00-{TRACE}-{CLIENT_SPAN}-01")
+    );
+    assert_eq!(metas[1]["tracestate"], "vendor=opaque");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_that_never_answers_slows_and_fails_no_call() {
     // A collector that accepts connections and never answers: the worst kind of dead.
@@ -302,8 +357,10 @@ mod receiver {
         assert_eq!(failed["isError"], true);
         // A client that does not sample its trace gets no spans, and its context goes on.
         traced_call(&client, "echo", "00").await;
+        // A client that sends its context in HTTP headers only.
+        plain_call(&header_client(&gateway).await).await;
 
-        wait_for_stats(&gateway, |s| s.exported >= 4).await;
+        wait_for_stats(&gateway, |s| s.exported >= 6).await;
         let received = receiver.received().await;
         assert_eq!(received["errors"], json!([]), "the receiver refused some");
         let spans = received["spans"].as_array().unwrap().clone();
@@ -365,7 +422,7 @@ mod receiver {
 
         // The upstream continued the trace under the gateway's client span.
         let metas = recorder.metas();
-        assert_eq!(metas.len(), 3);
+        assert_eq!(metas.len(), 4);
         let (trace, parent, flags) = parent_of(&metas[0]);
         assert_eq!((trace.as_str(), flags.as_str()), (TRACE, "01"));
         assert_eq!(parent, upstream_span["spanId"].as_str().unwrap());
@@ -379,6 +436,18 @@ mod receiver {
             assert_eq!(span["status"], 2, "{span}");
         }
         assert_eq!(failed_client["parentSpanId"], failed_server["spanId"]);
+
+        // The header's context is the parent when `_meta` has none.
+        let by_header = one(&spans, HEADER_TRACE, 2, "tools/call echo");
+        assert_eq!(by_header["parentSpanId"], HEADER_SPAN);
+        assert_eq!(by_header["traceState"], "by=header");
+        let under = one(&spans, HEADER_TRACE, 3, "tools/call echo");
+        assert_eq!(under["parentSpanId"], by_header["spanId"]);
+        let (trace, parent, _) = parent_of(&recorder.metas()[3]);
+        assert_eq!(
+            (trace.as_str(), parent.as_str()),
+            (HEADER_TRACE, under["spanId"].as_str().unwrap())
+        );
 
         // The unsampled call: its own context went upstream as it was, and nothing recorded.
         assert_eq!(

@@ -22,6 +22,7 @@ mod listen;
 mod queue;
 mod routes;
 mod security;
+mod trace_headers;
 mod stateless;
 
 use std::collections::HashMap;
@@ -99,6 +100,10 @@ pub struct HttpServerConfig {
     pub standalone_stream: bool,
     /// The `retry` sent in the priming event of each stream, in milliseconds.
     pub retry_ms: u64,
+    /// Put a POST's W3C `traceparent` and `tracestate` headers into the `params._meta` of
+    /// each request it carries that has no `traceparent` there, where MCP carries trace
+    /// context, for a server that traces (the gateway); off by default.
+    pub trace_headers: bool,
     /// How long a POST's SSE head waits for the stream's first event to leave with it in one
     /// write ([`HEAD_WAIT`]; tests lengthen it).
     pub(crate) head_wait: Duration,
@@ -139,6 +144,7 @@ impl HttpServerConfig {
             json_response: false,
             standalone_stream: true,
             retry_ms: 1000,
+            trace_headers: false,
             head_wait: HEAD_WAIT,
         }
     }
@@ -163,6 +169,7 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("max_stream_buffer_bytes", &self.max_stream_buffer_bytes)
             .field("max_session_buffer_bytes", &self.max_session_buffer_bytes)
             .field("max_buffer_bytes", &self.max_buffer_bytes)
+            .field("trace_headers", &self.trace_headers)
             .finish_non_exhaustive()
     }
 }
@@ -380,6 +387,11 @@ impl<H: Handler> HttpServer<H> {
             .get(&PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok())
             .map(ProtocolVersion::parse);
+        let trace = self
+            .config
+            .trace_headers
+            .then(|| trace_headers::read(req.headers()))
+            .flatten();
         let bytes = match self.read_body(req.into_body()).await {
             Ok(bytes) => bytes,
             Err(refusal) => return refusal,
@@ -387,6 +399,10 @@ impl<H: Handler> HttpServer<H> {
         let decoded = match mcp_protocol::decode(&bytes) {
             Ok(decoded) => decoded,
             Err(e) => return undecodable(&e),
+        };
+        let decoded = match &trace {
+            Some(trace) => trace.apply(decoded),
+            None => decoded,
         };
         let is_initialize =
             matches!(&decoded, Decoded::Single(Message::Request(r)) if r.method == "initialize");

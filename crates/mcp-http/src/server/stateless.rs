@@ -84,6 +84,15 @@ impl<H: Handler> HttpServer<H> {
             Ok(Decoded::Batch(_)) => return super::no_batches(),
             Err(e) => return undecodable(&e),
         };
+        let request = match self
+            .config
+            .trace_headers
+            .then(|| super::trace_headers::read(&parts.headers))
+            .flatten()
+        {
+            Some(trace) => trace.apply_to(request),
+            None => request,
+        };
         let params: Option<Value> = request.params.as_ref().and_then(|p| p.decode().ok());
         if let Some(mismatch) =
             self.header_mismatch(&parts.headers, &request.method, params.as_ref())
