@@ -1812,3 +1812,14 @@ mod identity_provider_debug {
         assert!(shown.contains("idp.example/token"), "{shown}");
     }
 }
+
+#[cfg(test)]
+mod documented_defaults {
+    /// docs/gateway.md and configuration.md promise this margin: a token is refreshed 60 s
+    /// before it expires (never before half its lifetime; `store.rs` tests that part).
+    #[test]
+    fn the_refresh_margin_is_60_seconds() {
+        let url = url::Url::parse("https://mcp.example/mcp").expect("a valid URL");
+        assert_eq!(super::Settings::new(url).refresh_margin_ms, 60_000);
+    }
+}
