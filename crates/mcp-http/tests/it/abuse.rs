@@ -209,3 +209,25 @@ async fn a_json_batch_answer_past_the_stream_limit_is_refused() {
     assert!(refused, "{three}");
     assert!(!three.contains(r#""id":3"#), "{three}");
 }
+
+/// docs/gateway.md: a body that does not arrive in time gets "`408`, and the connection is
+/// closed": the answer says `connection: close`, and the server ends the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stops_coming_closes_the_connection() {
+    let addr = start(|c| c.body_read_timeout = Duration::from_millis(200)).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(
+        b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+          accept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\"",
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut answer))
+        .await
+        .expect("the connection was not closed")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+}

@@ -194,3 +194,45 @@ async fn a_failed_accept_waits_from_5_ms_doubling_up_to_1_s() {
         .collect();
     assert_eq!(waits, [5, 10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
 }
+
+/// docs/gateway.md: a connection past the limit gets "`503` with `Retry-After: 1` and the
+/// reason, then the connection is closed", and past 64 of those at once it is closed at once,
+/// without one (each waits up to 2 s for its request, so a flood cannot hold more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_limit_a_connection_is_closed_after_its_503_or_at_once_past_64() {
+    let mut config = config();
+    config.max_connections = 1;
+    let (_server, addr) = start_with(config, 0).await;
+    let _held = TcpStream::connect(addr).await.unwrap();
+    let mut answered = TcpStream::connect(addr).await.unwrap();
+    answered
+        .write_all(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = read_some(&mut answered).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    // The rest of the answer, then the end: `read_some` fails the test if neither comes.
+    loop {
+        let more = read_some(&mut answered).await;
+        if more.is_empty() {
+            break;
+        }
+        answer.push_str(&more);
+    }
+    assert!(answer.contains("max_connections"), "{answer}");
+
+    // 64 connections past the limit that send nothing hold every place for a 503.
+    let mut quiet = Vec::new();
+    for _ in 0..64 {
+        quiet.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let mut refused = TcpStream::connect(addr).await.unwrap();
+    let _ = refused
+        .write_all(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await;
+    assert_eq!(
+        read_some(&mut refused).await,
+        "",
+        "closed without an answer"
+    );
+}
