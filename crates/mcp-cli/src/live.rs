@@ -330,7 +330,15 @@ pub(crate) fn show_statuses(out: &Out, statuses: &[ServerStatus]) {
 
 /// The `/mcp` table as text.
 pub(crate) fn status_table(statuses: &[ServerStatus]) -> String {
-    let mut table = Table::new(&["ID", "TRANSPORT", "SOURCE", "ENABLED", "STATE", "TOOLS"]);
+    let mut table = Table::new(&[
+        "ID",
+        "TRANSPORT",
+        "SOURCE",
+        "ENABLED",
+        "STATE",
+        "TOOLS",
+        "REASON",
+    ]);
     for s in statuses {
         table.row(vec![
             // A refused entry keeps its id as written, which may be the invalid part.
@@ -340,9 +348,23 @@ pub(crate) fn status_table(statuses: &[ServerStatus]) -> String {
             manage::yes_no(s.enabled),
             s.state.as_str().to_owned(),
             s.tools.to_string(),
+            reason(s),
         ]);
     }
     table.render()
+}
+
+/// Why a server is where it is, in a table cell: the wait for a turn under the connection
+/// limit, or the failure of one in `error` or `auth_required` (`status <id>` says it whole).
+fn reason(s: &ServerStatus) -> String {
+    match (&s.waiting, s.state) {
+        (Some(waiting), _) => cell(waiting, 80),
+        (None, ServerState::Error | ServerState::AuthRequired) => s
+            .last_error
+            .as_deref()
+            .map_or("-".to_owned(), |e| cell(e, 80)),
+        _ => "-".to_owned(),
+    }
 }
 
 /// The `/mcp <id>` view.
@@ -413,6 +435,9 @@ pub(crate) fn detail_text(s: &ServerStatus) -> String {
     if s.reconnect_attempts > 0 {
         lines.push(format!("reconnect_attempts: {}", s.reconnect_attempts));
     }
+    if let Some(waiting) = &s.waiting {
+        lines.push(format!("waiting:           {}", cell(waiting, 300)));
+    }
     for d in &s.diagnostics {
         lines.push(format!("note: {}", cell(d, 300)));
     }
@@ -455,6 +480,7 @@ pub(crate) fn status_json(s: &ServerStatus) -> Value {
         "session": s.session_id.as_deref().map(short_session),
         "token_expires_at": s.token_expires_at.map(rfc3339),
         "reconnect_attempts": s.reconnect_attempts,
+        "waiting": s.waiting.as_deref().map(clean),
         "diagnostics": s.diagnostics.iter().map(|d| clean(d)).collect::<Vec<_>>(),
     })
 }

@@ -17,7 +17,7 @@ use mcp_protocol::{
     ClientConfig, Era, JsonObject, RawJson, RequestOptions, Secrets, decode_result,
 };
 use mcp_session::Client;
-use tokio::sync::{Semaphore, broadcast};
+use tokio::sync::broadcast;
 
 use crate::bound::bound_result;
 use crate::call::{CallOptions, Relayed, ToolOutput};
@@ -96,7 +96,7 @@ impl Host {
         session.capabilities = capabilities;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let inner = Arc::new(Inner {
-            permits: Arc::new(Semaphore::new(options.max_connections)),
+            admission: crate::admission::Admission::new(options.max_connections),
             eras: crate::eras::EraMemory::new(options.era_file.clone()),
             options,
             session,
@@ -143,7 +143,20 @@ impl Host {
             }
             self.inner.set_state(&slot, ServerState::Connecting, None);
             let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-            let task = tokio::spawn(supervise(self.inner.clone(), slot.clone(), ready_tx));
+            // Admitted (or queued) here, in the order of `entries`, not as the tasks happen to
+            // run: the same servers wait on every run. An entry that cannot be used never
+            // connects and takes no turn.
+            let ticket = slot
+                .entry
+                .connect
+                .is_ok()
+                .then(|| self.inner.admission.enter());
+            let task = tokio::spawn(supervise(
+                self.inner.clone(),
+                slot.clone(),
+                ticket,
+                ready_tx,
+            ));
             *lock(&slot.task) = Some(task);
             settled.push(ready_rx);
         }

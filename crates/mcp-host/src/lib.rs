@@ -56,6 +56,7 @@
 //!
 //! Pre-1.0: the API may change between minor versions.
 
+mod admission;
 #[cfg(feature = "oauth")]
 pub mod auth_store;
 mod bound;

@@ -34,7 +34,9 @@ pub trait ServerRequestHandler: Send + Sync + 'static {
 pub struct HostOptions {
     /// Sent as `clientInfo`.
     pub client_info: Implementation,
-    /// At most this many servers connected at once (seed 003: 10); the rest are in `error`.
+    /// At most this many servers run at once (default 64); the rest wait in `connecting`,
+    /// admitted in the order [`Host::start`](crate::Host::start) was given them as running
+    /// ones stop, and say so ([`ServerStatus::waiting`](crate::ServerStatus::waiting)).
     pub max_connections: usize,
     /// Bounds on tool metadata.
     pub catalog_limits: CatalogLimits,
@@ -75,7 +77,7 @@ impl std::fmt::Debug for HostOptions {
 }
 
 impl HostOptions {
-    /// Options with the defaults: 10 connections, reconnect after 0.5 s doubling to 30 s for
+    /// Options with the defaults: 64 connections, reconnect after 0.5 s doubling to 30 s for
     /// 10 attempts, 10-minute call cap, every call asked about (and denied, with no
     /// prompter), no roots, no sampling or elicitation.
     pub fn new(client_info: Implementation, policy: Arc<dyn Policy>) -> Self {

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use mcp_protocol::{ClientConfig, ServerInfo};
 use mcp_session::Client;
-use tokio::sync::{Semaphore, broadcast};
+use tokio::sync::broadcast;
 
 use crate::catalog::{Catalog, ExposedTool};
 use crate::entry::ServerEntry;
@@ -31,7 +31,8 @@ pub(crate) struct Inner {
     pub(crate) catalog: RwLock<Arc<Catalog>>,
     /// Serializes catalogue rebuilds so that a slow one never overwrites a newer one.
     pub(crate) rebuild: Mutex<()>,
-    pub(crate) permits: Arc<Semaphore>,
+    /// The connection limit: who runs, and who waits for a turn in configuration order.
+    pub(crate) admission: Arc<crate::admission::Admission>,
     pub(crate) events: broadcast::Sender<HostEvent>,
     /// What the connections to every server share (the HTTP era cache).
     pub(crate) transports: crate::transport::Shared,
@@ -76,6 +77,8 @@ pub(crate) struct SlotState {
     pub(crate) operations: Vec<ExposedOperation>,
     pub(crate) diagnostics: Vec<String>,
     pub(crate) reconnect_attempts: u32,
+    /// Why an enabled server is not connecting yet (the connection limit), while it waits.
+    pub(crate) waiting: Option<String>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -136,6 +139,7 @@ impl Slot {
             session_id: s.client.as_ref().and_then(Client::session_id),
             diagnostics: s.diagnostics.clone(),
             reconnect_attempts: s.reconnect_attempts,
+            waiting: s.waiting.clone(),
             token_expires_at: self
                 .oauth()
                 .and_then(|h| h.expires_at_ms())

@@ -19,7 +19,8 @@ pub enum Phase {
     Configuration,
     /// The entry comes from a project file the user has not approved, so it is not run.
     Trust,
-    /// The host's connection limit was reached before this server's turn.
+    /// The host's connection limit was reached before this server's turn (it waits; see
+    /// [`ServerStatus::waiting`]).
     Limit,
     /// Starting the process or opening the connection, the handshake, or authorization.
     Connect,
@@ -129,6 +130,11 @@ pub struct ServerStatus {
     pub diagnostics: Vec<String>,
     /// Reconnection attempts since the connection was lost.
     pub reconnect_attempts: u32,
+    /// Why an enabled server in `connecting` has not started yet, while it waits for its
+    /// turn: "waiting: connection limit 10 reached". Past the host's limit
+    /// ([`HostOptions::max_connections`](crate::HostOptions::max_connections)) servers wait
+    /// in configuration order and start as others stop, rather than fail.
+    pub waiting: Option<String>,
     /// When the OAuth access token expires, if the server uses OAuth and the time is known.
     pub token_expires_at: Option<SystemTime>,
 }

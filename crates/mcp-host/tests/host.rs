@@ -173,33 +173,44 @@ async fn twenty_servers_at_once_five_broken() {
     assert!(host.catalog().is_empty());
 }
 
+/// Fifteen servers under a limit of ten: the first ten in the order given run, the last five
+/// wait in `connecting` and say why (never `error`), the same five on every run; when a
+/// running one is removed, the first waiting one starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connection_limit_leaves_the_rest_in_error() {
-    let mut o = options(AllowAll);
-    o.max_connections = 2;
-    let host = Host::new(o);
-    host.start(vec![fake("a", &[]), fake("b", &[]), fake("c", &[])])
-        .await;
-    let states: Vec<_> = host.status().iter().map(|s| s.state).collect();
-    assert_eq!(
-        states.iter().filter(|s| **s == ServerState::Ready).count(),
-        2
-    );
-    let limited: Vec<_> = host
-        .status()
-        .into_iter()
-        .filter(|s| s.state == ServerState::Error)
-        .collect();
-    assert_eq!(limited.len(), 1);
-    assert!(
-        limited[0]
-            .last_error
-            .as_deref()
-            .unwrap()
-            .contains("maximum connections (2)")
-    );
-    assert_eq!(limited[0].last_error_phase, Some(Phase::Limit));
-    host.shutdown().await;
+async fn past_the_connection_limit_servers_wait_in_order_and_start_as_others_stop() {
+    // Given in an order that is not the ids' order: the order given is what counts.
+    let ids: Vec<String> = (0..15).rev().map(|i| format!("s{i:02}")).collect();
+    for _run in 0..3 {
+        let mut o = options(AllowAll);
+        o.max_connections = 10;
+        let host = Host::new(o);
+        host.start(ids.iter().map(|id| fake(id, &[])).collect())
+            .await;
+        let state = |id: &str| host.server_status(id).unwrap();
+        for id in &ids[..10] {
+            let s = state(id);
+            assert_eq!(s.state, ServerState::Ready, "{s:?}");
+            assert_eq!(s.waiting, None);
+        }
+        for id in &ids[10..] {
+            let s = state(id);
+            assert_eq!(s.state, ServerState::Connecting, "{s:?}");
+            assert_eq!(s.last_error, None, "{s:?}");
+            let waiting = s.waiting.unwrap();
+            assert!(
+                waiting.starts_with("waiting: connection limit 10 reached"),
+                "{waiting}"
+            );
+        }
+        // One running server goes: the first in line takes its place, the others still wait.
+        assert!(host.remove(&ids[0]).await);
+        wait_until(&host, &ids[10], |s| s.state == ServerState::Ready).await;
+        assert_eq!(state(&ids[10]).waiting, None);
+        for id in &ids[11..] {
+            assert!(state(id).waiting.is_some(), "{id}");
+        }
+        host.shutdown().await;
+    }
 }
 
 /// Counts how often it is asked, and answers as told.

@@ -74,6 +74,49 @@ fn test_fails_with_the_phase_and_a_hint() {
     assert_eq!(v["last_error_phase"], "connect");
 }
 
+/// Past `mcp.max_connections` servers wait their turn in configuration order (by id), and
+/// the table and `--json` say so: the same server on every run, never a silent `error`.
+#[test]
+fn servers_past_the_connection_limit_wait_visibly_in_order() {
+    let u = User::new();
+    let demo = json!({"transport": "stdio", "command": bin(), "args": ["demo-server"]});
+    u.write_global(&json!({"version": 1, "mcp": {
+        "max_connections": 2,
+        "servers": {"c": demo, "a": demo, "b": demo}
+    }}));
+    for _ in 0..2 {
+        let r = u.run(&["status"]);
+        r.code(0);
+        let line = |id: &str| {
+            r.stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("{id} ")))
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(line("a")[4..], ["ready", "6", "-"]);
+        assert_eq!(line("b")[4..], ["ready", "6", "-"]);
+        let c = line("c");
+        assert_eq!(c[4..6], ["connecting", "0"]);
+        assert!(
+            c[6..]
+                .join(" ")
+                .starts_with("waiting: connection limit 2 reached"),
+            "{c:?}"
+        );
+    }
+    let v = u.run(&["status", "--json"]).code(0).json();
+    let servers = v["servers"].as_array().unwrap();
+    let waiting: Vec<&str> = servers
+        .iter()
+        .filter(|s| s["waiting"].is_string())
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, ["c"], "{v}");
+    assert_eq!(servers.len(), 3);
+}
+
 #[test]
 fn status_is_the_mcp_view() {
     let u = User::new();
@@ -89,7 +132,15 @@ fn status_is_the_mcp_view() {
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["ID", "TRANSPORT", "SOURCE", "ENABLED", "STATE", "TOOLS"]
+        [
+            "ID",
+            "TRANSPORT",
+            "SOURCE",
+            "ENABLED",
+            "STATE",
+            "TOOLS",
+            "REASON"
+        ]
     );
     let row = |id: &str| -> Vec<&str> {
         lines
@@ -101,15 +152,18 @@ fn status_is_the_mcp_view() {
     };
     assert_eq!(
         row("demo"),
-        ["demo", "stdio", "global", "yes", "ready", "6"]
+        ["demo", "stdio", "global", "yes", "ready", "6", "-"]
     );
+    // The failure, in short, is the reason.
+    let broken = row("broken");
     assert_eq!(
-        row("broken"),
+        broken[..6],
         ["broken", "stdio", "project", "yes", "error", "0"]
     );
+    assert!(broken[6..].join(" ").starts_with("connect:"), "{broken:?}");
     assert_eq!(
         row("off"),
-        ["off", "stdio", "project", "no", "disabled", "0"]
+        ["off", "stdio", "project", "no", "disabled", "0", "-"]
     );
 
     let one = u.run(&["status", "demo", "--json"]).code(0).json();
@@ -118,13 +172,18 @@ fn status_is_the_mcp_view() {
     assert_eq!(one["server_info"]["name"], "mcp-host-demo");
     assert!(one["last_connected_at"].as_str().unwrap().ends_with('Z'));
     assert_eq!(one["session"], serde_json::Value::Null);
-    // The demo server speaks only the handshake era: the host probed, fell back, and says so.
+    // The demo server speaks only the handshake era: the first `status` probed and fell back,
+    // and remembered it beside the configuration, so this one went straight to initialize.
     assert_eq!(one["era"], "handshake");
     let negotiation = one["negotiation"].as_str().unwrap();
-    assert!(
-        negotiation.starts_with("server/discover")
-            && negotiation.ends_with("initialize agreed on 2025-11-25"),
+    assert_eq!(
+        negotiation, "this server spoke the handshake era before; initialize agreed on 2025-11-25",
         "{one}"
+    );
+    let eras = std::fs::read_to_string(u.global_file().with_file_name("eras.json")).unwrap();
+    assert!(
+        eras.contains("\"demo\"") && eras.contains("\"handshake\""),
+        "{eras}"
     );
     u.run(&["status", "demo"])
         .code(0)

@@ -22,8 +22,9 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(30);
 /// The default for `ping_timeout_ms`: how long that ping may go unanswered, with nothing else
 /// heard, before the connection is given up and made again.
 pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default for `mcp.max_connections` (seed 003's limit).
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10;
+/// The default for `mcp.max_connections`: room for a power user's 15-30 servers and more
+/// (seed 003's 10 left a third of such a setup waiting).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 /// The default for `mcp.max_result_bytes`: 1 MiB of tool result handed to a model per call.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
@@ -446,7 +447,8 @@ impl fmt::Debug for OAuthConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HostConfig {
-    /// How many servers may be connected at once (`mcp.max_connections`, default 10).
+    /// How many servers may run at once (`mcp.max_connections`, default 64); the rest wait
+    /// for a turn in configuration order.
     pub max_connections: usize,
     /// The result size limit for servers that set none (`mcp.max_result_bytes`, default
     /// 1 MiB).

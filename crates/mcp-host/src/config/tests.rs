@@ -136,7 +136,7 @@ fn seed_examples_load_with_defaults() {
     assert!(!h.legacy_sse);
     assert_eq!(remote.transport.kind(), "http");
     assert_eq!(c.host, HostConfig::default());
-    assert_eq!(c.host.max_connections, 10);
+    assert_eq!(c.host.max_connections, 64);
 }
 
 #[test]

@@ -14,6 +14,7 @@ use mcp_session::Client;
 
 use self::lifecycle::{Action, Lifecycle, Retry, Unexpected, Why};
 use self::serve::{adapt, serve};
+use crate::admission::Ticket;
 use crate::catalog::ExposedTool;
 use crate::operation::server_operations;
 use crate::shared::{Inner, Slot, lock};
@@ -105,10 +106,16 @@ async fn open(
 pub(crate) async fn supervise(
     inner: Arc<Inner>,
     slot: Arc<Slot>,
+    ticket: Option<Ticket>,
     ready: tokio::sync::oneshot::Sender<()>,
 ) {
     let mut ready = Some(ready);
-    let permit = inner.permits.clone().try_acquire_owned().ok();
+    // Held while this server runs; dropped when this task ends, it admits the next in line.
+    let (mut _permit, mut queued) = match ticket {
+        Some(Ticket::Admitted(permit)) => (Some(permit), None),
+        Some(Ticket::Waiting(turn)) => (None, Some(turn)),
+        None => (None, None),
+    };
     let options = &inner.options;
     let mut lifecycle = Lifecycle::new(Retry {
         initial: options.reconnect_initial,
@@ -125,7 +132,7 @@ pub(crate) async fn supervise(
             tracing::error!(server = %slot.entry.id, "{e}");
         }
     };
-    fed(lifecycle.handle_start(now(), permit.is_some()));
+    fed(lifecycle.handle_start(now(), queued.is_none()));
     loop {
         if let Some(action) = lifecycle.poll_action() {
             if slot.stop.load(Ordering::SeqCst) {
@@ -134,18 +141,23 @@ pub(crate) async fn supervise(
             }
             match action {
                 Action::SetState { state, why } => {
-                    lock(&slot.state).reconnect_attempts = lifecycle.attempts();
-                    let error = why.map(|why| {
+                    {
+                        let mut s = lock(&slot.state);
+                        s.reconnect_attempts = lifecycle.attempts();
+                        s.waiting = (why == Some(Why::Limit)).then(|| {
+                            format!(
+                                "waiting: connection limit {} reached (mcp.max_connections); starts when a running server stops",
+                                inner.admission.limit()
+                            )
+                        });
+                    }
+                    let error = why.filter(|why| *why != Why::Limit).map(|why| {
                         let text = match why {
-                            Why::Limit => format!(
-                                "maximum connections ({}) reached: raise mcp.max_connections or disable a server",
-                                options.max_connections
-                            ),
+                            Why::Limit => String::new(),
                             Why::Failed(_) => failure.take().map(|f| f.message).unwrap_or_default(),
-                            Why::Lost => format!(
-                                "connection lost: {}",
-                                lost.take().unwrap_or_default()
-                            ),
+                            Why::Lost => {
+                                format!("connection lost: {}", lost.take().unwrap_or_default())
+                            }
                         };
                         (why.phase(), text)
                     });
@@ -153,7 +165,8 @@ pub(crate) async fn supervise(
                     if state == ServerState::Ready || why == Some(Why::Lost) {
                         inner.catalog_changed(&slot.entry.id);
                     }
-                    if state != ServerState::Connecting
+                    // Waiting for a turn is settled too: it may last as long as the host.
+                    if (state != ServerState::Connecting || why == Some(Why::Limit))
                         && let Some(ready) = ready.take()
                     {
                         let _ = ready.send(());
@@ -211,6 +224,17 @@ pub(crate) async fn supervise(
             } else {
                 lost = Some(reason);
                 fed(lifecycle.handle_lost(now()));
+            }
+            continue;
+        }
+        if let Some(turn) = queued.take() {
+            match turn.await {
+                Ok(permit) => {
+                    _permit = Some(permit);
+                    fed(lifecycle.handle_admitted(now()));
+                }
+                // The host is gone: nobody will admit this server.
+                Err(_) => return,
             }
             continue;
         }

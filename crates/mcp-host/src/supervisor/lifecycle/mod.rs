@@ -58,7 +58,8 @@ pub(crate) enum Action {
 /// Why a server left `connecting` or `ready` for `error` or `auth_required`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Why {
-    /// The host's connection limit was reached before this server's turn.
+    /// The host's connection limit is reached: the server waits for its turn (in
+    /// `connecting`), admitted in configuration order as others stop.
     Limit,
     /// The connection attempt just reported failed, at this phase.
     Failed(Phase),
@@ -93,12 +94,13 @@ pub(crate) struct Unexpected {
 /// ```text
 ///                     start (admitted)                   connected
 ///        Idle ─────────────────────────────> Connecting ───────────> Connected
-///         │                                  ▲   │   │                │
-///         │ start (refused: the              │   │   │ failed, and    │ lost
-///         │ host's connection limit)         │   │   │ never connected│
-///         │                          timeout │   │   │ or auth needed │
-///         ▼                                  │   │   ▼                │
-///      Finished <──── give up ──────────┐    │   │ Finished           │
+///         │                                  ▲ ▲ │   │                │
+///         │ start (not admitted: the         │ │ │   │ failed, and    │ lost
+///         │ host's connection limit)         │ │ │   │ never connected│
+///         ▼                  admitted        │ │ │   │ or auth needed │
+///       Queued ──────────────────────────────┘ │ │   ▼                │
+///                                      timeout │ │ Finished           │
+///      Finished <──── give up ──────────┐    │   │                    │
 ///      (no more attempts)               │    │   │                    │
 ///                                       │    │   │ failed, after a    │
 ///                                       │    │   │ connection         │
@@ -106,7 +108,7 @@ pub(crate) struct Unexpected {
 ///                                       └── Waiting { until } <───────┘
 ///                                            (attempts left: wait, doubling to the max)
 ///
-///      Idle | Connecting | Connected | Waiting ── stop ──> Stopped
+///      Idle | Queued | Connecting | Connected | Waiting ── stop ──> Stopped
 /// ```
 ///
 /// `Finished` and `Stopped` are final: nothing is ever done again, so no `Connect` follows a
@@ -116,14 +118,15 @@ pub(crate) struct Unexpected {
 enum State {
     /// Made, not started yet.
     Idle,
+    /// Started, waiting for the host's connection limit to admit it.
+    Queued,
     /// A connection attempt is under way.
     Connecting,
     /// Connected and serving.
     Connected,
     /// Lost (or failed again), waiting to connect again at `until`.
     Waiting { until: Instant },
-    /// Never connected again: the limit refused it, it never connected, it needs a login, or
-    /// it gave up.
+    /// Never connected again: it never connected, it needs a login, or it gave up.
     Finished,
     /// Stopped by the host.
     Stopped,
@@ -133,6 +136,7 @@ impl State {
     fn name(self) -> &'static str {
         match self {
             Self::Idle => "idle",
+            Self::Queued => "queued",
             Self::Connecting => "connecting",
             Self::Connected => "connected",
             Self::Waiting { .. } => "waiting",
@@ -208,7 +212,8 @@ impl Lifecycle {
         }
     }
 
-    /// The server is started; `admitted` is false when the host's connection limit is reached.
+    /// The server is started; `admitted` is false when the host's connection limit is reached,
+    /// and then it waits in `connecting` for [`handle_admitted`](Self::handle_admitted).
     pub(crate) fn handle_start(&mut self, _now: Instant, admitted: bool) -> Result<(), Unexpected> {
         match self.state {
             State::Idle if admitted => {
@@ -216,11 +221,22 @@ impl Lifecycle {
                 Ok(())
             }
             State::Idle => {
-                self.set_state(ServerState::Error, Some(Why::Limit));
-                self.state = State::Finished;
+                self.set_state(ServerState::Connecting, Some(Why::Limit));
+                self.state = State::Queued;
                 Ok(())
             }
             state => Err(self.unexpected("start", state)),
+        }
+    }
+
+    /// The host's connection limit admits the server that waited for it.
+    pub(crate) fn handle_admitted(&mut self, _now: Instant) -> Result<(), Unexpected> {
+        match self.state {
+            State::Queued => {
+                self.connect();
+                Ok(())
+            }
+            state => Err(self.unexpected("admitted", state)),
         }
     }
 
@@ -294,7 +310,11 @@ impl Lifecycle {
     /// The host stops the server: nothing more is done, and what was still queued is dropped.
     pub(crate) fn handle_stop(&mut self, _now: Instant) -> Result<(), Unexpected> {
         match self.state {
-            State::Idle | State::Connecting | State::Connected | State::Waiting { .. } => {
+            State::Idle
+            | State::Queued
+            | State::Connecting
+            | State::Connected
+            | State::Waiting { .. } => {
                 self.actions.clear();
                 self.state = State::Stopped;
                 Ok(())

@@ -13,6 +13,7 @@ use crate::status::{Phase, ServerState};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum In {
     Start { admitted: bool },
+    Admitted,
     Connected,
     Failed { phase: Phase, auth_required: bool },
     Lost,
@@ -23,6 +24,7 @@ enum In {
 fn feed(lifecycle: &mut Lifecycle, now: Instant, input: In) -> Result<(), Unexpected> {
     match input {
         In::Start { admitted } => lifecycle.handle_start(now, admitted),
+        In::Admitted => lifecycle.handle_admitted(now),
         In::Connected => lifecycle.handle_connected(now),
         In::Failed {
             phase,
@@ -148,20 +150,40 @@ fn the_policy_table() {
             ],
         ),
         (
-            "the connection limit refuses it, and nothing follows",
+            "past the connection limit it waits in connecting, and connects once admitted",
             vec![
                 step(
                     0,
                     In::Start { admitted: false },
                     &[Action::SetState {
-                        state: ServerState::Error,
+                        state: ServerState::Connecting,
+                        why: Some(Why::Limit),
+                    }],
+                    None,
+                    0,
+                ),
+                refused(1, In::Timeout, ("timeout", "queued")),
+                refused(1, In::Connected, ("connected", "queued")),
+                step(2, In::Admitted, &[CONNECTING, Action::Connect], None, 0),
+                step(5, In::Connected, &[READY], None, 0),
+                refused(6, In::Admitted, ("admitted", "connected")),
+            ],
+        ),
+        (
+            "a server waiting for its turn can be stopped",
+            vec![
+                step(
+                    0,
+                    In::Start { admitted: false },
+                    &[Action::SetState {
+                        state: ServerState::Connecting,
                         why: Some(Why::Limit),
                     }],
                     None,
                     0,
                 ),
                 step(1, In::Stop, &[], None, 0),
-                refused(2, In::Timeout, ("timeout", "finished")),
+                refused(2, In::Admitted, ("admitted", "stopped")),
             ],
         ),
         (
@@ -419,12 +441,15 @@ fn run(retry: Retry, admitted: bool, moves: &[Move]) -> Trace {
         }
         // A `Connect` is the only way into an attempt, and every input ends the one before.
         let connecting = actions.contains(&Action::Connect);
+        let queued = matches!(next, In::Start { admitted: false });
         trace.push((now, next, actions));
         let Some(world) = moves.next() else {
             break;
         };
         input = match (world, connecting, connected, lifecycle.poll_timeout()) {
             (Move::Stop, _, _, _) => Some(In::Stop),
+            // Another server stopped: this one's turn.
+            _ if queued => Some(In::Admitted),
             (Move::Up(_) | Move::Early(_), true, _, _) => Some(In::Connected),
             (Move::Down(phase, auth_required), true, _, _) => Some(In::Failed {
                 phase,
@@ -492,8 +517,10 @@ proptest! {
                 ended = true;
                 prop_assert!(ever_connected);
             }
+            // Past the limit it waits: no attempt until admitted.
             if matches!(input, In::Start { admitted: false }) {
-                ended = true;
+                prop_assert_eq!(n, 0);
+                prop_assert_eq!(lifecycle.poll_timeout(), None);
             }
             if matches!(input, In::Failed { auth_required: true, .. }) {
                 ended = true;
@@ -523,7 +550,7 @@ proptest! {
 
     #[test]
     fn any_input_in_any_order_is_taken_or_refused_without_a_panic(
-        inputs in proptest::collection::vec((0..5_000u64, 0..6u8, phase(), any::<bool>()), 0..80),
+        inputs in proptest::collection::vec((0..5_000u64, 0..7u8, phase(), any::<bool>()), 0..80),
         retry in retries(),
     ) {
         let t0 = Instant::now();
@@ -538,6 +565,7 @@ proptest! {
                 2 => In::Failed { phase, auth_required: flag },
                 3 => In::Lost,
                 4 => In::Timeout,
+                5 => In::Admitted,
                 _ => In::Stop,
             };
             let before = lifecycle.poll_timeout();
