@@ -23,6 +23,11 @@
 //! [`file`](mod@file) reads the gateway file and generates its JSON Schema; [`budget`] measures what
 //! each way of exposing the tools costs a model.
 //!
+//! Each request it serves, and each request it sends upstream for it, is an OpenTelemetry
+//! span, exported over OTLP when [`GatewayOptions::traces`] says where
+//! ([`TraceExport::from_env`] reads the standard `OTEL_*` variables); the client's trace
+//! context in `_meta` is continued, and passed on upstream.
+//!
 //! # Cancel safety
 //!
 //! A client that cancels its request cancels the upstream call it waits on: the handler's
@@ -33,7 +38,8 @@
 //!
 //! # Optional features
 //!
-//! None yet; `full` is accepted for uniformity.
+//! None yet; `full` is accepted for uniformity. `__otlp_receiver` is private: it compiles the
+//! trace tests that need the OTLP receiver `cargo xtask interop` installs.
 //!
 //! # Stability
 //!
