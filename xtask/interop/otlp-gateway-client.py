@@ -109,7 +109,10 @@ def main():
         ("mcp.protocol.version", client.version),
     ]:
         check(attributes.get(key) == value, f"server span {key} = {attributes.get(key)!r}")
-    check(attributes.get("mcp.session.id"), "server span mcp.session.id")
+    session_id = attributes.get("mcp.session.id") or ""
+    check(session_id.startswith("session-"), f"server span mcp.session.id {session_id!r}")
+    check(client.session, "the gateway gave an Mcp-Session-Id")
+    check(client.session not in json.dumps(received["bodies"]), "the Mcp-Session-Id was exported")
     check(upstream["attributes"].get("network.transport") == "pipe", f"{upstream['attributes']}")
     check(SECRET_ARGUMENT not in json.dumps(received["bodies"]), "an argument was exported")
     check(SECRET_ARGUMENT in json.dumps(call), "the call went through")

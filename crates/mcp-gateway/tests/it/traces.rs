@@ -394,12 +394,16 @@ mod receiver {
                 .is_some_and(|id| !id.is_empty()),
             "{a}"
         );
+        // The gateway's own name for the session, never the `Mcp-Session-Id` header, which
+        // lets whoever holds it use the session.
         assert!(
             a["mcp.session.id"]
                 .as_str()
-                .is_some_and(|id| !id.is_empty()),
+                .is_some_and(|id| id.starts_with("session-")),
             "{a}"
         );
+        let header = client.session_id().expect("an HTTP session has an id");
+        assert!(!received["bodies"].to_string().contains(&header));
         assert!(
             a["mcp.protocol.version"]
                 .as_str()
