@@ -60,6 +60,15 @@ xflags::xflags! {
             /// --workspace`): minutes, in a dependency profile of its own.
             optional --verify
         }
+        /// The gateway over HTTP under 200 clients for N minutes while an upstream is killed
+        /// every minute: calls made and failed, memory and open files. Not part of `ci`
+        /// (which runs 30 s of it).
+        cmd soak {
+            /// How long (default 10).
+            optional --minutes minutes: f64
+            /// How many clients (default 200).
+            optional --clients clients: usize
+        }
         /// Our crates beside rmcp and the TypeScript and Python SDKs (installed into
         /// target/tools/); writes docs/benchmarks.md. Not part of `ci`.
         cmd bench {

@@ -21,6 +21,7 @@ mod oidc;
 mod otlp;
 mod providers;
 mod publish;
+mod soak;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Bench(cmd) => cmd.run(sh),
         flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
         flags::XtaskCmd::Netfault(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Soak(cmd) => cmd.run(sh),
         flags::XtaskCmd::Publish(cmd) => publish::check(sh, cmd.verify),
     }
 }
