@@ -63,6 +63,8 @@ mod error;
 #[cfg_attr(not(all(feature = "client", feature = "server")), allow(dead_code))]
 mod headers;
 #[cfg(feature = "server")]
+pub mod metrics;
+#[cfg(feature = "server")]
 mod server;
 pub mod sse;
 
@@ -76,4 +78,6 @@ pub use error::{Error, Result};
 pub use headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 pub use mcp_session::{Client, Incoming};
 #[cfg(feature = "server")]
-pub use server::{HttpServerConfig, ResponseBody, SseBody, StreamCut, bind, serve_http};
+pub use server::{
+    HttpServerConfig, Observer, Readiness, ResponseBody, SseBody, StreamCut, bind, serve_http,
+};

@@ -19,11 +19,12 @@
 
 mod body;
 mod listen;
+mod observe;
 mod queue;
 mod routes;
 mod security;
-mod trace_headers;
 mod stateless;
+mod trace_headers;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -49,6 +50,7 @@ use crate::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
 pub use body::SseBody;
+pub use observe::{Observer, Readiness};
 pub use queue::StreamCut;
 
 /// The body of every answer: a whole JSON body, or an SSE stream.
@@ -104,6 +106,9 @@ pub struct HttpServerConfig {
     /// each request it carries that has no `traceparent` there, where MCP carries trace
     /// context, for a server that traces (the gateway); off by default.
     pub trace_headers: bool,
+    /// The application's metrics and readiness, for `GET /metrics` and `GET /readyz`
+    /// (without one, `/metrics` has the server's own series and `/readyz` is always 200).
+    pub observer: Option<Arc<dyn Observer>>,
     /// How long a POST's SSE head waits for the stream's first event to leave with it in one
     /// write ([`HEAD_WAIT`]; tests lengthen it).
     pub(crate) head_wait: Duration,
@@ -145,6 +150,7 @@ impl HttpServerConfig {
             standalone_stream: true,
             retry_ms: 1000,
             trace_headers: false,
+            observer: None,
             head_wait: HEAD_WAIT,
         }
     }
@@ -170,6 +176,7 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("max_session_buffer_bytes", &self.max_session_buffer_bytes)
             .field("max_buffer_bytes", &self.max_buffer_bytes)
             .field("trace_headers", &self.trace_headers)
+            .field("observer", &self.observer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -246,8 +253,10 @@ struct HttpServer<H: Handler> {
     buffer: Arc<Budget>,
     /// How every connection is served (header timeout, timer).
     http1: hyper::server::conn::http1::Builder,
-    /// How many `accept()` calls failed, for tests.
+    /// How many `accept()` calls failed.
     accept_errors: AtomicU64,
+    /// What `/metrics` counts (`observe`).
+    metrics: observe::HttpMetrics,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -261,6 +270,7 @@ impl<H: Handler> HttpServer<H> {
             buffer: Budget::new(config.max_buffer_bytes),
             http1: listen::builder(config.header_read_timeout),
             accept_errors: AtomicU64::new(0),
+            metrics: observe::HttpMetrics::default(),
             config,
             handler: Arc::new(handler),
             sessions: Mutex::new(HashMap::new()),
@@ -501,7 +511,13 @@ impl<H: Handler> HttpServer<H> {
         }
         let read = Limited::new(body, limit).collect();
         match tokio::time::timeout(self.config.body_read_timeout, read).await {
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Ok(collected)) => {
+                let bytes = collected.to_bytes();
+                self.metrics
+                    .bytes_in
+                    .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                Ok(bytes)
+            }
             Ok(Err(_)) => Err(too_large()),
             Err(_) => {
                 let mut r = rpc_error(
@@ -521,6 +537,7 @@ impl<H: Handler> HttpServer<H> {
     fn new_session(&self) -> Result<(String, Arc<Session<H>>), NoNewSession> {
         let limit = self.config.max_sessions;
         if lock(&self.sessions).len() >= limit {
+            self.metrics.refused_session();
             return Err(NoNewSession::Full);
         }
         let id = session_id().map_err(|_| NoNewSession::NoRandomness)?;
@@ -544,6 +561,7 @@ impl<H: Handler> HttpServer<H> {
             if sessions.len() >= limit {
                 drop(sessions);
                 session.core.close("the server has too many sessions");
+                self.metrics.refused_session();
                 return Err(NoNewSession::Full);
             }
             sessions.insert(id.clone(), Arc::clone(&session));

@@ -113,7 +113,7 @@ pub(super) async fn serve<H: Handler, L: Listener>(
                     let handler = Arc::clone(&server);
                     let service = hyper::service::service_fn(move |req| {
                         let server = Arc::clone(&handler);
-                        async move { Ok::<_, Infallible>(server.handle(req).await) }
+                        async move { Ok::<_, Infallible>(server.respond(req).await) }
                     });
                     let _ = server
                         .http1
@@ -123,6 +123,10 @@ pub(super) async fn serve<H: Handler, L: Listener>(
                 });
             }
             Err(_) => {
+                server
+                    .metrics
+                    .connections_refused
+                    .fetch_add(1, Ordering::Relaxed);
                 let Ok(permit) = Arc::clone(&overflow).try_acquire_owned() else {
                     continue;
                 };

@@ -50,7 +50,6 @@ impl Budget {
     }
 
     /// The bytes held now by the streams of this budget.
-    #[cfg(test)]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
