@@ -51,6 +51,41 @@ pub struct GatewayFile {
     /// asks its own user about its tools) or `deny`. A `deny` rule is always kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unattended: Option<Unattended>,
+    /// When the HTTP gateway's `GET /readyz` answers 200 (503 otherwise, naming the upstreams
+    /// not ready): `all` (the default) when every upstream that is not disabled is ready, `any`
+    /// when at least one is (or none is enabled), or a list of upstream ids that must all be
+    /// ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<Ready>,
+}
+
+/// When the gateway is ready for traffic (`GET /readyz`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
+#[serde(untagged)]
+pub enum Ready {
+    /// `all` or `any` of the upstreams that are not disabled.
+    Rule(ReadyRule),
+    /// These upstreams (keys of `mcpServers`), each of them.
+    Servers(Vec<String>),
+}
+
+impl Default for Ready {
+    /// `all`.
+    fn default() -> Self {
+        Self::Rule(ReadyRule::All)
+    }
+}
+
+/// `all` or `any`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
+#[serde(rename_all = "lowercase")]
+pub enum ReadyRule {
+    /// Every upstream that is not disabled is ready.
+    All,
+    /// At least one upstream is ready, or none is enabled.
+    Any,
 }
 
 /// What the gateway serves.
@@ -389,6 +424,16 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
             }
         }
     }
+    if let Some(Ready::Servers(ids)) = &file.ready {
+        for id in ids {
+            if !file.mcp_servers.contains_key(id) {
+                return Err(FileError::Invalid {
+                    path: path.to_owned(),
+                    message: format!("ready: `{id}` is not a key of `mcpServers`"),
+                });
+            }
+        }
+    }
     let loaded = upstreams(path, env);
     for problem in &loaded.problems {
         if problem.severity == Severity::Warning {
@@ -514,6 +559,34 @@ mod tests {
     }
 
     #[test]
+    fn ready_takes_all_any_or_a_list_of_known_servers() {
+        let parse = |ready: &str| {
+            serde_json::from_str::<GatewayFile>(&format!(r#"{{"ready": {ready}}}"#))
+                .map(|f| f.ready)
+        };
+        assert_eq!(
+            parse(r#""any""#).unwrap(),
+            Some(Ready::Rule(ReadyRule::Any))
+        );
+        assert_eq!(
+            parse(r#""all""#).unwrap(),
+            Some(Ready::Rule(ReadyRule::All))
+        );
+        assert_eq!(
+            parse(r#"["a"]"#).unwrap(),
+            Some(Ready::Servers(vec!["a".to_owned()]))
+        );
+        assert!(parse(r#""some""#).is_err());
+        let path = std::env::temp_dir().join(format!("gw-ready-{}.json", std::process::id()));
+        let text = r#"{"mcpServers": {"a": {"command": "x"}}, "ready": ["a", "b"]}"#;
+        std::fs::write(&path, text).expect("written");
+        let outcome = load(&path, &Env::new(), None);
+        let _ = std::fs::remove_file(&path);
+        let e = outcome.expect_err("refused");
+        assert!(e.to_string().contains("ready: `b` is not a key"), "{e}");
+    }
+
+    #[test]
     fn unknown_category_fields_are_refused() {
         let text = r#"{"mcpServers": {}, "categories": {"fs": {"description": "x", "server": "s", "tols": {}}}}"#;
         let e = serde_json::from_str::<GatewayFile>(text).expect_err("refused");
@@ -531,6 +604,7 @@ mod tests {
             "cacheTtlSeconds",
             "logFile",
             "unattended",
+            "ready",
         ] {
             assert!(props.get(field).is_some(), "{field} missing from {schema}");
         }

@@ -50,6 +50,7 @@ pub mod budget;
 mod cache;
 mod call_log;
 pub mod file;
+mod metrics;
 mod mode;
 mod reply;
 mod routes;
@@ -62,6 +63,6 @@ mod trace;
 // The public interface is:
 pub use cache::DEFAULT_CACHE_TTL;
 pub use call_log::open_log_file;
-pub use file::{FileError, GatewayFile, Loaded, Mode, load, schema, upstreams};
+pub use file::{FileError, GatewayFile, Loaded, Mode, Ready, ReadyRule, load, schema, upstreams};
 pub use server::{Gateway, GatewayOptions};
 pub use trace::{TraceExport, TraceStats};

@@ -19,6 +19,7 @@ use mcp_session::{Handler, RequestContext, SessionKey};
 use crate::cache::{DEFAULT_CACHE_TTL, ListCache};
 use crate::call_log::CallLog;
 use crate::file::{self, Loaded, Unattended};
+use crate::metrics::Metrics;
 use crate::mode::Mode;
 use crate::mode::category::CategoryMode;
 use crate::mode::meta::MetaMode;
@@ -121,6 +122,7 @@ impl Gateway {
             routes,
             implementation: options.implementation,
             traces,
+            metrics: Metrics::default(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));
@@ -167,6 +169,11 @@ impl Gateway {
         self.shared.traces.stats()
     }
 
+    /// What every mode shares.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     /// The mode it serves.
     pub fn mode(&self) -> file::Mode {
         self.mode.kind()
@@ -201,6 +208,7 @@ impl Gateway {
         http.server = self.server_config();
         http.trace_headers = true;
         self.shared.traces.set_transport("tcp");
+        http.observer = Some(Arc::new(self.clone()));
         mcp_http::serve_http(listener, http, self).await
     }
 
@@ -219,10 +227,12 @@ impl Handler for Gateway {
         self.shared.routes.register(&context);
         let session = context.session;
         let logged = self.shared.log.request(&request, session);
+        let counted = self.shared.metrics.request(request.method());
         let span = self.shared.traces.server(&request, &context);
         let answer = span
             .run(self.mode.handle(&self.shared, request, context))
             .await;
+        counted.finish(&answer);
         if let Some(logged) = logged {
             self.shared.log.answered(logged, session, &answer);
         }

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::call_log::CallLog;
 use crate::file::GatewayFile;
+use crate::metrics::{CallOutcome, Metrics};
 use crate::routes::Routes;
 use crate::sync::lock;
 use crate::trace::{self, Target, Tracer};
@@ -33,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) implementation: Implementation,
     /// The gateway's OpenTelemetry spans (`trace/`).
     pub(crate) traces: Tracer,
+    /// What `GET /metrics` shows of the gateway (`metrics.rs`).
+    pub(crate) metrics: Metrics,
 }
 
 impl Shared {
@@ -120,7 +123,10 @@ impl Shared {
             // The sender went with the call; the task ends once it has passed on the rest.
             let _ = task.await;
         }
-        let ms = started.elapsed().as_millis();
+        let took = started.elapsed();
+        self.metrics
+            .tool_call(server, &tool, took, CallOutcome::of(&outcome));
+        let ms = took.as_millis();
         let result = match &outcome {
             Ok(Relayed::Complete(out)) if out.is_tool_error() => "tool error".to_owned(),
             Ok(Relayed::Complete(_)) => "ok".to_owned(),

@@ -6,6 +6,7 @@
 mod category;
 mod env;
 mod meta;
+mod observe;
 mod passthrough;
 mod promises;
 mod support;
