@@ -68,6 +68,10 @@ fn run(sh: &Shell, minutes: f64, clients: usize, kill_every: f64) -> anyhow::Res
         .args(["serve", "--gateway"])
         .arg(&file)
         .args(["--http", "127.0.0.1:0"])
+        // Each client holds two or three connections (its POSTs and the standalone GET
+        // stream): 200 of them pass the default limit of 512, past which the gateway answers
+        // 503 by design. The soak is about upstreams dying, not that limit.
+        .args(["--max-connections", "2048"])
         // The upstreams' state is written to the era memory and token store of a home of
         // the soak's own, never the user's.
         .env("HOME", &dir)
