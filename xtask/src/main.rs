@@ -19,7 +19,6 @@ mod login;
 mod netfault;
 mod oidc;
 mod otlp;
-mod prometheus;
 mod providers;
 mod publish;
 mod soak;

@@ -188,13 +188,14 @@ impl Gateway {
     }
 
     /// Serves one client on this process's stdin and stdout until stdin ends, then stops the
-    /// upstream servers.
+    /// upstream servers and sends the spans still queued.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         let config = self.server_config();
         self.shared.traces.set_transport("pipe");
-        let host = self.shared.host.clone();
+        let shared = Arc::clone(&self.shared);
         let result = mcp_stdio::serve_stdio(config, self).await;
-        host.shutdown().await;
+        shared.host.shutdown().await;
+        shared.traces.flush().await;
         result
     }
 
@@ -212,9 +213,11 @@ impl Gateway {
         mcp_http::serve_http(listener, http, self).await
     }
 
-    /// Stops the upstream servers.
+    /// Stops the upstream servers, then sends the spans still queued (waiting at most twice
+    /// the export timeout).
     pub async fn shutdown(&self) {
         self.shared.host.shutdown().await;
+        self.shared.traces.flush().await;
     }
 }
 

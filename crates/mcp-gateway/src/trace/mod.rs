@@ -85,6 +85,14 @@ impl Tracer {
             .unwrap_or_default()
     }
 
+    /// Sends the spans still queued, waiting at most twice the export timeout: for a gateway
+    /// that stops, whose last spans would otherwise wait for a schedule that never comes.
+    pub(crate) async fn flush(&self) {
+        if let Some(exporter) = &self.exporter {
+            exporter.flush().await;
+        }
+    }
+
     /// Says how clients reach the gateway (`network.transport`: `pipe` for stdio, `tcp` for
     /// HTTP); the first serving call decides.
     pub(crate) fn set_transport(&self, transport: &'static str) {

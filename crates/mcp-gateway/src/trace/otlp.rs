@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::context::to_hex;
@@ -248,11 +248,22 @@ struct Counters {
     failing: AtomicBool,
 }
 
-/// The sending half: cheap to clone, never waits.
+/// What the export task is sent.
+#[derive(Debug)]
+enum Item {
+    Span(SpanData),
+    /// Send what is queued now, then say so.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The sending half: cheap to clone, never waits (but for [`flush`](Self::flush)).
 #[derive(Debug, Clone)]
 pub(crate) struct Exporter {
-    tx: mpsc::Sender<SpanData>,
+    tx: mpsc::Sender<Item>,
     counters: Arc<Counters>,
+    /// How long a flush may wait: one export's timeout, twice (the batch being sent, then
+    /// the rest).
+    flush_limit: Duration,
 }
 
 impl Exporter {
@@ -266,15 +277,32 @@ impl Exporter {
         let fetcher = mcp_http::Fetcher::new(options).map_err(|e| e.to_string())?;
         let (tx, rx) = mpsc::channel(config.max_queue.max(1));
         let counters = Arc::new(Counters::default());
+        let flush_limit = config.timeout.saturating_mul(2);
         tokio::spawn(run(config, fetcher, rx, Arc::clone(&counters)));
-        Ok(Self { tx, counters })
+        Ok(Self {
+            tx,
+            counters,
+            flush_limit,
+        })
     }
 
     /// Queues `span`, or drops and counts it when the queue is full.
     pub(crate) fn send(&self, span: SpanData) {
-        if self.tx.try_send(span).is_err() {
+        if self.tx.try_send(Item::Span(span)).is_err() {
             self.counters.dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Sends what is queued without waiting for the schedule delay, and returns once it is
+    /// sent (or dropped), or after twice the export timeout: for a gateway that stops.
+    pub(crate) async fn flush(&self) {
+        let (done, sent) = oneshot::channel();
+        let flushed = async {
+            if self.tx.send(Item::Flush(done)).await.is_ok() {
+                let _ = sent.await;
+            }
+        };
+        let _ = tokio::time::timeout(self.flush_limit, flushed).await;
     }
 
     pub(crate) fn stats(&self) -> TraceStats {
@@ -285,42 +313,63 @@ impl Exporter {
     }
 }
 
-/// The export task: a batch is sent when it is full or its first span has waited the
-/// schedule delay; one request at a time, so spans arriving meanwhile wait in the bounded
-/// queue. Ends when every sender is gone, after sending what is left.
+/// The export task: a batch is sent when it is full, when its first span has waited the
+/// schedule delay, or at once when a flush is asked for; one request at a time, so spans
+/// arriving meanwhile wait in the bounded queue. Ends when every sender is gone, after
+/// sending what is left.
 async fn run(
     config: TraceExport,
     fetcher: mcp_http::Fetcher,
-    mut rx: mpsc::Receiver<SpanData>,
+    mut rx: mpsc::Receiver<Item>,
     counters: Arc<Counters>,
 ) {
     let mut batch = Vec::with_capacity(config.max_batch.min(1024));
     while let Some(first) = rx.recv().await {
-        batch.push(first);
+        let mut flushed = None;
+        match first {
+            Item::Span(span) => batch.push(span),
+            Item::Flush(done) => flushed = Some(done),
+        }
         let deadline = Instant::now() + config.schedule_delay;
-        while batch.len() < config.max_batch {
+        while flushed.is_none() && batch.len() < config.max_batch {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(span)) => batch.push(span),
+                Ok(Some(Item::Span(span))) => batch.push(span),
+                Ok(Some(Item::Flush(done))) => flushed = Some(done),
                 Ok(None) | Err(_) => break,
             }
         }
-        let n = batch.len() as u64;
-        let outcome = post(&config, &fetcher, &batch).await;
-        batch.clear();
-        match outcome {
-            Ok(()) => {
-                counters.exported.fetch_add(n, Ordering::Relaxed);
-                if counters.failing.swap(false, Ordering::Relaxed) {
-                    tracing::info!(endpoint = %config.endpoint, "trace export works again");
-                }
+        if !batch.is_empty() {
+            export(&config, &fetcher, &counters, &batch).await;
+            batch.clear();
+        }
+        if let Some(done) = flushed {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Sends one batch and counts it exported or dropped; a failure is logged when exports start
+/// failing and when they work again, not for every batch.
+async fn export(
+    config: &TraceExport,
+    fetcher: &mcp_http::Fetcher,
+    counters: &Counters,
+    batch: &[SpanData],
+) {
+    let n = batch.len() as u64;
+    match post(config, fetcher, batch).await {
+        Ok(()) => {
+            counters.exported.fetch_add(n, Ordering::Relaxed);
+            if counters.failing.swap(false, Ordering::Relaxed) {
+                tracing::info!(endpoint = %config.endpoint, "trace export works again");
             }
-            Err(reason) => {
-                counters.dropped.fetch_add(n, Ordering::Relaxed);
-                if !counters.failing.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(
-                        "trace export failed, spans are dropped until it works again: {reason}"
-                    );
-                }
+        }
+        Err(reason) => {
+            counters.dropped.fetch_add(n, Ordering::Relaxed);
+            if !counters.failing.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "trace export failed, spans are dropped until it works again: {reason}"
+                );
             }
         }
     }

@@ -273,6 +273,59 @@ async fn a_collector_that_never_answers_slows_and_fails_no_call() {
     assert!(!held.lock().unwrap().is_empty(), "the collector was tried");
 }
 
+/// A collector that takes every export (200, `{}`) and counts them: enough to see when spans
+/// leave; their content is the real receiver's to check.
+fn accepting_collector() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+    let posts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&posts);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_ok() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            let _ = (&stream).write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+            );
+        }
+    });
+    (url, posts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_sends_the_spans_still_queued() {
+    let (url, posts) = accepting_collector();
+    let mut export = TraceExport::new(url);
+    // Nothing would leave on schedule while the test runs.
+    export.schedule_delay = Duration::from_secs(3600);
+    let dir = TempDir::new("traces-flush");
+    let recorder = Recorder::default();
+    let upstream = start_recorder(recorder.clone()).await;
+    let gateway = start(&dir, &upstream, Some(export)).await;
+    let client = over_http(&gateway, plain_client("traces")).await;
+    traced_call(&client, "echo", "01").await;
+    assert_eq!(gateway.trace_stats().exported, 0, "still queued");
+    gateway.shutdown().await;
+    assert_eq!(gateway.trace_stats().exported, 2, "the call's two spans");
+    assert_eq!(posts.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 #[cfg(feature = "__otlp_receiver")]
 mod receiver {
     //! The spans as a real OTLP receiver gets them.
