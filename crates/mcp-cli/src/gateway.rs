@@ -128,6 +128,9 @@ pub(crate) async fn serve(
             let (listener, local) = mcp_http::bind(addr)
                 .await
                 .map_err(|e| Failure::new(Code::Other, format!("cannot listen on {addr}: {e}")))?;
+            // What a launcher waits for, so on standard error whatever takes the log (the
+            // file's `logFile`, `-q`); the log has it too.
+            eprintln!("mcp-host gateway: listening on http://{local}/mcp");
             tracing::info!("listening on http://{local}/mcp");
             let mut config = HttpServerConfig::new(gateway.server_config());
             config.bearer_token = bearer;

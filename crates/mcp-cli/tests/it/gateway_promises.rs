@@ -26,7 +26,11 @@ struct Serving {
 
 impl Serving {
     fn start(user: &User, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let file = empty_gateway(user.project.path());
+        Self::start_with(user, &empty_gateway(user.project.path()), args, env)
+    }
+
+    /// As [`Serving::start`], with the gateway file at `file`.
+    fn start_with(user: &User, file: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut all = vec!["serve", "--gateway", file.to_str().unwrap()];
         all.extend(args);
         let mut command = user.command(&all);
@@ -39,22 +43,33 @@ impl Serving {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        // Lines of stderr come through a channel, so that a gateway that never says its
+        // address fails the test (after a minute) instead of hanging it.
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                if tx.send(line.unwrap_or_default()).is_err() {
+                    break;
+                }
+            }
+        });
         let mut said = String::new();
         let port = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no address in {said:?}"
-            );
+            let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no address on stderr: {said:?}");
+            };
             said.push_str(&line);
+            said.push('\n');
             if let Some((_, rest)) = line.split_once("listening on http://") {
                 let addr = rest.trim().strip_suffix("/mcp").unwrap();
                 break addr.rsplit_once(':').unwrap().1.parse().unwrap();
             }
         };
         // Keep draining stderr so that the gateway never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        std::thread::spawn(move || for _ in rx {});
         Self { child, port, said }
     }
 
@@ -301,5 +316,27 @@ async fn an_upstream_that_needs_a_login_is_auth_required_and_the_others_serve() 
         fake.seen_at("/authorize").len(),
         0,
         "no login by the gateway"
+    );
+}
+
+/// "the address actually bound is printed on standard error as `listening on
+/// http://ADDR/mcp`", also when the file's `logFile` takes the log (a launcher, such as the
+/// interop leg's TypeScript client, reads the address there), and the log file has it too.
+#[test]
+fn the_address_is_on_standard_error_when_a_log_file_takes_the_log() {
+    let user = User::new();
+    let log = user.project.path().join("gateway.log");
+    let file = user.project.path().join("logged.json");
+    let gateway = serde_json::json!({"mode": "meta", "mcpServers": {}, "logFile": log});
+    std::fs::write(&file, gateway.to_string()).unwrap();
+    // `start_with` fails the test if stderr ends without the address.
+    let serving = Serving::start_with(&user, &file, &["--http", "127.0.0.1:0"], &[]);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!(
+            "listening on http://127.0.0.1:{}/mcp",
+            serving.port
+        )),
+        "{logged}"
     );
 }
