@@ -1,5 +1,6 @@
 //! What the gateway adds to `GET /metrics` and answers on `GET /readyz` (the HTTP server half
-//! serves both, and writes its own HTTP series first; `mcp_http::Observer`):
+//! serves both, and writes its own HTTP series first; the server's `mcp_http::Observer`
+//! hands this module the file's rule and the host's states, so that it imports neither):
 //!
 //! - `mcp_gateway_requests_total{method,outcome}`: client requests by MCP method (a closed
 //!   set: the methods the protocol crate routes) and outcome (`ok`, `error`, `cancelled`);
@@ -18,13 +19,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mcp_host::{CallError, Relayed, ServerState};
+use mcp_http::Readiness;
 use mcp_http::metrics::{Exposition, Family, Histogram, Kind, write_family};
-use mcp_http::{Observer, Readiness};
 use mcp_protocol::ErrorObject;
 use serde_json::json;
 
 use crate::file::{Ready, ReadyRule};
-use crate::server::Gateway;
 use crate::sync::lock;
 
 /// How many (upstream, tool) series each tool family holds before new ones count under
@@ -167,33 +167,26 @@ pub(crate) fn not_ready(
     (!pending.is_empty()).then_some(pending)
 }
 
-impl Gateway {
-    /// The readiness of the file's rule over the host's status as it is now.
-    fn readiness_now(&self) -> (Ready, Option<Vec<(String, ServerState)>>) {
-        let rule = self.shared().file().ready.clone().unwrap_or_default();
-        let states: Vec<(String, ServerState)> = self
-            .host()
-            .status()
-            .into_iter()
-            .map(|s| (s.id, s.state))
-            .collect();
-        let pending = not_ready(&rule, &states);
-        (rule, pending)
-    }
-}
+/// What the host says of each upstream now: its id and state, by id.
+pub(crate) type States = Vec<(String, ServerState)>;
 
-impl Observer for Gateway {
-    fn metrics(&self, out: &mut Exposition) {
-        let m = &self.shared().metrics;
+impl Metrics {
+    /// Writes the gateway's families: its counters, then each upstream's state in `states`
+    /// and whether `rule` holds over them.
+    pub(crate) fn write(&self, out: &mut Exposition, rule: &Ready, states: &States) {
         let name = "mcp_gateway_requests_total";
         out.family(
             name,
             Kind::Counter,
             "Client requests answered, by MCP method and outcome (ok, error, cancelled).",
         );
-        write_family(out, name, &["method", "outcome"], &lock(&m.requests), |n| {
-            *n as f64
-        });
+        write_family(
+            out,
+            name,
+            &["method", "outcome"],
+            &lock(&self.requests),
+            |n| *n as f64,
+        );
         let name = "mcp_gateway_tool_calls_total";
         out.family(
             name,
@@ -204,7 +197,7 @@ impl Observer for Gateway {
             out,
             name,
             &["upstream", "tool", "outcome"],
-            &lock(&m.calls),
+            &lock(&self.calls),
             |n| *n as f64,
         );
         let name = "mcp_gateway_tool_call_duration_seconds";
@@ -213,7 +206,7 @@ impl Observer for Gateway {
             Kind::Histogram,
             "How long upstream tool calls took, by upstream and tool.",
         );
-        for (labels, histogram) in lock(&m.durations).iter() {
+        for (labels, histogram) in lock(&self.durations).iter() {
             let upstream = labels.first().map_or("", String::as_str);
             let tool = labels.get(1).map_or("", String::as_str);
             out.histogram(name, &[("upstream", upstream), ("tool", tool)], histogram);
@@ -224,43 +217,47 @@ impl Observer for Gateway {
             Kind::Gauge,
             "Upstream servers by state: 1 for the state each is in, 0 for the others.",
         );
-        let mut statuses = self.host().status();
-        statuses.sort_by(|a, b| a.id.cmp(&b.id));
-        for status in &statuses {
+        let mut sorted: Vec<&(String, ServerState)> = states.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, current) in sorted {
             for state in STATES {
-                let value = if status.state == state { 1.0 } else { 0.0 };
-                out.sample(
-                    name,
-                    &[("upstream", &status.id), ("state", state.as_str())],
-                    value,
-                );
+                let value = if *current == state { 1.0 } else { 0.0 };
+                out.sample(name, &[("upstream", id), ("state", state.as_str())], value);
             }
         }
-        let (_, pending) = self.readiness_now();
         let name = "mcp_gateway_ready";
         out.family(
             name,
             Kind::Gauge,
             "1 when the upstreams are ready as the gateway file's `ready` rule asks.",
         )
-        .sample(name, &[], if pending.is_none() { 1.0 } else { 0.0 });
+        .sample(
+            name,
+            &[],
+            if not_ready(rule, states).is_none() {
+                1.0
+            } else {
+                0.0
+            },
+        );
     }
+}
 
-    fn readiness(&self) -> Readiness {
-        let (rule, pending) = self.readiness_now();
-        let not_ready: Vec<serde_json::Value> = pending
-            .iter()
-            .flatten()
-            .map(|(id, state)| json!({"upstream": id, "state": state.as_str()}))
-            .collect();
-        let rule = serde_json::to_value(&rule).unwrap_or_default();
-        let body = json!({
-            "ready": pending.is_none(),
-            "rule": rule,
-            "notReady": not_ready,
-        });
-        Readiness::new(pending.is_none(), body.to_string())
-    }
+/// The answer of `/readyz` for `rule` over `states`: the body names the rule and the
+/// upstreams it waits for, with their state.
+pub(crate) fn readiness(rule: &Ready, states: &States) -> Readiness {
+    let pending = not_ready(rule, states);
+    let not_ready: Vec<serde_json::Value> = pending
+        .iter()
+        .flatten()
+        .map(|(id, state)| json!({"upstream": id, "state": state.as_str()}))
+        .collect();
+    let body = json!({
+        "ready": pending.is_none(),
+        "rule": serde_json::to_value(rule).unwrap_or_default(),
+        "notReady": not_ready,
+    });
+    Readiness::new(pending.is_none(), body.to_string())
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use mcp_session::{Handler, RequestContext, SessionKey};
 use crate::cache::{DEFAULT_CACHE_TTL, ListCache};
 use crate::call_log::CallLog;
 use crate::file::{self, Loaded, Unattended};
-use crate::metrics::Metrics;
+use crate::metrics::{self, Metrics};
 use crate::mode::Mode;
 use crate::mode::category::CategoryMode;
 use crate::mode::meta::MetaMode;
@@ -169,11 +169,6 @@ impl Gateway {
         self.shared.traces.stats()
     }
 
-    /// What every mode shares.
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.shared
-    }
-
     /// The mode it serves.
     pub fn mode(&self) -> file::Mode {
         self.mode.kind()
@@ -257,6 +252,34 @@ impl Handler for Gateway {
 
     fn tool_schema(&self, name: &str) -> Option<RawJson> {
         self.mode.tool_schema(&self.shared, name)
+    }
+}
+
+impl mcp_http::Observer for Gateway {
+    fn metrics(&self, out: &mut mcp_http::metrics::Exposition) {
+        let (rule, states) = self.readiness_inputs();
+        self.shared.metrics.write(out, &rule, &states);
+    }
+
+    fn readiness(&self) -> mcp_http::Readiness {
+        let (rule, states) = self.readiness_inputs();
+        metrics::readiness(&rule, &states)
+    }
+}
+
+impl Gateway {
+    /// The file's `ready` rule as last loaded, and each upstream's state now (never cached:
+    /// upstreams join and leave at run time).
+    fn readiness_inputs(&self) -> (file::Ready, metrics::States) {
+        let rule = self.shared.file().ready.clone().unwrap_or_default();
+        let states = self
+            .shared
+            .host
+            .status()
+            .into_iter()
+            .map(|s| (s.id, s.state))
+            .collect();
+        (rule, states)
     }
 }
 
