@@ -6,7 +6,8 @@
 //! client against the official Python SDK's server, which speaks MCP 2026-07-28 (installed
 //! pinned from PyPI), where the client must choose the stateless era by itself; and the tool
 //! definitions `mcp-host tools --format …` prints, against the model providers' SDK types
-//! (xtask/src/providers.rs).
+//! (xtask/src/providers.rs); and the HTTP gateway's `/metrics` read by `prometheus_client`'s
+//! text parser (xtask/src/prometheus.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -79,6 +80,7 @@ impl flags::Interop {
         crate::providers::run(sh, &node, &script)?;
         crate::login::run(sh, &node, &tools, self.long)?;
         crate::otlp::run(sh, &tools)?;
+        crate::prometheus::run(sh, &tools)?;
         gateway(sh, &node, &tools)
     }
 }

@@ -19,6 +19,7 @@ mod login;
 mod netfault;
 mod oidc;
 mod otlp;
+mod prometheus;
 mod providers;
 mod publish;
 mod soak;
