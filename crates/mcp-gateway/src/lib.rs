@@ -52,6 +52,7 @@ mod call_log;
 pub mod file;
 mod metrics;
 mod mode;
+mod reload;
 mod reply;
 mod routes;
 mod server;
@@ -59,10 +60,12 @@ mod shared;
 mod sync;
 mod tool_name;
 mod trace;
+mod upstreams;
 
 // The public interface is:
 pub use cache::DEFAULT_CACHE_TTL;
 pub use call_log::open_log_file;
 pub use file::{FileError, GatewayFile, Loaded, Mode, Ready, ReadyRule, load, schema, upstreams};
+pub use reload::Reloaded;
 pub use server::{Gateway, GatewayOptions};
 pub use trace::{TraceExport, TraceStats};

@@ -18,15 +18,17 @@ use mcp_session::{Handler, RequestContext, SessionKey};
 
 use crate::cache::{DEFAULT_CACHE_TTL, ListCache};
 use crate::call_log::CallLog;
-use crate::file::{self, Loaded, Unattended};
+use crate::file::{self, FileError, GatewayFile, Loaded, Unattended};
 use crate::metrics::{self, Metrics};
 use crate::mode::Mode;
 use crate::mode::category::CategoryMode;
 use crate::mode::meta::MetaMode;
 use crate::mode::passthrough::PassthroughMode;
+use crate::reload::{self, Reloaded};
 use crate::routes::{Forwarder, Routes};
 use crate::shared::Shared;
 use crate::trace::{TraceExport, TraceStats, Tracer};
+use crate::upstreams::{self, Upstreams};
 
 /// How a gateway runs, beyond its file.
 #[derive(Debug, Clone)]
@@ -77,10 +79,22 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Starts the upstream servers of `loaded` and returns once each has settled (ready,
-    /// failed or waiting for authorization); one that fails is reported and retried like any
-    /// host server, and never stops the gateway. Logs the start-up summary.
+    /// Starts the gateway and returns once every upstream server has settled (ready, failed or
+    /// waiting for authorization): [`launch`](Self::launch), then
+    /// [`settled`](Self::settled). For a caller that wants the whole set before it serves
+    /// (a test, a one-shot tool); `mcp-host serve` launches.
     pub async fn start(loaded: Loaded, options: GatewayOptions) -> std::io::Result<Self> {
+        let gateway = Self::launch(loaded, options).await?;
+        gateway.settled().await;
+        Ok(gateway)
+    }
+
+    /// Starts the gateway and returns at once, its upstream servers connecting in the
+    /// background: each joins when it is ready (clients are told with `list_changed`), and
+    /// one that fails is reported and retried like any host server, never stopping the
+    /// gateway. Each upstream's state is logged as it settles, then the mode's summary.
+    pub async fn launch(loaded: Loaded, options: GatewayOptions) -> std::io::Result<Self> {
+
         let Loaded {
             path,
             file,
@@ -112,6 +126,7 @@ impl Gateway {
             file::Mode::Meta => Arc::new(MetaMode::new(ListCache::new(ttl))),
         };
         let (traces, trace_warning) = Tracer::new(options.traces.clone());
+        let first = upstreams::diff(&GatewayFile::default(), &file);
         let shared = Arc::new(Shared {
             host,
             file: Mutex::new(Arc::new(file)),
@@ -121,6 +136,7 @@ impl Gateway {
             log,
             routes,
             implementation: options.implementation,
+            upstreams: Upstreams::default(),
             traces,
             metrics: Metrics::default(),
         });
@@ -130,33 +146,59 @@ impl Gateway {
         if let Some(warning) = trace_warning {
             shared.log.line(&format!("warning: {warning}"));
         }
-        shared.host.start(entries).await;
-        for status in shared.host.status() {
-            let error = status
-                .last_error
-                .as_deref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default();
-            // The gateway has no browser: a person logs in to the upstream beforehand.
-            let hint = if status.state == mcp_host::ServerState::AuthRequired {
-                format!(
-                    "; log in with `mcp-host login --gateway {} {}`",
-                    shared.path.display(),
-                    status.id
-                )
-            } else {
-                String::new()
-            };
-            shared.log.line(&format!(
-                "upstream {}: {} ({} tools){error}{hint}",
-                status.id, status.state, status.tools
-            ));
-        }
-        // The mode's start-up summary (seed 004 §8).
-        for line in mode.start(&shared) {
-            shared.log.line(&line);
-        }
+        mode.begin(&shared);
+        upstreams::apply(&shared, entries, &first).await;
+        // The mode's start-up summary (seed 004 §8), once every upstream has settled.
+        let summary = Arc::clone(&mode);
+        let started = shared.upstreams.started.clone();
+        upstreams::report_when_settled(
+            &shared,
+            first.added,
+            move |shared| summary.start(shared),
+            Some(started),
+        );
         Ok(Self { shared, mode })
+    }
+
+    /// Resolves once every upstream server of the file at start-up has settled once (ready,
+    /// failed, waiting for authorization or disabled) and the start-up summary is logged.
+    /// Serving never waits for this.
+    pub async fn settled(&self) {
+        let mut started = self.shared.upstreams.started.subscribe();
+        let _ = started.wait_for(|done| *done).await;
+    }
+
+    /// Reads the gateway file again and applies it without dropping a client: upstreams
+    /// added are started, removed ones stopped, changed ones restarted, the others left
+    /// alone, and the clients are told of the lists that change. A file that fails to load
+    /// changes nothing: the error is logged and returned.
+    pub async fn reload(&self) -> Result<Reloaded, FileError> {
+        let (reloaded, change, before) = reload::reload(&self.shared, self.mode.kind()).await?;
+        self.mode.reloaded(&self.shared, &change, &before);
+        let mut started = change.added;
+        started.extend(change.changed);
+        upstreams::report_when_settled(&self.shared, started, |_| Vec::new(), None);
+        Ok(reloaded)
+    }
+
+    /// Reloads the gateway file whenever its content changes, looking every `every` (its
+    /// modification time and size, then a hash of its content), for as long as the gateway
+    /// lives.
+    pub fn watch_file(&self, every: Duration) {
+        let shared = Arc::downgrade(&self.shared);
+        let mode = Arc::clone(&self.mode);
+        reload::watch(shared.clone(), every, move || {
+            let gateway = shared.upgrade().map(|shared| Gateway {
+                shared,
+                mode: Arc::clone(&mode),
+            });
+            async move {
+                if let Some(gateway) = gateway {
+                    // A failure is logged by the reload and keeps the configuration.
+                    let _ = gateway.reload().await;
+                }
+            }
+        });
     }
 
     /// The host holding the upstream connections, for status views and tests.

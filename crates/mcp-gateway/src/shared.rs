@@ -17,6 +17,7 @@ use crate::metrics::{CallOutcome, Metrics};
 use crate::routes::Routes;
 use crate::sync::lock;
 use crate::trace::{self, Target, Tracer};
+use crate::upstreams::Upstreams;
 
 /// What every request handler sees.
 #[derive(Debug)]
@@ -32,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) log: CallLog,
     pub(crate) routes: Arc<Routes>,
     pub(crate) implementation: Implementation,
+    /// The upstream set as it changes at run time (see `upstreams`).
+    pub(crate) upstreams: Upstreams,
     /// The gateway's OpenTelemetry spans (`trace/`).
     pub(crate) traces: Tracer,
     /// What `GET /metrics` shows of the gateway (`metrics.rs`).

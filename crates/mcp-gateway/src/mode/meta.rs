@@ -31,6 +31,7 @@ use crate::reply::{
 };
 use crate::shared::Shared;
 use crate::tool_name::{self, designates};
+use crate::{reload, upstreams};
 
 /// The names of the tools this mode serves.
 const LIST_SERVERS: &str = "list-servers";
@@ -288,6 +289,10 @@ async fn list_tools(
     args: &Args,
 ) -> Result<CallToolResult, CallToolResult> {
     let one = args.optional_str("server")?;
+    if let Some(server) = one {
+        known_server(shared, server)?;
+        upstreams::settle(shared, &[server]).await;
+    }
     let servers = listed_servers(shared, one)?;
     if let Some(server) = one
         && let Some(status) = shared.host.server_status(server)
@@ -338,6 +343,8 @@ async fn call_tool(
     let tool = args.required_str("tool")?;
     let arguments = args.object("arguments")?;
     known_server(shared, server)?;
+    // A server still connecting is waited for, up to its request timeout.
+    upstreams::settle(shared, &[server]).await;
     // Only what the catalogue offers is callable: the file's `enabled_tools` and
     // `disabled_tools` hold here as everywhere. A tool the cached list lacks may be new, so
     // the list is fetched once more before the model is told no. The model names the tool
@@ -427,6 +434,7 @@ async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, C
     let server = args.required_str("server")?;
     let uri = args.required_str("uri")?;
     known_server(shared, server)?;
+    upstreams::settle(shared, &[server]).await;
     let read = shared
         .host
         .read_resource(server, uri)
@@ -440,71 +448,35 @@ async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, C
     Ok(CallToolResult::new(content))
 }
 
-/// Reads the gateway file again and applies it. The mode stays what it was at start-up (the
-/// tools a client was given cannot change under it); a new mode is reported and waits for a
-/// restart.
+/// Reads the gateway file again and applies it, as a signal or a change of the file does
+/// (see `reload`), then waits for the servers it started to settle, to report their states.
+/// The mode stays what it was at start-up (the tools a client was given cannot change under
+/// it); a new mode is reported and waits for a restart.
 async fn reload(cache: &ListCache, shared: &Shared) -> Result<CallToolResult, CallToolResult> {
-    let loaded = file::load(&shared.path, &shared.env, shared.oauth.as_ref())
+    let (reloaded, _, _) = reload::reload(shared, file::Mode::Meta)
+        .await
         .map_err(|e| invalid(&e.to_string()))?;
-    let before = shared.file();
-    let old: BTreeMap<&String, Value> = before
-        .mcp_servers
+    let started: Vec<&str> = reloaded
+        .added
         .iter()
-        .map(|(id, s)| (id, serde_json::to_value(s).unwrap_or(Value::Null)))
+        .chain(&reloaded.changed)
+        .map(String::as_str)
         .collect();
-    let new: BTreeMap<&String, Value> = loaded
-        .file
-        .mcp_servers
-        .iter()
-        .map(|(id, s)| (id, serde_json::to_value(s).unwrap_or(Value::Null)))
-        .collect();
-    let added: Vec<&String> = new
-        .keys()
-        .filter(|id| !old.contains_key(*id))
-        .copied()
-        .collect();
-    let removed: Vec<&String> = old
-        .keys()
-        .filter(|id| !new.contains_key(*id))
-        .copied()
-        .collect();
-    let changed: Vec<&String> = new
-        .iter()
-        .filter(|(id, v)| old.get(*id).is_some_and(|o| o != *v))
-        .map(|(id, _)| *id)
-        .collect();
-    let mut notes = loaded.warnings.clone();
-    if loaded.mode != file::Mode::Meta {
-        notes.push(format!(
-            "mode `{}` takes effect when the gateway is restarted; it serves `{}` until then",
-            loaded.mode.as_str(),
-            file::Mode::Meta.as_str()
-        ));
+    upstreams::settle(shared, &started).await;
+    for server in &started {
+        cache.mark_listed(server);
     }
-    let summary = json!({
-        "added": added,
-        "removed": removed,
-        "changed": changed,
+    let mut value = json!({
+        "added": reloaded.added,
+        "removed": reloaded.removed,
+        "changed": reloaded.changed,
     });
-    shared.host.reload(loaded.entries).await;
-    for server in shared.host.status() {
-        cache.mark_listed(&server.id);
-    }
-    shared.log.line(&format!(
-        "reloaded {}: {} added, {} removed, {} changed",
-        shared.path.display(),
-        added.len(),
-        removed.len(),
-        changed.len(),
-    ));
-    shared.set_file(loaded.file);
-    let mut value = summary;
     value["servers"] = list_servers(shared)
         .structured_content
         .and_then(|v| v.get("servers").cloned())
         .unwrap_or(Value::Null);
-    if !notes.is_empty() {
-        value["notes"] = json!(notes);
+    if !reloaded.notes.is_empty() {
+        value["notes"] = json!(reloaded.notes);
     }
     Ok(json_result(value))
 }

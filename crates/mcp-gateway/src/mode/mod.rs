@@ -16,8 +16,9 @@ use mcp_protocol::schema::{ClientNotification, ClientRequest, ServerCapabilities
 use mcp_protocol::{ErrorObject, RawJson};
 use mcp_session::{RequestContext, SessionKey};
 
-use crate::file;
+use crate::file::{self, GatewayFile};
 use crate::shared::Shared;
+use crate::upstreams::Change;
 
 pub(crate) mod category;
 pub(crate) mod meta;
@@ -38,8 +39,21 @@ pub(crate) trait Mode: fmt::Debug + Send + Sync + 'static {
     /// The instructions it gives a client in `initialize`, if any.
     fn instructions(&self, shared: &Shared) -> Option<String>;
 
-    /// Runs once the upstreams have settled; returns the lines of its start-up summary.
+    /// Runs once as the gateway starts, before any upstream is ready (passthrough starts
+    /// relaying the host's events); by default nothing.
+    fn begin(&self, shared: &Arc<Shared>) {
+        let _ = shared;
+    }
+
+    /// Runs once the first upstreams have settled; returns the lines of its start-up summary.
     fn start(&self, shared: &Arc<Shared>) -> Vec<String>;
+
+    /// The gateway file was reloaded: the upstream set changed by `change`, and `before` is
+    /// the file it replaced. A mode whose lists changed tells its clients; by default nothing.
+    fn reloaded(&self, shared: &Shared, change: &Change, before: &GatewayFile) {
+        let _ = (shared, change, before);
+    }
+
 
     /// Answers one client request.
     fn handle<'a>(

@@ -44,6 +44,7 @@ use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
+use crate::upstreams::{self, Change};
 use crate::trace;
 
 /// How many pages of one upstream list are followed before the rest is dropped.
@@ -81,10 +82,22 @@ impl Mode for PassthroughMode {
         instructions(shared)
     }
 
-    fn start(&self, shared: &Arc<Shared>) -> Vec<String> {
-        let report = startup_report(shared);
+    fn begin(&self, shared: &Arc<Shared>) {
         start_relay(shared, Arc::clone(&self.state));
-        report
+    }
+
+    fn start(&self, shared: &Arc<Shared>) -> Vec<String> {
+        startup_report(shared)
+    }
+
+    /// Names change with the number of upstreams, and a removed upstream's resources and
+    /// prompts go without an event of their own: every list is said to have changed.
+    fn reloaded(&self, shared: &Shared, change: &Change, _before: &file::GatewayFile) {
+        if !change.is_empty() {
+            for list in ["tools", "resources", "prompts"] {
+                broadcast(shared, &format!("notifications/{list}/list_changed"), None);
+            }
+        }
     }
 
     fn handle<'a>(
@@ -167,11 +180,21 @@ fn list_changed() -> ListChangedCapability {
 /// The union of the ready upstreams' capabilities, with `listChanged` everywhere since the
 /// gateway relays changes (and says so when an upstream comes or goes). With none ready, tools,
 /// resources and prompts, so that a client that stays connected can use a later connection.
+/// While an upstream is still connecting, what it will offer is not known yet: everything the
+/// gateway can relay is declared, and a request no ready upstream can answer gets an error.
 fn capabilities(shared: &Shared) -> ServerCapabilities {
+    let connecting = shared
+        .host
+        .status()
+        .iter()
+        .any(|s| s.state == ServerState::Connecting);
     let ready: Vec<ServerCapabilities> = ready(shared)
         .iter()
         .map(|(_, c)| c.server_info().capabilities.clone())
         .collect();
+    if connecting {
+        return everything();
+    }
     let mut caps = ServerCapabilities::default();
     let none = ready.is_empty();
     if none || ready.iter().any(|c| c.tools.is_some()) {
@@ -192,6 +215,20 @@ fn capabilities(shared: &Shared) -> ServerCapabilities {
     if ready.iter().any(has_logging) {
         caps.logging = Some(JsonObject::new());
     }
+    caps
+}
+
+/// Every capability the gateway relays.
+fn everything() -> ServerCapabilities {
+    let mut caps = ServerCapabilities::default();
+    caps.tools = Some(list_changed());
+    caps.prompts = Some(list_changed());
+    let mut r = ResourcesCapability::new();
+    r.list_changed = Some(true);
+    r.subscribe = Some(true);
+    caps.resources = Some(r);
+    caps.completions = Some(JsonObject::new());
+    caps.logging = Some(JsonObject::new());
     caps
 }
 
@@ -496,9 +533,13 @@ fn split_namespaced(shared: &Shared, name: &str) -> Option<(String, String)> {
 fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
     let catalog = shared.host.catalog();
     let multi = is_multi(shared);
+    let ids = configured(shared);
     let tools = catalog
         .tools()
         .iter()
+        // An upstream being removed (a reload) leaves the catalogue once it has stopped; its
+        // tools are gone from the start.
+        .filter(|t| ids.contains(&t.server))
         .map(|t| {
             let mut tool = listed_tool(t);
             let shown = tool_name::shown(&t.tool);
@@ -518,8 +559,8 @@ fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
 /// turn, see [`tool_name::splits`]), or a bare name that only one upstream has.
 fn resolve_tool(shared: &Shared, name: &str) -> Option<(String, String)> {
     let catalog = shared.host.catalog();
+    let ids = configured(shared);
     if is_multi(shared) {
-        let ids = configured(shared);
         for (server, own) in tool_name::splits(name, ids.iter().map(String::as_str)) {
             if let Some(t) = catalog
                 .server_tools(server)
@@ -529,7 +570,10 @@ fn resolve_tool(shared: &Shared, name: &str) -> Option<(String, String)> {
             }
         }
     }
-    let mut found = catalog.tools().iter().filter(|t| designates(&t.tool, name));
+    let mut found = catalog
+        .tools()
+        .iter()
+        .filter(|t| ids.contains(&t.server) && designates(&t.tool, name));
     let first = found.next()?;
     found
         .next()
@@ -543,7 +587,26 @@ async fn call_tool(
     call: CallToolParams,
     context: &RequestContext,
 ) -> Result<RawJson, ErrorObject> {
-    let Some((server, tool)) = resolve_tool(shared, &call.name) else {
+    let mut resolved = resolve_tool(shared, &call.name);
+    if resolved.is_none() {
+        // Its upstream may be one still connecting: wait for it, then look again.
+        let waiting = connecting_for(shared, &call.name);
+        if !waiting.is_empty() {
+            let waiting: Vec<&str> = waiting.iter().map(String::as_str).collect();
+            upstreams::settle(shared, &waiting).await;
+            resolved = resolve_tool(shared, &call.name);
+            let down = waiting.iter().find_map(|s| {
+                shared
+                    .host
+                    .server_status(s)
+                    .filter(|st| st.state != ServerState::Ready)
+            });
+            if let (None, Some(status)) = (&resolved, down) {
+                return encode(&reply::not_ready(&status.id, &status));
+            }
+        }
+    }
+    let Some((server, tool)) = resolved else {
         return Err(reply::invalid_params(format!(
             "Unknown tool: {}",
             tool_name::quoted(&call.name)
@@ -568,6 +631,33 @@ async fn call_tool(
         Err(e @ CallError::Rpc { .. }) => Err(host_error(e)),
         Err(e) => encode(&call_error_result(&e)),
     }
+}
+
+/// The connecting upstreams a tool name the catalogue does not know may belong to: with
+/// several upstreams, the one its prefix names (any connecting one for a bare name); with
+/// one, that one.
+fn connecting_for(shared: &Shared, name: &str) -> Vec<String> {
+    let connecting: Vec<String> = shared
+        .host
+        .status()
+        .into_iter()
+        .filter(|s| s.state == ServerState::Connecting)
+        .map(|s| s.id)
+        .collect();
+    if is_multi(shared) {
+        let ids = configured(shared);
+        let named: Vec<&str> = tool_name::splits(name, ids.iter().map(String::as_str))
+            .into_iter()
+            .map(|(server, _)| server)
+            .collect();
+        if !named.is_empty() {
+            return connecting
+                .into_iter()
+                .filter(|id| named.contains(&id.as_str()))
+                .collect();
+        }
+    }
+    connecting
 }
 
 /// The `inputSchema` of the upstream tool a client calls by `name`, for the HTTP half to

@@ -169,7 +169,7 @@ async fn the_acceptance_lines_over_stdio_and_http() {
         let caps = client.server_info().capabilities.clone();
         assert_eq!(
             serde_json::to_value(&caps).unwrap(),
-            json!({"tools": {"listChanged": false}})
+            json!({"tools": {"listChanged": true}})
         );
         assert!(
             client

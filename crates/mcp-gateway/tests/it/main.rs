@@ -5,6 +5,7 @@
 
 mod category;
 mod env;
+mod live;
 mod meta;
 mod observe;
 mod passthrough;

@@ -19,6 +19,15 @@ pub(crate) async fn load_and_start(path: &Path) -> Gateway {
     Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
 }
 
+/// Loads the gateway file at `path` and launches the gateway it describes: it serves at
+/// once, its upstreams still connecting.
+pub(crate) async fn start_now(path: &Path) -> Gateway {
+    let loaded = mcp_gateway::load(path, &Env::new(), None).unwrap();
+    Gateway::launch(loaded, GatewayOptions::new())
+        .await
+        .unwrap()
+}
+
 /// A client that declares nothing, in the handshake era: most tests relay server requests
 /// and notifications the way that era carries them (the stateless era's are covered by
 /// `input_required_passes_through_between_stateless_peers` and the conformance legs through

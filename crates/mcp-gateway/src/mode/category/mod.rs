@@ -59,6 +59,7 @@ use crate::reply::{
 };
 use crate::shared::{Shared, listed_tool};
 use crate::tool_name;
+use crate::upstreams::{self, Change};
 
 /// Category mode, with its own state: when each upstream's tools were listed.
 #[derive(Debug)]
@@ -77,8 +78,14 @@ impl Mode for CategoryMode {
         file::Mode::Category
     }
 
+    /// Tools only; the list changes when a reload of the file changes the categories (the
+    /// first tool's description lists them).
     fn capabilities(&self, _shared: &Shared) -> ServerCapabilities {
-        tools_only_capabilities()
+        let mut capabilities = tools_only_capabilities();
+        if let Some(tools) = &mut capabilities.tools {
+            tools.list_changed = Some(true);
+        }
+        capabilities
     }
 
     fn instructions(&self, _shared: &Shared) -> Option<String> {
@@ -88,6 +95,15 @@ impl Mode for CategoryMode {
     fn start(&self, shared: &Arc<Shared>) -> Vec<String> {
         self.cache.mark_all(&shared.host);
         startup_report(shared)
+    }
+
+    fn reloaded(&self, shared: &Shared, _change: &Change, before: &GatewayFile) {
+        let categories = |f: &GatewayFile| serde_json::to_value(&f.categories).ok();
+        if categories(before) != categories(&shared.file()) {
+            shared
+                .routes
+                .broadcast("notifications/tools/list_changed", None);
+        }
     }
 
     fn handle<'a>(
@@ -249,6 +265,8 @@ async fn get_tools(cache: &ListCache, shared: &Shared, params: CallToolParams) -
         Err(e) => return e,
     };
     let servers = category.upstreams();
+    // An upstream still connecting is waited for (up to its request timeout).
+    upstreams::settle(shared, &servers).await;
     for server in &servers {
         if let Err(e) = cache.refresh_if_stale(&shared.host, server).await
             && call_error_kind(&e) != ErrorKind::UpstreamUnavailable
@@ -308,8 +326,16 @@ async fn call_tool(
     }
     let servers = category.upstreams();
     let (prefix, bare) = parse(name, &ids);
-    let upstreams = upstreams(shared, &servers);
-    let resolved = resolve(category, &ids, &upstreams);
+    let mut upstreams = upstreams(shared, &servers);
+    let mut resolved = resolve(category, &ids, &upstreams);
+    if find_served(&resolved, name).is_empty() {
+        // Its upstream may be one still connecting: wait for it (up to its request
+        // timeout), then look again.
+        let candidates: Vec<&str> = prefix.map_or_else(|| servers.clone(), |s| vec![s]);
+        upstreams::settle(shared, &candidates).await;
+        upstreams = self::upstreams(shared, &servers);
+        resolved = resolve(category, &ids, &upstreams);
+    }
     // Before the prefix is checked: an upstream's own name may look prefixed.
     let found = find_served(&resolved, name);
     if let Some(s) = prefix

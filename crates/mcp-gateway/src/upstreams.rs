@@ -1,0 +1,262 @@
+//! The upstream set as it changes while the gateway runs. The gateway serves before any
+//! upstream is ready: start-up and a reload of the file are the same step, a change of the
+//! set ([`apply`]): upstreams added are started, removed ones stopped, changed ones restarted,
+//! unchanged ones left alone, all in the background. Each joins when it is ready, and the
+//! mode tells the clients in front with `list_changed` (passthrough from the host's events,
+//! see `mode::passthrough`; category mode when the file's categories change).
+//!
+//! What needs one upstream (a call, a category's definitions) waits for it while it is still
+//! connecting, up to its request timeout ([`settle`]); then it is answered from the state the
+//! upstream is in, whose errors name it and that state.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_host::{HostEvent, ServerEntry, ServerState};
+use serde_json::Value;
+
+use crate::file::GatewayFile;
+use crate::shared::Shared;
+use crate::sync::lock;
+
+/// How long a request waits for an upstream that is connecting when its entry says nothing
+/// (the host's default request timeout).
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// What the gateway knows of its upstream set beyond the host: how long each may be waited
+/// for, and the lock that keeps two reloads from interleaving.
+#[derive(Debug, Default)]
+pub(crate) struct Upstreams {
+    timeouts: Mutex<HashMap<String, Duration>>,
+    pub(crate) reloading: tokio::sync::Mutex<()>,
+    /// Becomes `true` once every upstream of the file at start-up has settled once and the
+    /// start-up summary is logged.
+    pub(crate) started: tokio::sync::watch::Sender<bool>,
+}
+
+/// How the upstream set changed, by id.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub(crate) added: Vec<String>,
+    pub(crate) removed: Vec<String>,
+    pub(crate) changed: Vec<String>,
+}
+
+impl Change {
+    /// Whether the set is as it was.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+
+    /// Every upstream that is started by the change.
+    fn started(&self) -> BTreeSet<&str> {
+        self.added
+            .iter()
+            .chain(&self.changed)
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// How `new` differs from `old` in `mcpServers`: an entry is changed when any of its fields is
+/// (compared as written, so `${VAR}` references count as their text).
+pub(crate) fn diff(old: &GatewayFile, new: &GatewayFile) -> Change {
+    let as_json = |file: &GatewayFile| -> HashMap<String, Value> {
+        file.mcp_servers
+            .iter()
+            .map(|(id, s)| (id.clone(), serde_json::to_value(s).unwrap_or(Value::Null)))
+            .collect()
+    };
+    let (old, new) = (as_json(old), as_json(new));
+    let mut change = Change::default();
+    for (id, entry) in &new {
+        match old.get(id) {
+            None => change.added.push(id.clone()),
+            Some(before) if before != entry => change.changed.push(id.clone()),
+            Some(_) => {}
+        }
+    }
+    change.removed = old
+        .keys()
+        .filter(|id| !new.contains_key(*id))
+        .cloned()
+        .collect();
+    change.added.sort();
+    change.changed.sort();
+    change.removed.sort();
+    change
+}
+
+/// Applies `change` with the host's `entries` for the new file: the removed upstreams are
+/// stopped and the added and changed ones started, in the background. Returns once the host
+/// lists every added one, as `connecting` (or `disabled`), so that a client that asks at once
+/// sees the whole set.
+pub(crate) async fn apply(shared: &Shared, entries: Vec<ServerEntry>, change: &Change) {
+    let started = change.started();
+    {
+        let mut timeouts = lock(&shared.upstreams.timeouts);
+        for id in &change.removed {
+            timeouts.remove(id);
+        }
+        for entry in &entries {
+            timeouts.insert(entry.id.clone(), entry.request_timeout);
+        }
+    }
+    let (added, changed): (Vec<ServerEntry>, Vec<ServerEntry>) = entries
+        .into_iter()
+        .filter(|e| started.contains(e.id.as_str()))
+        .partition(|e| change.added.contains(&e.id));
+    let waited: Vec<String> = added.iter().map(|e| e.id.clone()).collect();
+    let mut events = shared.host.subscribe(None, Some(&["state"]));
+    // Each in a task of its own, so that stopping one upstream holds up no other; the host
+    // returns when the started ones have settled, which nothing here waits for.
+    for id in change.removed.clone() {
+        let host = shared.host.clone();
+        tokio::spawn(async move { host.remove(&id).await });
+    }
+    for entries in [added, changed] {
+        if !entries.is_empty() {
+            let host = shared.host.clone();
+            tokio::spawn(async move { host.start(entries).await });
+        }
+    }
+    let listed = |shared: &Shared| {
+        waited
+            .iter()
+            .all(|id| shared.host.server_status(id).is_some())
+    };
+    // The host lists a new upstream as it takes it, before its first await.
+    while !listed(shared) {
+        if events.recv().await.is_none() {
+            return;
+        }
+    }
+}
+
+/// Whether upstream `id` has settled: it left `connecting`, and if it is ready, its tools are
+/// in the catalogue (the host says it is ready just before it rebuilds the catalogue; a
+/// catalogue event for it, in `cataloged`, says the rebuild is done). One that is gone has
+/// settled too.
+fn has_settled(shared: &Shared, id: &str, cataloged: &BTreeSet<String>) -> bool {
+    match shared.host.server_status(id) {
+        None => true,
+        Some(status) => match status.state {
+            ServerState::Connecting => false,
+            ServerState::Ready => {
+                status.tools == 0
+                    || cataloged.contains(id)
+                    || shared.host.catalog().server_tools(id).next().is_some()
+            }
+            _ => true,
+        },
+    }
+}
+
+/// Waits until each of `servers` has settled (see [`has_settled`]), or until the longest of
+/// their request timeouts has passed.
+pub(crate) async fn settle(shared: &Shared, servers: &[&str]) {
+    // Subscribed before the first look, so that no change between the two is missed.
+    let mut events = shared
+        .host
+        .subscribe(Some(servers), Some(&["state", "catalog"]));
+    let mut cataloged = BTreeSet::new();
+    let all = |shared: &Shared, cataloged: &BTreeSet<String>| {
+        servers.iter().all(|s| has_settled(shared, s, cataloged))
+    };
+    if all(shared, &cataloged) {
+        return;
+    }
+    let wait = {
+        let timeouts = lock(&shared.upstreams.timeouts);
+        servers
+            .iter()
+            .filter_map(|s| timeouts.get(*s).copied())
+            .max()
+            .unwrap_or(DEFAULT_WAIT)
+    };
+    let _ = tokio::time::timeout(wait, async {
+        while !all(shared, &cataloged) {
+            match events.recv().await {
+                Some(HostEvent::Catalog { server, .. }) => {
+                    cataloged.insert(server);
+                }
+                Some(_) => {}
+                None => return,
+            }
+        }
+    })
+    .await;
+}
+
+/// Logs each of `servers` once it has settled (left `connecting`), with its state, tools and
+/// error; then, once all have, the lines of `after`, and says so on `done` if given. Ends
+/// early if the gateway goes away.
+pub(crate) fn report_when_settled(
+    shared: &Arc<Shared>,
+    servers: Vec<String>,
+    after: impl FnOnce(&Arc<Shared>) -> Vec<String> + Send + 'static,
+    done: Option<tokio::sync::watch::Sender<bool>>,
+) {
+    let weak = Arc::downgrade(shared);
+    let mut events = shared.host.subscribe(None, Some(&["state", "catalog"]));
+    tokio::spawn(async move {
+        let mut pending: BTreeSet<String> = servers.into_iter().collect();
+        let mut cataloged = BTreeSet::new();
+        loop {
+            let Some(shared) = weak.upgrade() else {
+                return;
+            };
+            pending.retain(|id| {
+                if !has_settled(&shared, id, &cataloged) {
+                    return true;
+                }
+                // One removed before it settled has nothing to say.
+                if let Some(status) = shared.host.server_status(id) {
+                    log_status(&shared, &status);
+                }
+                false
+            });
+            if pending.is_empty() {
+                for line in after(&shared) {
+                    shared.log.line(&line);
+                }
+                if let Some(done) = done {
+                    done.send_replace(true);
+                }
+                return;
+            }
+            drop(shared);
+            match events.recv().await {
+                Some(HostEvent::Catalog { server, .. }) => {
+                    cataloged.insert(server);
+                }
+                Some(_) => {}
+                None => return,
+            }
+        }
+    });
+}
+
+/// One upstream's line in the log: its state, its tool count and its last error.
+fn log_status(shared: &Shared, status: &mcp_host::ServerStatus) {
+    let error = status
+        .last_error
+        .as_deref()
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default();
+    // The gateway has no browser: a person logs in to the upstream beforehand.
+    let hint = if status.state == ServerState::AuthRequired {
+        format!(
+            "; log in with `mcp-host login --gateway {} {}`",
+            shared.path.display(),
+            status.id
+        )
+    } else {
+        String::new()
+    };
+    shared.log.line(&format!(
+        "upstream {}: {} ({} tools){error}{hint}",
+        status.id, status.state, status.tools
+    ));
+}
