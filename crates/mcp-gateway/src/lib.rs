@@ -16,9 +16,16 @@
 //!
 //! The gateway serves both eras of MCP to its clients, whatever era each upstream speaks: in
 //! passthrough mode a stateless upstream's `input_required` results reach a stateless client
-//! as they came, and a handshake client is asked on its call's stream instead. One pair is not
-//! bridged yet: a stateless client cannot be sent a handshake upstream's mid-call request, so
-//! that upstream is refused, saying why.
+//! as they came, and a handshake client is asked on its call's stream instead. The fourth
+//! pair is bridged too: a handshake upstream's mid-call request for a stateless client
+//! suspends the upstream call, the client is answered `input_required`, and its retry's
+//! answers resume the call (at most 256 suspended calls, each for at most 300 s). Category and
+//! meta modes do not bridge it yet: there such a request is refused, saying why.
+//!
+//! Each client sees only its own traffic: an upstream's request or log entry that came on a
+//! call's Streamable HTTP response stream (or that call's `input_required`) goes to that call's
+//! client only; when nothing says whose it is and calls of several clients wait on the
+//! upstream, a request is refused and a log entry dropped.
 //!
 //! [`file`](mod@file) reads the gateway file and generates its JSON Schema; [`budget`] measures what
 //! each way of exposing the tools costs a model.
@@ -57,6 +64,7 @@ mod reply;
 mod routes;
 mod server;
 mod shared;
+mod suspend;
 mod sync;
 mod tool_name;
 mod trace;

@@ -1,17 +1,21 @@
 //! The way back: which client in front of the gateway an upstream's own request (sampling,
 //! elicitation, roots) goes to, and the notifications every client hears.
 //!
-//! An upstream's request goes to the client whose call is in flight on that upstream, and
-//! only if that client declared the capability; otherwise the upstream gets an error saying
-//! why (SPEC.md §10). When calls of several clients are in flight on it, it is refused: which
-//! call it belongs to is not known, and guessing would show one client another's request.
+//! An upstream's request goes to the client whose call it belongs to, and only if that client
+//! declared the capability; otherwise the upstream gets an error saying why (SPEC.md §10).
+//! Which call it belongs to, the upstream says when it can: each relayed call is tagged with
+//! its in-flight record's id, and the host gives the tag back with a request that came on that
+//! call's Streamable HTTP response stream (or that its `input_required` result asked). When
+//! nothing says (a stdio upstream, the standalone stream), it goes to the one client whose
+//! calls wait on that upstream; with calls of several clients waiting it is refused, since
+//! guessing would show one client another's request.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_host::ServerRequestHandler;
 use mcp_protocol::schema::{
@@ -19,8 +23,10 @@ use mcp_protocol::schema::{
 };
 use mcp_protocol::{ClientInfo, Era, ErrorObject, RawJson, RequestOptions};
 use mcp_session::{Peer, RequestContext, SessionKey, Sessions};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::reply;
+use crate::suspend::{self, Ask};
 use crate::sync::lock;
 
 /// One client in front of the gateway.
@@ -48,6 +54,9 @@ struct InFlight {
     /// Whether the request came in the stateless era, where nothing may be sent to the client
     /// mid-request.
     stateless: bool,
+    /// For a stateless client's call run suspendable (`suspend`): where the upstream's
+    /// requests go, to come back to the client as `input_required`.
+    asks: Option<mpsc::Sender<Ask>>,
 }
 
 /// The clients in front, and which of their requests wait on which upstream.
@@ -55,6 +64,10 @@ struct InFlight {
 pub(crate) struct Routes {
     pub(crate) sessions: Mutex<HashMap<SessionKey, Downstream>>,
     inflight: Mutex<HashMap<String, Vec<InFlight>>>,
+    /// Calls that ended lately, by tag: the client's peer for messages tied to no request, and
+    /// when. What the upstream wrote during a call travels apart from its answer through the
+    /// host, and may come just after it; it still belongs to that client.
+    ended: Mutex<HashMap<u64, (Peer, Instant)>>,
     next: AtomicU64,
     /// The session registry of each server in front (one gateway may be served over stdio
     /// and HTTP at once), known from their first request: notifications for all clients go
@@ -64,14 +77,26 @@ pub(crate) struct Routes {
 }
 
 impl Routes {
+    /// Remembers the session registry of a server in front.
+    pub(crate) fn join(&self, sessions: &Sessions) {
+        let mut registries = lock(&self.registries);
+        if !registries.iter().any(|r| r.same(sessions)) {
+            registries.push(sessions.clone());
+        }
+    }
+
+    /// Sends a resource update to the stateless clients whose `subscriptions/listen` stream
+    /// asks for its URI (handshake clients that subscribed are told on their own peers).
+    pub(crate) fn notify_listening(&self, method: &str, params: Option<RawJson>) {
+        let registries = lock(&self.registries).clone();
+        for registry in registries {
+            registry.notify_listening(method, params.clone());
+        }
+    }
+
     /// Remembers the client of `context` (on its first request).
     pub(crate) fn register(&self, context: &RequestContext) {
-        {
-            let mut registries = lock(&self.registries);
-            if !registries.iter().any(|r| r.same(&context.sessions)) {
-                registries.push(context.sessions.clone());
-            }
-        }
+        self.join(&context.sessions);
         let mut sessions = lock(&self.sessions);
         sessions
             .entry(context.session)
@@ -125,6 +150,7 @@ impl Routes {
                 peer: context.peer.clone(),
                 client: context.client.clone(),
                 stateless: context.era == Some(Era::Stateless),
+                asks: suspend::current_asks(),
             });
         Tracked {
             routes: Arc::clone(self),
@@ -133,24 +159,61 @@ impl Routes {
         }
     }
 
+    /// A suspended call (the one whose upstream requests go to `asks`) was resumed by its
+    /// client's retry: what its upstream says next goes on the retry's stream (`peer`).
+    pub(crate) fn resumed(&self, asks: &mpsc::Sender<Ask>, peer: &Peer) {
+        for call in lock(&self.inflight).values_mut().flatten() {
+            if call.asks.as_ref().is_some_and(|a| a.same_channel(asks)) {
+                call.peer = peer.clone();
+            }
+        }
+    }
+
+    /// The call tagged `tag` (see [`Tracked::tag`]) while it waits on its upstream.
+    fn call(&self, tag: u64) -> Option<InFlight> {
+        lock(&self.inflight)
+            .values()
+            .flatten()
+            .find(|c| c.id == tag)
+            .cloned()
+    }
+
+    /// Where what an upstream wrote during the call tagged `tag` goes: on that call's own
+    /// stream while it waits, to that client's unrelated peer for a moment after it ended
+    /// ([`LATE_ENTRY`]); `None` once it is long over (the caller drops it: it is nobody
+    /// else's).
+    pub(crate) fn peer_of_call(&self, tag: u64) -> Option<Peer> {
+        if let Some(call) = self.call(tag) {
+            return Some(call.peer);
+        }
+        lock(&self.ended)
+            .get(&tag)
+            .filter(|(_, at)| at.elapsed() < LATE_ENTRY)
+            .map(|(peer, _)| peer.clone())
+    }
+
+    /// Where an upstream's request that the upstream tied to the call tagged `tag` goes: that
+    /// call's client, on the call's stream.
+    fn target_of_call(&self, tag: u64) -> Result<Target, &'static str> {
+        match self.call(tag) {
+            Some(call) => Target::of(call),
+            None => Err("the call it belongs to has ended"),
+        }
+    }
+
     /// Where an upstream's request goes: the client whose requests wait on that upstream, when
     /// they are all one client's; else the only client (unprompted requests, such as
     /// `roots/list` after start-up). When requests of several clients wait on the upstream,
     /// nothing says which of them the request belongs to, and it is refused rather than
     /// guessed: one client must never see, or answer, what another's call asked.
-    fn target(&self, server: &str) -> Result<(Peer, Option<Arc<ClientInfo>>), &'static str> {
+    fn target(&self, server: &str) -> Result<Target, &'static str> {
         match self.waiting(server) {
             Waiting::Ambiguous => {
                 return Err(
                     "calls of more than one client wait on this server, and nothing says which of them it belongs to",
                 );
             }
-            Waiting::One(call) if call.stateless => {
-                return Err(
-                    "the client waiting on it speaks the stateless era, where a request cannot reach it mid-call (the upstream would have to answer input_required)",
-                );
-            }
-            Waiting::One(call) => return Ok((call.peer, call.client)),
+            Waiting::One(call) => return Target::of(call),
             Waiting::Nobody => {}
         }
         let sessions = lock(&self.sessions);
@@ -158,7 +221,7 @@ impl Routes {
             return sessions
                 .values()
                 .next()
-                .map(|d| (d.peer.clone(), d.client.clone()))
+                .map(|d| Target::Peer(d.peer.clone(), d.client.clone()))
                 .ok_or("no client of the gateway is waiting on it");
         }
         Err("no client of the gateway is waiting on it")
@@ -193,6 +256,36 @@ impl Routes {
     }
 }
 
+/// Why a stateless client is not sent an upstream's request.
+const STATELESS: &str = "the client waiting on it speaks the stateless era, where a request cannot reach it mid-call (the upstream would have to answer input_required)";
+
+/// How long after a call a log entry its upstream tied to it is still passed on.
+const LATE_ENTRY: Duration = Duration::from_secs(1);
+
+/// Where an upstream's request goes.
+enum Target {
+    /// A handshake client: sent on this peer.
+    Peer(Peer, Option<Arc<ClientInfo>>),
+    /// A stateless client's suspendable call: it comes back to the client as `input_required`.
+    Suspend(mpsc::Sender<Ask>, Option<Arc<ClientInfo>>),
+}
+
+impl Target {
+    fn of(call: InFlight) -> Result<Self, &'static str> {
+        match (call.stateless, call.asks) {
+            (false, _) => Ok(Self::Peer(call.peer, call.client)),
+            (true, Some(asks)) => Ok(Self::Suspend(asks, call.client)),
+            (true, None) => Err(STATELESS),
+        }
+    }
+
+    fn client(&self) -> Option<&Arc<ClientInfo>> {
+        match self {
+            Self::Peer(_, client) | Self::Suspend(_, client) => client.as_ref(),
+        }
+    }
+}
+
 /// Who waits on one upstream.
 enum Waiting {
     Nobody,
@@ -210,10 +303,26 @@ pub(crate) struct Tracked {
     id: u64,
 }
 
+impl Tracked {
+    /// The tag the upstream call carries ([`mcp_host::CallOptions::related`]), by which the
+    /// host says which call an upstream's request or log entry belongs to.
+    pub(crate) fn tag(&self) -> u64 {
+        self.id
+    }
+}
+
 impl Drop for Tracked {
     fn drop(&mut self) {
-        if let Some(calls) = lock(&self.routes.inflight).get_mut(&self.server) {
-            calls.retain(|c| c.id != self.id);
+        let ended = lock(&self.routes.inflight)
+            .get_mut(&self.server)
+            .and_then(|calls| {
+                let at = calls.iter().position(|c| c.id == self.id)?;
+                Some(calls.remove(at))
+            });
+        let mut recent = lock(&self.routes.ended);
+        recent.retain(|_, (_, at)| at.elapsed() < LATE_ENTRY);
+        if let Some(call) = ended {
+            recent.insert(self.id, (call.peer.unrelated(), Instant::now()));
         }
     }
 }
@@ -247,14 +356,42 @@ impl ServerRequestHandler for Forwarder {
         server: &'a str,
         request: ServerRequest,
     ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>> {
+        self.handle_related(server, request, None)
+    }
+
+    fn handle_related<'a>(
+        &'a self,
+        server: &'a str,
+        request: ServerRequest,
+        related: Option<u64>,
+    ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>> {
         Box::pin(async move {
             let method = request.method().to_owned();
-            let (peer, client) = self.routes.target(server).map_err(|why| {
+            let target = match related {
+                Some(tag) => self.routes.target_of_call(tag),
+                None => self.routes.target(server),
+            };
+            let target = target.map_err(|why| {
                 reply::method_not_found(format!(
                     "{method} from server `{server}` cannot be passed on: {why}"
                 ))
             })?;
-            refuse_undeclared(&request, client.as_ref().map(|c| &c.capabilities))?;
+            refuse_undeclared(&request, target.client().map(|c| &c.capabilities))?;
+            let peer = match target {
+                Target::Peer(peer, _) => peer,
+                Target::Suspend(asks, _) => {
+                    let (answer, answered) = oneshot::channel();
+                    let gone = || {
+                        reply::internal(format!(
+                            "{method}: the call it belongs to ended before its client answered"
+                        ))
+                    };
+                    asks.send(Ask { request, answer })
+                        .await
+                        .map_err(|_| gone())?;
+                    return answered.await.map_err(|_| gone())?;
+                }
+            };
             let params = request
                 .encode_params()
                 .map_err(|e| reply::invalid_params(e.to_string()))?;

@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use mcp_host::permission::{CallRequest, Decision, Policy};
 use mcp_host::{Host, HostOptions};
-use mcp_protocol::schema::{ClientNotification, ClientRequest, Implementation};
+use mcp_protocol::schema::{
+    ClientNotification, ClientRequest, Implementation, SubscriptionFilter,
+};
 use mcp_protocol::{ErrorObject, RawJson, ServerConfig};
-use mcp_session::{Handler, RequestContext, SessionKey};
+use mcp_session::{Handler, RequestContext, SessionKey, Sessions};
 
 use crate::cache::{DEFAULT_CACHE_TTL, ListCache};
 use crate::call_log::CallLog;
@@ -285,6 +287,15 @@ impl Handler for Gateway {
 
     fn notified(&self, session: SessionKey, notification: ClientNotification) {
         self.mode.notified(&self.shared, session, notification);
+    }
+
+    fn listening(&self, _: SessionKey, filter: &SubscriptionFilter, sessions: &Sessions) {
+        // The stream hears what `Routes::broadcast` sends even if its client asked nothing
+        // else of this gateway yet.
+        self.shared.routes.join(sessions);
+        if let Some(uris) = &filter.resource_subscriptions {
+            self.mode.listening(&self.shared, uris.clone());
+        }
     }
 
     fn closed(&self, session: SessionKey) {

@@ -92,7 +92,7 @@ impl Shared {
     ) -> Result<Relayed, CallError> {
         let tool = params.name.clone();
         let started = Instant::now();
-        let _route = self.routes.track(server, context);
+        let route = self.routes.track(server, context);
         let mut options = CallOptions::default();
         let forward = context.progress_token.clone().map(|token| {
             let (tx, mut rx) = mpsc::unbounded_channel::<ProgressParams>();
@@ -118,7 +118,11 @@ impl Shared {
             Some(Target::Tool(&tool)),
             &mut params.meta,
         );
+        // The upstream's requests and log entries that say they belong to this call come
+        // back with its tag, and reach this client only (routes.rs).
+        options = options.related(route.tag());
         let outcome = self.host.relay_call(server, params, options).await;
+        drop(route);
         if let Some(span) = span {
             span.end(trace::call_outcome(&outcome));
         }

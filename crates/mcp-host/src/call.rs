@@ -47,6 +47,13 @@ pub struct CallOptions {
     /// it came, for the client we relay for to answer, instead of answering its input
     /// requests through the host's [`ServerRequestHandler`](crate::ServerRequestHandler). [`Host::call_tool`](crate::Host::call_tool) ignores it.
     pub pass_input_required: bool,
+    /// For [`Host::relay_call`](crate::Host::relay_call): a tag of the consumer's choosing,
+    /// given back with what the server sends about this call when it says so (its requests
+    /// to the [`ServerRequestHandler`](crate::ServerRequestHandler)'s
+    /// [`handle_related`](crate::ServerRequestHandler::handle_related), its notifications in
+    /// [`HostEvent::Notification`](crate::HostEvent::Notification)): a gateway relaying for
+    /// several clients tells by it whose call the server is asking or writing about.
+    pub related: Option<u64>,
 }
 
 /// What a relayed tool call ([`Host::relay_call`](crate::Host::relay_call)) came back with.
@@ -73,6 +80,12 @@ impl CallOptions {
     /// `request_timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Tags the call (see [`related`](Self::related)).
+    pub fn related(mut self, tag: u64) -> Self {
+        self.related = Some(tag);
         self
     }
 

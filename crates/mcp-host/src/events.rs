@@ -29,6 +29,10 @@ pub enum HostEvent {
         server: String,
         /// The notification.
         notification: ServerNotification,
+        /// The [`CallOptions::related`](crate::CallOptions::related) tag of the call it
+        /// belongs to, when the server said (it came on that call's Streamable HTTP response
+        /// stream): a log entry written while serving one consumer's call, for that consumer.
+        related: Option<u64>,
     },
     /// Something the server did wrong that did not end the connection.
     Diagnostic {

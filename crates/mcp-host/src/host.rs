@@ -458,11 +458,12 @@ impl Host {
             message: format!("the call's parameters cannot be encoded: {e}"),
         })?;
         let raw = client
-            .request_raw(
+            .request_raw_tagged(
                 <CallTool as RequestMethod>::METHOD,
                 Some(encoded),
                 request_options,
                 options.progress,
+                options.related,
             )
             .await
             .map_err(failed)?;

@@ -27,6 +27,21 @@ pub trait ServerRequestHandler: Send + Sync + 'static {
         server: &'a str,
         request: ServerRequest,
     ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>>;
+
+    /// Answers `request` from `server`, which the server said belongs to the call tagged
+    /// `related` ([`CallOptions::related`](crate::CallOptions::related)): it came on that
+    /// call's Streamable HTTP response stream, or that call's `input_required` result asked
+    /// it. `None` when nothing said (a stdio server's request, one on the standalone stream,
+    /// an untagged call's). By default the same as [`handle`](Self::handle).
+    fn handle_related<'a>(
+        &'a self,
+        server: &'a str,
+        request: ServerRequest,
+        related: Option<u64>,
+    ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>> {
+        let _ = related;
+        self.handle(server, request)
+    }
 }
 
 /// How the host behaves: limits, backoff, who decides about calls.

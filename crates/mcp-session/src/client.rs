@@ -201,12 +201,34 @@ impl Client {
         options: RequestOptions,
         progress: Option<mpsc::UnboundedSender<ProgressParams>>,
     ) -> Result<RawJson> {
+        self.request_raw_tagged(method, params, options, progress, None)
+            .await
+    }
+
+    /// [`request_raw`](Self::request_raw) with a tag of the caller's choosing, given back
+    /// with what the server sends about this request ([`Incoming::Request`]'s `related`,
+    /// [`Incoming::RelatedNotification`]): a proxy relaying for several clients over one
+    /// connection tells by it whose request a server's elicitation or log entry is about.
+    ///
+    /// [`Incoming::Request`]: crate::Incoming::Request
+    /// [`Incoming::RelatedNotification`]: crate::Incoming::RelatedNotification
+    pub async fn request_raw_tagged(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+        tag: Option<u64>,
+    ) -> Result<RawJson> {
         let (tx, rx) = oneshot::channel();
         let sent = self.core.with_session(|state| {
             let id = state.session.send_request(now(), method, params, options)?;
             state.waiters.insert(id.clone(), tx);
             if let Some(p) = progress {
                 state.progress.insert(id.clone(), p);
+            }
+            if let Some(tag) = tag {
+                state.tags.insert(id.clone(), tag);
             }
             Ok(id)
         });
@@ -411,6 +433,7 @@ impl Drop for CancelOnDrop<'_> {
             self.core.with_session(|state| {
                 state.waiters.remove(&id);
                 state.progress.remove(&id);
+                state.tags.remove(&id);
                 let _ = state
                     .session
                     .cancel(&id, Some("the host dropped the request"));

@@ -37,6 +37,11 @@ pub enum Incoming {
         id: RequestId,
         /// The request.
         request: ServerRequest,
+        /// The tag of the request of ours it belongs to, when the caller tagged that request
+        /// ([`Client::request_raw_tagged`](crate::Client::request_raw_tagged)) and the server
+        /// said which it belongs to: it came on that request's Streamable HTTP response stream,
+        /// or it is one of the inputs that request's `input_required` result asked for.
+        related: Option<u64>,
     },
     /// The server withdrew a request; do not answer it.
     Cancelled {
@@ -45,6 +50,16 @@ pub enum Incoming {
     },
     /// A notification: a log entry, a list change, a resource update.
     Notification(ServerNotification),
+    /// A notification that belongs to a request of ours the caller tagged (it came on that
+    /// request's response stream): a log entry the server wrote while serving it, say. Only
+    /// a tagged request's notifications arrive this way; the rest come as
+    /// [`Notification`](Self::Notification).
+    RelatedNotification {
+        /// The notification.
+        notification: ServerNotification,
+        /// The tag the caller gave the request.
+        related: u64,
+    },
     /// Something the server did wrong that did not end the connection.
     Diagnostic(String),
 }
@@ -102,6 +117,11 @@ pub(crate) struct State {
     /// may wake a thread, and the lock is not held across that.
     answered: Vec<(Waiter, Result<RawJson, mcp_protocol::Error>)>,
     pub(crate) progress: HashMap<RequestId, mpsc::UnboundedSender<ProgressParams>>,
+    /// The caller's tags of requests in flight, by the id `send_request` gave them.
+    pub(crate) tags: HashMap<RequestId, u64>,
+    /// While a frame is fed in: the id of the request of ours whose response stream carried
+    /// it, as the transport knows it.
+    arrived_under: Option<RequestId>,
     ready: Option<oneshot::Sender<Result<ServerInfo, mcp_protocol::Error>>>,
     incoming: mpsc::Sender<Incoming>,
     pub(crate) diagnostics: VecDeque<String>,
@@ -121,6 +141,21 @@ impl State {
         let _ = self.incoming.try_send(Incoming::Diagnostic(text));
     }
 
+    /// The caller's tag of the request a server message belongs to: an input request's own
+    /// (`input`), else the one whose response stream carried the frame.
+    fn related(&self, input: Option<&RequestId>) -> Option<u64> {
+        let behind = |id: &RequestId| self.session.request_behind(id);
+        let by_input = input
+            .map(behind)
+            .filter(|logical| Some(logical) != input)
+            .and_then(|logical| self.tags.get(&logical).copied());
+        by_input.or_else(|| {
+            self.arrived_under
+                .as_ref()
+                .and_then(|under| self.tags.get(&behind(under)).copied())
+        })
+    }
+
     /// Delivers what the session has to say to whoever waits for it.
     pub(crate) fn dispatch(&mut self) {
         while let Some(event) = self.session.poll_event() {
@@ -132,6 +167,7 @@ impl State {
                 }
                 ClientEvent::Response { id, outcome, .. } => {
                     self.progress.remove(&id);
+                    self.tags.remove(&id);
                     if let Some(waiter) = self.waiters.remove(&id) {
                         self.answered.push((waiter, outcome));
                     }
@@ -142,9 +178,11 @@ impl State {
                     }
                 }
                 ClientEvent::Request { id, request } => {
+                    let related = self.related(Some(&id));
                     let item = Incoming::Request {
                         id: id.clone(),
                         request,
+                        related,
                     };
                     if let Err(e) = self.incoming.try_send(item) {
                         let why = match e {
@@ -162,7 +200,14 @@ impl State {
                     let _ = self.incoming.try_send(Incoming::Cancelled { id });
                 }
                 ClientEvent::Notification(n) => {
-                    if self.incoming.try_send(Incoming::Notification(n)).is_err() {
+                    let item = match self.related(None) {
+                        Some(related) => Incoming::RelatedNotification {
+                            notification: n,
+                            related,
+                        },
+                        None => Incoming::Notification(n),
+                    };
+                    if self.incoming.try_send(item).is_err() {
                         self.dropped_notifications += 1;
                     }
                 }
@@ -227,6 +272,8 @@ impl Core {
                 waiters: HashMap::new(),
                 answered: Vec::new(),
                 progress: HashMap::new(),
+                tags: HashMap::new(),
+                arrived_under: None,
                 ready: None,
                 incoming,
                 diagnostics: VecDeque::new(),
@@ -295,6 +342,18 @@ impl Core {
     /// A decoded frame arrived.
     pub fn receive(self: &Arc<Self>, decoded: Decoded) {
         self.with_session(|state| state.session.handle_decoded(now(), decoded));
+    }
+
+    /// A decoded frame arrived on the response stream of our request `under` (Streamable
+    /// HTTP): what the server sends there belongs to that request, and is delivered with the
+    /// caller's tag of it.
+    pub fn receive_under(self: &Arc<Self>, decoded: Decoded, under: &RequestId) {
+        self.with_session(|state| {
+            state.arrived_under = Some(under.clone());
+            state.session.handle_decoded(now(), decoded);
+            state.dispatch();
+            state.arrived_under = None;
+        });
     }
 
     /// A frame arrived that did not decode.

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use mcp_protocol::schema::{
     ClientNotification, ClientRequest, ProgressParams, ProgressToken, RequestMethod,
+    SubscriptionFilter,
 };
 use mcp_protocol::{
     ClientInfo, DecodeError, Decoded, Era, ErrorObject, Message, RawJson, RequestId,
@@ -55,6 +56,14 @@ pub trait Handler: Send + Sync + 'static {
     /// era has no handshake, and this is never called for it.
     fn initialized(&self, session: SessionKey, client: &ClientInfo) {
         let _ = (session, client);
+    }
+
+    /// A stateless-era client opened a `subscriptions/listen` stream carrying `filter` (the
+    /// part this server honours), which the session serves itself; `sessions` is the registry
+    /// that stream joined. A proxy subscribes upstream here to the resources the stream asks
+    /// for, since the era has no `resources/subscribe`. By default nothing is done.
+    fn listening(&self, session: SessionKey, filter: &SubscriptionFilter, sessions: &Sessions) {
+        let _ = (session, filter, sessions);
     }
 
     /// The session ended (the client left, closed it, or broke the protocol): a handler that
@@ -194,6 +203,21 @@ impl Sessions {
         members.push(link);
     }
 
+    /// Sends a notification unprompted only to the stateless era's `subscriptions/listen`
+    /// streams whose filter asks for it, not to handshake-era sessions: for a resource update,
+    /// which a handshake client gets only if it subscribed (the caller tells those itself).
+    /// Returns how many sessions took it.
+    pub fn notify_listening(&self, method: &str, params: Option<RawJson>) -> usize {
+        let live: Vec<Arc<dyn Link>> = {
+            let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+            members.retain(|m| m.strong_count() > 0);
+            members.iter().filter_map(Weak::upgrade).collect()
+        };
+        live.iter()
+            .filter(|link| link.notify_listening(method, params.clone()))
+            .count()
+    }
+
     /// Sends a notification unprompted to every live session: in the handshake era on its
     /// own stream (refused where the handshake is not over, which is skipped); in the
     /// stateless era to the `subscriptions/listen` streams whose filter asks for it. Returns
@@ -254,6 +278,8 @@ trait Link: Send + Sync {
         params: Option<RawJson>,
         options: RequestOptions,
     ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>>;
+    /// [`notify`](Self::notify) unprompted, only in the stateless era; whether it was sent.
+    fn notify_listening(&self, method: &str, params: Option<RawJson>) -> bool;
 }
 
 /// The client as seen from a server: send it notifications and requests.
@@ -345,6 +371,7 @@ enum Tell {
         context: RequestContext,
     },
     Notified(ClientNotification),
+    Listening(SubscriptionFilter),
     Initialized(Box<ClientInfo>),
     Closed,
 }
@@ -466,6 +493,9 @@ impl<H: Handler> ServerCore<H> {
                     context,
                 } => self.start(id, request, context),
                 Tell::Notified(n) => self.handler.notified(self.key, n),
+                Tell::Listening(filter) => {
+                    self.handler.listening(self.key, &filter, &self.sessions);
+                }
                 Tell::Initialized(client) => self.handler.initialized(self.key, &client),
                 Tell::Closed => self.handler.closed(self.key),
             }
@@ -547,6 +577,9 @@ impl<H: Handler> ServerCore<H> {
                 }
                 ServerEvent::Notification(notification) => {
                     state.tell.push(Tell::Notified(notification));
+                }
+                ServerEvent::Listening { filter, .. } => {
+                    state.tell.push(Tell::Listening(filter));
                 }
                 ServerEvent::Initialized(client) => {
                     state.tell.push(Tell::Initialized(Box::new(client)));
@@ -654,6 +687,13 @@ impl<H: Handler> Link for ServerCore<H> {
     ) -> mcp_protocol::Result<()> {
         self.with_session(related, |state| {
             state.session.notify_for(related, method, params)
+        })
+    }
+
+    fn notify_listening(&self, method: &str, params: Option<RawJson>) -> bool {
+        self.with_session(None, |state| {
+            state.session.era() == Some(Era::Stateless)
+                && state.session.notify_for(None, method, params).is_ok()
         })
     }
 

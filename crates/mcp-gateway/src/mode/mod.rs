@@ -55,6 +55,12 @@ pub(crate) trait Mode: fmt::Debug + Send + Sync + 'static {
     }
 
 
+    /// A stateless-era client's `subscriptions/listen` stream asks for updates of `uris`
+    /// (that era has no `resources/subscribe`); by default nothing is done.
+    fn listening(&self, shared: &Arc<Shared>, uris: Vec<String>) {
+        let _ = (shared, uris);
+    }
+
     /// Answers one client request.
     fn handle<'a>(
         &'a self,

@@ -26,7 +26,9 @@
 //! other module needs the helpers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use mcp_host::{CallError, HostEvent, Relayed, ServerState};
@@ -42,6 +44,7 @@ use super::{Answer, Mode};
 use crate::file;
 use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
+use crate::suspend::{Outcome, Suspensions, take_retry};
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
 use crate::upstreams::{self, Change};
@@ -60,6 +63,11 @@ struct State {
     /// upstream sent during that call may be relayed only after its answer (they travel
     /// separately through the host), and belongs to that client all the same.
     ended: Mutex<HashMap<String, (Peer, Instant)>>,
+    /// The gateway, once it runs: a 2026-07-28 client's call runs in a task of its own, so
+    /// that it can wait suspended while its client answers `input_required`.
+    shared: OnceLock<Weak<Shared>>,
+    /// Those calls, waiting for their clients' retries.
+    suspensions: Arc<Suspensions>,
 }
 
 /// Passthrough mode, with its own state: the routing tables, shared with the task that
@@ -115,6 +123,36 @@ impl Mode for PassthroughMode {
 
     fn tool_schema(&self, shared: &Shared, name: &str) -> Option<RawJson> {
         tool_schema(shared, name)
+    }
+
+    fn listening(&self, shared: &Arc<Shared>, uris: Vec<String>) {
+        let (shared, state) = (Arc::clone(shared), Arc::clone(&self.state));
+        tokio::spawn(async move { subscribe_upstream(&shared, &state, uris).await });
+    }
+}
+
+/// Subscribes upstream to the resources a stateless client's `subscriptions/listen` stream
+/// asks for, through the host (which subscribes the way each upstream's era has), so that
+/// their updates reach the gateway to be passed on. A refusal is logged: the stream stays
+/// open for the rest.
+async fn subscribe_upstream(shared: &Shared, state: &State, uris: Vec<String>) {
+    for uri in uris {
+        let candidates = resource_candidates(state, shared, &uri, has_subscribe);
+        let uri = &uri;
+        let subscribed = first_ok(&candidates, "resources/subscribe", |id| async move {
+            shared
+                .host
+                .subscribe_resource(&id, uri)
+                .await
+                .map_err(host_error)
+        })
+        .await;
+        if let Err(e) = subscribed {
+            shared.log.line(&format!(
+                "subscriptions/listen: {uri} not subscribed upstream: {}",
+                e.message
+            ));
+        }
     }
 }
 
@@ -269,6 +307,7 @@ fn startup_report(shared: &Shared) -> Vec<String> {
 fn start_relay(shared: &Arc<Shared>, state: Arc<State>) {
     let mut events = shared.host.subscribe(None, None);
     let weak = Arc::downgrade(shared);
+    let _ = state.shared.set(weak.clone());
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             let Some(shared) = weak.upgrade() else {
@@ -294,6 +333,7 @@ fn relay(shared: &Shared, state: &State, event: HostEvent) {
         HostEvent::Notification {
             server,
             notification,
+            related,
         } => {
             let method = notification.method().to_owned();
             let params = notification.encode_params().ok().flatten();
@@ -308,6 +348,22 @@ fn relay(shared: &Shared, state: &State, event: HostEvent) {
                         .collect();
                     for peer in peers {
                         let _ = peer.notify(&method, params.clone());
+                    }
+                    // A 2026-07-28 client asked for it on its subscriptions/listen stream.
+                    shared.routes.notify_listening(&method, params);
+                }
+                // The upstream said whose call it was written during: that client's only.
+                ServerNotification::LoggingMessage(_)
+                | ServerNotification::ElicitationComplete(_)
+                    if let Some(tag) = related =>
+                {
+                    match shared.routes.peer_of_call(tag) {
+                        Some(peer) => {
+                            let _ = peer.notify(&method, params);
+                        }
+                        None => {
+                            tracing::debug!(server = %server, "{method} dropped: the call it belongs to is over");
+                        }
                     }
                 }
                 ServerNotification::LoggingMessage(_)
@@ -619,7 +675,29 @@ async fn call_tool(
     params.arguments = call.arguments;
     params.extra = call.extra;
     params.meta = shared.upstream_meta(&server, context, call.meta);
-    let outcome = shared.relay_call(&label, &server, params, context).await;
+    let owned = state.shared.get().and_then(Weak::upgrade);
+    let outcome = match owned {
+        // A 2026-07-28 client: the upstream's requests mid-call come back to it as
+        // `input_required`, and its retry resumes the call (suspend.rs).
+        Some(owned) if context.era == Some(Era::Stateless) => {
+            let mut params = params;
+            let retry = take_retry(&mut params.extra);
+            let (label, server, call_context) = (label.clone(), server.clone(), context.clone());
+            let start = move || -> Pin<Box<dyn Future<Output = _> + Send>> {
+                Box::pin(async move {
+                    owned
+                        .relay_call(&label, &server, params, &call_context)
+                        .await
+                })
+            };
+            let resumed = |asks: &_| shared.routes.resumed(asks, &context.peer);
+            match state.suspensions.run(retry, start, resumed).await? {
+                Outcome::Done(outcome) => outcome,
+                Outcome::InputRequired(raw) => return Ok(raw),
+            }
+        }
+        _ => shared.relay_call(&label, &server, params, context).await,
+    };
     lock(&state.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {
         Ok(Relayed::Complete(out)) => without_server_info(encode(&out.result)?),

@@ -5,10 +5,12 @@
 
 mod category;
 mod env;
+mod isolation;
 mod live;
 mod meta;
 mod observe;
 mod passthrough;
+mod stateless_clients;
 mod promises;
 mod support;
 mod traces;

@@ -202,7 +202,7 @@ fn answer_requests(client: &Client) {
     let client = client.clone();
     tokio::spawn(async move {
         while let Some(item) = incoming.recv().await {
-            if let Incoming::Request { id, request } = item {
+            if let Incoming::Request { id, request, .. } = item {
                 let result = match request.method() {
                     "sampling/createMessage" => json!({
                         "role": "assistant", "model": "test",

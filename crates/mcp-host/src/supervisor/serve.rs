@@ -40,6 +40,13 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
         let Some(item) = item else {
             return client.closed().await;
         };
+        let (item, related) = match item {
+            Incoming::RelatedNotification {
+                notification,
+                related,
+            } => (Incoming::Notification(notification), Some(related)),
+            other => (other, None),
+        };
         match item {
             Incoming::Notification(notification) => {
                 let relist = match &notification {
@@ -71,14 +78,19 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
                 inner.emit(HostEvent::Notification {
                     server: server.clone(),
                     notification,
+                    related,
                 });
             }
-            Incoming::Request { id, request } => {
+            Incoming::Request {
+                id,
+                request,
+                related,
+            } => {
                 let inner = inner.clone();
                 let client = client.clone();
                 let server = server.clone();
                 tokio::spawn(async move {
-                    let outcome = answer(&inner, &server, request).await;
+                    let outcome = answer(&inner, &server, request, related).await;
                     let _ = client.respond(&id, outcome);
                 });
             }
@@ -226,6 +238,7 @@ async fn answer(
     inner: &Inner,
     server: &str,
     request: ServerRequest,
+    related: Option<u64>,
 ) -> Result<RawJson, ErrorObject> {
     let internal =
         |e: serde_json::Error| ErrorObject::new(mcp_protocol::code::INTERNAL_ERROR, e.to_string());
@@ -236,7 +249,7 @@ async fn answer(
         }
         ServerRequest::Ping(_) => RawJson::encode(&JsonObject::new()).map_err(internal),
         other => match &inner.options.requests {
-            Some(handler) => handler.handle(server, other).await,
+            Some(handler) => handler.handle_related(server, other, related).await,
             None => Err(ErrorObject::new(
                 mcp_protocol::code::METHOD_NOT_FOUND,
                 format!("{} is not supported by this host", other.method()),

@@ -1028,7 +1028,12 @@ async fn read_events(
                             let m = inner.screen_tools(core, m);
                             core.receive(Decoded::Single(m));
                         }
-                        other => core.receive(other),
+                        // What comes on a request's stream belongs to that request (SPEC.md
+                        // §4.3): the session hands it over with the caller's tag of it.
+                        other => match request {
+                            Some(under) => core.receive_under(other, under),
+                            None => core.receive(other),
+                        },
                     }
                 }
                 Err(e) => core.receive_invalid(e),

@@ -108,6 +108,11 @@ impl Inputs {
         }
     }
 
+    /// The logical request an input request handed to the caller was asked for.
+    pub(crate) fn asked_for(&self, input: &RequestId) -> Option<&RequestId> {
+        self.asked.get(input)
+    }
+
     /// Takes an input request the caller answers: its logical id and key.
     pub(crate) fn take_asked(&mut self, input: &RequestId) -> Option<(RequestId, String)> {
         let logical = self.asked.remove(input)?;

@@ -23,7 +23,8 @@ use crate::jsonrpc::{
 use crate::schema::{
     AcknowledgedParams, CacheScope, ClientCapabilities, ClientNotification, ClientRequest,
     Implementation, InitializeParams, InitializeResult, ListenParams, NotificationMethod,
-    ProgressParams, RequestMethod, ServerCapabilities, is_removed, meta_key, method,
+    ProgressParams, RequestMethod, ServerCapabilities, SubscriptionFilter, is_removed, meta_key,
+    method,
 };
 use crate::session::pending::{Core, Matched, RequestOptions, with_meta};
 use crate::session::stateless_server::{self as stateless, Declared, Listen};
@@ -133,6 +134,16 @@ pub enum ServerEvent {
     },
     /// A notification the session does not handle itself (`roots/list_changed`, unknown ones).
     Notification(ClientNotification),
+    /// A stateless-era client opened a `subscriptions/listen` stream, which the session serves
+    /// itself: what it carries (the part of the filter this server honours). A proxy learns
+    /// here which resources to subscribe to upstream, since the era has no
+    /// `resources/subscribe`.
+    Listening {
+        /// The listen request, whose id tags every notification on the stream.
+        id: RequestId,
+        /// What the stream carries.
+        filter: SubscriptionFilter,
+    },
     /// The client did something wrong that did not end the session.
     Diagnostic(String),
     /// The session ended.
@@ -475,6 +486,10 @@ impl ServerSession {
         let filter = stateless::honoured(&self.config, &params.notifications);
         let mut ack = AcknowledgedParams::new(filter.clone());
         ack.meta = Some(stateless::subscription_meta(&id));
+        self.events.push_back(ServerEvent::Listening {
+            id: id.clone(),
+            filter: filter.clone(),
+        });
         state.listens.push(Listen { id, filter });
         self.core.push_notification(
             <method::SubscriptionsAcknowledged as NotificationMethod>::METHOD,

@@ -321,6 +321,7 @@ async fn declared_sampling_reaches_the_host_and_its_answer_the_server() {
                 if let Incoming::Request {
                     id,
                     request: ServerRequest::CreateMessage(_),
+                    ..
                 } = item
                 {
                     let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "m"});

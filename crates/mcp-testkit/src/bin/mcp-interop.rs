@@ -144,7 +144,7 @@ async fn stateless_checks(client: &Client, started: Instant) -> Check {
         let (client, asked) = (client.clone(), asked.clone());
         tokio::spawn(async move {
             while let Some(item) = incoming.recv().await {
-                if let Incoming::Request { id, request } = item {
+                if let Incoming::Request { id, request, .. } = item {
                     let answer = match request {
                         ServerRequest::Elicit(_) => {
                             asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

@@ -527,6 +527,19 @@ impl ClientSession {
         self.core.method_of(id).is_some()
     }
 
+    /// The request of ours that `id` belongs to, as the caller of
+    /// [`send_request`](Self::send_request) knows it: for the wire id of a multi round-trip
+    /// retry, the first send's id; for an input request this session handed over
+    /// ([`ClientEvent::Request`]), the request whose `input_required` result asked it; for any
+    /// other id of ours, itself. A proxy uses it to tell which of its callers a server's
+    /// message is about (the id of the request whose stream carried it, or an input request).
+    pub fn request_behind(&self, id: &RequestId) -> RequestId {
+        match self.inputs.asked_for(id) {
+            Some(logical) => logical.clone(),
+            None => self.inputs.logical(id),
+        }
+    }
+
     /// Fails a request whose answer the transport could not deliver (a response line over the
     /// size limit, say): it ends with [`Error::Transport`] and a reply that still comes is
     /// dropped. The server is not told; it has already answered. Returns `false` if the request

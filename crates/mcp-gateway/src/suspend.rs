@@ -1,0 +1,370 @@
+//! The fourth pair of eras (issue 22 §5): a handshake-era upstream asks its client something
+//! (sampling, elicitation, roots) in the middle of a call that a 2026-07-28 client made. That
+//! client cannot be sent a request mid-call; what it understands is a multi round-trip result
+//! (`input_required`, SPEC-2026.md row 12), after which it calls again with the answers.
+//!
+//! So the upstream call is suspended: it keeps running in a task of its own, its request
+//! waits, and the client's call is answered `input_required` with the upstream's request
+//! under a key and a `requestState` naming the suspension. The client's retry carries that
+//! state and the answers: the waiting upstream request is answered, and the call is awaited
+//! again (to its result, or to the next question).
+//!
+//! A client that never retries must not hold anything for long: at most
+//! [`MAX_SUSPENDED`] calls wait at once (past that the upstream's request is refused, saying
+//! why), and each waits at most [`SUSPEND_FOR`], after which the upstream's request is
+//! answered with an error saying the client did not answer, and the call goes on without it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use mcp_host::{CallError, Relayed};
+use mcp_protocol::schema::ServerRequest;
+use mcp_protocol::{ErrorObject, JsonObject, RawJson};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::reply;
+use crate::sync::lock;
+
+/// How many calls may wait for their clients' answers at once.
+pub(crate) const MAX_SUSPENDED: usize = 256;
+
+/// How long a suspended call waits for its client's retry.
+pub(crate) const SUSPEND_FOR: Duration = Duration::from_secs(300);
+
+/// What the gateway's own `requestState` values start with: a retry carrying another one is
+/// the upstream's own multi round-trip, passed on as it came.
+const STATE_PREFIX: &str = "mcp-gateway/suspended/";
+
+/// An upstream's request for the client of a suspended call, and where its answer goes.
+#[derive(Debug)]
+pub(crate) struct Ask {
+    pub(crate) request: ServerRequest,
+    pub(crate) answer: oneshot::Sender<Result<RawJson, ErrorObject>>,
+}
+
+tokio::task_local! {
+    /// Where the upstream's requests go while the call run in this task waits on it; set
+    /// around the call, read by `Routes::track`.
+    static ASKS: mpsc::Sender<Ask>;
+}
+
+/// The ask channel of the suspendable call running in this task, if it is one.
+pub(crate) fn current_asks() -> Option<mpsc::Sender<Ask>> {
+    ASKS.try_with(Clone::clone).ok()
+}
+
+/// The relayed call, running apart from the client's request so that it outlives it.
+type Call = JoinHandle<Result<Relayed, CallError>>;
+
+/// A call whose client was answered `input_required`, waiting for its retry.
+struct Suspended {
+    call: Call,
+    /// The sending half, by which the call's in-flight record is found again on a retry.
+    tx: mpsc::Sender<Ask>,
+    asks: mpsc::Receiver<Ask>,
+    /// The upstream's requests the client was asked, by key.
+    pending: Vec<(String, oneshot::Sender<Result<RawJson, ErrorObject>>)>,
+}
+
+/// The calls waiting for their clients' retries.
+pub(crate) struct Suspensions {
+    waiting: Mutex<HashMap<String, Suspended>>,
+    next: AtomicU64,
+    /// How long each waits: [`SUSPEND_FOR`] but in tests.
+    ttl: Duration,
+}
+
+impl Default for Suspensions {
+    fn default() -> Self {
+        Self {
+            waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(0),
+            ttl: SUSPEND_FOR,
+        }
+    }
+}
+
+impl std::fmt::Debug for Suspensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Suspensions")
+            .field("waiting", &lock(&self.waiting).len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a suspendable call came back to the client's request.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The call ended.
+    Done(Result<Relayed, CallError>),
+    /// The upstream asked: the client's answer is this `input_required` result.
+    InputRequired(RawJson),
+}
+
+/// A `requestState` and `inputResponses` taken out of a retry's parameters when the state is
+/// the gateway's own; otherwise the parameters are left as they are.
+pub(crate) fn take_retry(extra: &mut JsonObject) -> Option<(String, JsonObject)> {
+    let ours = extra
+        .get("requestState")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.starts_with(STATE_PREFIX));
+    if !ours {
+        return None;
+    }
+    let state = extra
+        .remove("requestState")
+        .and_then(|s| s.as_str().map(str::to_owned))?;
+    let responses = match extra.remove("inputResponses") {
+        Some(Value::Object(responses)) => responses,
+        _ => JsonObject::new(),
+    };
+    Some((state, responses))
+}
+
+impl Suspensions {
+    /// Runs a call for a 2026-07-28 client, or resumes the one its retry names: `start` begins
+    /// the call (its future runs in a task of its own, where the upstream's requests reach
+    /// this module); `retry` is [`take_retry`]'s.
+    /// `resumed` is told the resumed call's ask channel before its requests are answered,
+    /// so that what the upstream says next travels on the retry's stream.
+    pub(crate) async fn run<F>(
+        self: &Arc<Self>,
+        retry: Option<(String, JsonObject)>,
+        start: F,
+        resumed: impl FnOnce(&mpsc::Sender<Ask>),
+    ) -> Result<Outcome, ErrorObject>
+    where
+        F: FnOnce() -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send + 'static>>,
+    {
+        let suspended = match retry {
+            Some((state, responses)) => {
+                let Some(mut suspended) = lock(&self.waiting).remove(&state) else {
+                    return Err(reply::invalid_params(
+                        "requestState: no call of this gateway waits under it (it ended, or expired)".to_owned(),
+                    ));
+                };
+                resumed(&suspended.tx);
+                for (key, answer) in suspended.pending.drain(..) {
+                    let outcome = match responses.get(&key) {
+                        Some(result) => {
+                            RawJson::encode(result).map_err(|e| reply::internal(e.to_string()))
+                        }
+                        None => Err(reply::invalid_params(format!(
+                            "the client in front of the gateway retried without inputResponses.{key}"
+                        ))),
+                    };
+                    let _ = answer.send(outcome);
+                }
+                suspended
+            }
+            None => {
+                let (tx, asks) = mpsc::channel(8);
+                let call = tokio::spawn(ASKS.scope(tx.clone(), start()));
+                Suspended {
+                    call,
+                    tx,
+                    asks,
+                    pending: Vec::new(),
+                }
+            }
+        };
+        self.wait(suspended).await
+    }
+
+    /// Waits for the call to end or to ask; an ask suspends it.
+    async fn wait(self: &Arc<Self>, mut suspended: Suspended) -> Result<Outcome, ErrorObject> {
+        let first = tokio::select! {
+            ended = &mut suspended.call => {
+                return ended
+                    .map(Outcome::Done)
+                    .map_err(|e| reply::internal(format!("the upstream call stopped: {e}")));
+            }
+            Some(ask) = suspended.asks.recv() => ask,
+        };
+        let mut asks = vec![first];
+        while let Ok(more) = suspended.asks.try_recv() {
+            asks.push(more);
+        }
+        if lock(&self.waiting).len() >= MAX_SUSPENDED {
+            for ask in asks {
+                let _ = ask.answer.send(Err(reply::internal(format!(
+                    "{} calls already wait for their clients' answers; this one's request is refused",
+                    MAX_SUSPENDED
+                ))));
+            }
+            // The call goes on without its client's answer.
+            return Box::pin(self.wait(suspended)).await;
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let state = format!("{STATE_PREFIX}{n}-{:016x}", random());
+        let mut requests = JsonObject::new();
+        for (i, ask) in asks.into_iter().enumerate() {
+            let key = format!("upstream-{i}");
+            let params = ask
+                .request
+                .encode_params()
+                .ok()
+                .flatten()
+                .and_then(|p| p.decode::<Value>().ok());
+            let mut request = json!({ "method": ask.request.method() });
+            if let Some(params) = params {
+                request["params"] = params;
+            }
+            requests.insert(key.clone(), request);
+            suspended.pending.push((key, ask.answer));
+        }
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": state,
+        });
+        lock(&self.waiting).insert(state.clone(), suspended);
+        self.expire_later(state);
+        RawJson::encode(&result)
+            .map(Outcome::InputRequired)
+            .map_err(|e| reply::internal(e.to_string()))
+    }
+
+    /// After [`SUSPEND_FOR`], answers a suspension still waiting with an error to the
+    /// upstream, and lets its call go on without the client.
+    fn expire_later(self: &Arc<Self>, state: String) {
+        let weak: Weak<Self> = Arc::downgrade(self);
+        let ttl = self.ttl;
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            let Some(this) = weak.upgrade() else {
+                return;
+            };
+            let Some(suspended) = lock(&this.waiting).remove(&state) else {
+                return;
+            };
+            for (_, answer) in suspended.pending {
+                let _ = answer.send(Err(reply::internal(format!(
+                    "the client in front of the gateway did not answer within {} s (it was asked with input_required and never retried)",
+                    ttl.as_secs()
+                ))));
+            }
+            // Dropping the receiver refuses the call's later requests; the call itself ends
+            // on its own, its result unread.
+        });
+    }
+
+    /// How many calls wait for their clients' retries.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.waiting).len()
+    }
+}
+
+/// A number no client can guess from the last one it saw, so that one client cannot resume
+/// another's suspended call: std's randomly keyed hasher, without a dependency.
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that asks its client one elicitation and reports what the upstream was answered.
+    fn asking(
+        told: oneshot::Sender<Result<RawJson, ErrorObject>>,
+    ) -> impl FnOnce() -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send + 'static>>
+    {
+        move || {
+            Box::pin(async move {
+                let asks = current_asks().expect("the call runs where it can ask");
+                let params = RawJson::encode(&json!({
+                    "message": "m", "requestedSchema": {"type": "object", "properties": {}},
+                }))
+                .expect("encodes");
+                let request =
+                    ServerRequest::decode("elicitation/create", Some(&params)).expect("decodes");
+                let (answer, answered) = oneshot::channel();
+                asks.send(Ask { request, answer }).await.expect("sent");
+                let _ = told.send(answered.await.expect("answered"));
+                Err(CallError::Failed {
+                    server: "s".to_owned(),
+                    what: "t".to_owned(),
+                    message: "done".to_owned(),
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_retries_expires_with_an_error_to_the_upstream() {
+        assert_eq!(Suspensions::default().ttl, SUSPEND_FOR);
+        let suspensions = Arc::new(Suspensions {
+            ttl: Duration::from_millis(50),
+            ..Suspensions::default()
+        });
+        let (told, upstream_was_told) = oneshot::channel();
+        let outcome = suspensions
+            .run(None, asking(told), |_| {})
+            .await
+            .expect("runs");
+        let Outcome::InputRequired(raw) = outcome else {
+            panic!("not suspended: {outcome:?}");
+        };
+        let result: Value = raw.decode().expect("json");
+        assert_eq!(result["resultType"], "input_required");
+        assert_eq!(
+            result["inputRequests"]["upstream-0"]["method"],
+            "elicitation/create"
+        );
+        assert!(
+            result["requestState"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(STATE_PREFIX)),
+            "{result}"
+        );
+        assert_eq!(suspensions.len(), 1);
+        // Nobody retries: at the deadline the upstream is answered.
+        let error = tokio::time::timeout(Duration::from_secs(10), upstream_was_told)
+            .await
+            .expect("the upstream is answered at the deadline")
+            .expect("answered")
+            .expect_err("with an error");
+        assert!(
+            error.message.contains("did not answer within 0 s"),
+            "{}",
+            error.message
+        );
+        assert_eq!(suspensions.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_upstreams_request_is_refused() {
+        let suspensions = Arc::new(Suspensions::default());
+        for _ in 0..MAX_SUSPENDED {
+            let (told, _) = oneshot::channel();
+            let outcome = suspensions.run(None, asking(told), |_| {}).await;
+            assert!(matches!(outcome, Ok(Outcome::InputRequired(_))));
+        }
+        assert_eq!(suspensions.len(), MAX_SUSPENDED);
+        let (told, upstream_was_told) = oneshot::channel();
+        let outcome = suspensions.run(None, asking(told), |_| {}).await;
+        // Refused, the call goes on to its own end without its client's answer.
+        assert!(matches!(outcome, Ok(Outcome::Done(Err(_)))), "{outcome:?}");
+        let error = upstream_was_told
+            .await
+            .expect("answered")
+            .expect_err("refused");
+        assert!(
+            error.message.contains("256 calls already wait"),
+            "{}",
+            error.message
+        );
+        assert_eq!(suspensions.len(), MAX_SUSPENDED);
+    }
+}
