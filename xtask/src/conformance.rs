@@ -692,9 +692,23 @@ impl Server {
             server.children.push(child);
             server.url = format!("http://localhost:{front}/mcp");
             crate::interop::wait_listening(front, "mcp-host serve")?;
+            // The gateway listens before its upstream is ready; a scenario starts once the
+            // upstream has joined, which the gateway logs.
+            wait_logged(&dir.join("gateway.log"), "upstream everything: ready")?;
         }
         Ok(server)
     }
+}
+
+/// Waits (up to a minute) until the file at `log` holds `line`.
+fn wait_logged(log: &Path, line: &str) -> anyhow::Result<()> {
+    for _ in 0..1200 {
+        if std::fs::read_to_string(log).is_ok_and(|text| text.contains(line)) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    anyhow::bail!("{} never said {line:?}", log.display())
 }
 
 impl Drop for Server {

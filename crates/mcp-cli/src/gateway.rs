@@ -116,9 +116,12 @@ pub(crate) async fn serve(
     for warning in trace_warnings {
         tracing::warn!("{warning}");
     }
-    let gateway = Gateway::start(loaded, options)
+    let gateway = Gateway::launch(loaded, options)
         .await
         .map_err(|e| Failure::new(Code::Other, e.to_string()))?;
+    // The file is read again when it changes, and on SIGHUP.
+    gateway.watch_file(Duration::from_secs(1));
+    reload_on_hangup(&gateway)?;
     match http {
         None => gateway
             .serve_stdio()
@@ -142,6 +145,41 @@ pub(crate) async fn serve(
             served.map_err(|e| Failure::new(Code::Other, format!("serving HTTP: {e}")))
         }
     }
+}
+
+/// Reloads the gateway file on every SIGHUP, for as long as the process serves; a file that
+/// fails to load is logged by the gateway and changes nothing.
+fn reload_on_hangup(gateway: &Gateway) -> Result<(), Failure> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = signal(SignalKind::hangup())
+        .map_err(|e| Failure::new(Code::Other, format!("cannot listen for SIGHUP: {e}")))?;
+    let gateway = gateway.clone();
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            let _ = gateway.reload().await;
+        }
+    });
+    Ok(())
+}
+
+/// What ends `serve`: SIGTERM and SIGINT, as for every command that starts servers (every
+/// server group is killed first), but not SIGHUP, which reloads the file instead. SIGHUP is
+/// taken from now on, so that one that comes before the reloading task listens does not end
+/// the process.
+pub(crate) fn termination_signal()
+-> std::io::Result<std::pin::Pin<Box<dyn Future<Output = i32> + Send>>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    drop(signal(SignalKind::hangup())?);
+    Ok(Box::pin(async move {
+        let n = tokio::select! {
+            _ = term.recv() => SignalKind::terminate().as_raw_value(),
+            _ = int.recv() => SignalKind::interrupt().as_raw_value(),
+        };
+        mcp_stdio::kill_all_servers();
+        n
+    }))
 }
 
 /// Reads the gateway file at `path`, its upstream servers' tokens in this user's store.

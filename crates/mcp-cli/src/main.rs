@@ -5,9 +5,10 @@
 //!
 //! Exit codes are [`Code`]'s; `docs/cli.md` documents every command.
 //!
-//! A command that starts servers ends on SIGTERM, SIGINT and SIGHUP by killing every server
-//! group it started (`mcp_stdio::termination_signal`) and exiting with `128 + n`; each
-//! server's keeper covers the rest (SIGKILL, a crash). In the shell, Ctrl-C typed at the
+//! A command that starts servers ends on SIGTERM, SIGINT and SIGHUP (`serve` reloads its file
+//! on SIGHUP instead) by killing every server group it started
+//! (`mcp_stdio::termination_signal`) and exiting with `128 + n`; each server's keeper covers
+//! the rest (SIGKILL, a crash). In the shell, Ctrl-C typed at the
 //! prompt is a byte (the terminal is raw) that clears the line; a SIGINT signal ends the shell
 //! like SIGTERM. The line editor puts a SIGINT handler of its own in place when it is made, so
 //! the shell's editor is made before we listen: ours is installed over it (and chains to it)
@@ -82,7 +83,7 @@ fn main() -> ExitCode {
         }
         // Listening before any server starts: no signal finds the default action, which would
         // leave the servers to their keepers alone.
-        let signal = match mcp_stdio::termination_signal() {
+        let signal = match termination_signal(&cli.command) {
             Ok(signal) => signal,
             Err(e) => {
                 return Ok(Err(Failure::new(
@@ -142,6 +143,17 @@ fn log_settings(cli: &Cli) -> logging::Settings {
         rust_log: std::env::var("RUST_LOG").ok(),
         format,
     }
+}
+
+/// What ends a command that starts servers: SIGTERM, SIGINT and SIGHUP, except that `serve`
+/// reloads its file on SIGHUP.
+fn termination_signal(
+    command: &Command,
+) -> std::io::Result<std::pin::Pin<Box<dyn Future<Output = i32> + Send>>> {
+    if matches!(command, Command::Serve { .. }) {
+        return gateway::termination_signal();
+    }
+    Ok(Box::pin(mcp_stdio::termination_signal()?))
 }
 
 /// Whether a command may start servers, and so must take them down with it on a signal.

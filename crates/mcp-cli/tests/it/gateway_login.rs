@@ -101,6 +101,12 @@ fn serve(u: &User, file: &Path) -> (Vec<String>, Option<String>, String) {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // The gateway serves at once; its upstream joins when it has settled, which it logs.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("upstream remote: ") {
+        assert!(stderr.read_line(&mut said).unwrap() > 0, "{said}");
+    }
     let mut send = |message: Value| {
         let mut line = serde_json::to_vec(&message).unwrap();
         line.push(b'\n');
@@ -138,12 +144,9 @@ fn serve(u: &User, file: &Path) -> (Vec<String>, Option<String>, String) {
     });
     drop(stdin);
     let _ = child.kill();
-    let output = child.wait_with_output().unwrap();
-    (
-        tools,
-        called,
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let _ = child.wait();
+    let _ = stderr.read_to_string(&mut said);
+    (tools, called, said)
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

@@ -287,15 +287,18 @@ async fn an_upstream_that_needs_a_login_is_auth_required_and_the_others_serve() 
         "demo": {"command": bin(), "args": ["demo-server"], "permission": {"default": "allow"}},
     }});
     std::fs::write(&file, gateway.to_string()).unwrap();
+    // The gateway serves before its upstreams settle: a call to `remote` waits for it
+    // (`list-tools` answers that it is not ready), one to `demo` for it, then the states.
     let calls = [
-        json!({"name": "list-servers", "arguments": {}}),
+        json!({"name": "list-tools", "arguments": {"server": "remote"}}),
         json!({"name": "call-tool", "arguments": {"server": "demo", "tool": "echo",
                                                   "arguments": {"text": "meanwhile"}}}),
+        json!({"name": "list-servers", "arguments": {}}),
     ];
     let results = tokio::task::spawn_blocking(move || over_stdio(&user, &file, &calls))
         .await
         .unwrap();
-    let servers = results[0]["structuredContent"]["servers"].clone();
+    let servers = results[2]["structuredContent"]["servers"].clone();
     let state = |id: &str| {
         servers
             .as_array()

@@ -19,6 +19,7 @@ mod operations;
 mod orphans;
 mod secrets;
 mod serve;
+mod serve_live;
 mod shell;
 mod trust;
 mod version;
