@@ -41,7 +41,7 @@ pub(crate) async fn reload(
         Ok(loaded) => loaded,
         Err(e) => {
             shared.log.line(&format!(
-                "error: reload failed, the previous configuration is kept: {e}"
+                "warning: reload failed, the previous configuration is kept: {e}"
             ));
             return Err(e);
         }
