@@ -62,6 +62,13 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 /// it fails within about 30 s of silence instead of waiting for data that cannot come.
 const KEEPALIVE_RETRIES: u32 = 3;
 
+/// How long an idle pooled connection is kept for the next request. Below every server's own
+/// idle limit that we know of (ours closes a kept-alive connection after 10 s, Node's HTTP
+/// server after 5 s): a client that reuses a connection just as the server closes it gets a
+/// reset on a POST it cannot safely send again (a soak of 560,000 calls lost 3 that way with
+/// 90 s here), so the client lets go first.
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// How to reach one Streamable HTTP server.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -219,7 +226,7 @@ fn handshake_only(mut session: ClientConfig) -> ClientConfig {
 /// The connection pool every HTTP client of this crate uses (the MCP transports and
 /// [`Fetcher`]), so they share one TLS configuration and one connector: plain TCP or rustls
 /// with Mozilla's roots plus `extra_roots_pem`, `TCP_NODELAY`, TCP keepalive, idle connections
-/// kept 90 s; with a `policy`, only the addresses it allows are connected to. Fails on a CA
+/// kept [`POOL_IDLE`]; with a `policy`, only the addresses it allows are connected to. Fails on a CA
 /// PEM that cannot be used.
 pub(crate) fn pool(
     connect_timeout: Duration,
@@ -234,7 +241,7 @@ pub(crate) fn pool(
     connector.set_keepalive_retries(Some(KEEPALIVE_RETRIES));
     let tls = tls::client_config(extra_roots_pem)?;
     Ok(Pool::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_idle_timeout(POOL_IDLE)
         .build(tls::Connector::new(connector, tls, policy)))
 }
 
@@ -1069,5 +1076,29 @@ async fn standalone_stream(
             }
         }
         Err(e) => core.diagnostic(format!("the standalone GET stream failed: {}", chain(&e))),
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::POOL_IDLE;
+
+    #[test]
+    fn idle_connections_are_let_go_before_a_server_closes_them() {
+        #[cfg(feature = "server")]
+        {
+            let info = mcp_protocol::schema::Implementation::new("t".into(), "1".into());
+            let config = mcp_protocol::ServerConfig::new(info);
+            let ours = crate::server::HttpServerConfig::new(config).header_read_timeout;
+            assert!(
+                POOL_IDLE < ours,
+                "{POOL_IDLE:?} is not below our server's {ours:?}"
+            );
+        }
+        let node = std::time::Duration::from_secs(5);
+        assert!(
+            POOL_IDLE < node,
+            "{POOL_IDLE:?} is not below Node's {node:?}"
+        );
     }
 }
