@@ -139,7 +139,10 @@ async fn initialize_and_tools_list_are_answered_while_an_upstream_never_answers(
         assert_eq!(state(&gateway, "silent"), ServerState::Connecting, "{over}");
         assert_eq!(state(&gateway, "good"), ServerState::Connecting, "{over}");
         let caps = &client.server_info().capabilities;
-        assert!(caps.logging.is_some() && caps.completions.is_some(), "{over}: {caps:?}");
+        assert!(
+            caps.logging.is_some() && caps.completions.is_some(),
+            "{over}: {caps:?}"
+        );
         assert_eq!(
             caps.resources.as_ref().and_then(|r| r.subscribe),
             Some(true),
