@@ -81,6 +81,7 @@ impl flags::Interop {
         crate::login::run(sh, &node, &tools, self.long)?;
         crate::otlp::run(sh, &tools)?;
         crate::prometheus::run(sh, &tools)?;
+        crate::gateway_peers::run(sh, &node, &script, &tools)?;
         gateway(sh, &node, &tools)
     }
 }

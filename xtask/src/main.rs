@@ -14,6 +14,7 @@ mod features;
 mod flags;
 mod fuzz;
 mod gateway_login;
+mod gateway_peers;
 mod interop;
 mod login;
 mod netfault;
