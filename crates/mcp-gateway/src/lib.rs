@@ -68,6 +68,7 @@ mod suspend;
 mod sync;
 mod tool_name;
 mod trace;
+mod upstream_state;
 mod upstreams;
 
 // The public interface is:

@@ -30,7 +30,8 @@ use crate::reload::{self, Reloaded};
 use crate::routes::{Forwarder, Routes};
 use crate::shared::Shared;
 use crate::trace::{TraceExport, TraceStats, Tracer};
-use crate::upstreams::{self, Upstreams};
+use crate::upstream_state::Upstreams;
+use crate::upstreams;
 
 /// How a gateway runs, beyond its file.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use crate::metrics::{CallOutcome, Metrics};
 use crate::routes::Routes;
 use crate::sync::lock;
 use crate::trace::{self, Target, Tracer};
-use crate::upstreams::Upstreams;
+use crate::upstream_state::Upstreams;
 
 /// What every request handler sees.
 #[derive(Debug)]

@@ -10,7 +10,7 @@
 //! upstream is in, whose errors name it and that state.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_host::{HostEvent, ServerEntry, ServerState};
@@ -23,17 +23,6 @@ use crate::sync::lock;
 /// How long a request waits for an upstream that is connecting when its entry says nothing
 /// (the host's default request timeout).
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
-
-/// What the gateway knows of its upstream set beyond the host: how long each may be waited
-/// for, and the lock that keeps two reloads from interleaving.
-#[derive(Debug, Default)]
-pub(crate) struct Upstreams {
-    timeouts: Mutex<HashMap<String, Duration>>,
-    pub(crate) reloading: tokio::sync::Mutex<()>,
-    /// Becomes `true` once every upstream of the file at start-up has settled once and the
-    /// start-up summary is logged.
-    pub(crate) started: tokio::sync::watch::Sender<bool>,
-}
 
 /// How the upstream set changed, by id.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
