@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use mcp_host::permission::{CallRequest, Decision, Policy};
 use mcp_host::{Host, HostOptions};
-use mcp_protocol::schema::{
-    ClientNotification, ClientRequest, Implementation, SubscriptionFilter,
-};
+use mcp_protocol::schema::{ClientNotification, ClientRequest, Implementation, SubscriptionFilter};
 use mcp_protocol::{ErrorObject, RawJson, ServerConfig};
 use mcp_session::{Handler, RequestContext, SessionKey, Sessions};
 
@@ -97,7 +95,6 @@ impl Gateway {
     /// one that fails is reported and retried like any host server, never stopping the
     /// gateway. Each upstream's state is logged as it settles, then the mode's summary.
     pub async fn launch(loaded: Loaded, options: GatewayOptions) -> std::io::Result<Self> {
-
         let Loaded {
             path,
             file,
@@ -128,8 +125,8 @@ impl Gateway {
             file::Mode::Passthrough => Arc::new(PassthroughMode::default()),
             file::Mode::Meta => Arc::new(MetaMode::new(ListCache::new(ttl))),
         };
-        let (traces, trace_warning) = Tracer::new(options.traces.clone());
         let first = upstreams::diff(&GatewayFile::default(), &file);
+        let (traces, trace_warning) = Tracer::new(options.traces.clone());
         let shared = Arc::new(Shared {
             host,
             file: Mutex::new(Arc::new(file)),
@@ -139,8 +136,8 @@ impl Gateway {
             log,
             routes,
             implementation: options.implementation,
-            upstreams: Upstreams::default(),
             traces,
+            upstreams: Upstreams::default(),
             metrics: Metrics::default(),
         });
         for warning in &warnings {

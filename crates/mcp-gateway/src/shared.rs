@@ -35,10 +35,10 @@ pub(crate) struct Shared {
     pub(crate) implementation: Implementation,
     /// The upstream set as it changes at run time (see `upstreams`).
     pub(crate) upstreams: Upstreams,
-    /// The gateway's OpenTelemetry spans (`trace/`).
-    pub(crate) traces: Tracer,
     /// What `GET /metrics` shows of the gateway (`metrics.rs`).
     pub(crate) metrics: Metrics,
+    /// The gateway's OpenTelemetry spans (`trace/`).
+    pub(crate) traces: Tracer,
 }
 
 impl Shared {
@@ -111,6 +111,9 @@ impl Shared {
         if context.era == Some(Era::Stateless) {
             options = options.passing_input_required();
         }
+        // The upstream's requests and log entries that say they belong to this call come
+        // back with its tag, and reach this client only (routes.rs).
+        options = options.related(route.tag());
         let span = self.traces.upstream(
             &self.host,
             server,
@@ -118,14 +121,11 @@ impl Shared {
             Some(Target::Tool(&tool)),
             &mut params.meta,
         );
-        // The upstream's requests and log entries that say they belong to this call come
-        // back with its tag, and reach this client only (routes.rs).
-        options = options.related(route.tag());
         let outcome = self.host.relay_call(server, params, options).await;
-        drop(route);
         if let Some(span) = span {
             span.end(trace::call_outcome(&outcome));
         }
+        drop(route);
         if let Some(task) = forward {
             // The sender went with the call; the task ends once it has passed on the rest.
             let _ = task.await;

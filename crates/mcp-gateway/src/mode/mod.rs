@@ -54,7 +54,6 @@ pub(crate) trait Mode: fmt::Debug + Send + Sync + 'static {
         let _ = (shared, change, before);
     }
 
-
     /// A stateless-era client's `subscriptions/listen` stream asks for updates of `uris`
     /// (that era has no `resources/subscribe`); by default nothing is done.
     fn listening(&self, shared: &Arc<Shared>, uris: Vec<String>) {

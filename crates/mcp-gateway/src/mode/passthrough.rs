@@ -47,8 +47,8 @@ use crate::shared::{Shared, listed_tool};
 use crate::suspend::{Outcome, Suspensions, take_retry};
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
-use crate::upstreams::{self, Change};
 use crate::trace;
+use crate::upstreams::{self, Change};
 
 /// How many pages of one upstream list are followed before the rest is dropped.
 const MAX_PAGES: usize = 100;

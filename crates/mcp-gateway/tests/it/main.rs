@@ -10,7 +10,7 @@ mod live;
 mod meta;
 mod observe;
 mod passthrough;
-mod stateless_clients;
 mod promises;
+mod stateless_clients;
 mod support;
 mod traces;
