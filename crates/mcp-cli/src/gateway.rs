@@ -37,6 +37,15 @@ pub(crate) struct HttpFlags {
     /// Over HTTP, end a client session unused for this many seconds (default 1800).
     #[arg(long, value_name = "SECONDS", requires = "http")]
     session_idle_timeout_secs: Option<u64>,
+    /// Over HTTP, also accept requests whose `Host` is this name (any port), for clients that
+    /// reach the gateway by a name that is not loopback; repeatable. Only loopback names are
+    /// accepted otherwise, a defence against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "NAME", requires = "http")]
+    allowed_hosts: Vec<String>,
+    /// Over HTTP, also accept requests that carry this `Origin` (`https://app.example`), for
+    /// browser clients served from it; repeatable. Loopback origins are always accepted.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    allowed_origins: Vec<String>,
 }
 
 impl HttpFlags {
@@ -50,6 +59,12 @@ impl HttpFlags {
         if let Some(secs) = self.session_idle_timeout_secs {
             config.session_idle_timeout = Duration::from_secs(secs);
         }
+        config
+            .allowed_hosts
+            .extend(self.allowed_hosts.iter().cloned());
+        config
+            .allowed_origins
+            .extend(self.allowed_origins.iter().cloned());
     }
 }
 
@@ -101,6 +116,8 @@ pub(crate) async fn serve(
     }
     // The file's `logFile` takes every line of this process's log, not only the gateway's.
     let mut options = GatewayOptions::new();
+    // Upstreams' eras are remembered where the rest of mcp-host remembers them.
+    options.era_file = mcp_host::setup::era_file(&cx.paths);
     if let Some(path) = &loaded.file.log_file {
         let file = mcp_gateway::open_log_file(path)
             .map_err(|e| Failure::new(Code::Other, e.to_string()))?;

@@ -47,6 +47,11 @@ pub struct GatewayOptions {
     /// (open it with [`open_log_file`](crate::open_log_file)), so that no line is written
     /// twice.
     pub write_log_file: bool,
+    /// Where the upstreams' eras are remembered between runs
+    /// ([`HostOptions::era_file`](mcp_host::HostOptions::era_file)), so that a restarted gateway
+    /// does not probe again an upstream that ignores `server/discover`; `None`, the default,
+    /// remembers only for this process.
+    pub era_file: Option<PathBuf>,
 }
 
 impl GatewayOptions {
@@ -60,6 +65,7 @@ impl GatewayOptions {
             traces: None,
             log_file: None,
             write_log_file: true,
+            era_file: None,
         }
     }
 }
@@ -112,6 +118,7 @@ impl Gateway {
             options.implementation.clone(),
             Arc::new(UnattendedPolicy(unattended)),
         );
+        host_options.era_file = options.era_file.clone();
         host_options.requests = Some(Arc::new(Forwarder {
             routes: Arc::clone(&routes),
         }));

@@ -131,6 +131,14 @@ fn serve_over_stdio_answers_at_once_while_an_upstream_never_answers() {
     let _ = stdout.read_to_string(&mut rest);
     let _ = child.kill();
     let _ = child.wait();
+    // The demo server's era is remembered where the rest of mcp-host remembers it, so the
+    // next `serve` (or `status`) does not probe it again.
+    let eras = std::fs::read_to_string(user.global_file().with_file_name("eras.json"))
+        .expect("serve remembers its upstreams' eras in eras.json");
+    assert!(
+        eras.contains("\"demo\"") && eras.contains("\"handshake\""),
+        "{eras}"
+    );
 }
 
 /// `mcp-host serve --gateway FILE --http 127.0.0.1:0`, killed when dropped.
