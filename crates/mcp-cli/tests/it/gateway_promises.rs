@@ -156,6 +156,28 @@ fn off_loopback_it_serves_when_allowed_and_still_only_to_loopback_hosts() {
     assert_eq!(status(&guarded.initialize(&loopback, "")), 401);
     let elsewhere = format!("gateway.example:{}", guarded.port);
     assert_eq!(status(&guarded.initialize(&elsewhere, &bearer)), 403);
+    drop(guarded);
+
+    // `--allowed-host` names the name remote clients use; it adds to loopback, nothing else.
+    let named = Serving::start(
+        &user,
+        &[
+            "--http",
+            "0.0.0.0:0",
+            "--bearer-token-env",
+            token.0,
+            "--allowed-host",
+            "gateway.example",
+        ],
+        &[token],
+    );
+    let by_name = format!("gateway.example:{}", named.port);
+    assert_eq!(status(&named.initialize(&by_name, &bearer)), 200);
+    assert_eq!(status(&named.initialize(&by_name, "")), 401);
+    let loopback = format!("127.0.0.1:{}", named.port);
+    assert_eq!(status(&named.initialize(&loopback, &bearer)), 200);
+    let other = format!("evil.example:{}", named.port);
+    assert_eq!(status(&named.initialize(&other, &bearer)), 403);
 }
 
 /// `--max-connections N`, `--max-sessions N` and `--session-idle-timeout-secs S` reach the
