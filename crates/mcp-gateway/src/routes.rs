@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use mcp_host::ServerRequestHandler;
 use mcp_protocol::schema::{
-    ClientCapabilities, ElicitationCapability, RootsCapability, SamplingCapability, ServerRequest,
+    ClientCapabilities, ElicitationCapability, RootsCapability, SamplingCapability,
+    ServerNotification, ServerRequest,
 };
 use mcp_protocol::{ClientInfo, Era, ErrorObject, RawJson, RequestOptions};
 use mcp_session::{Peer, RequestContext, SessionKey, Sessions};
@@ -57,7 +58,13 @@ struct InFlight {
     /// For a stateless client's call run suspendable (`suspend`): where the upstream's
     /// requests go, to come back to the client as `input_required`.
     asks: Option<mpsc::Sender<Ask>>,
+    /// While that call is suspended (its client answered `input_required`, its retry not yet
+    /// come), what its upstream writes, for the retry's stream; `None` otherwise.
+    held: Option<Vec<(String, Option<RawJson>)>>,
 }
+
+/// How many notifications a suspended call keeps for its retry; past it they are dropped.
+const MAX_HELD: usize = 64;
 
 /// The clients in front, and which of their requests wait on which upstream.
 #[derive(Debug, Default)]
@@ -151,6 +158,7 @@ impl Routes {
                 client: context.client.clone(),
                 stateless: context.era == Some(Era::Stateless),
                 asks: suspend::current_asks(),
+                held: None,
             });
         Tracked {
             routes: Arc::clone(self),
@@ -159,12 +167,28 @@ impl Routes {
         }
     }
 
+    /// A call (the one whose upstream requests go to `asks`) is being suspended: its client is
+    /// about to be answered `input_required`, which ends the call's stream, so what its
+    /// upstream writes from now on is held for the retry's stream. Told before the answer is
+    /// written, so that nothing written meanwhile falls between the two streams.
+    pub(crate) fn suspended(&self, asks: &mpsc::Sender<Ask>) {
+        for call in lock(&self.inflight).values_mut().flatten() {
+            if call.asks.as_ref().is_some_and(|a| a.same_channel(asks)) && call.held.is_none() {
+                call.held = Some(Vec::new());
+            }
+        }
+    }
+
     /// A suspended call (the one whose upstream requests go to `asks`) was resumed by its
-    /// client's retry: what its upstream says next goes on the retry's stream (`peer`).
+    /// client's retry: what its upstream said meanwhile, and says next, goes on the retry's
+    /// stream (`peer`).
     pub(crate) fn resumed(&self, asks: &mpsc::Sender<Ask>, peer: &Peer) {
         for call in lock(&self.inflight).values_mut().flatten() {
             if call.asks.as_ref().is_some_and(|a| a.same_channel(asks)) {
                 call.peer = peer.clone();
+                for (method, params) in call.held.take().unwrap_or_default() {
+                    let _ = call.peer.notify(&method, params);
+                }
             }
         }
     }
@@ -178,18 +202,38 @@ impl Routes {
             .cloned()
     }
 
-    /// Where what an upstream wrote during the call tagged `tag` goes: on that call's own
-    /// stream while it waits, to that client's unrelated peer for a moment after it ended
-    /// ([`LATE_ENTRY`]); `None` once it is long over (the caller drops it: it is nobody
-    /// else's).
-    pub(crate) fn peer_of_call(&self, tag: u64) -> Option<Peer> {
-        if let Some(call) = self.call(tag) {
-            return Some(call.peer);
+    /// Sends what an upstream wrote during the call tagged `tag` (see [`Tracked::tag`]) to
+    /// that call's client: on the call's own stream while it waits (kept for the retry's
+    /// stream while the call is suspended), to that client's unrelated peer for a moment after
+    /// it ended ([`LATE_ENTRY`]). `false` once it is long over: the caller drops it, for it is
+    /// nobody else's.
+    pub(crate) fn notify_call(&self, tag: u64, method: &str, params: Option<RawJson>) -> bool {
+        {
+            let mut inflight = lock(&self.inflight);
+            if let Some(call) = inflight.values_mut().flatten().find(|c| c.id == tag) {
+                match &mut call.held {
+                    Some(held) if held.len() < MAX_HELD => held.push((method.to_owned(), params)),
+                    Some(_) => {
+                        tracing::debug!("{method} dropped: {MAX_HELD} already wait for a retry")
+                    }
+                    None => {
+                        let _ = call.peer.notify(method, params);
+                    }
+                }
+                return true;
+            }
         }
-        lock(&self.ended)
+        let late = lock(&self.ended)
             .get(&tag)
             .filter(|(_, at)| at.elapsed() < LATE_ENTRY)
-            .map(|(peer, _)| peer.clone())
+            .map(|(peer, _)| peer.clone());
+        match late {
+            Some(peer) => {
+                let _ = peer.notify(method, params);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Where an upstream's request that the upstream tied to the call tagged `tag` goes: that
@@ -332,12 +376,36 @@ impl Drop for Tracked {
 /// since which clients will come is not known when the upstreams connect.
 pub(crate) struct Forwarder {
     pub(crate) routes: Arc<Routes>,
+    /// Whether an upstream's log entries written during a call go to that call's client
+    /// (passthrough mode, which relays logging); the other modes do not relay them.
+    pub(crate) relay_logs: bool,
 }
 
 /// How long a forwarded request may wait: a person may be answering it.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl ServerRequestHandler for Forwarder {
+    /// A log entry or an elicitation's completion written during a relayed call goes to that
+    /// call's client, at once and in order: were it left to the event stream, the request
+    /// that follows it could end the call's stream first (a 2026-07-28 client's call ends
+    /// with `input_required`), and the entry would be lost.
+    fn take_related(&self, server: &str, notification: &ServerNotification, related: u64) -> bool {
+        if !self.relay_logs {
+            return false;
+        }
+        let (ServerNotification::LoggingMessage(_) | ServerNotification::ElicitationComplete(_)) =
+            notification
+        else {
+            return false;
+        };
+        let method = notification.method();
+        let params = notification.encode_params().ok().flatten();
+        if !self.routes.notify_call(related, method, params) {
+            tracing::debug!(server = %server, "{method} dropped: the call it belongs to is over");
+        }
+        true
+    }
+
     fn capabilities(&self) -> ClientCapabilities {
         let mut capabilities = ClientCapabilities::new();
         capabilities.sampling = Some(SamplingCapability::new());

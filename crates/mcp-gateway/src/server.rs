@@ -121,6 +121,7 @@ impl Gateway {
         host_options.era_file = options.era_file.clone();
         host_options.requests = Some(Arc::new(Forwarder {
             routes: Arc::clone(&routes),
+            relay_logs: matches!(mode, file::Mode::Passthrough),
         }));
         let host = Host::new(host_options);
         let ttl = file

@@ -98,6 +98,15 @@ impl std::fmt::Debug for Suspensions {
     }
 }
 
+/// Which turn a suspendable call takes, for [`Suspensions::run`]'s `track`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Turn {
+    /// Its client is about to be answered `input_required`.
+    Suspended,
+    /// Its client's retry resumed it.
+    Resumed,
+}
+
 /// How a suspendable call came back to the client's request.
 #[derive(Debug)]
 pub(crate) enum Outcome {
@@ -131,13 +140,14 @@ impl Suspensions {
     /// Runs a call for a 2026-07-28 client, or resumes the one its retry names: `start` begins
     /// the call (its future runs in a task of its own, where the upstream's requests reach
     /// this module); `retry` is [`take_retry`]'s.
-    /// `resumed` is told the resumed call's ask channel before its requests are answered,
-    /// so that what the upstream says next travels on the retry's stream.
+    /// `track` is told a call's ask channel when the call is suspended (before its client is
+    /// answered `input_required`) and when it is resumed (before its requests are answered),
+    /// so that what the upstream writes meanwhile is kept and travels on the retry's stream.
     pub(crate) async fn run<F>(
         self: &Arc<Self>,
         retry: Option<(String, JsonObject)>,
         start: F,
-        resumed: impl FnOnce(&mpsc::Sender<Ask>),
+        track: &(dyn Fn(&mpsc::Sender<Ask>, Turn) + Sync),
     ) -> Result<Outcome, ErrorObject>
     where
         F: FnOnce() -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send + 'static>>,
@@ -149,7 +159,7 @@ impl Suspensions {
                         "requestState: no call of this gateway waits under it (it ended, or expired)".to_owned(),
                     ));
                 };
-                resumed(&suspended.tx);
+                track(&suspended.tx, Turn::Resumed);
                 for (key, answer) in suspended.pending.drain(..) {
                     let outcome = match responses.get(&key) {
                         Some(result) => {
@@ -174,11 +184,15 @@ impl Suspensions {
                 }
             }
         };
-        self.wait(suspended).await
+        self.wait(suspended, track).await
     }
 
     /// Waits for the call to end or to ask; an ask suspends it.
-    async fn wait(self: &Arc<Self>, mut suspended: Suspended) -> Result<Outcome, ErrorObject> {
+    async fn wait(
+        self: &Arc<Self>,
+        mut suspended: Suspended,
+        track: &(dyn Fn(&mpsc::Sender<Ask>, Turn) + Sync),
+    ) -> Result<Outcome, ErrorObject> {
         let first = tokio::select! {
             ended = &mut suspended.call => {
                 return ended
@@ -191,18 +205,27 @@ impl Suspensions {
         while let Ok(more) = suspended.asks.try_recv() {
             asks.push(more);
         }
-        if lock(&self.waiting).len() >= MAX_SUSPENDED {
-            for ask in asks {
-                let _ = ask.answer.send(Err(reply::internal(format!(
-                    "{} calls already wait for their clients' answers; this one's request is refused",
-                    MAX_SUSPENDED
-                ))));
+        let secret = if lock(&self.waiting).len() >= MAX_SUSPENDED {
+            Err(format!(
+                "{MAX_SUSPENDED} calls already wait for their clients' answers; this one's request is refused"
+            ))
+        } else {
+            random_hex().ok_or_else(|| {
+                "the system's random generator failed, so no requestState could be made; this request is refused".to_owned()
+            })
+        };
+        let secret = match secret {
+            Ok(secret) => secret,
+            Err(why) => {
+                for ask in asks {
+                    let _ = ask.answer.send(Err(reply::internal(why.clone())));
+                }
+                // The call goes on without its client's answer.
+                return Box::pin(self.wait(suspended, track)).await;
             }
-            // The call goes on without its client's answer.
-            return Box::pin(self.wait(suspended)).await;
-        }
+        };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = format!("{STATE_PREFIX}{n}-{:016x}", random());
+        let state = format!("{STATE_PREFIX}{n}-{secret}");
         let mut requests = JsonObject::new();
         for (i, ask) in asks.into_iter().enumerate() {
             let key = format!("upstream-{i}");
@@ -224,6 +247,7 @@ impl Suspensions {
             "inputRequests": requests,
             "requestState": state,
         });
+        track(&suspended.tx, Turn::Suspended);
         lock(&self.waiting).insert(state.clone(), suspended);
         self.expire_later(state);
         RawJson::encode(&result)
@@ -262,13 +286,13 @@ impl Suspensions {
     }
 }
 
-/// A number no client can guess from the last one it saw, so that one client cannot resume
-/// another's suspended call: std's randomly keyed hasher, without a dependency.
-fn random() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(0);
-    hasher.finish()
+/// 128 bits from the operating system's generator, in hex: a `requestState` a client did not
+/// see cannot be guessed, so one client cannot resume another's suspended call by trying.
+fn random_hex() -> Option<String> {
+    use ring::rand::{SecureRandom as _, SystemRandom};
+    let mut bytes = [0u8; 16];
+    SystemRandom::new().fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
@@ -310,7 +334,7 @@ mod tests {
         });
         let (told, upstream_was_told) = oneshot::channel();
         let outcome = suspensions
-            .run(None, asking(told), |_| {})
+            .run(None, asking(told), &|_, _| {})
             .await
             .expect("runs");
         let Outcome::InputRequired(raw) = outcome else {
@@ -348,12 +372,12 @@ mod tests {
         let suspensions = Arc::new(Suspensions::default());
         for _ in 0..MAX_SUSPENDED {
             let (told, _) = oneshot::channel();
-            let outcome = suspensions.run(None, asking(told), |_| {}).await;
+            let outcome = suspensions.run(None, asking(told), &|_, _| {}).await;
             assert!(matches!(outcome, Ok(Outcome::InputRequired(_))));
         }
         assert_eq!(suspensions.len(), MAX_SUSPENDED);
         let (told, upstream_was_told) = oneshot::channel();
-        let outcome = suspensions.run(None, asking(told), |_| {}).await;
+        let outcome = suspensions.run(None, asking(told), &|_, _| {}).await;
         // Refused, the call goes on to its own end without its client's answer.
         assert!(matches!(outcome, Ok(Outcome::Done(Err(_)))), "{outcome:?}");
         let error = upstream_was_told

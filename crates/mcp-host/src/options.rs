@@ -7,7 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::schema::{ClientCapabilities, Implementation, Root, ServerRequest};
+use mcp_protocol::schema::{
+    ClientCapabilities, Implementation, Root, ServerNotification, ServerRequest,
+};
 use mcp_protocol::{ErrorObject, RawJson};
 
 use crate::catalog::CatalogLimits;
@@ -41,6 +43,17 @@ pub trait ServerRequestHandler: Send + Sync + 'static {
     ) -> Pin<Box<dyn Future<Output = Result<RawJson, ErrorObject>> + Send + 'a>> {
         let _ = related;
         self.handle(server, request)
+    }
+
+    /// Offers a notification `server` wrote during the call tagged `related` (a log entry on
+    /// that call's response stream, say), in the order the server sent it: before any request
+    /// it sent after it is handed to [`handle_related`](Self::handle_related). `true` when the
+    /// handler took it, and then no [`HostEvent::Notification`](crate::HostEvent) is emitted
+    /// for it: a proxy delivers it on the call's own stream before that stream can end. By
+    /// default nothing is taken.
+    fn take_related(&self, server: &str, notification: &ServerNotification, related: u64) -> bool {
+        let _ = (server, notification, related);
+        false
     }
 }
 

@@ -44,7 +44,7 @@ use super::{Answer, Mode};
 use crate::file;
 use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
-use crate::suspend::{Outcome, Suspensions, take_retry};
+use crate::suspend::{Outcome, Suspensions, Turn, take_retry};
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
 use crate::trace;
@@ -352,20 +352,12 @@ fn relay(shared: &Shared, state: &State, event: HostEvent) {
                     // A 2026-07-28 client asked for it on its subscriptions/listen stream.
                     shared.routes.notify_listening(&method, params);
                 }
-                // The upstream said whose call it was written during: that client's only.
+                // The upstream said whose call it was written during: the host handed it to the
+                // gateway's Forwarder in order (`take_related` in routes.rs), which sent it to
+                // that call's client only; it is not an event.
                 ServerNotification::LoggingMessage(_)
                 | ServerNotification::ElicitationComplete(_)
-                    if let Some(tag) = related =>
-                {
-                    match shared.routes.peer_of_call(tag) {
-                        Some(peer) => {
-                            let _ = peer.notify(&method, params);
-                        }
-                        None => {
-                            tracing::debug!(server = %server, "{method} dropped: the call it belongs to is over");
-                        }
-                    }
-                }
+                    if related.is_some() => {}
                 ServerNotification::LoggingMessage(_)
                 | ServerNotification::ElicitationComplete(_) => {
                     let recent = || {
@@ -690,8 +682,11 @@ async fn call_tool(
                         .await
                 })
             };
-            let resumed = |asks: &_| shared.routes.resumed(asks, &context.peer);
-            match state.suspensions.run(retry, start, resumed).await? {
+            let track = |asks: &_, turn| match turn {
+                Turn::Suspended => shared.routes.suspended(asks),
+                Turn::Resumed => shared.routes.resumed(asks, &context.peer),
+            };
+            match state.suspensions.run(retry, start, &track).await? {
                 Outcome::Done(outcome) => outcome,
                 Outcome::InputRequired(raw) => return Ok(raw),
             }

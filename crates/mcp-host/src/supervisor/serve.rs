@@ -48,6 +48,17 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
             other => (other, None),
         };
         match item {
+            // The consumer takes what belongs to one of its calls before anything the server
+            // sent later is handled, so that a log entry written before a request is never
+            // overtaken by it.
+            Incoming::Notification(notification)
+                if related.is_some_and(|tag| {
+                    inner
+                        .options
+                        .requests
+                        .as_ref()
+                        .is_some_and(|h| h.take_related(&server, &notification, tag))
+                }) => {}
             Incoming::Notification(notification) => {
                 let relist = match &notification {
                     ServerNotification::ToolListChanged(_) => Some("tools/list_changed"),
