@@ -118,10 +118,6 @@ impl Host {
     pub async fn start(&self, entries: Vec<ServerEntry>) {
         let mut settled = Vec::new();
         for entry in entries {
-            let old = lock(&self.inner.slots).remove(&entry.id);
-            if let Some(old) = old {
-                stop_slot(&old).await;
-            }
             let state = SlotState {
                 diagnostics: entry.notes.clone(),
                 ..SlotState::default()
@@ -136,7 +132,13 @@ impl Host {
                 resources: Mutex::new(BTreeSet::new()),
                 relisten: tokio::sync::Notify::new(),
             });
-            lock(&self.inner.slots).insert(slot.entry.id.clone(), slot.clone());
+            // The new slot takes the old one's place in one step (listed as connecting), and
+            // only then does the old one stop: a server restarted with a new entry is never
+            // missing from the status meanwhile.
+            let old = lock(&self.inner.slots).insert(slot.entry.id.clone(), slot.clone());
+            if let Some(old) = old {
+                stop_slot(&old).await;
+            }
             if !slot.entry.enabled {
                 self.inner.set_state(&slot, ServerState::Disabled, None);
                 continue;

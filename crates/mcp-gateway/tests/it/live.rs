@@ -293,7 +293,8 @@ async fn a_changed_file_is_applied_without_dropping_a_client_and_a_broken_one_is
     assert!(gateway.host().server_status("b").is_some());
 
     // Removed: `a` is stopped, its tools leave the list, the names lose their prefix.
-    write_file(dir.path(), &json!({"b": fake()}));
+    // `b` keeps its entry, so it is left running and the call below reaches it at once.
+    write_file(dir.path(), &json!({"b": b_changed}));
     let tools = list_until(&client, &mut incoming, |n| n.iter().any(|t| t == "echo")).await;
     assert!(
         !tools.iter().any(|t| t.starts_with("mcp__a__")),
