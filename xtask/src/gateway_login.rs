@@ -88,11 +88,31 @@ fn serve(
             }
         }
     });
+    // Each line of stderr is kept, and passed on so that the client can wait for one.
+    let (err_lines, logged) = mpsc::channel::<String>();
     let said = std::thread::spawn(move || {
         let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        for line in BufReader::new(&mut stderr).lines().map_while(Result::ok) {
+            text.push_str(&line);
+            text.push('\n');
+            let _ = err_lines.send(line);
+        }
         text
     });
+    // `serve` answers at once and logs each upstream once it has settled: `upstream ID:
+    // STATE (N tools)`, with the login command when it needs one. The client waits for that
+    // line before it looks at the tools or leaves.
+    let settled = format!("upstream {ID}: ");
+    let wait_settled = move || -> anyhow::Result<()> {
+        loop {
+            let line = logged
+                .recv_timeout(PEER_STEP)
+                .with_context(|| format!("serve never logged `{settled}...` for its upstream"))?;
+            if line.contains(&settled) && line.contains(" tools)") {
+                return Ok(());
+            }
+        }
+    };
     let mut send = move |message: serde_json::Value| -> anyhow::Result<()> {
         writeln!(stdin, "{message}")?;
         Ok(stdin.flush()?)
@@ -117,6 +137,7 @@ fn serve(
         )?;
         answer(1)?;
         send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        wait_settled()?;
         send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))?;
         let listed = answer(2)?;
         let tools: Vec<String> = listed["result"]["tools"]
