@@ -140,21 +140,33 @@ fn stateless(sh: &Shell, tools: &Path, interop: &Path) -> anyhow::Result<()> {
 /// has no `venv` module, the SDK installed with `pip --target` beside a launcher that puts it
 /// on `PYTHONPATH`. Reinstalled only when the version differs.
 pub(crate) fn python_sdk(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
-    let home = tools.join("python-sdk");
+    pip_package(sh, &tools.join("python-sdk"), PY_SDK, PY_SDK_VERSION)
+}
+
+/// A Python at `home/bin/python` with `package` at exactly `version` from PyPI: a virtual
+/// environment, or, where the machine has no `venv` module, the package installed with
+/// `pip --target` beside a launcher that puts it on `PYTHONPATH`. Reinstalled only when the
+/// version differs. Each PyPI peer of the interop legs is installed this way.
+pub(crate) fn pip_package(
+    sh: &Shell,
+    home: &Path,
+    package: &str,
+    version: &str,
+) -> anyhow::Result<PathBuf> {
     let python = home.join("bin/python");
-    if python_sdk_version(sh, &python).as_deref() == Some(PY_SDK_VERSION) {
+    if installed_version(sh, &python, package).as_deref() == Some(version) {
         return Ok(python);
     }
-    let spec = format!("{PY_SDK}=={PY_SDK_VERSION}");
+    let spec = format!("{package}=={version}");
     eprintln!("==> installing {spec} from PyPI into {}", home.display());
-    let _ = std::fs::remove_dir_all(&home);
+    let _ = std::fs::remove_dir_all(home);
     let quiet = ["--quiet", "--disable-pip-version-check"];
     if cmd!(sh, "python3 -m venv {home}").run().is_ok() {
         cmd!(sh, "{python} -m pip install {quiet...} {spec}")
             .run()
             .with_context(|| format!("pip could not install {spec}"))?;
     } else {
-        let _ = std::fs::remove_dir_all(&home);
+        let _ = std::fs::remove_dir_all(home);
         let site = home.join("site");
         cmd!(
             sh,
@@ -170,18 +182,18 @@ pub(crate) fn python_sdk(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
         std::fs::write(&python, launcher)?;
         cmd!(sh, "chmod +x {python}").run()?;
     }
-    match python_sdk_version(sh, &python) {
-        Some(v) if v == PY_SDK_VERSION => Ok(python),
-        other => bail!("after installing {spec}, {PY_SDK} is at {other:?}"),
+    match installed_version(sh, &python, package) {
+        Some(v) if v == version => Ok(python),
+        other => bail!("after installing {spec}, {package} is at {other:?}"),
     }
 }
 
-/// The installed version of the Python SDK, if that Python has it.
-fn python_sdk_version(sh: &Shell, python: &Path) -> Option<String> {
+/// The installed version of `package`, if that Python has it.
+fn installed_version(sh: &Shell, python: &Path, package: &str) -> Option<String> {
     if !python.exists() {
         return None;
     }
-    let probe = format!("import importlib.metadata as m; print(m.version('{PY_SDK}'))");
+    let probe = format!("import importlib.metadata as m; print(m.version('{package}'))");
     cmd!(sh, "{python} -c {probe}")
         .quiet()
         .ignore_stderr()

@@ -117,39 +117,8 @@ impl Drop for Process {
     }
 }
 
-/// A Python with the pinned OTLP definitions, in a virtual environment of its own beside the
-/// Python SDK's (`interop::python_sdk`); reinstalled only when the version differs.
+/// A Python with the pinned OTLP definitions, under `tools`
+/// ([`pip_package`](crate::interop::pip_package)).
 pub(crate) fn otlp_python(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
-    let home = tools.join("otlp-proto");
-    let python = home.join("bin/python");
-    if installed(sh, &python).as_deref() == Some(PROTO_VERSION) {
-        return Ok(python);
-    }
-    let spec = format!("{PROTO}=={PROTO_VERSION}");
-    eprintln!("==> installing {spec} from PyPI into {}", home.display());
-    let _ = std::fs::remove_dir_all(&home);
-    let quiet = ["--quiet", "--disable-pip-version-check"];
-    cmd!(sh, "python3 -m venv {home}")
-        .run()
-        .context("python3 -m venv failed; is python3 with venv here?")?;
-    cmd!(sh, "{python} -m pip install {quiet...} {spec}")
-        .run()
-        .with_context(|| format!("pip could not install {spec}"))?;
-    match installed(sh, &python) {
-        Some(v) if v == PROTO_VERSION => Ok(python),
-        other => bail!("after installing {spec}, {PROTO} is at {other:?}"),
-    }
-}
-
-fn installed(sh: &Shell, python: &Path) -> Option<String> {
-    if !python.exists() {
-        return None;
-    }
-    let probe = format!("import importlib.metadata as m; print(m.version('{PROTO}'))");
-    cmd!(sh, "{python} -c {probe}")
-        .quiet()
-        .ignore_stderr()
-        .read()
-        .ok()
-        .map(|v| v.trim().to_owned())
+    crate::interop::pip_package(sh, &tools.join("otlp-proto"), PROTO, PROTO_VERSION)
 }

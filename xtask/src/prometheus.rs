@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use xshell::{Shell, cmd};
 
 use crate::bounded::{self, PEER_STEP};
-use crate::interop::{free_port, wait_listening};
+use crate::interop::{free_port, pip_package, wait_listening};
 use crate::project_root;
 
 /// The pinned parser.
@@ -70,56 +70,7 @@ pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
     outcome
 }
 
-/// A Python with the pinned parser: a virtual environment under `tools`, or, where the
-/// machine has no `venv` module, the package installed with `pip --target` beside a launcher
-/// that puts it on `PYTHONPATH`. Reinstalled only when the version differs.
+/// A Python with the pinned parser, under `tools` ([`pip_package`]).
 fn python(sh: &Shell, tools: &Path) -> anyhow::Result<PathBuf> {
-    let home = tools.join("prometheus-client");
-    let python = home.join("bin/python");
-    if version(sh, &python).as_deref() == Some(VERSION) {
-        return Ok(python);
-    }
-    let spec = format!("{PACKAGE}=={VERSION}");
-    eprintln!("==> installing {spec} from PyPI into {}", home.display());
-    let _ = std::fs::remove_dir_all(&home);
-    let quiet = ["--quiet", "--disable-pip-version-check"];
-    if cmd!(sh, "python3 -m venv {home}").run().is_ok() {
-        cmd!(sh, "{python} -m pip install {quiet...} {spec}")
-            .run()
-            .with_context(|| format!("pip could not install {spec}"))?;
-    } else {
-        let _ = std::fs::remove_dir_all(&home);
-        let site = home.join("site");
-        cmd!(
-            sh,
-            "python3 -m pip install {quiet...} --target {site} {spec}"
-        )
-        .run()
-        .with_context(|| format!("pip could not install {spec}; is python3 with pip here?"))?;
-        std::fs::create_dir_all(home.join("bin"))?;
-        let launcher = format!(
-            "#!/bin/sh\nPYTHONPATH='{}' exec python3 \"$@\"\n",
-            site.display()
-        );
-        std::fs::write(&python, launcher)?;
-        cmd!(sh, "chmod +x {python}").run()?;
-    }
-    match version(sh, &python) {
-        Some(v) if v == VERSION => Ok(python),
-        other => bail!("after installing {spec}, {PACKAGE} is at {other:?}"),
-    }
-}
-
-/// The installed version of the parser, if that Python has it.
-fn version(sh: &Shell, python: &Path) -> Option<String> {
-    if !python.exists() {
-        return None;
-    }
-    let probe = format!("import importlib.metadata as m; print(m.version('{PACKAGE}'))");
-    cmd!(sh, "{python} -c {probe}")
-        .quiet()
-        .ignore_stderr()
-        .read()
-        .ok()
-        .map(|v| v.trim().to_owned())
+    pip_package(sh, &tools.join("prometheus-client"), PACKAGE, VERSION)
 }
