@@ -8,9 +8,9 @@
 
 use mcp_host::{CallError, ServerStatus};
 use mcp_protocol::schema::{
-    CallToolResult, ContentBlock, ListChangedCapability, ServerCapabilities,
+    CallToolResult, ContentBlock, ListChangedCapability, ServerCapabilities, meta_key,
 };
-use mcp_protocol::{ErrorObject, RawJson, code};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson, code};
 
 /// The gateway's own failures, as seed 004 §2 names them: the first word of the tool error's
 /// text, so that a model (and a script) can tell them apart.
@@ -101,6 +101,47 @@ pub(crate) fn tools_only_capabilities() -> ServerCapabilities {
 /// error rather than a panic.
 pub(crate) fn encode(value: &impl serde::Serialize) -> Result<RawJson, ErrorObject> {
     RawJson::encode(value).map_err(|e| internal(e.to_string()))
+}
+
+/// A stateless upstream's result without its `_meta` `serverInfo`: the client's server is the
+/// gateway, whose own the session adds, so that it does not change from one result to the
+/// next (or say which upstream answered).
+pub(crate) fn without_server_info(result: RawJson) -> Result<RawJson, ErrorObject> {
+    if !result.get().contains(meta_key::SERVER_INFO) {
+        return Ok(result);
+    }
+    let mut object: JsonObject = result.decode().map_err(|e| internal(e.to_string()))?;
+    if let Some(serde_json::Value::Object(meta)) = object.get_mut("_meta") {
+        meta.remove(meta_key::SERVER_INFO);
+        if meta.is_empty() {
+            object.remove("_meta");
+        }
+    }
+    encode(&object)
+}
+
+/// What a mode's own tool call answers: a result, or the `input_required` result of an
+/// upstream call that asked its 2026-07-28 client something ([`Called`](crate::shared::Called)).
+#[derive(Debug)]
+pub(crate) enum ToolReply {
+    Result(CallToolResult),
+    InputRequired(RawJson),
+}
+
+impl From<CallToolResult> for ToolReply {
+    fn from(result: CallToolResult) -> Self {
+        Self::Result(result)
+    }
+}
+
+impl ToolReply {
+    /// The reply as the client's `tools/call` result.
+    pub(crate) fn encode(self) -> Result<RawJson, ErrorObject> {
+        match self {
+            Self::Result(result) => encode(&result),
+            Self::InputRequired(raw) => Ok(raw),
+        }
+    }
 }
 
 /// A -32603 internal error saying `what`.

@@ -135,7 +135,7 @@ impl Gateway {
         };
         let first = upstreams::diff(&GatewayFile::default(), &file);
         let (traces, trace_warning) = Tracer::new(options.traces.clone());
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
             host,
             file: Mutex::new(Arc::new(file)),
             path,
@@ -147,6 +147,8 @@ impl Gateway {
             traces,
             upstreams: Upstreams::default(),
             metrics: Metrics::default(),
+            me: me.clone(),
+            suspensions: Arc::default(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));

@@ -1,20 +1,24 @@
 //! What every mode shares: the host, the file, the call log, and upstream calls with the
 //! permission policy, progress and cancellation carried across the hop.
 
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
 use mcp_protocol::schema::{CallToolParams, Implementation, ProgressParams, Tool, meta_key};
-use mcp_protocol::{Era, JsonObject, RawJson};
+use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
 use tokio::sync::mpsc;
 
 use crate::call_log::CallLog;
 use crate::file::GatewayFile;
 use crate::metrics::{CallOutcome, Metrics};
+use crate::reply;
 use crate::routes::Routes;
+use crate::suspend::{Outcome, Suspensions, Turn, take_retry};
 use crate::sync::lock;
 use crate::trace::{self, Target, Tracer};
 use crate::upstream_state::Upstreams;
@@ -39,6 +43,11 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
     /// The gateway's OpenTelemetry spans (`trace/`).
     pub(crate) traces: Tracer,
+    /// Itself, for a 2026-07-28 client's call, which runs in a task of its own so that it can
+    /// wait suspended while its client answers `input_required` (`suspend.rs`).
+    pub(crate) me: Weak<Shared>,
+    /// Those calls, waiting for their clients' retries, in every mode.
+    pub(crate) suspensions: Arc<Suspensions>,
 }
 
 impl Shared {
@@ -56,26 +65,73 @@ impl Shared {
     /// progress passed back to the client under its own token, cancellation when the client
     /// cancels (the handler's future is dropped), the upstream's requests routed back to this
     /// client, and one line in the call log with `label`, the latency and the outcome.
+    ///
+    /// `retry` is what a 2026-07-28 client's retry of the mode's own tool call carried
+    /// ([`retry_fields`]): the upstream's questions reach that client as `input_required`
+    /// ([`Called::InputRequired`]), and its retry resumes the call, as in passthrough mode.
     pub(crate) async fn call_tool(
         &self,
         label: &str,
         server: &str,
         tool: &str,
         arguments: JsonObject,
+        retry: JsonObject,
         context: &RequestContext,
-    ) -> Result<ToolOutput, CallError> {
+    ) -> Result<Called, CallError> {
         let mut params = CallToolParams::new(tool.to_owned());
         params.arguments = Some(arguments);
-        match self.relay_call(label, server, params, context).await? {
-            Relayed::Complete(output) => Ok(output),
-            // A stateless client's upstream asked for input: category and meta modes answer
-            // with a result of their own, which cannot carry the upstream's questions.
-            _ => Err(CallError::Failed {
-                server: server.to_owned(),
-                what: tool.to_owned(),
-                message: "the upstream asked for input, which this mode cannot pass on to a client of the 2026-07-28 era".to_owned(),
-            }),
+        params.extra = retry;
+        let failed = |message: String| CallError::Failed {
+            server: server.to_owned(),
+            what: tool.to_owned(),
+            message,
+        };
+        match self.relay(label, server, params, context).await {
+            Ok(Outcome::Done(Ok(Relayed::Complete(output)))) => Ok(Called::Output(output)),
+            Ok(Outcome::Done(Ok(Relayed::InputRequired(raw))) | Outcome::InputRequired(raw)) => {
+                reply::without_server_info(raw)
+                    .map(Called::InputRequired)
+                    .map_err(|e| failed(e.message))
+            }
+            Ok(Outcome::Done(Ok(_))) => Err(failed(
+                "the upstream's answer is of a kind this gateway does not know".to_owned(),
+            )),
+            Ok(Outcome::Done(Err(e))) => Err(e),
+            Err(e) => Err(failed(e.message)),
         }
+    }
+
+    /// Relays a tool call for the client of `context`. A 2026-07-28 client's call runs in a
+    /// task of its own: the upstream's requests mid-call come back to it as `input_required`,
+    /// and its retry (whose `requestState` is the gateway's) resumes the call (`suspend.rs`).
+    /// A retry carrying the upstream's own `requestState` goes to the upstream as it came.
+    pub(crate) async fn relay(
+        &self,
+        label: &str,
+        server: &str,
+        mut params: CallToolParams,
+        context: &RequestContext,
+    ) -> Result<Outcome, ErrorObject> {
+        let owned = self.me.upgrade();
+        let Some(owned) = owned.filter(|_| context.era == Some(Era::Stateless)) else {
+            return Ok(Outcome::Done(
+                self.relay_call(label, server, params, context).await,
+            ));
+        };
+        let retry = take_retry(&mut params.extra);
+        let (label, server, call_context) = (label.to_owned(), server.to_owned(), context.clone());
+        let start = move || -> Pin<Box<dyn Future<Output = _> + Send>> {
+            Box::pin(async move {
+                owned
+                    .relay_call(&label, &server, params, &call_context)
+                    .await
+            })
+        };
+        let track = |asks: &_, turn| match turn {
+            Turn::Suspended => self.routes.suspended(asks),
+            Turn::Resumed => self.routes.resumed(asks, &context.peer),
+        };
+        self.suspensions.run(retry, start, &track).await
     }
 
     /// [`call_tool`](Self::call_tool) with everything else the client sent (`params`: its
@@ -182,6 +238,26 @@ impl Shared {
         }
         (!meta.is_empty()).then_some(meta)
     }
+}
+
+/// What an upstream tool call gives a mode's own tool call.
+#[derive(Debug)]
+pub(crate) enum Called {
+    /// The upstream's result.
+    Output(ToolOutput),
+    /// The upstream asked the client something: the client's answer is this `input_required`
+    /// result, and its retry of the same call, with the answers, resumes it.
+    InputRequired(RawJson),
+}
+
+/// The multi round-trip fields of a 2026-07-28 client's retry of a mode's own tool call
+/// (`inputResponses` and `requestState`), which go along with the upstream call it makes;
+/// nothing else the client sent beside its arguments does.
+pub(crate) fn retry_fields(extra: &JsonObject) -> JsonObject {
+    ["inputResponses", "requestState"]
+        .into_iter()
+        .filter_map(|key| Some((key.to_owned(), extra.get(key)?.clone())))
+        .collect()
 }
 
 /// A tool as the upstream lists it: the catalogue's copy with its input schema put back.

@@ -18,7 +18,7 @@ use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientRequest, ContentBlock, EmbeddedResource, ListToolsResult,
     ServerCapabilities, Tool,
 };
-use mcp_protocol::{ErrorObject, RawJson};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
 use serde_json::{Value, json};
 
@@ -27,9 +27,10 @@ use crate::args::{Args, invalid};
 use crate::cache::ListCache;
 use crate::file;
 use crate::reply::{
-    self, ErrorKind, call_error_result, encode, not_ready, tool_error, tools_only_capabilities,
+    self, ErrorKind, ToolReply, call_error_result, encode, not_ready, tool_error,
+    tools_only_capabilities,
 };
-use crate::shared::Shared;
+use crate::shared::{Called, Shared, retry_fields};
 use crate::tool_name::{self, designates};
 use crate::{reload, upstreams};
 
@@ -107,7 +108,7 @@ async fn handle(
 ) -> Result<RawJson, ErrorObject> {
     match request {
         ClientRequest::ListTools(_) => encode(&ListToolsResult::new(tools_list())),
-        ClientRequest::CallTool(params) => encode(&call(cache, shared, params, &context).await),
+        ClientRequest::CallTool(params) => call(cache, shared, params, &context).await.encode(),
         other => Err(reply::method_not_found(format!(
             "{} is not served in meta mode: use the tools (`{LIST_SERVERS}` first)",
             other.method()
@@ -183,12 +184,13 @@ async fn call(
     shared: &Shared,
     params: CallToolParams,
     context: &RequestContext,
-) -> CallToolResult {
+) -> ToolReply {
+    let retry = retry_fields(&params.extra);
     let args = Args(params.arguments.unwrap_or_default());
     let outcome = match params.name.as_str() {
         LIST_SERVERS => Ok(list_servers(shared)),
         LIST_TOOLS => list_tools(cache, shared, &args).await,
-        CALL_TOOL => call_tool(cache, shared, &args, context).await,
+        CALL_TOOL => return call_tool(cache, shared, &args, retry, context).await,
         LIST_RESOURCES => list_resources(shared, &args).await,
         READ_RESOURCE => read_resource(shared, &args).await,
         RELOAD_CONFIG => reload(cache, shared).await,
@@ -205,7 +207,7 @@ async fn call(
             ),
         )),
     };
-    outcome.unwrap_or_else(|error| error)
+    outcome.unwrap_or_else(|error| error).into()
 }
 
 /// A result for the model: the value as pretty JSON text, and as `structuredContent` for
@@ -337,8 +339,29 @@ async fn call_tool(
     cache: &ListCache,
     shared: &Shared,
     args: &Args,
+    retry: JsonObject,
     context: &RequestContext,
-) -> Result<CallToolResult, CallToolResult> {
+) -> ToolReply {
+    match find_tool(cache, shared, args).await {
+        Ok((server, tool, arguments)) => match shared
+            .call_tool(CALL_TOOL, &server, &tool, arguments, retry, context)
+            .await
+        {
+            Ok(Called::Output(output)) => output.result.into(),
+            Ok(Called::InputRequired(raw)) => ToolReply::InputRequired(raw),
+            Err(e) => call_error_result(&e).into(),
+        },
+        Err(refused) => refused.into(),
+    }
+}
+
+/// The upstream server, tool (by its own name) and arguments a `call-tool` names, or the
+/// tool error saying why it cannot be called.
+async fn find_tool(
+    cache: &ListCache,
+    shared: &Shared,
+    args: &Args,
+) -> Result<(String, String, JsonObject), CallToolResult> {
     let server = args.required_str("server")?;
     let tool = args.required_str("tool")?;
     let arguments = args.object("arguments")?;
@@ -378,13 +401,7 @@ async fn call_tool(
             ),
         ));
     };
-    match shared
-        .call_tool(CALL_TOOL, server, &raw, arguments, context)
-        .await
-    {
-        Ok(output) => Ok(output.result),
-        Err(e) => Err(call_error_result(&e)),
-    }
+    Ok((server.to_owned(), raw, arguments))
 }
 
 async fn list_resources(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {

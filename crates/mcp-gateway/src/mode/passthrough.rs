@@ -27,14 +27,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_host::{CallError, HostEvent, Relayed, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
-    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, meta_key, method,
+    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, method,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secrets};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
@@ -44,7 +43,7 @@ use super::{Answer, Mode};
 use crate::file;
 use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
-use crate::suspend::{Outcome, Suspensions, Turn, take_retry};
+use crate::suspend::Outcome;
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
 use crate::trace;
@@ -63,11 +62,6 @@ struct State {
     /// upstream sent during that call may be relayed only after its answer (they travel
     /// separately through the host), and belongs to that client all the same.
     ended: Mutex<HashMap<String, (Peer, Instant)>>,
-    /// The gateway, once it runs: a 2026-07-28 client's call runs in a task of its own, so
-    /// that it can wait suspended while its client answers `input_required`.
-    shared: OnceLock<Weak<Shared>>,
-    /// Those calls, waiting for their clients' retries.
-    suspensions: Arc<Suspensions>,
 }
 
 /// Passthrough mode, with its own state: the routing tables, shared with the task that
@@ -307,7 +301,6 @@ fn startup_report(shared: &Shared) -> Vec<String> {
 fn start_relay(shared: &Arc<Shared>, state: Arc<State>) {
     let mut events = shared.host.subscribe(None, None);
     let weak = Arc::downgrade(shared);
-    let _ = state.shared.set(weak.clone());
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             let Some(shared) = weak.upgrade() else {
@@ -667,36 +660,14 @@ async fn call_tool(
     params.arguments = call.arguments;
     params.extra = call.extra;
     params.meta = shared.upstream_meta(&server, context, call.meta);
-    let owned = state.shared.get().and_then(Weak::upgrade);
-    let outcome = match owned {
-        // A 2026-07-28 client: the upstream's requests mid-call come back to it as
-        // `input_required`, and its retry resumes the call (suspend.rs).
-        Some(owned) if context.era == Some(Era::Stateless) => {
-            let mut params = params;
-            let retry = take_retry(&mut params.extra);
-            let (label, server, call_context) = (label.clone(), server.clone(), context.clone());
-            let start = move || -> Pin<Box<dyn Future<Output = _> + Send>> {
-                Box::pin(async move {
-                    owned
-                        .relay_call(&label, &server, params, &call_context)
-                        .await
-                })
-            };
-            let track = |asks: &_, turn| match turn {
-                Turn::Suspended => shared.routes.suspended(asks),
-                Turn::Resumed => shared.routes.resumed(asks, &context.peer),
-            };
-            match state.suspensions.run(retry, start, &track).await? {
-                Outcome::Done(outcome) => outcome,
-                Outcome::InputRequired(raw) => return Ok(raw),
-            }
-        }
-        _ => shared.relay_call(&label, &server, params, context).await,
+    let outcome = match shared.relay(&label, &server, params, context).await? {
+        Outcome::Done(outcome) => outcome,
+        Outcome::InputRequired(raw) => return Ok(raw),
     };
     lock(&state.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {
-        Ok(Relayed::Complete(out)) => without_server_info(encode(&out.result)?),
-        Ok(Relayed::InputRequired(raw)) => without_server_info(raw),
+        Ok(Relayed::Complete(out)) => reply::without_server_info(encode(&out.result)?),
+        Ok(Relayed::InputRequired(raw)) => reply::without_server_info(raw),
         Ok(_) => Err(reply::internal(
             "the upstream's answer is of a kind this gateway does not know".to_owned(),
         )),
@@ -918,26 +889,7 @@ async fn forward(
         span.end(trace::request_outcome(&result));
     }
     let result = result.map_err(|e| upstream_error(server, &shared.host.secrets(server), &e))?;
-    without_server_info(result)
-}
-
-/// A stateless upstream's result without its `_meta` `serverInfo`: the client's server is the
-/// gateway, whose own the session adds, so that it does not change from one result to the
-/// next (or say which upstream answered).
-fn without_server_info(result: RawJson) -> Result<RawJson, ErrorObject> {
-    if !result.get().contains(meta_key::SERVER_INFO) {
-        return Ok(result);
-    }
-    let mut object: JsonObject = result
-        .decode()
-        .map_err(|e| reply::internal(e.to_string()))?;
-    if let Some(Value::Object(meta)) = object.get_mut("_meta") {
-        meta.remove(meta_key::SERVER_INFO);
-        if meta.is_empty() {
-            object.remove("_meta");
-        }
-    }
-    encode(&object)
+    reply::without_server_info(result)
 }
 
 /// A failed host operation as the client's error: the upstream's own JSON-RPC error as it

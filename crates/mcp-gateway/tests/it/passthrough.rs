@@ -10,15 +10,18 @@ use std::time::Duration;
 
 use mcp_gateway::Gateway;
 use mcp_protocol::schema::{
-    CallToolParams, ClientRequest, ElicitationCapability, Implementation, SamplingCapability,
-    ServerCapabilities, ServerNotification, method,
+    CallToolParams, ClientRequest, ElicitationCapability, Implementation, ServerCapabilities,
+    ServerNotification, method,
 };
 use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig, code};
 use mcp_session::{Client, Handler, Incoming, RequestContext};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{TempDir, call, load_and_start, over_http, over_pipe, serve_http, text};
+use crate::support::{
+    Asking, TempDir, able_client, answer_requests, call, load_and_start, over_http, over_pipe,
+    serve_http, text,
+};
 
 /// The fake stdio server as an upstream entry, with these flags.
 fn fake(args: &[&str]) -> Value {
@@ -47,15 +50,6 @@ async fn start(dir: &TempDir, servers: Value) -> Gateway {
 
 fn plain_client() -> ClientConfig {
     crate::support::plain_client("passthrough-test")
-}
-
-/// A client that declares sampling and elicitation.
-fn able_client() -> ClientConfig {
-    let mut config = plain_client();
-    config.capabilities.sampling = Some(SamplingCapability::new());
-    config.capabilities.elicitation =
-        serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).ok();
-    config
 }
 
 async fn raw(client: &Client, method: &str, params: Value) -> Result<Value, ErrorObject> {
@@ -193,30 +187,6 @@ async fn one_upstream_passes_through_unchanged_over_pipe_and_http() {
     exercise_one_fake(&over_pipe(&gateway, plain_client()).await).await;
     exercise_one_fake(&over_http(&gateway, plain_client()).await).await;
     gateway.shutdown().await;
-}
-
-/// Answers the server requests that reach `client`: sampling and elicitation with canned
-/// results.
-fn answer_requests(client: &Client) {
-    let mut incoming = client.take_incoming().unwrap();
-    let client = client.clone();
-    tokio::spawn(async move {
-        while let Some(item) = incoming.recv().await {
-            if let Incoming::Request { id, request, .. } = item {
-                let result = match request.method() {
-                    "sampling/createMessage" => json!({
-                        "role": "assistant", "model": "test",
-                        "content": {"type": "text", "text": "sampled by the client"},
-                    }),
-                    "elicitation/create" => {
-                        json!({"action": "accept", "content": {"name": "Ada"}})
-                    }
-                    _ => json!({}),
-                };
-                let _ = client.respond(&id, Ok(RawJson::encode(&result).unwrap()));
-            }
-        }
-    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -737,76 +707,15 @@ async fn the_clients_token_is_not_passed_upstream() {
     gateway.shutdown().await;
 }
 
-/// A stateless-era upstream whose `ask` tool needs a confirmation first: it answers
-/// `input_required` with `requestState` "s1", and completes only on a retry that echoes it with
-/// an accepted answer. It keeps the `_meta` of every call it saw.
-#[derive(Clone, Default)]
-struct Asking(Arc<std::sync::Mutex<Vec<Value>>>);
-
-impl Handler for Asking {
-    async fn handle(
-        &self,
-        request: ClientRequest,
-        _context: RequestContext,
-    ) -> Result<RawJson, ErrorObject> {
-        let result = match request {
-            ClientRequest::ListTools(_) => {
-                json!({"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]})
-            }
-            ClientRequest::CallTool(p) => {
-                self.0
-                    .lock()
-                    .unwrap()
-                    .push(json!(p.meta.clone().unwrap_or_default()));
-                let answer = &p.extra.get("inputResponses").cloned().unwrap_or_default()["ok"];
-                let state = p.extra.get("requestState").and_then(Value::as_str);
-                match (state, answer["action"].as_str()) {
-                    (Some("s1"), Some("accept")) => {
-                        json!({"content": [{"type": "text", "text": "confirmed"}]})
-                    }
-                    (Some(_), _) => {
-                        return Err(ErrorObject::new(code::INVALID_PARAMS, "bad state".into()));
-                    }
-                    (None, _) => json!({
-                        "resultType": "input_required",
-                        "inputRequests": {"ok": {"method": "elicitation/create", "params": {
-                            "message": "Sure?",
-                            "requestedSchema": {"type": "object", "properties": {}},
-                        }}},
-                        "requestState": "s1",
-                    }),
-                }
-            }
-            other => {
-                return Err(ErrorObject::new(
-                    code::METHOD_NOT_FOUND,
-                    other.method().to_owned(),
-                ));
-            }
-        };
-        Ok(RawJson::encode(&result).unwrap())
-    }
-}
-
 /// A stateless client in front, a stateless upstream behind: the upstream's `input_required`
 /// reaches the client as it came, the client's answer and the upstream's `requestState` go
 /// back, the upstream hears the client's own capabilities (not the gateway's), and the answer
 /// names the gateway as its server, not the upstream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_required_passes_through_between_stateless_peers() {
-    let mut upstream = ServerConfig::dual_era(Implementation::new("asking".into(), "1".into()));
-    upstream.capabilities.tools = Some(Default::default());
-    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let asking = Asking::default();
-    let served = asking.clone();
-    tokio::spawn(async move {
-        let _ =
-            mcp_http::serve_http(listener, mcp_http::HttpServerConfig::new(upstream), served).await;
-    });
+    let (asking, url) = Asking::serve().await;
     let dir = TempDir::new("asking");
-    let gateway = start(&dir, json!({"asking": http(&format!("http://{addr}/mcp"))})).await;
+    let gateway = start(&dir, json!({"asking": http(&url)})).await;
 
     // Our client left to negotiate (the stateless era), declaring form elicitation only.
     let mut config = ClientConfig::new(Implementation::new("front".into(), "0".into()));

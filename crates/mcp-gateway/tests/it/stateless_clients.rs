@@ -1,6 +1,7 @@
-//! 2026-07-28 clients get the whole gateway in passthrough mode (issue 22 §5): resource
+//! 2026-07-28 clients get the whole gateway (issue 22 §5): in passthrough mode, resource
 //! updates on their `subscriptions/listen` stream, as a handshake client gets them after
-//! `resources/subscribe`.
+//! `resources/subscribe`; in category and meta modes, an upstream's questions mid-call, as
+//! `input_required`, as in passthrough mode.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,9 @@ use mcp_session::{Client, Handler, Incoming, RequestContext};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{TempDir, call, load_and_start, over_http};
+use crate::support::{
+    Asking, TempDir, able_client, answer_requests, call, load_and_start, over_http, text,
+};
 
 /// An upstream over Streamable HTTP, in the handshake era, whose resources `notes://<name>`
 /// may be subscribed to; `touch {uri}` says on its standalone stream that one changed, if
@@ -224,4 +227,77 @@ async fn a_stateless_clients_listen_stream_gets_resource_updates() {
         "A did not ask for notes://b"
     );
     gateway.shutdown().await;
+}
+
+/// The gateway file of `mode` over two upstreams that ask their client something mid-call:
+/// the testkit's fake over stdio in the handshake era (its `sample` tool sends
+/// `sampling/createMessage`) and [`Asking`] over HTTP in the stateless era (its `ask` tool
+/// answers `input_required`).
+fn asking_file(dir: &TempDir, mode: &str, asking: &str) -> std::path::PathBuf {
+    let fake = json!({
+        "command": mcp_testkit::fake_server().display().to_string(),
+        "permission": {"default": "allow"},
+    });
+    let asking = json!({"type": "http", "url": asking, "permission": {"default": "allow"}});
+    let mut file = json!({
+        "mode": mode,
+        "mcpServers": {"fake": fake, "asking": asking},
+        "logFile": dir.path().join("gateway.log"),
+    });
+    if mode == "category" {
+        file["categories"] = json!({"asks": {
+            "description": "Tools that ask.",
+            "servers": ["fake", "asking"],
+            "tools": {"includeNames": ["mcp__fake__sample", "mcp__asking__ask"]},
+        }});
+    }
+    let path = dir.path().join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    path
+}
+
+/// Category and meta modes pass an upstream's questions to a 2026-07-28 client as
+/// `input_required` on their own `call-tool`, and its retry's answers reach the upstream:
+/// a handshake upstream's request mid-call (the call is suspended) and a stateless upstream's
+/// own `input_required` (passed on; its retry carries the upstream's `requestState`). Before,
+/// both modes answered such a client with a tool error saying it could not be asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn category_and_meta_modes_ask_a_stateless_client_with_input_required() {
+    for mode in ["category", "meta"] {
+        let dir = TempDir::new("stateless-asks");
+        let (asking, url) = Asking::serve().await;
+        let gateway = load_and_start(&asking_file(&dir, mode, &url)).await;
+        let mut config = able_client();
+        config.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+        let client = over_http(&gateway, config).await;
+        assert_eq!(client.server_info().era, mcp_protocol::Era::Stateless);
+        answer_requests(&client);
+        let tool = if mode == "category" {
+            "call-category-tool"
+        } else {
+            "call-tool"
+        };
+        let arguments = |server: &str, tool: &str| match mode {
+            "category" => {
+                json!({"category": "asks", "name": format!("mcp__{server}__{tool}"), "args": {}})
+            }
+            _ => json!({"server": server, "tool": tool, "arguments": {}}),
+        };
+        // Our session's multi round-trip driver answers each `input_required` and retries.
+        let sampled = call(&client, tool, arguments("fake", "sample")).await;
+        assert_eq!(sampled.is_error, None, "{mode}: {}", text(&sampled));
+        assert!(
+            text(&sampled).contains("sampled by the client"),
+            "{mode}: {}",
+            text(&sampled)
+        );
+        let confirmed = call(&client, tool, arguments("asking", "ask")).await;
+        assert_eq!(text(&confirmed), "confirmed", "{mode}");
+        let seen = asking.0.lock().unwrap().len();
+        assert_eq!(
+            seen, 2,
+            "{mode}: the upstream saw the first call and its retry"
+        );
+        gateway.shutdown().await;
+    }
 }

@@ -3,13 +3,17 @@
 //! tool result.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use mcp_gateway::{Gateway, GatewayOptions};
 use mcp_host::config::Env;
-use mcp_protocol::schema::{CallToolParams, CallToolResult, Implementation};
-use mcp_protocol::{ClientConfig, RequestOptions};
-use mcp_session::Client;
-use serde_json::Value;
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ClientRequest, ElicitationCapability, Implementation,
+    SamplingCapability,
+};
+use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig, code};
+use mcp_session::{Client, Handler, Incoming, RequestContext};
+use serde_json::{Value, json};
 
 pub(crate) use mcp_testkit::TempDir;
 
@@ -154,4 +158,107 @@ pub(crate) fn assert_quoted_safely(message: &str) {
         "{message:.200?}"
     );
     assert!(!message.contains("pwned"), "{message:.200?}");
+}
+
+/// A stateless-era upstream whose `ask` tool needs a confirmation first: it answers
+/// `input_required` with `requestState` "s1", and completes only on a retry that echoes it with
+/// an accepted answer. It keeps the `_meta` of every call it saw.
+#[derive(Clone, Default)]
+pub(crate) struct Asking(pub(crate) Arc<std::sync::Mutex<Vec<Value>>>);
+
+impl Handler for Asking {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        _context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let result = match request {
+            ClientRequest::ListTools(_) => {
+                json!({"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]})
+            }
+            ClientRequest::CallTool(p) => {
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push(json!(p.meta.clone().unwrap_or_default()));
+                let answer = &p.extra.get("inputResponses").cloned().unwrap_or_default()["ok"];
+                let state = p.extra.get("requestState").and_then(Value::as_str);
+                match (state, answer["action"].as_str()) {
+                    (Some("s1"), Some("accept")) => {
+                        json!({"content": [{"type": "text", "text": "confirmed"}]})
+                    }
+                    (Some(_), _) => {
+                        return Err(ErrorObject::new(code::INVALID_PARAMS, "bad state".into()));
+                    }
+                    (None, _) => json!({
+                        "resultType": "input_required",
+                        "inputRequests": {"ok": {"method": "elicitation/create", "params": {
+                            "message": "Sure?",
+                            "requestedSchema": {"type": "object", "properties": {}},
+                        }}},
+                        "requestState": "s1",
+                    }),
+                }
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    code::METHOD_NOT_FOUND,
+                    other.method().to_owned(),
+                ));
+            }
+        };
+        Ok(RawJson::encode(&result).unwrap())
+    }
+}
+
+impl Asking {
+    /// Serves it over Streamable HTTP on loopback; gives it and its URL.
+    pub(crate) async fn serve() -> (Self, String) {
+        let mut upstream = ServerConfig::dual_era(Implementation::new("asking".into(), "1".into()));
+        upstream.capabilities.tools = Some(Default::default());
+        let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let asking = Self::default();
+        let served = asking.clone();
+        tokio::spawn(async move {
+            let _ =
+                mcp_http::serve_http(listener, mcp_http::HttpServerConfig::new(upstream), served)
+                    .await;
+        });
+        (asking, format!("http://{addr}/mcp"))
+    }
+}
+
+/// A client that declares sampling and elicitation.
+pub(crate) fn able_client() -> ClientConfig {
+    let mut config = plain_client("able");
+    config.capabilities.sampling = Some(SamplingCapability::new());
+    config.capabilities.elicitation =
+        serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).ok();
+    config
+}
+
+/// Answers the server requests that reach `client`: sampling and elicitation with canned
+/// results.
+pub(crate) fn answer_requests(client: &Client) {
+    let mut incoming = client.take_incoming().unwrap();
+    let client = client.clone();
+    tokio::spawn(async move {
+        while let Some(item) = incoming.recv().await {
+            if let Incoming::Request { id, request, .. } = item {
+                let result = match request.method() {
+                    "sampling/createMessage" => json!({
+                        "role": "assistant", "model": "test",
+                        "content": {"type": "text", "text": "sampled by the client"},
+                    }),
+                    "elicitation/create" => {
+                        json!({"action": "accept", "content": {"name": "Ada"}})
+                    }
+                    _ => json!({}),
+                };
+                let _ = client.respond(&id, Ok(RawJson::encode(&result).unwrap()));
+            }
+        }
+    });
 }

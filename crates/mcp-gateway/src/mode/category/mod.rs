@@ -54,10 +54,10 @@ use crate::args::{Args, invalid};
 use crate::cache::ListCache;
 use crate::file::{self, Category, GatewayFile};
 use crate::reply::{
-    self, ErrorKind, call_error_kind, call_error_result, encode, tool_error,
+    self, ErrorKind, ToolReply, call_error_kind, call_error_result, encode, tool_error,
     tools_only_capabilities,
 };
-use crate::shared::{Shared, listed_tool};
+use crate::shared::{Called, Shared, listed_tool, retry_fields};
 use crate::tool_name;
 use crate::upstreams::{self, Change};
 
@@ -194,7 +194,7 @@ async fn handle(
         }
         ClientRequest::CallTool(params) => {
             let result = match params.name.as_str() {
-                GET_TOOLS => get_tools(cache, shared, params).await,
+                GET_TOOLS => get_tools(cache, shared, params).await.into(),
                 CALL_TOOL => call_tool(shared, params, &context).await,
                 other => {
                     return Err(reply::invalid_params(format!(
@@ -203,7 +203,7 @@ async fn handle(
                     )));
                 }
             };
-            encode(&result)
+            result.encode()
         }
         other => Err(reply::method_not_found(format!(
             "{}: category mode serves tools only",
@@ -297,24 +297,21 @@ async fn get_tools(cache: &ListCache, shared: &Shared, params: CallToolParams) -
     result
 }
 
-async fn call_tool(
-    shared: &Shared,
-    params: CallToolParams,
-    context: &RequestContext,
-) -> CallToolResult {
+async fn call_tool(shared: &Shared, params: CallToolParams, context: &RequestContext) -> ToolReply {
+    let retry = retry_fields(&params.extra);
     let args = Args(params.arguments.unwrap_or_default());
     let file = shared.file();
     let (category_name, category) = match category_arg(&file, &args) {
         Ok(found) => found,
-        Err(e) => return e,
+        Err(e) => return e.into(),
     };
     let name = match args.required_str("name") {
         Ok(name) => name,
-        Err(e) => return e,
+        Err(e) => return e.into(),
     };
     let arguments = match args.object("args") {
         Ok(arguments) => arguments,
-        Err(e) => return e,
+        Err(e) => return e.into(),
     };
     let shown_name = tool_name::quoted(name);
     let ids = ids(&file);
@@ -322,7 +319,8 @@ async fn call_tool(
         return tool_error(
             ErrorKind::ToolDisabled,
             &format!("`{shown_name}` is disabled in category `{category_name}`"),
-        );
+        )
+        .into();
     }
     let servers = category.upstreams();
     let (prefix, bare) = parse(name, &ids);
@@ -348,7 +346,7 @@ async fn call_tool(
                 "`{shown_name}` is not in category `{category_name}`: server `{s}` is not one of its servers ({})",
                 servers.join(", ")
             ),
-        );
+        ).into();
     }
     let (server, tool, shown) = match found.as_slice() {
         [one] => (one.server.clone(), one.tool.name.clone(), one.shown.clone()),
@@ -357,7 +355,7 @@ async fn call_tool(
             return invalid(&format!(
                 "`{shown_name}` is served by several servers of category `{category_name}`: call it by its prefixed name ({})",
                 names.join(" or ")
-            ));
+            )).into();
         }
         [] => {
             if !is_configured(category, &ids, prefix, bare) {
@@ -372,7 +370,7 @@ async fn call_tool(
                             known.join(", ")
                         }
                     ),
-                );
+                ).into();
             }
             let candidates: Vec<&str> = prefix.map_or_else(|| servers.clone(), |s| vec![s]);
             let down: Vec<&str> = candidates
@@ -387,7 +385,7 @@ async fn call_tool(
                         "`{shown_name}` is configured in category `{category_name}`, but server(s) {} do not list it",
                         candidates.join(", ")
                     ),
-                );
+                ).into();
             }
             return tool_error(
                 ErrorKind::UpstreamUnavailable,
@@ -395,15 +393,17 @@ async fn call_tool(
                     "`{shown_name}` cannot be called: {}",
                     unavailable_message(&upstreams, &down)
                 ),
-            );
+            )
+            .into();
         }
     };
     let label = format!("{category_name}/{shown}");
     match shared
-        .call_tool(&label, &server, &tool, arguments, context)
+        .call_tool(&label, &server, &tool, arguments, retry, context)
         .await
     {
-        Ok(output) => output.result,
-        Err(e) => call_error_result(&e),
+        Ok(Called::Output(output)) => output.result.into(),
+        Ok(Called::InputRequired(raw)) => ToolReply::InputRequired(raw),
+        Err(e) => call_error_result(&e).into(),
     }
 }
