@@ -24,6 +24,8 @@ wire_struct! {
             tasks: JsonObject = "tasks",
             /// Non-standard capabilities.
             experimental: JsonObject = "experimental",
+            /// Extensions (SEP-2133), by identifier, each with its settings object inline.
+            extensions: JsonObject = "extensions",
         }
     }
 }
@@ -96,6 +98,8 @@ wire_struct! {
             tasks: JsonObject = "tasks",
             /// Non-standard capabilities.
             experimental: JsonObject = "experimental",
+            /// Extensions (SEP-2133), by identifier, each with its settings object inline.
+            extensions: JsonObject = "extensions",
         }
     }
 }

@@ -10,6 +10,7 @@ mod common;
 mod content;
 mod lifecycle;
 mod resources;
+mod skills;
 mod stateless;
 mod tools;
 mod utilities;
@@ -39,6 +40,13 @@ pub use resources::{
     GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
     ResourceTemplate, ResourceUriParams,
+};
+pub use skills::{
+    DIGEST_PREFIX, DIRECTORY_MIME_TYPE, DYNAMIC_RESOURCES, GetSkillParams, GetSkillResult,
+    ListSkillsResult, MAX_FILES_PER_SKILL, MAX_SKILL_BYTES, ReadDirectoryParams,
+    ReadDirectoryResult, SKILL_MD, SKILL_MD_MIME_TYPE, SKILL_SCHEME, SKILLS_EXTENSION, SkillEntry,
+    SkillFile, SkillResources, SkillsCapability, is_digest, skill_digest, skill_folder,
+    skill_name_of,
 };
 pub use stateless::{
     AcknowledgedParams, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
@@ -117,6 +125,8 @@ macro_rules! notifications {
 /// Request methods, one marker type each.
 pub mod method {
     use super::*;
+
+    pub use super::skills::{GetSkill, ListSkills, ReadDirectory};
 
     methods! {
         /// `initialize`: the first request of a handshake-era session.
