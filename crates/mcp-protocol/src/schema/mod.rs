@@ -12,6 +12,7 @@ mod lifecycle;
 mod resources;
 mod skills;
 mod stateless;
+mod tasks;
 mod tools;
 mod utilities;
 
@@ -53,6 +54,13 @@ pub use stateless::{
     ListenParams, ResultType, SubscriptionFilter, is_input_required, meta_key,
 };
 pub(crate) use stateless::{Envelope, is_removed, may_need_input};
+pub use tasks::{
+    CreateTaskResult, DetailedTask, ExperimentalClientTasksCapability,
+    ExperimentalCreateTaskResult, ExperimentalListTasksResult, ExperimentalTask,
+    ExperimentalTaskRequests, ExperimentalTasksCapability, RELATED_TASK_META_KEY, RESULT_TYPE_TASK,
+    RelatedTaskMetadata, TASKS_EXTENSION_ID, TaskError, TaskIdParams, TaskInfo, TaskMetadata,
+    TaskStatus, TaskSupport, UpdateTaskParams, declares_tasks_extension, tasks_extension_entry,
+};
 pub use tools::{
     CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations, ToolExecution,
 };
@@ -166,6 +174,24 @@ pub mod method {
         /// `subscriptions/listen` (2026-07-28): a long-lived request whose stream carries the
         /// notifications the client opted in to.
         Listen = "subscriptions/listen", ListenParams => EmptyResult;
+        /// `tasks/get` (tasks extension, 2026-07-28): the task, with its result, error or
+        /// pending input requests inlined.
+        GetTask = "tasks/get", TaskIdParams => DetailedTask;
+        /// `tasks/update` (tasks extension, 2026-07-28): answers to a task's input requests.
+        UpdateTask = "tasks/update", UpdateTaskParams => EmptyResult;
+        /// `tasks/cancel` (tasks extension, 2026-07-28): an empty acknowledgement; the
+        /// status is seen on the next `tasks/get`.
+        CancelTask = "tasks/cancel", TaskIdParams => EmptyResult;
+        /// `tasks/get` (2025-11-25 experimental): the task alone.
+        GetExperimentalTask = "tasks/get", TaskIdParams => ExperimentalTask;
+        /// `tasks/result` (2025-11-25 experimental): the original request's result, waiting
+        /// for a terminal status. Removed by the 2026-07-28 extension.
+        GetTaskPayload = "tasks/result", TaskIdParams => RawJson;
+        /// `tasks/list` (2025-11-25 experimental), paginated. Removed by the 2026-07-28
+        /// extension.
+        ListTasks = "tasks/list", PaginatedParams => ExperimentalListTasksResult;
+        /// `tasks/cancel` (2025-11-25 experimental): the task as cancelled.
+        CancelExperimentalTask = "tasks/cancel", TaskIdParams => ExperimentalTask;
     }
 
     notifications! {
@@ -192,6 +218,11 @@ pub mod method {
         /// `notifications/subscriptions/acknowledged` (2026-07-28): the first message of a
         /// `subscriptions/listen` stream.
         SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged", AcknowledgedParams;
+        /// `notifications/tasks` (tasks extension, 2026-07-28): a task's status changed; a
+        /// terminal one may inline its result or error.
+        TaskUpdated = "notifications/tasks", DetailedTask;
+        /// `notifications/tasks/status` (2025-11-25 experimental): a task's status changed.
+        ExperimentalTaskStatus = "notifications/tasks/status", ExperimentalTask;
     }
 }
 
