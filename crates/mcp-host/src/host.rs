@@ -42,7 +42,7 @@ use crate::supervisor::supervise;
 /// need not shut down), ends every connection and stops every reconnection.
 #[derive(Clone, Debug)]
 pub struct Host {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     /// Shared by the clones only, never by the host's own tasks (which hold `inner`): its drop
     /// is the drop of the last clone.
     _owner: Arc<Owner>,

@@ -97,6 +97,7 @@ mod redact;
 mod refresh;
 pub mod setup;
 mod shared;
+pub mod skills;
 mod status;
 mod supervisor;
 mod transport;

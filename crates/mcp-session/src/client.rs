@@ -9,7 +9,7 @@ use mcp_protocol::schema::{
     CallToolParams, CallToolResult, GetPromptParams, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, NotificationMethod,
     PaginatedParams, ProgressParams, Prompt, ReadResourceResult, RequestMethod, Resource,
-    ResourceTemplate, ResourceUriParams, Tool, method,
+    ResourceTemplate, ResourceUriParams, SkillEntry, Tool, method,
 };
 use mcp_protocol::{
     ClientConfig, ErrorObject, RawJson, RequestId, RequestOptions, ServerInfo, decode_result,
@@ -324,6 +324,13 @@ impl Client {
     /// Every prompt, following `nextCursor` to the end.
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>> {
         self.paginate::<method::ListPrompts, _>(|r| (r.prompts, r.next_cursor))
+            .await
+    }
+
+    /// Every skill a server lists (`skills/list` of the skills extension), following
+    /// `nextCursor` to the end. An entry is whole on its page, so pages simply add up.
+    pub async fn list_all_skills(&self) -> Result<Vec<SkillEntry>> {
+        self.paginate::<method::ListSkills, _>(|r| (r.skills, r.next_cursor))
             .await
     }
 
