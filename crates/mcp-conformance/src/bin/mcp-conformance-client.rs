@@ -210,6 +210,18 @@ async fn act(
             }
             Ok(())
         }
+        "sep-2640-client-no-prefetch" => {
+            // The user looks at what skills the server offers and loads none: nothing of any
+            // skill is read.
+            let skills = host.list_skills(SERVER).await.map_err(|e| e.to_string())?;
+            if skills.is_empty() {
+                return Err("the server lists no skills".to_owned());
+            }
+            Ok(())
+        }
+        "sep-2640-client-verify-digest"
+        | "sep-2640-client-verify-size"
+        | "sep-2640-client-verify-frontmatter" => load_skill_and_use_it(host).await,
         _ => {
             // What a user of an authorized connection does: look at the tools, use one.
             if listed("test-tool").is_some() {
@@ -218,4 +230,38 @@ async fn act(
             Ok(())
         }
     }
+}
+
+/// The skills scenarios' user: loads the server's first skill, and once it is loaded, reads
+/// the files its instructions point to. A skill that does not verify is refused by the host
+/// and never used, which is this run's success: the refusal goes to stderr.
+async fn load_skill_and_use_it(host: &Host) -> Result<(), String> {
+    let skills = host.list_skills(SERVER).await.map_err(|e| e.to_string())?;
+    let entry = skills
+        .into_iter()
+        .next()
+        .ok_or("the server lists no skills")?;
+    let skill = match host.load_listed_skill(SERVER, entry).await {
+        Ok(skill) => skill,
+        Err(e) if e.is_refused() => {
+            eprintln!("mcp-conformance-client: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let others: Vec<String> = skill
+        .entry
+        .resources
+        .files()
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| f.uri != skill.entry.uri)
+        .map(|f| f.uri.clone())
+        .collect();
+    for uri in others {
+        host.read_skill_file(&skill, &uri)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

@@ -16,7 +16,9 @@ mod frontmatter;
 mod verify;
 
 use base64::Engine as _;
-use mcp_protocol::schema::{ReadResourceResult, SkillEntry, SkillFile, SkillResources};
+use mcp_protocol::schema::{
+    ReadResourceResult, SKILLS_EXTENSION, SkillEntry, SkillFile, SkillResources, SkillsCapability,
+};
 
 use crate::error::CallError;
 use crate::host::Host;
@@ -127,8 +129,16 @@ impl SkillFileContent {
 
 impl Host {
     /// The skills a ready server lists, every page, without reading any of their files.
+    /// A server that does not declare the extension is not asked.
     pub async fn list_skills(&self, server: &str) -> Result<Vec<SkillEntry>, CallError> {
         let client = self.inner.ready_client(server)?;
+        if SkillsCapability::of(&client.server_info().capabilities).is_none() {
+            return Err(CallError::Failed {
+                server: server.to_owned(),
+                what: "skills/list".to_owned(),
+                message: format!("the server does not offer skills (extension {SKILLS_EXTENSION})"),
+            });
+        }
         client
             .list_all_skills()
             .await
