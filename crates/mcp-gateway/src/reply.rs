@@ -6,7 +6,7 @@
 //! [`internal`], [`invalid_params`] and [`method_not_found`]. A name a client or an upstream
 //! sent is cleaned and bounded (`clean_text`) before a message quotes it.
 
-use mcp_host::{CallError, ServerStatus};
+use mcp_host::{CallError, ServerState, ServerStatus};
 use mcp_protocol::schema::{
     CallToolResult, ContentBlock, ListChangedCapability, ServerCapabilities, meta_key,
 };
@@ -79,10 +79,17 @@ pub(crate) fn not_ready(server: &str, status: &ServerStatus) -> CallToolResult {
         .as_deref()
         .map(|e| format!(": {e}"))
         .unwrap_or_default();
+    // A server the host will connect again is said to be, so that the caller may try later.
+    let coming =
+        if crate::upstream_state::is_coming(status) && status.state != ServerState::Connecting {
+            ", reconnecting"
+        } else {
+            ""
+        };
     tool_error(
         ErrorKind::UpstreamUnavailable,
         &format!(
-            "server `{server}` is not ready (state {}){why}",
+            "server `{server}` is not ready (state {}{coming}){why}",
             status.state
         ),
     )

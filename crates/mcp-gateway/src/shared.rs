@@ -21,7 +21,7 @@ use crate::routes::Routes;
 use crate::suspend::{Outcome, Suspensions, Turn, take_retry};
 use crate::sync::lock;
 use crate::trace::{self, Target, Tracer};
-use crate::upstream_state::Upstreams;
+use crate::upstream_state::{self, Upstreams};
 
 /// What every request handler sees.
 #[derive(Debug)]
@@ -148,6 +148,17 @@ impl Shared {
     ) -> Result<Relayed, CallError> {
         let tool = params.name.clone();
         let started = Instant::now();
+        // A tool resolved from the catalogue (or a category's list) may belong to an upstream
+        // that is coming back (restarted by a reload, or lost and about to be reconnected):
+        // the call waits for it as for one still connecting, and then goes, or fails with the
+        // state it is in.
+        if self
+            .host
+            .server_status(server)
+            .is_some_and(|s| upstream_state::is_coming(&s))
+        {
+            self.upstreams.settle(&self.host, &[server]).await;
+        }
         let route = self.routes.track(server, context);
         let mut options = CallOptions::default();
         let forward = context.progress_token.clone().map(|token| {

@@ -6,12 +6,12 @@
 //! see `mode::passthrough`; category mode when the file's categories change).
 //!
 //! What needs one upstream (a call, a category's definitions) waits for it while it is still
-//! connecting, up to its request timeout ([`settle`]); then it is answered from the state the
-//! upstream is in, whose errors name it and that state.
+//! connecting, or lost and about to be connected again by the host's supervisor, up to its
+//! request timeout ([`settle`]); then it is answered from the state the upstream is in, whose
+//! errors name it and that state.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcp_host::{HostEvent, ServerEntry, ServerState};
 use serde_json::Value;
@@ -19,10 +19,7 @@ use serde_json::Value;
 use crate::file::GatewayFile;
 use crate::shared::Shared;
 use crate::sync::lock;
-
-/// How long a request waits for an upstream that is connecting when its entry says nothing
-/// (the host's default request timeout).
-const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+use crate::upstream_state::has_settled;
 
 /// How the upstream set changed, by id.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -123,59 +120,10 @@ pub(crate) async fn apply(shared: &Shared, entries: Vec<ServerEntry>, change: &C
     }
 }
 
-/// Whether upstream `id` has settled: it left `connecting`, and if it is ready, its tools are
-/// in the catalogue (the host says it is ready just before it rebuilds the catalogue; a
-/// catalogue event for it, in `cataloged`, says the rebuild is done). One that is gone has
-/// settled too.
-fn has_settled(shared: &Shared, id: &str, cataloged: &BTreeSet<String>) -> bool {
-    match shared.host.server_status(id) {
-        None => true,
-        Some(status) => match status.state {
-            ServerState::Connecting => false,
-            ServerState::Ready => {
-                status.tools == 0
-                    || cataloged.contains(id)
-                    || shared.host.catalog().server_tools(id).next().is_some()
-            }
-            _ => true,
-        },
-    }
-}
-
-/// Waits until each of `servers` has settled (see [`has_settled`]), or until the longest of
-/// their request timeouts has passed.
+/// Waits until each of `servers` has settled (see [`Upstreams::settle`]), or until the
+/// longest of their request timeouts has passed.
 pub(crate) async fn settle(shared: &Shared, servers: &[&str]) {
-    // Subscribed before the first look, so that no change between the two is missed.
-    let mut events = shared
-        .host
-        .subscribe(Some(servers), Some(&["state", "catalog"]));
-    let mut cataloged = BTreeSet::new();
-    let all = |shared: &Shared, cataloged: &BTreeSet<String>| {
-        servers.iter().all(|s| has_settled(shared, s, cataloged))
-    };
-    if all(shared, &cataloged) {
-        return;
-    }
-    let wait = {
-        let timeouts = lock(&shared.upstreams.timeouts);
-        servers
-            .iter()
-            .filter_map(|s| timeouts.get(*s).copied())
-            .max()
-            .unwrap_or(DEFAULT_WAIT)
-    };
-    let _ = tokio::time::timeout(wait, async {
-        while !all(shared, &cataloged) {
-            match events.recv().await {
-                Some(HostEvent::Catalog { server, .. }) => {
-                    cataloged.insert(server);
-                }
-                Some(_) => {}
-                None => return,
-            }
-        }
-    })
-    .await;
+    shared.upstreams.settle(&shared.host, servers).await;
 }
 
 /// Logs each of `servers` once it has settled (left `connecting`), with its state, tools and
@@ -197,7 +145,7 @@ pub(crate) fn report_when_settled(
                 return;
             };
             pending.retain(|id| {
-                if !has_settled(&shared, id, &cataloged) {
+                if !has_settled(&shared.host, id, &cataloged) {
                     return true;
                 }
                 // One removed before it settled has nothing to say.

@@ -77,6 +77,9 @@ pub(crate) struct SlotState {
     pub(crate) operations: Vec<ExposedOperation>,
     pub(crate) diagnostics: Vec<String>,
     pub(crate) reconnect_attempts: u32,
+    /// When the supervisor tries to connect again, while it waits to (see
+    /// [`ServerStatus::reconnect_at`]).
+    pub(crate) reconnect_at: Option<SystemTime>,
     /// Why an enabled server is not connecting yet (the connection limit), while it waits.
     pub(crate) waiting: Option<String>,
 }
@@ -139,6 +142,7 @@ impl Slot {
             session_id: s.client.as_ref().and_then(Client::session_id),
             diagnostics: s.diagnostics.clone(),
             reconnect_attempts: s.reconnect_attempts,
+            reconnect_at: s.reconnect_at,
             waiting: s.waiting.clone(),
             token_expires_at: self
                 .oauth()

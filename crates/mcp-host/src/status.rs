@@ -130,6 +130,11 @@ pub struct ServerStatus {
     pub diagnostics: Vec<String>,
     /// Reconnection attempts since the connection was lost.
     pub reconnect_attempts: u32,
+    /// When the supervisor connects again on its own, while a server in `error` waits for its
+    /// next reconnection attempt (after a lost connection, or a failed attempt after one);
+    /// `None` when nothing will be tried. A consumer may wait for such a server (it is coming
+    /// back) rather than report it down: the gateway does, for a call that arrives meanwhile.
+    pub reconnect_at: Option<SystemTime>,
     /// Why an enabled server in `connecting` has not started yet, while it waits for its
     /// turn: "waiting: connection limit 10 reached". Past the host's limit
     /// ([`HostOptions::max_connections`](crate::HostOptions::max_connections)) servers wait

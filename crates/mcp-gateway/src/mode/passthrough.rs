@@ -47,6 +47,7 @@ use crate::suspend::Outcome;
 use crate::sync::lock;
 use crate::tool_name::{self, designates};
 use crate::trace;
+use crate::upstream_state;
 use crate::upstreams::{self, Change};
 
 /// How many pages of one upstream list are followed before the rest is dropped.
@@ -630,7 +631,8 @@ async fn call_tool(
 ) -> Result<RawJson, ErrorObject> {
     let mut resolved = resolve_tool(shared, &call.name);
     if resolved.is_none() {
-        // Its upstream may be one still connecting: wait for it, then look again.
+        // Its upstream may be one still connecting, or restarting after it was lost: wait
+        // for it, then look again.
         let waiting = connecting_for(shared, &call.name);
         if !waiting.is_empty() {
             let waiting: Vec<&str> = waiting.iter().map(String::as_str).collect();
@@ -677,15 +679,15 @@ async fn call_tool(
     }
 }
 
-/// The connecting upstreams a tool name the catalogue does not know may belong to: with
-/// several upstreams, the one its prefix names (any connecting one for a bare name); with
-/// one, that one.
+/// The upstreams that are coming (connecting, or lost and about to be connected again) a
+/// tool name the catalogue does not know may belong to: with several upstreams, the one its
+/// prefix names (any coming one for a bare name); with one, that one.
 fn connecting_for(shared: &Shared, name: &str) -> Vec<String> {
     let connecting: Vec<String> = shared
         .host
         .status()
         .into_iter()
-        .filter(|s| s.state == ServerState::Connecting)
+        .filter(upstream_state::is_coming)
         .map(|s| s.id)
         .collect();
     if is_multi(shared) {

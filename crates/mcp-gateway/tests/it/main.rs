@@ -11,6 +11,7 @@ mod meta;
 mod observe;
 mod passthrough;
 mod promises;
+mod restarts;
 mod stateless_clients;
 mod support;
 mod traces;

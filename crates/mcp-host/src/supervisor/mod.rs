@@ -144,6 +144,11 @@ pub(crate) async fn supervise(
                     {
                         let mut s = lock(&slot.state);
                         s.reconnect_attempts = lifecycle.attempts();
+                        // Set with the state, before its event: whoever sees `error` also
+                        // sees that the server is coming back.
+                        s.reconnect_at = lifecycle
+                            .poll_timeout()
+                            .map(|at| SystemTime::now() + at.saturating_duration_since(now()));
                         s.waiting = (why == Some(Why::Limit)).then(|| {
                             format!(
                                 "waiting: connection limit {} reached (mcp.max_connections); starts when a running server stops",
