@@ -130,12 +130,15 @@ fn sentinel_payload(text: &str) -> Option<&str> {
         .strip_suffix(SENTINEL_SUFFIX)
 }
 
-/// The body field `Mcp-Name` mirrors for a method: `Some(field)` for the three methods that
-/// carry one, whether or not the body has it.
+/// The body field `Mcp-Name` mirrors for a method: `Some(field)` for the methods that carry
+/// one (`tools/call`, `prompts/get`, `resources/read`, and the tasks extension's `tasks/get`,
+/// `tasks/update` and `tasks/cancel` by `taskId`), whether or not the body has it.
 pub(crate) fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The tasks extension (SEP-2663, Streamable HTTP routing headers).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -59,7 +59,8 @@ pub use tasks::{
     ExperimentalCreateTaskResult, ExperimentalListTasksResult, ExperimentalTask,
     ExperimentalTaskRequests, ExperimentalTasksCapability, RELATED_TASK_META_KEY, RESULT_TYPE_TASK,
     RelatedTaskMetadata, TASKS_EXTENSION_ID, TaskError, TaskIdParams, TaskInfo, TaskMetadata,
-    TaskStatus, TaskSupport, UpdateTaskParams, declares_tasks_extension, tasks_extension_entry,
+    TaskStatus, TaskSupport, UpdateTaskParams, capabilities_declare_tasks,
+    declares_tasks_extension, tasks_extension_entry,
 };
 pub use tools::{
     CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations, ToolExecution,
@@ -324,6 +325,16 @@ routed! {
         Discover(Discover),
         /// `subscriptions/listen`.
         Listen(Listen),
+        /// `tasks/get` (both forms of tasks).
+        GetTask(GetTask),
+        /// `tasks/update` (tasks extension).
+        UpdateTask(UpdateTask),
+        /// `tasks/cancel` (both forms of tasks).
+        CancelTask(CancelTask),
+        /// `tasks/result` (2025-11-25 experimental tasks).
+        GetTaskPayload(GetTaskPayload),
+        /// `tasks/list` (2025-11-25 experimental tasks).
+        ListTasks(ListTasks),
     }
     params = RequestMethod;
 }

@@ -418,6 +418,15 @@ pub fn declares_tasks_extension(capabilities: &JsonObject) -> bool {
         .is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
 }
 
+/// Whether a capability set (a client's or a server's) declares the 2026-07-28 tasks extension,
+/// whether this crate keeps `extensions` as a member of its own or among the unknown ones.
+pub fn capabilities_declare_tasks<T: serde::Serialize>(capabilities: &T) -> bool {
+    serde_json::to_value(capabilities)
+        .ok()
+        .and_then(|v| v.as_object().map(declares_tasks_extension))
+        .unwrap_or(false)
+}
+
 /// The `extensions` member that declares the tasks extension, `{"io.modelcontextprotocol/tasks":
 /// {}}`, to put under a capability object's `extensions`.
 pub fn tasks_extension_entry() -> (String, Value) {

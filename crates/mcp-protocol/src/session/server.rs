@@ -23,8 +23,8 @@ use crate::jsonrpc::{
 use crate::schema::{
     AcknowledgedParams, CacheScope, ClientCapabilities, ClientNotification, ClientRequest,
     Implementation, InitializeParams, InitializeResult, ListenParams, NotificationMethod,
-    ProgressParams, RequestMethod, ServerCapabilities, SubscriptionFilter, is_removed, meta_key,
-    method,
+    ProgressParams, RequestMethod, ServerCapabilities, SubscriptionFilter,
+    capabilities_declare_tasks, is_removed, meta_key, method,
 };
 use crate::session::pending::{Core, Matched, RequestOptions, with_meta};
 use crate::session::stateless_server::{self as stateless, Declared, Listen};
@@ -515,6 +515,16 @@ impl ServerSession {
             ClientRequest::SetLevel(_) => caps.logging.is_some(),
             ClientRequest::Discover(_) | ClientRequest::Listen(_) => {
                 self.era() == Some(Era::Stateless)
+            }
+            // Tasks are offered by `capabilities.tasks` (2025-11-25) or the tasks extension
+            // (2026-07-28); the extension removed `tasks/result` and `tasks/list`.
+            ClientRequest::GetTask(_)
+            | ClientRequest::UpdateTask(_)
+            | ClientRequest::CancelTask(_) => {
+                caps.tasks.is_some() || capabilities_declare_tasks(caps)
+            }
+            ClientRequest::GetTaskPayload(_) | ClientRequest::ListTasks(_) => {
+                caps.tasks.is_some() && self.era() != Some(Era::Stateless)
             }
             ClientRequest::Other { .. } => false,
             // initialize and ping are answered before routing.

@@ -159,9 +159,13 @@ pub(crate) fn discover_result(config: &ServerConfig) -> Result<RawJson, ErrorObj
     let internal = |e: serde_json::Error| ErrorObject::new(code::INTERNAL_ERROR, e.to_string());
     let mut result = JsonObject::new();
     result.insert("supportedVersions".to_owned(), json!(supported(config)));
+    // 2026-07-28 has no `capabilities.tasks`: tasks are the extension there, declared under
+    // `extensions`; a dual-era server's 2025-11-25 `tasks` member is its handshake's alone.
+    let mut capabilities = config.capabilities.clone();
+    capabilities.tasks = None;
     result.insert(
         "capabilities".to_owned(),
-        serde_json::to_value(&config.capabilities).map_err(internal)?,
+        serde_json::to_value(&capabilities).map_err(internal)?,
     );
     if let Some(instructions) = &config.instructions {
         result.insert("instructions".to_owned(), json!(instructions));
