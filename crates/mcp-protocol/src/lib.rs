@@ -76,6 +76,7 @@ mod jsonrpc;
 mod redact;
 pub mod schema;
 mod session;
+mod skills;
 mod version;
 mod wire;
 
@@ -91,5 +92,6 @@ pub use session::{
     ClientConfig, ClientEvent, ClientInfo, ClientSession, Reply, RequestHandler, RequestOptions,
     ServerConfig, ServerEvent, ServerInfo, ServerSession, decode_result, missing_capability_error,
 };
+pub use skills::{SkillCatalog, SkillError};
 pub use version::{Era, ProtocolVersion};
 pub use wire::JsonObject;

@@ -24,8 +24,6 @@ wire_struct! {
             tasks: JsonObject = "tasks",
             /// Non-standard capabilities.
             experimental: JsonObject = "experimental",
-            /// Extensions (SEP-2133), by identifier, each with its settings object inline.
-            extensions: JsonObject = "extensions",
         }
     }
 }
@@ -98,8 +96,6 @@ wire_struct! {
             tasks: JsonObject = "tasks",
             /// Non-standard capabilities.
             experimental: JsonObject = "experimental",
-            /// Extensions (SEP-2133), by identifier, each with its settings object inline.
-            extensions: JsonObject = "extensions",
         }
     }
 }

@@ -28,6 +28,10 @@ use crate::wire::{JsonObject, wire_struct};
 /// The extension's identifier, the key under `capabilities.extensions`.
 pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
+/// The capability member (SEP-2133) under which extensions are declared, by identifier. It is
+/// kept in the capability types' `extra`, where the tasks extension reads it too.
+const EXTENSIONS: &str = "extensions";
+
 /// The URI scheme servers should use for the files of a skill.
 pub const SKILL_SCHEME: &str = "skill://";
 
@@ -70,17 +74,27 @@ impl SkillsCapability {
     /// The skills settings a server declared, if it declared the extension: `None` when the
     /// key is absent or its value is not an object (which a client must not read as support).
     pub fn of(capabilities: &ServerCapabilities) -> Option<Self> {
-        let value = capabilities.extensions.as_ref()?.get(SKILLS_EXTENSION)?;
+        let value = capabilities
+            .extra
+            .get(EXTENSIONS)?
+            .as_object()?
+            .get(SKILLS_EXTENSION)?;
         serde_json::from_value(value.clone()).ok()
     }
 
     /// Adds this declaration to `capabilities.extensions`, keeping any other extension there.
     pub fn declare(&self, capabilities: &mut ServerCapabilities) -> Result<(), serde_json::Error> {
         let value = serde_json::to_value(self)?;
-        capabilities
-            .extensions
-            .get_or_insert_with(JsonObject::new)
-            .insert(SKILLS_EXTENSION.to_owned(), value);
+        let extensions = capabilities
+            .extra
+            .entry(EXTENSIONS)
+            .or_insert_with(|| Value::Object(JsonObject::new()));
+        if !extensions.is_object() {
+            *extensions = Value::Object(JsonObject::new());
+        }
+        if let Value::Object(extensions) = extensions {
+            extensions.insert(SKILLS_EXTENSION.to_owned(), value);
+        }
         Ok(())
     }
 }
@@ -101,7 +115,10 @@ pub fn skill_digest(bytes: &[u8]) -> String {
 /// Whether `digest` has the form an entry must use: `sha256:` and 64 lowercase hex digits.
 pub fn is_digest(digest: &str) -> bool {
     digest.strip_prefix(DIGEST_PREFIX).is_some_and(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 

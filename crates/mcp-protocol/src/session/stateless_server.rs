@@ -18,13 +18,16 @@ use crate::version::{Era, ProtocolVersion};
 use crate::wire::JsonObject;
 
 /// The methods whose results carry cache hints (`CacheableResult` in the schema).
-const CACHEABLE: [&str; 6] = [
+const CACHEABLE: [&str; 8] = [
     "server/discover",
     "tools/list",
     "prompts/list",
     "resources/list",
     "resources/templates/list",
     "resources/read",
+    // The skills extension (SEP-2640): its list and get results are cacheable results.
+    "skills/list",
+    "skills/get",
 ];
 
 /// The rank of a level name, by [`LoggingLevel::severity`]; an unknown name ranks as the
