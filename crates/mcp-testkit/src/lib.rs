@@ -1,6 +1,7 @@
 //! Test support for the workspace: the fake MCP server binary `mcp-fake-server`, which
 //! misbehaves on demand over stdio (see its doc), the in-process fake HTTP server
-//! [`fake_http`], which misbehaves at the HTTP layer, the in-process fake OAuth authorization
+//! [`fake_http`], which misbehaves at the HTTP layer, the in-process skills server
+//! [`fake_skills`], which lies about its skills on demand, the in-process fake OAuth authorization
 //! server and protected MCP endpoint [`fake_auth`], the accept loop they share ([`serve`]), the
 //! fake host `mcp-fake-host`, the `serve_stdio` server `mcp-serve-stdio`, and helpers to find
 //! those binaries and to watch process groups.
@@ -11,6 +12,7 @@
 
 pub mod fake_auth;
 pub mod fake_http;
+pub mod fake_skills;
 pub mod serve;
 
 use std::path::{Path, PathBuf};
