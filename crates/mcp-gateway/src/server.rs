@@ -297,16 +297,18 @@ impl Handler for Gateway {
         self.mode.notified(&self.shared, session, notification);
     }
 
-    fn listening(&self, _: SessionKey, filter: &SubscriptionFilter, sessions: &Sessions) {
+    fn listening(&self, session: SessionKey, filter: &SubscriptionFilter, sessions: &Sessions) {
         // The stream hears what `Routes::broadcast` sends even if its client asked nothing
         // else of this gateway yet.
         self.shared.routes.join(sessions);
         if let Some(uris) = &filter.resource_subscriptions {
-            self.mode.listening(&self.shared, uris.clone());
+            self.mode.listening(&self.shared, session, uris.clone());
         }
     }
 
     fn closed(&self, session: SessionKey) {
+        // Before the routes forget the session: the mode reads what it had subscribed to.
+        self.mode.closed(&self.shared, session);
         self.shared.log.closed(session);
         self.shared.routes.closed(session);
     }

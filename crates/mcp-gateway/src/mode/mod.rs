@@ -54,10 +54,17 @@ pub(crate) trait Mode: fmt::Debug + Send + Sync + 'static {
         let _ = (shared, change, before);
     }
 
-    /// A stateless-era client's `subscriptions/listen` stream asks for updates of `uris`
-    /// (that era has no `resources/subscribe`); by default nothing is done.
-    fn listening(&self, shared: &Arc<Shared>, uris: Vec<String>) {
-        let _ = (shared, uris);
+    /// A stateless-era client's `subscriptions/listen` stream (in `session`, which ends with
+    /// the stream over HTTP) asks for updates of `uris` (that era has no
+    /// `resources/subscribe`); by default nothing is done.
+    fn listening(&self, shared: &Arc<Shared>, session: SessionKey, uris: Vec<String>) {
+        let _ = (shared, session, uris);
+    }
+
+    /// A client session ended (a listen stream closed, a handshake client left), before the
+    /// gateway forgets it: what only it wanted upstream may be given up; by default nothing.
+    fn closed(&self, shared: &Arc<Shared>, session: SessionKey) {
+        let _ = (shared, session);
     }
 
     /// Answers one client request.

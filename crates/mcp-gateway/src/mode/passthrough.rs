@@ -25,7 +25,7 @@
 //! share (which upstream to ask, relaying as sent, paging) read best side by side, and no
 //! other module needs the helpers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -63,6 +63,13 @@ struct State {
     /// upstream sent during that call may be relayed only after its answer (they travel
     /// separately through the host), and belongs to that client all the same.
     ended: Mutex<HashMap<String, (Peer, Instant)>>,
+    /// The resource URIs each stateless client's `subscriptions/listen` streams ask for, by
+    /// session (over HTTP a stream is a session of its own, which ends with it).
+    listens: Mutex<HashMap<SessionKey, Vec<String>>>,
+    /// Taken by each upstream subscribe and unsubscribe, so that they happen in the order
+    /// decided: an unsubscribe for a stream that closed never undoes a subscription made for
+    /// a client that came meanwhile.
+    subscribing: tokio::sync::Mutex<()>,
 }
 
 /// Passthrough mode, with its own state: the routing tables, shared with the task that
@@ -120,18 +127,84 @@ impl Mode for PassthroughMode {
         tool_schema(shared, name)
     }
 
-    fn listening(&self, shared: &Arc<Shared>, uris: Vec<String>) {
+    fn listening(&self, shared: &Arc<Shared>, session: SessionKey, uris: Vec<String>) {
+        lock(&self.state.listens)
+            .entry(session)
+            .or_default()
+            .extend(uris.iter().cloned());
         let (shared, state) = (Arc::clone(shared), Arc::clone(&self.state));
         tokio::spawn(async move { subscribe_upstream(&shared, &state, uris).await });
+    }
+
+    fn closed(&self, shared: &Arc<Shared>, session: SessionKey) {
+        let mut gone: BTreeSet<String> = lock(&self.state.listens)
+            .remove(&session)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        if let Some(d) = lock(&shared.routes.sessions).get(&session) {
+            gone.extend(d.subscriptions.iter().cloned());
+        }
+        if gone.is_empty() {
+            return;
+        }
+        let (shared, state) = (Arc::clone(shared), Arc::clone(&self.state));
+        tokio::spawn(async move {
+            for uri in gone {
+                let _turn = state.subscribing.lock().await;
+                unsubscribe_if_unwanted(&shared, &state, &uri, Some(session)).await;
+            }
+        });
+    }
+}
+
+/// Whether a client other than `except` still wants updates of `uri`: a handshake client
+/// subscribed to it, or a stateless client's listen stream asks for it. The upstream
+/// subscription is held while one does (a count over every client's subscriptions and
+/// streams), and given up after the last.
+fn wanted(shared: &Shared, state: &State, uri: &str, except: Option<SessionKey>) -> bool {
+    let other = |key: &SessionKey| Some(*key) != except;
+    let subscribed = lock(&shared.routes.sessions)
+        .iter()
+        .any(|(key, d)| other(key) && d.subscriptions.contains(uri));
+    subscribed
+        || lock(&state.listens)
+            .iter()
+            .any(|(key, uris)| other(key) && uris.iter().any(|u| u == uri))
+}
+
+/// Unsubscribes upstream from `uri` unless a client other than `except` still wants it
+/// ([`wanted`]). Called with `State::subscribing` held, so that no subscription made
+/// meanwhile is undone.
+async fn unsubscribe_if_unwanted(
+    shared: &Shared,
+    state: &State,
+    uri: &str,
+    except: Option<SessionKey>,
+) {
+    if wanted(shared, state, uri, except) {
+        return;
+    }
+    // No client wants the updates any more: the upstream may stop sending them.
+    for id in resource_candidates(state, shared, uri, has_subscribe) {
+        if let Err(e) = shared.host.unsubscribe_resource(&id, uri).await {
+            shared
+                .log
+                .line(&format!("upstream {id}: resources/unsubscribe failed: {e}"));
+        }
     }
 }
 
 /// Subscribes upstream to the resources a stateless client's `subscriptions/listen` stream
 /// asks for, through the host (which subscribes the way each upstream's era has), so that
 /// their updates reach the gateway to be passed on. A refusal is logged: the stream stays
-/// open for the rest.
+/// open for the rest. A stream that closed before its turn subscribes to nothing.
 async fn subscribe_upstream(shared: &Shared, state: &State, uris: Vec<String>) {
     for uri in uris {
+        let _turn = state.subscribing.lock().await;
+        if !wanted(shared, state, &uri, None) {
+            continue;
+        }
         let candidates = resource_candidates(state, shared, &uri, has_subscribe);
         let uri = &uri;
         let subscribed = first_ok(&candidates, "resources/subscribe", |id| async move {
@@ -447,6 +520,7 @@ async fn handle(
             Ok(result)
         }
         ClientRequest::Subscribe(p) => {
+            let _turn = state.subscribing.lock().await;
             // Through the host, which subscribes the way the upstream's era has.
             let candidates = resource_candidates(state, shared, &p.uri, has_subscribe);
             let uri = &p.uri;
@@ -464,23 +538,11 @@ async fn handle(
             encode(&json!({}))
         }
         ClientRequest::Unsubscribe(p) => {
-            let others = {
-                let mut sessions = lock(&shared.routes.sessions);
-                if let Some(d) = sessions.get_mut(&context.session) {
-                    d.subscriptions.remove(&p.uri);
-                }
-                sessions.values().any(|d| d.subscriptions.contains(&p.uri))
-            };
-            if !others {
-                // No client wants the updates any more: the upstream may stop sending them.
-                for id in resource_candidates(state, shared, &p.uri, has_subscribe) {
-                    if let Err(e) = shared.host.unsubscribe_resource(&id, &p.uri).await {
-                        shared
-                            .log
-                            .line(&format!("upstream {id}: resources/unsubscribe failed: {e}"));
-                    }
-                }
+            let _turn = state.subscribing.lock().await;
+            if let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
+                d.subscriptions.remove(&p.uri);
             }
+            unsubscribe_if_unwanted(shared, state, &p.uri, None).await;
             encode(&json!({}))
         }
         ClientRequest::ListPrompts(_) => {

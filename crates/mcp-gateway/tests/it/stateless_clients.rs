@@ -75,6 +75,11 @@ impl Handler for Notes {
 }
 
 async fn start_notes() -> String {
+    serve_notes(Notes::default()).await
+}
+
+/// Serves `notes` (whose `subscribed` the test may watch); gives its URL.
+async fn serve_notes(notes: Notes) -> String {
     let mut config = ServerConfig::new(Implementation::new("notes".into(), "0".into()));
     config.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();
     config.capabilities = serde_json::from_value::<ServerCapabilities>(
@@ -85,12 +90,8 @@ async fn start_notes() -> String {
         .await
         .unwrap();
     tokio::spawn(async move {
-        let _ = mcp_http::serve_http(
-            listener,
-            mcp_http::HttpServerConfig::new(config),
-            Notes::default(),
-        )
-        .await;
+        let _ =
+            mcp_http::serve_http(listener, mcp_http::HttpServerConfig::new(config), notes).await;
     });
     format!("http://{addr}/mcp")
 }
@@ -225,6 +226,94 @@ async fn a_stateless_clients_listen_stream_gets_resource_updates() {
             .await
             .is_empty(),
         "A did not ask for notes://b"
+    );
+    gateway.shutdown().await;
+}
+
+/// Waits (up to 10 s, looking every 10 ms) until `done` holds; whether it did.
+async fn eventually(done: impl Fn() -> bool) -> bool {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// The upstream subscription to a URI is counted over every client that wants it: handshake
+/// clients' `resources/subscribe` and 2026-07-28 clients' listen streams. A handshake client's
+/// `resources/unsubscribe` keeps it while a listen stream still asks for the URI, and the
+/// last stream to close ends it upstream. Before, the unsubscribe ended it under the open
+/// stream, and a closed stream never ended it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_subscription_ends_with_the_last_client_that_wants_it() {
+    let dir = TempDir::new("stateless-unlisten");
+    let notes = Notes::default();
+    let gateway = start(&dir, &serve_notes(notes.clone()).await).await;
+    let subscribed = || notes.subscribed.lock().unwrap().contains("notes://a");
+    let (a, b) = (
+        over_http(&gateway, stateless_config()).await,
+        over_http(&gateway, stateless_config()).await,
+    );
+    let handshake = over_http(&gateway, crate::support::plain_client("subscriber")).await;
+    let (mut a_in, mut b_in) = (a.take_incoming().unwrap(), b.take_incoming().unwrap());
+    let a_listens = listen(&a, &mut a_in, "notes://a").await;
+    let b_listens = listen(&b, &mut b_in, "notes://a").await;
+    assert!(eventually(subscribed).await, "never subscribed upstream");
+    let uri = RawJson::encode(&json!({"uri": "notes://a"})).unwrap();
+    handshake
+        .request_raw(
+            "resources/subscribe",
+            Some(uri.clone()),
+            RequestOptions::DEFAULT,
+            None,
+        )
+        .await
+        .unwrap();
+
+    // A's stream closes and the handshake client unsubscribes: B's stream still asks.
+    a_listens.abort();
+    let _ = a_listens.await;
+    handshake
+        .request_raw(
+            "resources/unsubscribe",
+            Some(uri),
+            RequestOptions::DEFAULT,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        subscribed(),
+        "unsubscribed upstream while a listen stream asks for it"
+    );
+
+    // The last one closes: the upstream is told, nobody wants the updates any more.
+    b_listens.abort();
+    let _ = b_listens.await;
+    assert!(
+        eventually(|| !subscribed()).await,
+        "still subscribed upstream after the last listen stream closed"
+    );
+
+    // A handshake client that leaves without unsubscribing counts as one that did.
+    let leaving = over_http(&gateway, crate::support::plain_client("leaving")).await;
+    let uri = RawJson::encode(&json!({"uri": "notes://a"})).unwrap();
+    leaving
+        .request_raw(
+            "resources/subscribe",
+            Some(uri),
+            RequestOptions::DEFAULT,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(subscribed(), "subscribed again for the handshake client");
+    leaving.close().await;
+    assert!(
+        eventually(|| !subscribed()).await,
+        "still subscribed upstream after its only subscriber left"
     );
     gateway.shutdown().await;
 }
