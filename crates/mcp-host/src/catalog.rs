@@ -55,6 +55,10 @@ pub struct ExposedTool {
     /// without its `inputSchema`, which moved to `parameters` (a schema is often most of a
     /// tool's size; a rejected one is not kept at all).
     pub source: Arc<Tool>,
+    /// Whether a call runs as a task the server keeps and the host polls (its
+    /// `execution.taskSupport` is `required`): such a call may take long, and its progress
+    /// comes as task status. An `optional` one is not marked, though it may run as one.
+    pub runs_as_task: bool,
 }
 
 /// The schema used when a server gives none, or one that cannot be used.
@@ -246,12 +250,27 @@ impl ToolFilter {
 }
 
 /// Adapts one server's tool list: filters, bounds and describes each tool. Names are given
-/// by [`Catalog::build`], which sees every server at once.
+/// by [`Catalog::build`], which sees every server at once. A tool that can only run as a task
+/// is left out (see [`adapt_server_tools_with_tasks`]).
 pub fn adapt_server_tools(
     server: &str,
     tools: Vec<Tool>,
     filter: &ToolFilter,
     limits: &CatalogLimits,
+) -> (Vec<ExposedTool>, Vec<Diagnostic>) {
+    adapt_server_tools_with_tasks(server, tools, filter, limits, false)
+}
+
+/// [`adapt_server_tools`] for a server that runs tool calls as tasks when `tasks` is true
+/// (it declared the capability and the host runs them): a tool that can only run as a task
+/// (`execution.taskSupport` `required`) is then exposed, marked
+/// [`runs_as_task`](ExposedTool::runs_as_task) and said so in its description.
+pub fn adapt_server_tools_with_tasks(
+    server: &str,
+    tools: Vec<Tool>,
+    filter: &ToolFilter,
+    limits: &CatalogLimits,
+    tasks: bool,
 ) -> (Vec<ExposedTool>, Vec<Diagnostic>) {
     let mut out = Vec::with_capacity(tools.len());
     let mut diagnostics = Vec::new();
@@ -272,14 +291,14 @@ pub fn adapt_server_tools(
             ));
             continue;
         }
-        if let Some(support) = tool
+        let runs_as_task = tool
             .execution
             .as_ref()
             .and_then(|e| e.task_support.as_deref())
-            && support == "required"
-        {
+            == Some("required");
+        if runs_as_task && !tasks {
             diagnostics.push(diag(
-                "not exposed: it can only run as a task (execution.taskSupport is \"required\"), and this host does not run tasks".into(),
+                "not exposed: it can only run as a task (execution.taskSupport is \"required\"), and the server declared no task capability".into(),
             ));
             continue;
         }
@@ -310,7 +329,11 @@ pub fn adapt_server_tools(
                 }
             }
         };
-        let origin = format!("[MCP {server}/{}] ", clean_text(&tool.name, 128));
+        let origin = format!(
+            "[MCP {server}/{}{}] ",
+            clean_text(&tool.name, 128),
+            if runs_as_task { ", runs as a task" } else { "" }
+        );
         let description = match tool.description.as_deref() {
             Some(text) => origin + &clean_text(text, limits.max_description_bytes),
             None => origin + tool.display_name(),
@@ -322,6 +345,7 @@ pub fn adapt_server_tools(
             description,
             parameters,
             source: Arc::new(tool),
+            runs_as_task,
         });
     }
     (out, diagnostics)

@@ -101,6 +101,11 @@ pub struct ServerEntry {
     /// Offer the prompt operations as tools when the server declares `prompts`
     /// (`expose_prompts`, on by default).
     pub expose_prompts: bool,
+    /// Run the tools that may run as tasks (`execution.taskSupport` `optional`) as tasks
+    /// on every call (`optional_tools_as_tasks`, off by default), for a server whose
+    /// optional ones are the long ones. A `required` one always runs as a task; an optional
+    /// one also does when the caller waits longer than `request_timeout`.
+    pub optional_tools_as_tasks: bool,
 }
 
 impl ServerEntry {
@@ -132,6 +137,7 @@ impl ServerEntry {
             protocol_version: None,
             expose_resources: true,
             expose_prompts: true,
+            optional_tools_as_tasks: false,
         }
     }
 }

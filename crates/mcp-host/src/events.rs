@@ -34,6 +34,14 @@ pub enum HostEvent {
         /// stream): a log entry written while serving one consumer's call, for that consumer.
         related: Option<u64>,
     },
+    /// A task the host runs on the server changed status (or was first seen): a long tool
+    /// call's progress, for a consumer that shows it beside the call.
+    Task {
+        /// The server id.
+        server: String,
+        /// The task as the host keeps it now.
+        task: crate::tasks::TaskRecord,
+    },
     /// Something the server did wrong that did not end the connection.
     Diagnostic {
         /// The server id.
@@ -50,6 +58,7 @@ impl HostEvent {
             Self::State { server, .. }
             | Self::Catalog { server }
             | Self::Notification { server, .. }
+            | Self::Task { server, .. }
             | Self::Diagnostic { server, .. } => server,
         }
     }
@@ -61,6 +70,7 @@ impl HostEvent {
             Self::State { .. } => "state",
             Self::Catalog { .. } => "catalog",
             Self::Diagnostic { .. } => "diagnostic",
+            Self::Task { .. } => "task",
             Self::Notification { notification, .. } => {
                 let method = notification.method();
                 method.strip_prefix("notifications/").unwrap_or(method)

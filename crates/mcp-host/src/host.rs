@@ -98,6 +98,7 @@ impl Host {
         let inner = Arc::new(Inner {
             admission: crate::admission::Admission::new(options.max_connections),
             eras: crate::eras::EraMemory::new(options.era_file.clone()),
+            tasks: crate::tasks::TaskStore::new(options.task_file.clone()),
             options,
             session,
             slots: Mutex::new(BTreeMap::new()),
@@ -444,6 +445,32 @@ impl Host {
         let client = self.inner.ready_client(server)?;
         params.arguments = Some(arguments);
         let idle = options.timeout.unwrap_or(slot.entry.request_timeout);
+        let support = lock(&slot.state)
+            .tools
+            .iter()
+            .find(|t| t.tool == tool)
+            .map(|t| crate::tasks::task_support(&t.source));
+        if let Some(support) = support
+            && crate::tasks::wants_task(
+                &slot.entry,
+                &support,
+                options.timeout,
+                client.server_info(),
+            )
+        {
+            let call = crate::tasks::TaskCall {
+                inner: &self.inner,
+                server,
+                tool,
+                client,
+                idle,
+                progress: options.progress,
+                related: options.related,
+            };
+            let mut result = crate::tasks::call(&call, params).await?;
+            let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
+            return Ok(Relayed::Complete(ToolOutput { result, truncated }));
+        }
         let mut request_options = RequestOptions::DEFAULT
             .timeout(self.inner.options.max_call_duration.max(idle))
             .idle_timeout(idle);
@@ -481,6 +508,49 @@ impl Host {
         })?;
         let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
         Ok(Relayed::Complete(ToolOutput { result, truncated }))
+    }
+
+    /// The tasks this host (or, with [`HostOptions::task_file`], any host of the user)
+    /// started and still keeps, as last seen: expired ones are dropped.
+    pub async fn tasks(&self) -> Vec<crate::TaskRecord> {
+        self.inner.tasks.all().await
+    }
+
+    /// Asks `server` where its task `task_id` is now (`tasks/get`), and keeps the answer.
+    pub async fn task(&self, server: &str, task_id: &str) -> Result<crate::TaskRecord, CallError> {
+        crate::tasks::status(&self.inner, server, task_id).await
+    }
+
+    /// Waits for `server`'s task `task_id` to end, answering its input requests as any
+    /// server request, and gives its result, bounded like a call's: for a task started by
+    /// another process, or a call that gave up waiting. Status changes go to `progress`.
+    pub async fn task_result(
+        &self,
+        server: &str,
+        task_id: &str,
+        options: CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let slot = self.inner.slot(server)?;
+        let mut result =
+            crate::tasks::result(&self.inner, server, task_id, options.progress).await?;
+        let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
+        Ok(ToolOutput { result, truncated })
+    }
+
+    /// Asks `server` to cancel its task `task_id` (`tasks/cancel`), and keeps the status it
+    /// reports then.
+    pub async fn cancel_task(
+        &self,
+        server: &str,
+        task_id: &str,
+    ) -> Result<crate::TaskRecord, CallError> {
+        crate::tasks::cancel(&self.inner, server, task_id).await
+    }
+
+    /// The tasks `server` itself lists (`tasks/list`; MCP 2025-11-25 only, since the
+    /// 2026-07-28 extension has no list), whoever started them.
+    pub async fn server_tasks(&self, server: &str) -> Result<Vec<crate::TaskRecord>, CallError> {
+        crate::tasks::list(&self.inner, server).await
     }
 
     /// Lists a ready server's tools again and swaps them into the catalogue: for a consumer

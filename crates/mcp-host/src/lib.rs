@@ -100,6 +100,7 @@ mod shared;
 pub mod skills;
 mod status;
 mod supervisor;
+mod tasks;
 mod transport;
 pub mod trust;
 
@@ -117,3 +118,4 @@ pub use operation::{ExposedOperation, Operation};
 pub use options::{HostOptions, ServerRequestHandler};
 pub use permission::{CallKind, Decision, Policy, Prompter};
 pub use status::{Phase, ServerState, ServerStatus, TransportKind};
+pub use tasks::TaskRecord;

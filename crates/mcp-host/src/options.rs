@@ -90,6 +90,11 @@ pub struct HostOptions {
     /// that ignores the `server/discover` probe costs its timeout once, not on every start.
     /// `None`, the default, remembers only for this host's life.
     pub era_file: Option<PathBuf>,
+    /// Where the tasks this host starts are kept ([`setup::task_file`](crate::setup::task_file)
+    /// gives the usual place), so that another process (`mcp-host tasks`) can ask about them
+    /// and a host started again asks each server about its unfinished ones. `None`, the
+    /// default, keeps them for this host's life.
+    pub task_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -122,6 +127,7 @@ impl HostOptions {
             roots: None,
             requests: None,
             era_file: None,
+            task_file: None,
         }
     }
 }

@@ -120,6 +120,7 @@ pub fn entry(server: &ConfiguredServer) -> ServerEntry {
     e.filter = ToolFilter::new(server.enabled_tools.clone(), server.disabled_tools.clone());
     e.expose_resources = server.expose_resources;
     e.expose_prompts = server.expose_prompts;
+    e.optional_tools_as_tasks = server.optional_tools_as_tasks;
     e.rules = rules;
     e.max_result_bytes = server.max_result_bytes;
     e.protocol_version = server.protocol_version.clone();
@@ -185,6 +186,14 @@ pub fn era_file(paths: &crate::config::ConfigPaths) -> Option<std::path::PathBuf
     paths
         .global_dir()
         .map(|dir| dir.join(crate::eras::ERAS_FILE_NAME))
+}
+
+/// Where a host of this user keeps the tasks it started: `tasks.json` beside `eras.json`;
+/// `None` when that is not known.
+pub fn task_file(paths: &crate::config::ConfigPaths) -> Option<std::path::PathBuf> {
+    paths
+        .global_dir()
+        .map(|dir| dir.join(crate::tasks::TASKS_FILE_NAME))
 }
 
 /// Host options from the configuration's host-wide settings, with `policy` deciding where

@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) transports: crate::transport::Shared,
     /// The era each server spoke before (on disk, with [`HostOptions::era_file`]).
     pub(crate) eras: crate::eras::EraMemory,
+    /// The tasks this host started (on disk, with [`HostOptions::task_file`]).
+    pub(crate) tasks: crate::tasks::TaskStore,
 }
 
 impl std::fmt::Debug for Inner {

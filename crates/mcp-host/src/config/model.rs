@@ -282,6 +282,9 @@ pub struct ConfiguredServer {
     /// Offer the server's prompt operations to a model as tools (`expose_prompts`, default
     /// `true`), if it declares `prompts`.
     pub expose_prompts: bool,
+    /// Run the tools that may run as tasks (`taskSupport` `optional`) as tasks on every
+    /// call (`optional_tools_as_tasks`, default `false`); `required` ones always are.
+    pub optional_tools_as_tasks: bool,
     /// Permission rules for its tools, as the file wrote them. A project layer's `allow` is
     /// kept here and read as `ask` by `setup::entry`, the one place trust in a layer is decided.
     pub permission: ServerRules,

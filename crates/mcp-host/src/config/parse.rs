@@ -346,6 +346,7 @@ const NATIVE_FIELDS: &[&str] = &[
     "protocol_version",
     "expose_resources",
     "expose_prompts",
+    "optional_tools_as_tasks",
 ];
 /// `description` is Modular MCP's (seed 004): what the server is for, which a gateway shows.
 const MCP_SERVERS_EXTRA: &[&str] = &["type", "disabled", "description"];
@@ -671,6 +672,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
     let disabled_tools = e.strings(map, "disabled_tools").unwrap_or_default();
     let expose_resources = e.bool(map, "expose_resources").unwrap_or(true);
     let expose_prompts = e.bool(map, "expose_prompts").unwrap_or(true);
+    let optional_tools_as_tasks = e.bool(map, "optional_tools_as_tasks").unwrap_or(false);
     let permission = read_permission(&mut e, map);
     let own_max_result = e
         .integer(map, "max_result_bytes", MAX_RESULT_LIMIT, "bytes")
@@ -737,6 +739,7 @@ pub(crate) fn parse_entry(cx: &mut Cx<'_>, id: &str, value: &Value, rs: &Resolve
             disabled_tools,
             expose_resources,
             expose_prompts,
+            optional_tools_as_tasks,
             permission,
             max_result_bytes: super::model::DEFAULT_MAX_RESULT_BYTES,
             protocol_version,

@@ -52,6 +52,7 @@ fn one(schema: Value) -> ExposedTool {
         source: Arc::new(
             serde_json::from_value(json!({"name": "t", "inputSchema": {}})).expect("tool"),
         ),
+        runs_as_task: false,
     }
 }
 

@@ -56,7 +56,7 @@ async fn connect_once(inner: &Inner, slot: &Slot) -> Result<(Client, Vec<Exposed
     } else {
         Vec::new()
     };
-    let exposed = adapt(inner, slot, tools);
+    let exposed = adapt(inner, slot, &client, tools);
     Ok((client, exposed))
 }
 

@@ -32,6 +32,12 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
     let _refreshing = (slot.entry.oauth.clone())
         .map(|hook| AbortOnDrop(tokio::spawn(crate::refresh::keep_fresh(hook))));
     resubscribe(slot, client);
+    // The tasks a host before this one left unfinished on this server are asked about again.
+    let _resuming = AbortOnDrop(tokio::spawn(crate::tasks::resume(
+        Arc::clone(inner),
+        server.clone(),
+        client.clone(),
+    )));
     loop {
         let item = tokio::select! {
             item = incoming.recv() => item,
@@ -237,15 +243,16 @@ pub(crate) async fn relist_tools(
     client: &Client,
 ) -> Result<(), mcp_session::Error> {
     let tools = client.list_all_tools().await?;
-    let exposed = adapt(inner, slot, tools);
+    let exposed = adapt(inner, slot, client, tools);
     lock(&slot.state).tools = exposed;
     inner.catalog_changed(&slot.entry.id);
     Ok(())
 }
 
 /// Answers a server request: roots from the configured list (if any), the rest from the
-/// consumer's handler. The session refuses what was not declared before it gets here.
-async fn answer(
+/// consumer's handler. The session refuses what was not declared before it gets here (a
+/// task's input requests are checked the same way by `tasks`).
+pub(crate) async fn answer(
     inner: &Inner,
     server: &str,
     request: ServerRequest,
@@ -273,13 +280,16 @@ async fn answer(
 pub(super) fn adapt(
     inner: &Inner,
     slot: &Slot,
+    client: &Client,
     tools: Vec<mcp_protocol::schema::Tool>,
 ) -> Vec<ExposedTool> {
-    let (exposed, diagnostics) = crate::catalog::adapt_server_tools(
+    let tasks = crate::tasks::server_runs_tasks(client.server_info());
+    let (exposed, diagnostics) = crate::catalog::adapt_server_tools_with_tasks(
         &slot.entry.id,
         tools,
         &slot.entry.filter,
         &inner.options.catalog_limits,
+        tasks,
     );
     for Diagnostic { tool, message, .. } in diagnostics {
         let text = slot.diagnostic(&format!("tool `{tool}`: {message}"));

@@ -814,6 +814,10 @@ impl ClientSession {
         {
             match Envelope::peek(raw).map(|e| e.result_type) {
                 Ok(ResultType::Complete) => {}
+                // A task (the extension `io.modelcontextprotocol/tasks`): the server runs the
+                // request and its caller polls for the answer, which it asked for by declaring
+                // the extension on the request.
+                Ok(ResultType::Other(t)) if t == crate::schema::RESULT_TYPE_TASK => {}
                 // The caller drives this one's retries itself (a proxy).
                 Ok(ResultType::InputRequired)
                     if may_need_input(&pending.method) && !self.inputs.tracks(&id) => {}
