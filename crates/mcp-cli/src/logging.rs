@@ -127,6 +127,12 @@ pub(crate) fn to_file(file: std::fs::File) {
     *lock() = Some(file);
 }
 
+/// Whether log lines go to standard error (no [`to_file`] yet): a line that must be on
+/// standard error whatever takes the log is then written once, not again as a log line.
+pub(crate) fn is_on_stderr() -> bool {
+    lock().is_none()
+}
+
 /// Where lines go: `None` is standard error.
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 

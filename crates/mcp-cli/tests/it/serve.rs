@@ -256,6 +256,9 @@ fn serve_over_http_with_a_bearer_token_refuses_requests_without_it() {
     assert_eq!(gateway.post_status(Some("Bearer s3cret-token")), 200);
     let stderr = gateway.stop();
     assert!(stderr.contains("listening on"), "{stderr}");
+    // Said once: the file names no logFile, so the log is standard error too, and the line
+    // a launcher waits for is not written there twice.
+    assert_eq!(stderr.matches("listening on").count(), 1, "{stderr}");
     assert!(
         !stderr.contains("s3cret-token"),
         "the token was logged: {stderr}"
