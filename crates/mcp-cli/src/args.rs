@@ -182,6 +182,20 @@ Examples:
         #[arg(long, value_name = "NAME=VALUE", value_parser = key_value)]
         arg: Vec<(String, String)>,
     },
+    /// List a server's skills (the skills extension, SEP-2640): name, file count, URI,
+    /// description. No skill file is read.
+    Skills {
+        /// The server id.
+        id: String,
+    },
+    /// Load one skill and print its SKILL.md, once its size, digest and frontmatter match
+    /// what the server listed (a mismatch is refused, exit code 5).
+    Skill {
+        /// The server id.
+        id: String,
+        /// The skill's name, or the URI of its SKILL.md.
+        name: String,
+    },
     /// Log in to an OAuth-protected HTTP server (opens a browser, or prints the URL).
     Login {
         /// The server id.

@@ -29,6 +29,7 @@ mod manage;
 mod output;
 mod ps;
 mod shell;
+mod skills;
 mod trust;
 
 use std::process::ExitCode;
@@ -167,6 +168,8 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Read { .. }
         | Command::Prompts { .. }
         | Command::Get { .. }
+        | Command::Skills { .. }
+        | Command::Skill { .. }
         | Command::Login { .. }
         | Command::Shell { .. }
         | Command::Demo
@@ -224,6 +227,8 @@ async fn run(
         Command::Read { id, uri } => live::read(&cx, &out, &id, &uri).await,
         Command::Prompts { id } => live::prompts(&cx, &out, id.as_deref()).await,
         Command::Get { id, prompt, arg } => live::get(&cx, &out, &id, &prompt, arg).await,
+        Command::Skills { id } => skills::skills(&cx, &out, &id).await,
+        Command::Skill { id, name } => skills::skill(&cx, &out, &id, &name).await,
         Command::Login {
             id,
             gateway: Some(file),

@@ -21,6 +21,7 @@ mod secrets;
 mod serve;
 mod serve_live;
 mod shell;
+mod skills;
 mod trust;
 mod version;
 
