@@ -335,6 +335,12 @@ routed! {
         GetTaskPayload(GetTaskPayload),
         /// `tasks/list` (2025-11-25 experimental tasks).
         ListTasks(ListTasks),
+        /// `skills/list` (skills extension).
+        ListSkills(ListSkills),
+        /// `skills/get` (skills extension).
+        GetSkill(GetSkill),
+        /// `resources/directory/read` (skills extension, with `directoryRead`).
+        ReadDirectory(ReadDirectory),
     }
     params = RequestMethod;
 }

@@ -7,10 +7,10 @@
 //! reads with `resources/read` before it trusts it. A server that also sets `directoryRead`
 //! answers `resources/directory/read`, listing the direct children of a folder.
 //!
-//! These requests are not routed variants of [`ClientRequest`](crate::schema::ClientRequest):
-//! an extension is an opt-in, so they arrive as `ClientRequest::Other` and are decoded with
-//! [`decode_params`](crate::schema::decode_params) by whoever serves them, and a gateway that
-//! forwards unknown methods keeps forwarding them.
+//! The three requests are routed [`ClientRequest`](crate::schema::ClientRequest) variants
+//! (`ListSkills`, `GetSkill`, `ReadDirectory`), which a server session offers only when its
+//! capabilities declare the extension (and `directoryRead` for the last): a server without
+//! skills still answers them -32601.
 
 use std::fmt::{self, Write as _};
 

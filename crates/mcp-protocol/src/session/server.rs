@@ -23,7 +23,7 @@ use crate::jsonrpc::{
 use crate::schema::{
     AcknowledgedParams, CacheScope, ClientCapabilities, ClientNotification, ClientRequest,
     Implementation, InitializeParams, InitializeResult, ListenParams, NotificationMethod,
-    ProgressParams, RequestMethod, ServerCapabilities, SubscriptionFilter,
+    ProgressParams, RequestMethod, ServerCapabilities, SkillsCapability, SubscriptionFilter,
     capabilities_declare_tasks, is_removed, meta_key, method,
 };
 use crate::session::pending::{Core, Matched, RequestOptions, with_meta};
@@ -526,6 +526,14 @@ impl ServerSession {
             ClientRequest::GetTaskPayload(_) | ClientRequest::ListTasks(_) => {
                 caps.tasks.is_some() && self.era() != Some(Era::Stateless)
             }
+            // The skills extension (SEP-2640): offered by declaring it, the directory read
+            // only with `directoryRead`.
+            ClientRequest::ListSkills(_) | ClientRequest::GetSkill(_) => {
+                SkillsCapability::of(caps).is_some()
+            }
+            ClientRequest::ReadDirectory(_) => SkillsCapability::of(caps)
+                .and_then(|s| s.directory_read)
+                .unwrap_or(false),
             ClientRequest::Other { .. } => false,
             // initialize and ping are answered before routing.
             _ => true,

@@ -378,15 +378,27 @@ impl SkillCatalog {
     /// `resources/directory/read`, or a `resources/read` of a skill file. `None` for anything
     /// else, which the server answers itself. Malformed parameters are -32602.
     pub fn handle(&self, request: &ClientRequest) -> Option<Result<RawJson, ErrorObject>> {
-        match request {
-            ClientRequest::ReadResource(params) => self.read(&params.uri).map(|r| encode(&r)),
-            ClientRequest::Other { method, params } => self.handle_method(method, params.as_ref()),
-            _ => None,
-        }
+        let answer = match request {
+            ClientRequest::ReadResource(params) => {
+                return self.read(&params.uri).map(|r| encode(&r));
+            }
+            ClientRequest::ListSkills(params) => {
+                self.list(params.cursor.as_deref()).and_then(|r| encode(&r))
+            }
+            ClientRequest::GetSkill(params) => self.get(&params.uri).and_then(|r| encode(&r)),
+            ClientRequest::ReadDirectory(params) => self
+                .read_directory(&params.uri, params.cursor.as_deref())
+                .and_then(|r| encode(&r)),
+            ClientRequest::Other { method, params } => {
+                return self.handle_method(method, params.as_ref());
+            }
+            _ => return None,
+        };
+        Some(answer)
     }
 
     /// [`handle`](Self::handle) by method name and raw parameters, for a server that routes
-    /// requests itself.
+    /// requests itself (a request the session left as `ClientRequest::Other` comes here too).
     pub fn handle_method(
         &self,
         method: &str,

@@ -277,11 +277,19 @@ fn handle_answers_only_the_extensions_requests_and_its_own_files() {
         .unwrap()
         .unwrap_err();
     assert_eq!(unknown.code, code::INVALID_PARAMS);
+    // By method name, as a server routing requests itself would ask.
     let missing_uri = catalog
-        .handle(&request("skills/get", json!({})))
+        .handle_method("skills/get", Some(&RawJson::encode(&json!({})).unwrap()))
         .unwrap()
         .unwrap_err();
     assert_eq!(missing_uri.code, code::INVALID_PARAMS);
+    let by_name: Value = catalog
+        .handle_method("skills/list", None)
+        .unwrap()
+        .unwrap()
+        .decode()
+        .unwrap();
+    assert_eq!(by_name, listed);
     // Not the catalog's: the server answers these itself.
     assert!(
         catalog
@@ -491,4 +499,83 @@ fn frontmatter_is_found_between_the_first_two_dashed_lines() {
     );
     assert_eq!(frontmatter::split("text\n---\na: b\n---\n"), None);
     assert_eq!(frontmatter::split("---\na: b\n"), None);
+}
+
+/// A handshake-era server session with `capabilities`, initialized; returns what it sent and
+/// the requests it routed to its handler for each of `requests`.
+fn serve(capabilities: ServerCapabilities, requests: &[Value]) -> (Vec<Value>, Vec<ClientRequest>) {
+    use std::time::Instant;
+
+    use crate::jsonrpc::decode;
+    use crate::schema::Implementation;
+    use crate::session::{ServerConfig, ServerEvent, ServerSession};
+
+    // A start for the session's clock only because `Instant` has no constructor; nothing
+    // here depends on time.
+    #[allow(clippy::disallowed_methods)]
+    let now = Instant::now();
+    let mut config = ServerConfig::new(Implementation::new("skills".into(), "1".into()));
+    config.capabilities = capabilities;
+    let mut server = ServerSession::new(config);
+    let feed = |server: &mut ServerSession, frame: &Value| {
+        server.handle_decoded(now, decode(&serde_json::to_vec(frame).unwrap()).unwrap());
+        std::iter::from_fn(|| server.poll_transmit())
+            .map(|m| serde_json::from_slice::<Value>(&m.encode()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    feed(
+        &mut server,
+        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
+    );
+    feed(
+        &mut server,
+        &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    );
+    let mut sent = Vec::new();
+    for request in requests {
+        sent.extend(feed(&mut server, request));
+    }
+    let routed = std::iter::from_fn(|| server.poll_event())
+        .filter_map(|e| match e {
+            ServerEvent::Request { request, .. } => Some(request),
+            _ => None,
+        })
+        .collect();
+    (sent, routed)
+}
+
+#[test]
+fn a_server_session_routes_the_skills_methods_only_when_it_declared_the_extension() {
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"skills/list","params":{}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"skills/get","params":{"uri":"skill://a/SKILL.md"}}),
+        json!({"jsonrpc":"2.0","id":3,"method":"resources/directory/read","params":{"uri":"skill://a"}}),
+    ];
+    let mut declared = ServerCapabilities::new();
+    catalog().declare(&mut declared).unwrap();
+    let (sent, routed) = serve(declared, &requests);
+    assert_eq!(sent, Vec::<Value>::new(), "nothing refused");
+    let methods: Vec<&str> = routed.iter().map(ClientRequest::method).collect();
+    assert_eq!(
+        methods,
+        ["skills/list", "skills/get", "resources/directory/read"]
+    );
+    assert!(matches!(&routed[1], ClientRequest::GetSkill(p) if p.uri == "skill://a/SKILL.md"));
+
+    // Declared without directoryRead: the directory read alone is refused.
+    let mut without_directory = ServerCapabilities::new();
+    SkillsCapability::new()
+        .declare(&mut without_directory)
+        .unwrap();
+    let (sent, routed) = serve(without_directory, &requests);
+    assert_eq!(routed.len(), 2);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["id"], 3);
+    assert_eq!(sent[0]["error"]["code"], code::METHOD_NOT_FOUND);
+
+    // Not declared: all three are -32601 and none reaches the handler.
+    let (sent, routed) = serve(ServerCapabilities::new(), &requests);
+    assert!(routed.is_empty());
+    let codes: Vec<&Value> = sent.iter().map(|m| &m["error"]["code"]).collect();
+    assert_eq!(codes, [&json!(code::METHOD_NOT_FOUND); 3]);
 }
