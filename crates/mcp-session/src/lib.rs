@@ -9,6 +9,9 @@
 //!   of one server share [`Sessions`], through which a notification reaches every client:
 //!   handshake sessions on their streams, stateless ones on their `subscriptions/listen`
 //!   streams.
+//! - Tasks on the server side: [`Tasks`] runs a request as a task for a handler that says so
+//!   ([`Tasks::create`]), keeps it for its TTL, and answers `tasks/*` for it, in both forms
+//!   (the 2026-07-28 extension and the 2025-11-25 experimental tasks).
 //!
 //! `mcp-protocol`'s sessions do the protocol; this crate runs them on tokio: it keeps a session
 //! behind a lock, wakes callers when their answers come, fires the session's deadlines, and
@@ -75,6 +78,7 @@ mod client;
 mod core;
 mod error;
 mod server;
+mod tasks;
 mod timer;
 
 // The public interface is:
@@ -84,3 +88,4 @@ pub use error::{Error, Result};
 pub use server::{
     CoreOptions, Handler, Peer, RequestContext, ServerCore, ServerTransport, SessionKey, Sessions,
 };
+pub use tasks::{TaskContext, TaskOptions, Tasks};

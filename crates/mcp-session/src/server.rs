@@ -89,7 +89,7 @@ pub trait Handler: Send + Sync + 'static {
 pub struct SessionKey(u64);
 
 impl SessionKey {
-    fn next() -> Self {
+    pub(crate) fn next() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self(NEXT.fetch_add(1, Ordering::Relaxed))
     }
