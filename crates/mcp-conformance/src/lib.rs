@@ -11,6 +11,7 @@
 
 mod input_required;
 pub mod server;
+mod tasks;
 
 /// Runs a binary's body on a two-thread runtime, then exits: 0 on success, else 1 with the
 /// error on stderr, since the suite judges a client by its exit code.

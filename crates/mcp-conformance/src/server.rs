@@ -15,16 +15,17 @@ use std::time::Duration;
 
 use mcp_protocol::schema::{
     CallToolParams, ClientCapabilities, ClientRequest, GetPromptParams, Implementation,
-    LoggingLevel, RequestMethod, ServerCapabilities, method,
+    LoggingLevel, RequestMethod, ServerCapabilities, TASKS_EXTENSION_ID, method,
 };
 use mcp_protocol::{
     Era, ErrorObject, JsonObject, RawJson, RequestOptions, ServerConfig, code,
     missing_capability_error,
 };
-use mcp_session::{Handler, RequestContext};
+use mcp_session::{Handler, RequestContext, Tasks};
 use serde_json::{Value, json};
 
 use crate::input_required::{self, States};
+use crate::tasks;
 
 /// A 1×1 PNG, for image content and the binary resource.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -54,6 +55,10 @@ pub fn config() -> ServerConfig {
         "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
+        // Tasks in both forms: 2025-11-25's member (which server/discover leaves out) and the
+        // 2026-07-28 extension.
+        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+        "extensions": {TASKS_EXTENSION_ID: {}},
     });
     // The literal above is a valid capabilities object; the fallback is never taken.
     config.capabilities =
@@ -69,6 +74,8 @@ pub struct Everything {
     log_level: AtomicU8,
     /// The `requestState` values the input-required tools issued.
     states: States,
+    /// The tasks of the `tasks-*` scenarios' tools.
+    tasks: Tasks,
 }
 
 impl Everything {
@@ -201,6 +208,7 @@ impl Everything {
             // The scenario accepts an answer on the request's own stream; this server's
             // transport has no resumable streams to close mid-call.
             "test_reconnection" => text("Reconnection test completed successfully."),
+            "greet" => tasks::greet(&text_arg("name")),
             "test_sampling" => {
                 let request = json!({
                     "messages": [{"role": "user", "content": {"type": "text", "text": text_arg("prompt")}}],
@@ -343,7 +351,13 @@ impl Handler for Everything {
         request: ClientRequest,
         context: RequestContext,
     ) -> Result<RawJson, ErrorObject> {
+        if let Some(answer) = self.tasks.answer(&request, &context).await {
+            return answer;
+        }
         let result = match request {
+            ClientRequest::CallTool(params) if tasks::is_task_tool(&params.name) => {
+                return tasks::call(&self.tasks, params, context).await;
+            }
             ClientRequest::ListTools(_) => json!({"tools": tools()}),
             ClientRequest::CallTool(params) => self.call(params, context).await?,
             ClientRequest::ListResources(_) => json!({"resources": [
@@ -485,7 +499,7 @@ fn tools() -> Value {
     let none = json!({"type": "object", "properties": {}});
     let tool = |name: &str, description: &str, schema: &Value| json!({"name": name, "description": description, "inputSchema": schema});
     let string_arg = |arg: &str, description: &str| json!({"type": "object", "properties": {arg: {"type": "string", "description": description}}, "required": [arg]});
-    json!([
+    let mut list = json!([
         tool("test_simple_text", "Returns simple text content", &none),
         tool("test_image_content", "Returns image content", &none),
         tool("test_audio_content", "Returns audio content", &none),
@@ -631,7 +645,11 @@ fn tools() -> Value {
                 "required": ["a", "b"],
             })
         ),
-    ])
+    ]);
+    if let Value::Array(list) = &mut list {
+        list.extend(tasks::tools());
+    }
+    list
 }
 
 /// The input schema with JSON Schema 2020-12 keywords that must reach the client unchanged
