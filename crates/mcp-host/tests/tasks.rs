@@ -563,9 +563,11 @@ async fn a_task_that_needs_input_is_answered_by_the_handler() {
     let (old, new) = serve(jobs.clone()).await;
     let host = started(vec![old, new], options()).await;
     for server in ["old", "new"] {
-        let output = host
-            .call_tool(server, "ask", JsonObject::new(), CallOptions::default())
+        // Bounded, so that a host that never answers fails here instead of hanging.
+        let call = host.call_tool(server, "ask", JsonObject::new(), CallOptions::default());
+        let output = tokio::time::timeout(Duration::from_secs(10), call)
             .await
+            .expect("the task's input was never answered")
             .unwrap();
         assert_eq!(text(&output), "answered by Ada", "{server}");
     }
