@@ -11,6 +11,7 @@
 
 mod input_required;
 pub mod server;
+mod skills;
 mod tasks;
 
 /// Runs a binary's body on a two-thread runtime, then exits: 0 on success, else 1 with the

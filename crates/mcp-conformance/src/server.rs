@@ -25,6 +25,7 @@ use mcp_session::{Handler, RequestContext, Tasks};
 use serde_json::{Value, json};
 
 use crate::input_required::{self, States};
+use crate::skills;
 use crate::tasks;
 
 /// A 1×1 PNG, for image content and the binary resource.
@@ -63,6 +64,8 @@ pub fn config() -> ServerConfig {
     // The literal above is a valid capabilities object; the fallback is never taken.
     config.capabilities =
         serde_json::from_value::<ServerCapabilities>(capabilities).unwrap_or_default();
+    // The skills extension (SEP-2640), next to any other extension declared above.
+    skills::declare(&mut config.capabilities);
     config
 }
 
@@ -354,20 +357,23 @@ impl Handler for Everything {
         if let Some(answer) = self.tasks.answer(&request, &context).await {
             return answer;
         }
+        if let Some(answer) = skills::catalog().handle(&request) {
+            return answer;
+        }
         let result = match request {
             ClientRequest::CallTool(params) if tasks::is_task_tool(&params.name) => {
                 return tasks::call(&self.tasks, params, context).await;
             }
             ClientRequest::ListTools(_) => json!({"tools": tools()}),
             ClientRequest::CallTool(params) => self.call(params, context).await?,
-            ClientRequest::ListResources(_) => json!({"resources": [
+            ClientRequest::ListResources(_) => skills::listed(json!({"resources": [
                 {"uri": "test://static-text", "name": "static-text", "title": "Static Text Resource",
                  "description": "A static text resource for testing", "mimeType": "text/plain"},
                 {"uri": "test://static-binary", "name": "static-binary", "title": "Static Binary Resource",
                  "description": "A static binary resource (image) for testing", "mimeType": "image/png"},
                 {"uri": "test://watched-resource", "name": "watched-resource", "title": "Watched Resource",
                  "description": "A resource clients may subscribe to", "mimeType": "text/plain"},
-            ]}),
+            ]})),
             ClientRequest::ListResourceTemplates(_) => json!({"resourceTemplates": [
                 {"uriTemplate": "test://template/{id}/data", "name": "template",
                  "title": "Resource Template", "description": "A resource template with parameter substitution",
