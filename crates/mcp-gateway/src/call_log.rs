@@ -57,7 +57,15 @@ impl CallLog {
         } else {
             Level::INFO
         };
-        self.at(level, None, rest);
+        self.at(level, None, None, rest);
+    }
+
+    /// One upstream tool call's line (`call LABEL SERVER/TOOL MS ms RESULT`), with the session
+    /// of the client that made it (the gateway's own `session-N`, never a transport's session
+    /// id, which would let a reader of the log use the session) and the server as fields, so
+    /// that a reader can follow one client or one upstream.
+    pub(crate) fn call(&self, session: SessionKey, server: &str, text: &str) {
+        self.at(Level::INFO, Some(session), Some(server), text);
     }
 
     /// A client finished its handshake: the session, who the client is, and the version.
@@ -70,13 +78,13 @@ impl CallLog {
             who.version,
             client.protocol_version.as_str()
         );
-        self.at(Level::INFO, Some(session), &text);
+        self.at(Level::INFO, Some(session), None, &text);
     }
 
     /// A session ended; said only of the sessions whose start was.
     pub(crate) fn closed(&self, session: SessionKey) {
         if lock(&self.sessions).remove(&session) {
-            self.at(Level::INFO, Some(session), "client closed");
+            self.at(Level::INFO, Some(session), None, "client closed");
         }
     }
 
@@ -118,24 +126,30 @@ impl CallLog {
             Err(e) => format!("failed: {} ({})", e.message, e.code),
         };
         let text = format!("{} {ms} ms {outcome}", pending.what);
-        self.at(Level::INFO, Some(session), &text);
+        self.at(Level::INFO, Some(session), None, &text);
     }
 
-    /// Writes one line. A failed write is dropped: the log never stops a call.
-    fn at(&self, level: Level, session: Option<SessionKey>, text: &str) {
+    /// Writes one line, with the client's session and the upstream server as fields when
+    /// given. A failed write is dropped: the log never stops a call.
+    fn at(&self, level: Level, session: Option<SessionKey>, server: Option<&str>, text: &str) {
         let text = mcp_host::catalog::clean_text(text, 4096).replace('\n', " ");
         let session = session.map(|s| s.to_string());
-        match (level, &session) {
-            (Level::WARN, _) => tracing::warn!(target: "mcp_gateway", "{text}"),
-            (_, Some(session)) => tracing::info!(target: "mcp_gateway", session, "{text}"),
-            (_, None) => tracing::info!(target: "mcp_gateway", "{text}"),
+        match (level, &session, server) {
+            (Level::WARN, _, _) => tracing::warn!(target: "mcp_gateway", "{text}"),
+            (_, Some(session), Some(server)) => {
+                tracing::info!(target: "mcp_gateway", session, server, "{text}");
+            }
+            (_, Some(session), None) => tracing::info!(target: "mcp_gateway", session, "{text}"),
+            (_, None, Some(server)) => tracing::info!(target: "mcp_gateway", server, "{text}"),
+            (_, None, None) => tracing::info!(target: "mcp_gateway", "{text}"),
         }
         if let Some(file) = &self.file {
             let session = session.map(|s| format!(" session={s}")).unwrap_or_default();
+            let server = server.map(|s| format!(" server={s}")).unwrap_or_default();
             let mut file = lock(file);
             let _ = writeln!(
                 file,
-                "{} {level:>5} mcp_gateway: {text}{session}",
+                "{} {level:>5} mcp_gateway: {text}{session}{server}",
                 rfc3339(SystemTime::now())
             );
             let _ = file.flush();

@@ -207,8 +207,11 @@ impl Shared {
             Ok(_) => "input required".to_owned(),
             Err(e) => format!("failed: {e}"),
         };
-        self.log
-            .line(&format!("call {label} {server}/{tool} {ms} ms {result}"));
+        self.log.call(
+            context.session,
+            server,
+            &format!("call {label} {server}/{tool} {ms} ms {result}"),
+        );
         outcome
     }
 

@@ -230,6 +230,16 @@ fn serve_logs_sessions_reads_prompts_calls_and_upstream_stderr_with_rfc3339_time
     has("INFO mcp_gateway: resources/read demo://notes/shopping ");
     has("INFO mcp_gateway: prompts/get review ");
     has("INFO mcp_gateway: call echo demo/echo ");
+    // The call's line names its client's session (the gateway's own) and its server as
+    // fields, as the session's other lines do.
+    let call = stderr
+        .lines()
+        .find(|l| l.contains("INFO mcp_gateway: call echo demo/echo "))
+        .unwrap_or_default();
+    assert!(
+        call.contains(" session=\"session-") && call.ends_with(" server=\"demo\""),
+        "{call}"
+    );
     has("INFO mcp_gateway: client closed session=\"session-");
     // The upstream's stderr, with its id; its secret redacted.
     has("INFO mcp_stdio::stderr: hello from the upstream server=\"demo\"");

@@ -106,6 +106,19 @@ async fn a_call_while_a_killed_upstream_restarts_waits_and_is_answered() {
         gateway.host().server_status("fake").unwrap().state,
         ServerState::Ready
     );
+    // Each call's log line names the client's session (the gateway's own) and the server.
+    let log = std::fs::read_to_string(dir.path().join("gateway.log")).unwrap();
+    let calls: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("mcp_gateway: call echo fake/echo "))
+        .collect();
+    assert_eq!(calls.len(), 2, "{log}");
+    for line in calls {
+        assert!(
+            line.contains(" ms ok session=session-") && line.ends_with(" server=fake"),
+            "{line}"
+        );
+    }
     gateway.shutdown().await;
 }
 
