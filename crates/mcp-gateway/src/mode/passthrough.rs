@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 use mcp_host::{CallError, HostEvent, Relayed, ServerState};
 use mcp_protocol::schema::{
     CallToolParams, ClientNotification, ClientRequest, EmptyParams, ListChangedCapability,
-    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification, method,
+    ListToolsResult, ResourcesCapability, ServerCapabilities, ServerNotification,
+    TASKS_EXTENSION_ID, method,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secrets};
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
@@ -321,7 +322,42 @@ fn capabilities(shared: &Shared) -> ServerCapabilities {
     if ready.iter().any(has_logging) {
         caps.logging = Some(JsonObject::new());
     }
+    if let [(_, only)] = ready_upstreams(shared).as_slice()
+        && let Some(Value::Object(relayed)) = relayed_extensions(&only.server_info().capabilities)
+        && let Value::Object(declared) = caps
+            .extra
+            .entry(EXTENSIONS)
+            .or_insert_with(|| Value::Object(JsonObject::new()))
+    {
+        for (id, settings) in relayed {
+            declared.entry(id).or_insert(settings);
+        }
+    }
     caps
+}
+
+/// The capability member (SEP-2133) that declares extensions by identifier.
+const EXTENSIONS: &str = "extensions";
+
+/// The `capabilities.extensions` of the one upstream, as the gateway declares them: each
+/// extension is relayed whole (its requests go to the upstream as sent, see [`handle`]) except
+/// the tasks one, whose task ids the gateway would have to keep to each client (a task is
+/// polled, answered and cancelled by id, and every client's calls reach the upstream as the
+/// gateway's). `None` when nothing is left to declare.
+fn relayed_extensions(upstream: &ServerCapabilities) -> Option<Value> {
+    let mut extensions = upstream.extra.get(EXTENSIONS)?.as_object()?.clone();
+    extensions.remove(TASKS_EXTENSION_ID);
+    (!extensions.is_empty()).then_some(Value::Object(extensions))
+}
+
+/// The configured upstreams, with their sessions, when every one of them is ready.
+fn ready_upstreams(shared: &Shared) -> Vec<(String, Client)> {
+    let ready = ready(shared);
+    if ready.len() == configured(shared).len() {
+        ready
+    } else {
+        Vec::new()
+    }
 }
 
 /// Every capability the gateway relays.
@@ -603,9 +639,41 @@ async fn handle(
             }
             encode(&json!({}))
         }
-        other => Err(reply::method_not_found(format!(
-            "Method not found: {}",
-            other.method()
+        other => relay_other(shared, other, &params, &context).await,
+    }
+}
+
+/// A request of no family this mode routes itself (an extension's, such as the skills
+/// extension's `skills/list`): with one upstream, which declared an extension the gateway
+/// relays ([`relayed_extensions`]), it goes there as sent, since nothing is renamed; with
+/// several, which of them it is for cannot be told, and it is not found. Tasks requests are
+/// never relayed here: a task id is the client's that started it, which the gateway would have
+/// to remember.
+async fn relay_other(
+    shared: &Shared,
+    request: ClientRequest,
+    params: &Value,
+    context: &RequestContext,
+) -> Result<RawJson, ErrorObject> {
+    let method = request.method();
+    let is_task = matches!(
+        request,
+        ClientRequest::GetTask(_)
+            | ClientRequest::UpdateTask(_)
+            | ClientRequest::CancelTask(_)
+            | ClientRequest::GetTaskPayload(_)
+            | ClientRequest::ListTasks(_)
+    );
+    let only = match ready_upstreams(shared).as_slice() {
+        [(id, client)] if relayed_extensions(&client.server_info().capabilities).is_some() => {
+            Some(id.clone())
+        }
+        _ => None,
+    };
+    match only {
+        Some(id) if !is_task => forward(shared, &id, method, params, context).await,
+        _ => Err(reply::method_not_found(format!(
+            "Method not found: {method}"
         ))),
     }
 }

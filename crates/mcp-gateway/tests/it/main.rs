@@ -5,6 +5,7 @@
 
 mod category;
 mod env;
+mod extensions;
 mod isolation;
 mod live;
 mod meta;
