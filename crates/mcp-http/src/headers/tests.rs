@@ -148,7 +148,16 @@ fn standard_headers_of_each_method() {
             json!({"name": "météo"}),
             Some("=?base64?bcOpdMOpbw==?="),
         ),
-        // The name is mirrored only for the three methods, and only when the body has it.
+        // The tasks extension mirrors the task id (SEP-2663 routing headers).
+        ("tasks/get", json!({"taskId": "t-1"}), Some("t-1")),
+        (
+            "tasks/update",
+            json!({"taskId": "t-2", "inputResponses": {}}),
+            Some("t-2"),
+        ),
+        ("tasks/cancel", json!({"taskId": "t-3"}), Some("t-3")),
+        // The name is mirrored only for those methods, and only when the body has it.
+        ("tasks/result", json!({"taskId": "t-4"}), None),
         ("resources/list", json!({"name": "x", "uri": "y"}), None),
         ("tools/call", json!({"arguments": {}}), None),
         ("resources/read", json!({"name": "x"}), None),
