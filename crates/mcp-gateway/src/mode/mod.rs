@@ -23,6 +23,7 @@ use crate::upstreams::Change;
 pub(crate) mod category;
 pub(crate) mod meta;
 pub(crate) mod passthrough;
+mod skills;
 
 /// The answer to one client request, boxed so that the server can hold any mode.
 pub(crate) type Answer<'a> =

@@ -40,7 +40,7 @@ use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secret
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
-use super::{Answer, Mode};
+use super::{Answer, Mode, skills};
 use crate::file;
 use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
@@ -71,6 +71,8 @@ struct State {
     /// decided: an unsubscribe for a stream that closed never undoes a subscription made for
     /// a client that came meanwhile.
     subscribing: tokio::sync::Mutex<()>,
+    /// Which upstream listed each skill, for several upstreams (see [`skills`]).
+    skills: skills::SkillRoutes,
 }
 
 /// Passthrough mode, with its own state: the routing tables, shared with the task that
@@ -333,6 +335,7 @@ fn capabilities(shared: &Shared) -> ServerCapabilities {
             declared.entry(id).or_insert(settings);
         }
     }
+    skills::declare(shared, &mut caps);
     caps
 }
 
@@ -371,6 +374,7 @@ fn everything() -> ServerCapabilities {
     caps.resources = Some(r);
     caps.completions = Some(JsonObject::new());
     caps.logging = Some(JsonObject::new());
+    skills::declare_while_connecting(&mut caps);
     caps
 }
 
@@ -639,6 +643,9 @@ async fn handle(
             }
             encode(&json!({}))
         }
+        other if skills::handles(shared, other.method()) => {
+            skills::handle(&state.skills, shared, other.method(), &params).await
+        }
         other => relay_other(shared, other, &params, &context).await,
     }
 }
@@ -879,6 +886,9 @@ fn resource_candidates(
     }
     if let Some(id) = lock(&state.resources).get(uri) {
         return vec![id.clone()];
+    }
+    if let Some(id) = state.skills.upstream_of(uri) {
+        return vec![id];
     }
     let by_template: Vec<String> = lock(&state.templates)
         .iter()

@@ -13,6 +13,7 @@ mod observe;
 mod passthrough;
 mod promises;
 mod restarts;
+mod skills;
 mod stateless_clients;
 mod support;
 mod traces;

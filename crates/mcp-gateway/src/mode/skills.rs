@@ -1,0 +1,171 @@
+//! Skills (SEP-2640, extension `io.modelcontextprotocol/skills`) in passthrough mode with
+//! several upstreams. One upstream's skills requests are relayed as sent, like any extension's
+//! (see `passthrough::relay_other`); with several, the gateway answers `skills/list` itself
+//! with every upstream's skills, and routes `skills/get`, `resources/directory/read` and the
+//! reads of a skill's files to the upstream that listed the skill.
+//!
+//! Skill URIs are not renamed, as resource URIs are not: a client verifies a skill's files
+//! against the digests its upstream listed, and the bytes pass through unchanged. Each skill's
+//! folder (its `SKILL.md` URI without `/SKILL.md`) is remembered with the upstream that listed
+//! it; a later listing of the same folder by another upstream takes it over, as a resource URI
+//! listed twice does.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mcp_host::ServerState;
+use mcp_protocol::schema::{
+    ListSkillsResult, RequestMethod as _, ServerCapabilities, SkillsCapability, method,
+    skill_folder,
+};
+use mcp_protocol::{ErrorObject, RawJson, RequestOptions};
+use mcp_session::Client;
+use serde_json::Value;
+
+use crate::reply::{self, encode};
+use crate::shared::Shared;
+use crate::sync::lock;
+
+/// Which upstream listed each skill, by the skill's folder.
+#[derive(Debug, Default)]
+pub(crate) struct SkillRoutes {
+    folders: Mutex<HashMap<String, String>>,
+}
+
+impl SkillRoutes {
+    /// The upstream that listed the skill whose folder holds `uri` (the deepest such folder),
+    /// if a listing through this gateway named it.
+    pub(crate) fn upstream_of(&self, uri: &str) -> Option<String> {
+        lock(&self.folders)
+            .iter()
+            .filter(|(folder, _)| {
+                uri.strip_prefix(folder.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .max_by_key(|(folder, _)| folder.len())
+            .map(|(_, id)| id.clone())
+    }
+}
+
+/// Whether the gateway answers `method` here: a skills request with several upstreams.
+pub(crate) fn handles(shared: &Shared, method: &str) -> bool {
+    is_multi(shared)
+        && [
+            method::ListSkills::METHOD,
+            method::GetSkill::METHOD,
+            method::ReadDirectory::METHOD,
+        ]
+        .contains(&method)
+}
+
+/// Declares the extension (with no optional feature) when several upstreams are configured
+/// and a ready one declares it.
+pub(crate) fn declare(shared: &Shared, caps: &mut ServerCapabilities) {
+    if is_multi(shared) && !with_skills(shared).is_empty() {
+        // An empty settings object always encodes.
+        let _ = SkillsCapability::new().declare(caps);
+    }
+}
+
+/// While upstreams are still connecting, the extension is declared in case one offers it.
+pub(crate) fn declare_while_connecting(caps: &mut ServerCapabilities) {
+    let _ = SkillsCapability::new().declare(caps);
+}
+
+/// Answers a skills request for several upstreams ([`handles`]).
+pub(crate) async fn handle(
+    routes: &SkillRoutes,
+    shared: &Shared,
+    method: &str,
+    params: &Value,
+) -> Result<RawJson, ErrorObject> {
+    if method == method::ListSkills::METHOD {
+        return list(routes, shared).await;
+    }
+    let uri = params["uri"].as_str().unwrap_or_default();
+    let upstreams = with_skills(shared);
+    let candidates: Vec<&(String, Client)> = match routes.upstream_of(uri) {
+        Some(id) => upstreams.iter().filter(|(i, _)| *i == id).collect(),
+        None => upstreams.iter().collect(),
+    };
+    let mut upstream_params = params.clone();
+    if let Some(object) = upstream_params.as_object_mut() {
+        // The client's own metadata is not the upstream's business.
+        object.remove("_meta");
+    }
+    let encoded = RawJson::encode(&upstream_params).map_err(reply::internal)?;
+    let mut first_error = None;
+    for (id, client) in candidates {
+        match client
+            .request_raw(method, Some(encoded.clone()), RequestOptions::DEFAULT, None)
+            .await
+        {
+            Ok(result) => return Ok(result),
+            Err(e) => {
+                first_error.get_or_insert_with(|| upstream_error(shared, id, &e));
+            }
+        }
+    }
+    Err(first_error
+        .unwrap_or_else(|| reply::invalid_params(format!("no upstream serves the skill at {uri}"))))
+}
+
+/// `skills/list` over every ready upstream that offers skills, every page, in one list. A
+/// failing upstream is left out and logged, as with the other lists.
+async fn list(routes: &SkillRoutes, shared: &Shared) -> Result<RawJson, ErrorObject> {
+    let mut all = Vec::new();
+    for (id, client) in with_skills(shared) {
+        match client.list_all_skills().await {
+            Ok(skills) => {
+                let mut folders = lock(&routes.folders);
+                for skill in &skills {
+                    if let Some(folder) = skill_folder(&skill.uri) {
+                        folders.insert(folder.to_owned(), id.clone());
+                    }
+                }
+                all.extend(skills);
+            }
+            Err(e) => shared.log.line(&format!(
+                "upstream {id}: skills/list failed: {}",
+                upstream_error(shared, &id, &e).message
+            )),
+        }
+    }
+    encode(&ListSkillsResult::new(all))
+}
+
+fn is_multi(shared: &Shared) -> bool {
+    shared.host.status().len() > 1
+}
+
+/// The ready upstreams that declare the skills extension.
+fn with_skills(shared: &Shared) -> Vec<(String, Client)> {
+    shared
+        .host
+        .status()
+        .into_iter()
+        .filter(|s| s.state == ServerState::Ready)
+        .filter_map(|s| {
+            let client = shared.host.client(&s.id).ok()?;
+            SkillsCapability::of(&client.server_info().capabilities)?;
+            Some((s.id, client))
+        })
+        .collect()
+}
+
+/// An upstream's error as the client gets it: a JSON-RPC error as the upstream sent it, other
+/// failures as an internal error naming the upstream, the upstream's secrets redacted.
+fn upstream_error(shared: &Shared, id: &str, e: &mcp_session::Error) -> ErrorObject {
+    let secrets = shared.host.secrets(id);
+    match e.protocol() {
+        mcp_protocol::Error::Rpc { error, .. } => {
+            let mut error = error.clone();
+            error.message = secrets.redact(&error.message);
+            if let Some(data) = &mut error.data {
+                secrets.redact_json(data);
+            }
+            error
+        }
+        other => reply::internal(secrets.redact(&format!("upstream server `{id}`: {other}"))),
+    }
+}
