@@ -307,3 +307,69 @@ async fn a_changed_file_is_applied_without_dropping_a_client_and_a_broken_one_is
         "still here"
     );
 }
+
+/// Meta mode while an upstream is still connecting: `list-servers` answers at once and shows
+/// it `connecting` with no tools (the other one `ready`), and a `call-tool` for it waits until
+/// it is ready and is answered; `list-servers` then shows it `ready` with its tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meta_mode_shows_an_upstream_still_connecting_and_a_call_waits_for_it() {
+    let dir = TempDir::new("live-meta-connecting");
+    let (slow, gate) = gated(dir.path(), "slow");
+    let path = dir.path().join("gateway.json");
+    let file = json!({
+        "mode": "meta",
+        "mcpServers": {"fast": fake(), "slow": slow},
+        "logFile": dir.path().join("gateway.log"),
+    });
+    replace(&path, &serde_json::to_vec_pretty(&file).unwrap());
+    let gateway = start_now(&path).await;
+    let client = over_pipe(&gateway, plain_client("live")).await;
+    let servers = |result: &mcp_protocol::schema::CallToolResult| -> Vec<Value> {
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        let value = result.structured_content.clone().unwrap();
+        value["servers"].as_array().cloned().unwrap()
+    };
+    let find = |servers: &[Value], id: &str| -> Value {
+        servers
+            .iter()
+            .find(|s| s["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no `{id}` in {servers:?}"))
+    };
+    // `fast` settles on its own; `slow` is held at its gate until it is opened.
+    let ready = tokio::time::timeout(Duration::from_secs(20), async {
+        while state(&gateway, "fast") != ServerState::Ready {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(ready.is_ok(), "`fast` never became ready");
+    let listed = servers(&call(&client, "list-servers", json!({})).await);
+    assert_eq!(find(&listed, "fast")["state"], "ready", "{listed:?}");
+    let slow = find(&listed, "slow");
+    assert_eq!(slow["state"], "connecting", "{listed:?}");
+    assert_eq!(slow["tools"], 0, "{listed:?}");
+    assert_eq!(slow["lastError"], Value::Null, "{listed:?}");
+    assert_eq!(state(&gateway, "slow"), ServerState::Connecting);
+
+    let calling = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            call(
+                &client,
+                "call-tool",
+                json!({"server": "slow", "tool": "echo", "arguments": {"message": "waited"}}),
+            )
+            .await
+        })
+    };
+    open(gate).await;
+    let result = calling.await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(text(&result).contains("waited"), "{result:?}");
+    let listed = servers(&call(&client, "list-servers", json!({})).await);
+    let slow = find(&listed, "slow");
+    assert_eq!(slow["state"], "ready", "{listed:?}");
+    assert!(slow["tools"].as_u64().unwrap() > 0, "{listed:?}");
+    gateway.shutdown().await;
+}
