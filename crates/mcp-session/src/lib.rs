@@ -78,6 +78,7 @@ mod client;
 mod core;
 mod error;
 mod server;
+mod skills;
 mod tasks;
 mod timer;
 
@@ -88,4 +89,5 @@ pub use error::{Error, Result};
 pub use server::{
     CoreOptions, Handler, Peer, RequestContext, ServerCore, ServerTransport, SessionKey, Sessions,
 };
+pub use skills::load_skills;
 pub use tasks::{TaskContext, TaskOptions, Tasks};
