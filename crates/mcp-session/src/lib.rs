@@ -12,6 +12,10 @@
 //! - Tasks on the server side: [`Tasks`] runs a request as a task for a handler that says so
 //!   ([`Tasks::create`]), keeps it for its TTL, and answers `tasks/*` for it, in both forms
 //!   (the 2026-07-28 extension and the 2025-11-25 experimental tasks).
+//! - Skills on the server side (SEP-2640): [`load_skills`] reads a folder of skills (blocking,
+//!   at startup) into `mcp-protocol`'s `SkillCatalog`, which a [`Handler`] asks first
+//!   (`SkillCatalog::handle`) to answer `skills/list`, `skills/get`,
+//!   `resources/directory/read` and the reads of skill files.
 //!
 //! `mcp-protocol`'s sessions do the protocol; this crate runs them on tokio: it keeps a session
 //! behind a lock, wakes callers when their answers come, fires the session's deadlines, and
