@@ -196,6 +196,11 @@ Examples:
         /// The skill's name, or the URI of its SKILL.md.
         name: String,
     },
+    /// Follow the tasks `mcp-host` started (a tool call a server runs as a task): list them
+    /// with their status asked again, show one, wait for its result, or cancel it. They are
+    /// kept in `tasks.json`, so this works after the process that started them has exited.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
     /// Log in to an OAuth-protected HTTP server (opens a browser, or prints the URL).
     Login {
         /// The server id.
@@ -425,6 +430,41 @@ pub(crate) struct CallArgs {
     /// Give up after this many milliseconds without an answer or progress.
     #[arg(long, value_name = "MS")]
     pub(crate) timeout_ms: Option<u64>,
+}
+
+/// `tasks …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// The kept tasks (of one server), the unfinished ones asked about again first.
+    List {
+        /// Only this server's tasks.
+        id: Option<String>,
+        /// The tasks the server itself lists (`tasks/list`, MCP 2025-11-25 servers only),
+        /// whoever started them.
+        #[arg(long, requires = "id")]
+        server: bool,
+    },
+    /// One task's status, asked of its server.
+    Get {
+        /// The server id.
+        id: String,
+        /// The task id.
+        task: String,
+    },
+    /// Wait for a task to end and print its result, as `call` prints a tool's.
+    Result {
+        /// The server id.
+        id: String,
+        /// The task id.
+        task: String,
+    },
+    /// Ask the server to cancel a task.
+    Cancel {
+        /// The server id.
+        id: String,
+        /// The task id.
+        task: String,
+    },
 }
 
 /// `NAME=VALUE`, split at the first `=`; the name must not be empty.

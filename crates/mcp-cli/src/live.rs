@@ -126,6 +126,7 @@ pub(crate) async fn start(
     let mut options = setup::host_options(&loaded, client_info(), policy);
     options.prompter = setup.prompter;
     options.era_file = setup::era_file(&cx.paths);
+    options.task_file = setup::task_file(&cx.paths);
     let host = Host::new(options);
     connect(&host, entries, setup.spinner).await;
     Ok(Live { host })
@@ -689,7 +690,12 @@ pub(crate) async fn call_on(
 }
 
 /// A tool result: text blocks as text, other blocks summarised, `isError` as exit code 5.
-fn show_call(out: &Out, id: &str, tool: &str, output: &ToolOutput) -> Result<(), Failure> {
+pub(crate) fn show_call(
+    out: &Out,
+    id: &str,
+    tool: &str,
+    output: &ToolOutput,
+) -> Result<(), Failure> {
     if out.is_json() {
         let mut v = serde_json::to_value(&output.result).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {

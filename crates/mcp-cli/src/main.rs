@@ -30,6 +30,7 @@ mod output;
 mod ps;
 mod shell;
 mod skills;
+mod tasks;
 mod trust;
 
 use std::process::ExitCode;
@@ -170,6 +171,7 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Get { .. }
         | Command::Skills { .. }
         | Command::Skill { .. }
+        | Command::Tasks(_)
         | Command::Login { .. }
         | Command::Shell { .. }
         | Command::Demo
@@ -229,6 +231,7 @@ async fn run(
         Command::Get { id, prompt, arg } => live::get(&cx, &out, &id, &prompt, arg).await,
         Command::Skills { id } => skills::skills(&cx, &out, &id).await,
         Command::Skill { id, name } => skills::skill(&cx, &out, &id, &name).await,
+        Command::Tasks(command) => tasks::run(&cx, &out, command).await,
         Command::Login {
             id,
             gateway: Some(file),

@@ -22,6 +22,7 @@ mod serve;
 mod serve_live;
 mod shell;
 mod skills;
+mod tasks;
 mod trust;
 mod version;
 
