@@ -7,7 +7,8 @@
 //! pinned from PyPI), where the client must choose the stateless era by itself; and the tool
 //! definitions `mcp-host tools --format …` prints, against the model providers' SDK types
 //! (xtask/src/providers.rs); and the HTTP gateway's `/metrics` read by `prometheus_client`'s
-//! text parser (xtask/src/prometheus.rs).
+//! text parser (xtask/src/prometheus.rs); and the TypeScript SDK's task client against
+//! `mcp-conformance-server`'s tasks.
 
 use std::path::{Path, PathBuf};
 
@@ -82,8 +83,38 @@ impl flags::Interop {
         crate::otlp::run(sh, &tools)?;
         crate::prometheus::run(sh, &tools)?;
         crate::gateway_peers::run(sh, &node, &script, &tools)?;
+        tasks(sh, &node, &tools)?;
         gateway(sh, &node, &tools)
     }
+}
+
+/// The TypeScript SDK's task client (`xtask/interop/tasks-client.mjs`, 2025-11-25
+/// experimental tasks) against `mcp-conformance-server`, whose tasks are `mcp-session`'s:
+/// a task created, polled, its result fetched, listed, another cancelled, and the status
+/// notifications. About 2 s.
+fn tasks(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
+    let prefix = tools.join("sdk");
+    npm_package(sh, &prefix, SDK, SDK_VERSION, "package.json")?;
+    let server_bin = crate::binaries::build(sh)?.join("mcp-conformance-server");
+    let port = free_port()?;
+    let mut server = std::process::Command::new(&server_bin)
+        .args(["--port", &port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting mcp-conformance-server")?;
+    let client = project_root().join("xtask/interop/tasks-client.mjs");
+    eprintln!("==> {SDK}@{SDK_VERSION} task client against mcp-conformance-server");
+    let outcome = wait_listening(port, "mcp-conformance-server").and_then(|()| {
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        bounded::run(
+            cmd!(sh, "{node} {client} {prefix} {url}"),
+            "the TypeScript task client's checks",
+            PEER_STEP,
+        )
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome
 }
 
 /// The Python SDK's server (`xtask/interop/stateless-server.py`), over stdio and over
