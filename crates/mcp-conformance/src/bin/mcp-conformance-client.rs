@@ -235,6 +235,8 @@ async fn act(
 /// The skills scenarios' user: loads the server's first skill, and once it is loaded, reads
 /// the files its instructions point to. A skill that does not verify is refused by the host
 /// and never used, which is this run's success: the refusal goes to stderr.
+// The refusal goes to the run's log on stderr: why the skill was not used.
+#[allow(clippy::print_stderr)]
 async fn load_skill_and_use_it(host: &Host) -> Result<(), String> {
     let skills = host.list_skills(SERVER).await.map_err(|e| e.to_string())?;
     let entry = skills
@@ -244,7 +246,6 @@ async fn load_skill_and_use_it(host: &Host) -> Result<(), String> {
     let skill = match host.load_listed_skill(SERVER, entry).await {
         Ok(skill) => skill,
         Err(e) if e.is_refused() => {
-            #[allow(clippy::print_stderr)] // The run's log: why the skill was not used.
             eprintln!("mcp-conformance-client: {e}");
             return Ok(());
         }
