@@ -20,6 +20,9 @@
 //!   result type. A proxy that passes multi round-trip results through
 //!   ([`RequestOptions::passing_input_required`]) tells them apart with
 //!   [`schema::is_input_required`].
+//! - [`SkillCatalog`]: the server half of the skills extension (SEP-2640), a server's skills
+//!   in memory with their digests, sizes and frontmatter computed from the files, answering
+//!   `skills/list`, `skills/get`, `resources/directory/read` and the reads of skill files.
 //! - [`ProtocolVersion`]: the known revisions as an enumerated set.
 //! - [`Secrets`]: the values no text quoting a peer may show; the transports and the host run
 //!   what they show or log through it.
