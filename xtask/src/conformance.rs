@@ -413,8 +413,10 @@ impl flags::Conformance {
                 eprintln!("    {}", line(&outcome));
                 Ok(outcome)
             };
+            let leg_started = Instant::now();
             let outcomes = in_parallel(&scenarios, leg.concurrency, run_scenario)?;
             drop(server);
+            eprintln!("    {}: {} s", leg.name, leg_started.elapsed().as_secs());
             let unknown = if self.scenario.is_none() {
                 let unknown_in = |list: &'static str, entries: &[(String, String)]| {
                     entries
