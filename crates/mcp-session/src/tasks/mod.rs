@@ -100,6 +100,51 @@ impl TaskOptions {
 
 /// A server's tasks: create them from a handler, answer `tasks/*` with them. Clones share one
 /// store, so a handler serving many sessions (HTTP) keeps one.
+///
+/// A server whose `build` tool may take long runs it as a task: it answers at once, and the
+/// client polls `tasks/get` for the result instead of holding a request open. (The server's
+/// capabilities declare `tasks` or the extension `io.modelcontextprotocol/tasks`, or the
+/// session refuses `tasks/*` before the handler sees them.)
+///
+/// ```
+/// use mcp_protocol::schema::{CallToolResult, ClientRequest, ContentBlock};
+/// use mcp_protocol::{ErrorObject, RawJson, code};
+/// use mcp_session::{Handler, RequestContext, TaskContext, Tasks};
+///
+/// #[derive(Default)]
+/// struct Builder {
+///     tasks: Tasks,
+/// }
+///
+/// impl Handler for Builder {
+///     async fn handle(
+///         &self,
+///         request: ClientRequest,
+///         context: RequestContext,
+///     ) -> Result<RawJson, ErrorObject> {
+///         if let Some(answer) = self.tasks.answer(&request, &context).await {
+///             return answer;
+///         }
+///         match request {
+///             ClientRequest::CallTool(call) if call.name == "build" => {
+///                 let work = |task: TaskContext| async move {
+///                     task.progress(1, Some(2), Some("compiling"));
+///                     let done = CallToolResult::new(vec![ContentBlock::text("built")]);
+///                     RawJson::encode(&done)
+///                         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+///                 };
+///                 if Tasks::accepts(&context, call.task.as_ref()) {
+///                     self.tasks.create(&context, work)
+///                 } else {
+///                     // `taskSupport: "required"`: this client cannot run it (-32021).
+///                     Err(Tasks::required_error())
+///                 }
+///             }
+///             _ => Err(ErrorObject::new(code::METHOD_NOT_FOUND, "not here".into())),
+///         }
+///     }
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Tasks {
     shared: Arc<Shared>,
@@ -518,13 +563,7 @@ impl Tasks {
     }
 
     /// Answers a `tasks/*` request; `None` for any other request, which the handler answers
-    /// itself. A handler calls this first:
-    ///
-    /// ```ignore
-    /// if let Some(answer) = self.tasks.answer(&request, &context).await {
-    ///     return answer;
-    /// }
-    /// ```
+    /// itself: a handler that creates tasks calls this first (see [`Tasks`]).
     pub async fn answer(
         &self,
         request: &ClientRequest,
