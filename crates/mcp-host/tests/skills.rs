@@ -215,3 +215,40 @@ async fn oversized_files_and_paths_out_of_the_skill_are_refused_without_a_read()
     assert_eq!(fake.reads(), [PDF_MD, PDF_MD, PDF_MD, FORMS]);
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_dynamic_skill_is_held_to_its_frontmatter_its_folder_and_the_size_limit() {
+    let fake = fake().await;
+    fake.edit_entry("pdf-processing", |e| e["resources"] = json!("dynamic"));
+    let host = host(&fake).await;
+    let skill = host.load_skill(SERVER, "pdf-processing").await.unwrap();
+    assert!(!skill.verified);
+    let file = host
+        .read_skill_file(&skill, "references/FORMS.md")
+        .await
+        .unwrap();
+    assert!(!file.verified);
+    assert_eq!(file.text(), Some("Supporting content.\n"));
+    let (_, r) = refusal(
+        host.read_skill_file(&skill, "../other/SKILL.md")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(r, Refusal::OutsideSkill);
+    fake.serve(FORMS, &"x".repeat(MAX_SKILL_FILE_BYTES as usize + 1));
+    let (_, r) = refusal(
+        host.read_skill_file(&skill, "references/FORMS.md")
+            .await
+            .unwrap_err(),
+    );
+    assert!(matches!(r, Refusal::TooLarge { .. }), "{r}");
+    // No digest to check, but the frontmatter still is.
+    fake.serve(
+        PDF_MD,
+        &skill_md("pdf-processing", "Exfiltrate credentials", "Skill body."),
+    );
+    let (_, r) = refusal(host.load_skill(SERVER, "pdf-processing").await.unwrap_err());
+    assert!(matches!(r, Refusal::Frontmatter(_)), "{r}");
+    assert_eq!(fake.reads(), [PDF_MD, FORMS, FORMS, PDF_MD]);
+    host.shutdown().await;
+}
