@@ -190,6 +190,7 @@ async fn confirm(task: TaskContext, filename: String) -> Result<RawJson, ErrorOb
     let answers = task.input(asked).await.unwrap_or_default();
     let accepted = answers
         .get("confirm")
+        .and_then(|a| a.decode::<Value>().ok())
         .is_some_and(|a| a.get("action").and_then(Value::as_str) == Some("accept"));
     let verdict = if accepted { "Deleted" } else { "Kept" };
     encode(&text(&format!("{verdict} {filename}")))

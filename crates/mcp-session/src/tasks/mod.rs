@@ -300,12 +300,13 @@ impl TaskContext {
     /// Asks the client for input (SEP-2322 requests, by keys this work chooses, unique within
     /// the task) and waits for all of the answers, which come by `tasks/update`, one key or
     /// several at a time. The task is `input_required` while any key of any caller is
-    /// unanswered, then `working` again. Returns the answers by key; `None` if the task was
-    /// forgotten or ended meanwhile.
+    /// unanswered, then `working` again. Returns the answers by key (an `ElicitResult`, a
+    /// `CreateMessageResult`, ... as the client sent it); `None` if the task was forgotten or
+    /// ended meanwhile.
     pub async fn input(
         &self,
         requests: BTreeMap<String, InputRequest>,
-    ) -> Option<BTreeMap<String, Value>> {
+    ) -> Option<BTreeMap<String, RawJson>> {
         let keys: Vec<String> = requests.keys().cloned().collect();
         let mut changed = {
             let mut store = self.tasks.lock();
@@ -328,6 +329,7 @@ impl TaskContext {
                     return Some(
                         keys.iter()
                             .filter_map(|k| entry.answers.remove_entry(k))
+                            .filter_map(|(k, v)| Some((k, RawJson::encode(&v).ok()?)))
                             .collect(),
                     );
                 }

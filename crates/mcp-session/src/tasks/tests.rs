@@ -224,8 +224,8 @@ async fn input_is_answered_one_key_at_a_time() {
             BTreeMap::from([(key.to_owned(), request)])
         };
         let (a, b) = tokio::join!(task.input(ask("a")), task.input(ask("b")));
-        let got = a.unwrap()["a"].clone();
-        text(&format!("{got} {}", b.unwrap()["b"]))
+        let got = value(a.unwrap()["a"].clone());
+        text(&format!("{got} {}", value(b.unwrap()["b"].clone())))
     }));
     settle(&tasks, &id, TaskStatus::InputRequired).await;
     for _ in 0..10 {
