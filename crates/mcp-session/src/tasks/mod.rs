@@ -45,7 +45,9 @@ use mcp_protocol::schema::{
     ExperimentalListTasksResult, ExperimentalTask, InputRequest, ProgressParams, ProgressToken,
     RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, TaskError, TaskStatus, capabilities_declare_tasks,
 };
-use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code, missing_capability_error};
+use mcp_protocol::{
+    Era, ErrorObject, JsonObject, RawJson, RequestOptions, code, missing_capability_error,
+};
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -299,7 +301,8 @@ impl TaskContext {
 
     /// Asks the client for input (SEP-2322 requests, by keys this work chooses, unique within
     /// the task) and waits for all of the answers, which come by `tasks/update`, one key or
-    /// several at a time. The task is `input_required` while any key of any caller is
+    /// several at a time (in the handshake era, as the answers to requests sent to the
+    /// client, each tied to the task by the related-task `_meta`). The task is `input_required` while any key of any caller is
     /// unanswered, then `working` again. Returns the answers by key (an `ElicitResult`, a
     /// `CreateMessageResult`, ... as the client sent it); `None` if the task was forgotten or
     /// ended meanwhile.
@@ -308,7 +311,8 @@ impl TaskContext {
         requests: BTreeMap<String, InputRequest>,
     ) -> Option<BTreeMap<String, RawJson>> {
         let keys: Vec<String> = requests.keys().cloned().collect();
-        let mut changed = {
+        let asked = requests.clone();
+        let (mut changed, peer) = {
             let mut store = self.tasks.lock();
             let entry = store.get_mut(&self.id)?;
             entry.pending.extend(requests);
@@ -316,8 +320,11 @@ impl TaskContext {
             if entry.transition(TaskStatus::InputRequired) {
                 self.tasks.announce(&self.id, entry);
             }
-            rx
+            (rx, entry.peer.clone())
         };
+        if let Some(peer) = peer {
+            return self.ask_session(&peer, asked).await;
+        }
         loop {
             {
                 let mut store = self.tasks.lock();
@@ -336,6 +343,44 @@ impl TaskContext {
             }
             changed.changed().await.ok()?;
         }
+    }
+
+    /// In the handshake era the client has no `tasks/update`: each input request goes to it as
+    /// a request of its own, tied to the task by the related-task `_meta`, one after the other;
+    /// the task is `working` again once all are answered. `None` if one was not.
+    async fn ask_session(
+        &self,
+        peer: &Peer,
+        asked: BTreeMap<String, InputRequest>,
+    ) -> Option<BTreeMap<String, RawJson>> {
+        let mut answers = BTreeMap::new();
+        for (key, request) in asked {
+            let mut params: JsonObject = match &request.params {
+                Some(raw) => raw.decode().ok()?,
+                None => JsonObject::new(),
+            };
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": self.id}));
+            }
+            let params = RawJson::encode(&params).ok()?;
+            let answer = peer
+                .request_raw(&request.method, Some(params), RequestOptions::DEFAULT)
+                .await
+                .ok()?;
+            answers.insert(key, answer);
+        }
+        let mut store = self.tasks.lock();
+        let entry = store.get_mut(&self.id)?;
+        for key in answers.keys() {
+            entry.pending.remove(key);
+        }
+        if entry.pending.is_empty() && entry.transition(TaskStatus::Working) {
+            self.tasks.announce(&self.id, entry);
+        }
+        Some(answers)
     }
 
     /// Reports progress with the token of the request that created the task, if it had one,

@@ -362,3 +362,62 @@ fn tasks_with(caller: &Caller) -> (Tasks, Result<RawJson, ErrorObject>) {
     assert!(created["task"]["ttl"].as_u64().is_some());
     (tasks, announced)
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_handshake_task_asks_its_session_with_requests_tied_to_the_task() {
+    let recorder = Recorder::default();
+    let config = ServerConfig::new(Implementation::new("t".to_owned(), "1".to_owned()));
+    let core = ServerCore::new(config, Arc::new(Nothing), recorder.clone());
+    core.receive_frame(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}"#,
+    );
+    core.receive_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let caller = Caller {
+        peer: Some(core.peer()),
+        session: core.key(),
+        ..handshake()
+    };
+    let tasks = Tasks::default();
+    let id = id_of(&tasks.create_for(&caller, |task| async move {
+        let request: InputRequest = serde_json::from_value(
+            json!({"method": "elicitation/create", "params": {"message": "sure?", "requestedSchema": {"type": "object", "properties": {}}}}),
+        )
+        .unwrap();
+        let answers = task.input(BTreeMap::from([("q".to_owned(), request)])).await;
+        let answer = value(answers.expect("answered")["q"].clone());
+        text(&format!("{}", answer["action"]))
+    }));
+    settle(&tasks, &id, TaskStatus::InputRequired).await;
+    let asked = recorder
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|m| match m {
+            Message::Request(r) if r.method == "elicitation/create" => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the elicitation went to the session");
+    let params: Value = asked.params.clone().map(value).unwrap();
+    assert_eq!(params["_meta"][RELATED_TASK_META_KEY]["taskId"], json!(id));
+    assert_eq!(params["message"], "sure?");
+    let reply = json!({"jsonrpc": "2.0", "id": asked.id, "result": {"action": "accept"}});
+    core.receive_frame(reply.to_string().as_bytes());
+    settle(&tasks, &id, TaskStatus::Completed).await;
+    let payload = ClientRequest::GetTaskPayload(TaskIdParams::new(id.clone()));
+    let result = ask(&tasks, payload, &caller).await.unwrap();
+    assert_eq!(result["content"][0]["text"], "\"accept\"");
+    let statuses: Vec<Value> = recorder
+        .notified("notifications/tasks/status")
+        .into_iter()
+        .map(|n| n["status"].clone())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            json!("input_required"),
+            json!("working"),
+            json!("completed")
+        ]
+    );
+}
