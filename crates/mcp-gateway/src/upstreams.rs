@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::task::{Context, Waker};
 
 use mcp_host::{HostEvent, ServerEntry, ServerState};
 use serde_json::Value;
@@ -96,16 +97,18 @@ pub(crate) async fn apply(shared: &Shared, entries: Vec<ServerEntry>, change: &C
     let waited: Vec<String> = added.iter().map(|e| e.id.clone()).collect();
     let mut events = shared.host.subscribe(None, Some(&["state"]));
     // Each in a task of its own, so that stopping one upstream holds up no other; the host
-    // returns when the started ones have settled, which nothing here waits for.
+    // returns when the started ones have settled, which nothing here waits for. One start
+    // per upstream, the added ones first in the file's order (the host admits them in the
+    // order their places are taken).
     for id in change.removed.clone() {
         let host = shared.host.clone();
-        tokio::spawn(async move { host.remove(&id).await });
+        in_place(async move {
+            host.remove(&id).await;
+        });
     }
-    for entries in [added, changed] {
-        if !entries.is_empty() {
-            let host = shared.host.clone();
-            tokio::spawn(async move { host.start(entries).await });
-        }
+    for entry in added.into_iter().chain(changed) {
+        let host = shared.host.clone();
+        in_place(async move { host.start(vec![entry]).await });
     }
     let listed = |shared: &Shared| {
         waited
@@ -117,6 +120,22 @@ pub(crate) async fn apply(shared: &Shared, entries: Vec<ServerEntry>, change: &C
         if events.recv().await.is_none() {
             return;
         }
+    }
+}
+
+/// Runs a change of the host's server set (a start or a removal of one upstream) in a task
+/// of its own, after polling it once here: the host takes or gives up the upstream's place
+/// before its first await, so the places change in the order of the reloads (which run one
+/// at a time), however the tasks are then scheduled. Spawned as they were, a restart from an
+/// earlier reload could take its place after a later reload's, and leave the upstream running
+/// an entry the file no longer has, or a removal could remove the upstream added back after
+/// it (a storm of SIGHUPs and file changes did both).
+fn in_place(change: impl Future<Output = ()> + Send + 'static) {
+    let mut change = Box::pin(change);
+    let mut first = Context::from_waker(Waker::noop());
+    if change.as_mut().poll(&mut first).is_pending() {
+        // The task polls it again at once, with a waker of its own.
+        tokio::spawn(change);
     }
 }
 

@@ -116,6 +116,11 @@ impl Host {
     /// Starts every enabled server in `entries` at once and returns when each has settled
     /// (ready, failed, or waiting for authorization). Servers already running under the same
     /// id are stopped first. A server that hangs fails after its `request_timeout`.
+    ///
+    /// The first entry takes its place in the server set (replacing the server of the same
+    /// id) when the future is first polled, before anything is awaited, and so does a removal
+    /// ([`remove`](Self::remove)): a caller that changes one id many times in a row (a storm
+    /// of reloads) polls each change once in order, then lets them finish in any order.
     pub async fn start(&self, entries: Vec<ServerEntry>) {
         let mut settled = Vec::new();
         for entry in entries {
