@@ -5,8 +5,9 @@
 // Usage: node tasks-client.mjs <sdk-prefix> <url>
 //
 // It calls `slow_compute` as a task (the SDK's callToolStream: created, polled with tasks/get,
-// the result fetched with tasks/result), lists the session's tasks, starts a long one and
-// cancels it, and checks the status notifications the server sent; non-zero on any mismatch.
+// the result fetched with tasks/result), lists the session's tasks, runs `confirm_delete` as a
+// task whose question comes as an elicitation tied to it, starts a long one and cancels it,
+// and checks the status notifications the server sent; non-zero on any mismatch.
 
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
@@ -20,7 +21,7 @@ if (!sdkPrefix || !url) {
 const require = createRequire(join(resolve(sdkPrefix), "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
-const { CallToolResultSchema } = require("@modelcontextprotocol/sdk/types.js");
+const { CallToolResultSchema, ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 let failures = 0;
 function check(what, ok, detail) {
@@ -34,8 +35,13 @@ function check(what, ok, detail) {
 
 const client = new Client(
   { name: "tasks-client", version: "1.0.0" },
-  { capabilities: { tasks: { list: {}, cancel: {} } } },
+  { capabilities: { tasks: { list: {}, cancel: {} }, elicitation: {} } },
 );
+const elicited = [];
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  elicited.push(request.params._meta?.["io.modelcontextprotocol/related-task"]?.taskId);
+  return { action: "accept", content: { confirm: true } };
+});
 const statuses = [];
 client.fallbackNotificationHandler = async (n) => {
   if (n.method === "notifications/tasks/status") statuses.push(`${n.params.taskId}:${n.params.status}`);
@@ -64,6 +70,21 @@ check("the result is the tool's", /Computed ts-sdk/.test(result?.content?.[0]?.t
 check("the task has a TTL and a polling interval", first?.ttl > 0 && first?.pollInterval > 0, first);
 const listed = await tasks.listTasks();
 check("tasks/list shows the finished task", listed.tasks.some((t) => t.taskId === first?.taskId && t.status === "completed"), listed);
+
+// A task that asks a question: the elicitation comes tied to the task.
+let asking;
+let answered;
+for await (const m of tasks.callToolStream(
+  { name: "confirm_delete", arguments: { filename: "notes.txt" } },
+  CallToolResultSchema,
+  { task: { ttl: 60000 } },
+)) {
+  if (m.type === "taskCreated") asking = m.task;
+  if (m.type === "result") answered = m.result;
+  if (m.type === "error") check("no error from the asking task", false, m.error);
+}
+check("the task's question came as an elicitation tied to it", elicited.length === 1 && elicited[0] === asking?.taskId, elicited);
+check("the answer reached the task", answered?.content?.[0]?.text === "Deleted notes.txt", answered);
 
 // A long task, cancelled.
 let long;

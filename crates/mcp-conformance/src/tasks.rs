@@ -17,7 +17,8 @@
 //!   names the user.
 //!
 //! In the handshake era (2025-11-25) a call made with a `task` member becomes a task of that
-//! form; the input tools then run synchronously, asking by elicitation as other tools do.
+//! form, and the input tools' questions go to the client as elicitation requests tied to the
+//! task.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -130,7 +131,7 @@ pub(crate) async fn call(
                 encode(&text(&format!("Hello, {user}! Your task is done.")))
             })
         }
-        "confirm_delete" | "multi_input" if as_task && stateless => {
+        "confirm_delete" | "multi_input" if as_task => {
             let filename = args
                 .get("filename")
                 .and_then(Value::as_str)
@@ -144,9 +145,9 @@ pub(crate) async fn call(
                 }
             })
         }
-        "confirm_delete" | "multi_input" => encode(&text(
-            "This tool asks for input only as a task of the tasks extension.",
-        )),
+        "confirm_delete" | "multi_input" => {
+            encode(&text("This tool asks for input only as a task."))
+        }
         _ if as_task => tasks.create(&context, move |_task| work(name, args)),
         _ => work(name, args).await,
     }
