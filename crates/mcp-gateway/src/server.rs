@@ -289,6 +289,13 @@ impl Handler for Gateway {
         answer
     }
 
+    /// Each session is told what the gateway offers when it begins: `mcp-host serve` serves
+    /// while its upstreams connect, and a client that comes later gets what they offer.
+    fn configure(&self, config: &mut ServerConfig) {
+        config.capabilities = self.mode.capabilities(&self.shared);
+        config.instructions = self.mode.instructions(&self.shared);
+    }
+
     fn initialized(&self, session: SessionKey, client: &mcp_protocol::ClientInfo) {
         self.shared.log.initialized(session, client);
     }

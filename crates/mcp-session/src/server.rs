@@ -81,6 +81,14 @@ pub trait Handler: Send + Sync + 'static {
         let _ = name;
         None
     }
+
+    /// Adjusts the configuration a new session starts from (in the stateless era, each
+    /// request), for a server whose offer changes over its life: a gateway declares what its
+    /// upstreams offer once they have connected, not what it knew when it began to serve. By
+    /// default the configuration the server was given is kept.
+    fn configure(&self, config: &mut ServerConfig) {
+        let _ = config;
+    }
 }
 
 /// Names one client session for the life of the process, so that a handler serving many
@@ -429,6 +437,8 @@ impl<H: Handler> ServerCore<H> {
         transport: impl ServerTransport,
         options: CoreOptions,
     ) -> Arc<Self> {
+        let mut config = config;
+        handler.configure(&mut config);
         let session = if options.stateless {
             ServerSession::stateless(config)
         } else {

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_gateway::Gateway;
+use mcp_host::ServerState;
 use mcp_protocol::schema::{ClientRequest, Implementation, ServerCapabilities};
 use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig, code};
 use mcp_session::{Client, Handler, RequestContext};
 use serde_json::{Value, json};
 
-use crate::support::{TempDir, load_and_start, over_http, over_pipe};
+use crate::support::{TempDir, load_and_start, over_http, over_pipe, serve_http, start_now};
 
 const SKILLS: &str = "io.modelcontextprotocol/skills";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -58,7 +59,7 @@ impl Handler for Extended {
     }
 }
 
-async fn start_extended(upstream: Extended) -> String {
+fn extended_config() -> ServerConfig {
     let mut config = ServerConfig::new(Implementation::new("extended".into(), "0".into()));
     config.capabilities = serde_json::from_value::<ServerCapabilities>(json!({
         "tools": {},
@@ -66,12 +67,16 @@ async fn start_extended(upstream: Extended) -> String {
         "extensions": {SKILLS: {}, TASKS: {}, OTHER: {"shared": true}},
     }))
     .unwrap();
+    config
+}
+
+async fn start_extended(upstream: Extended) -> String {
     let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
     tokio::spawn(async move {
-        let _ =
-            mcp_http::serve_http(listener, mcp_http::HttpServerConfig::new(config), upstream).await;
+        let config = mcp_http::HttpServerConfig::new(extended_config());
+        let _ = mcp_http::serve_http(listener, config, upstream).await;
     });
     format!("http://{addr}/mcp")
 }
@@ -182,4 +187,54 @@ async fn with_several_upstreams_no_extension_is_relayed_whole() {
     assert_eq!(refused.code, code::METHOD_NOT_FOUND);
     assert_eq!(a.tasks_asked.load(Ordering::SeqCst), 0);
     assert_eq!(b.tasks_asked.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_comes_after_the_upstream_connected_gets_what_it_offers() {
+    // The upstream's port is bound but not served yet: the gateway serves (as `mcp-host serve`
+    // does) while its upstream is still connecting.
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let dir = TempDir::new("extensions-later");
+    let file = json!({
+        "mode": "passthrough",
+        "mcpServers": {"ext": http(&format!("http://{addr}/mcp"))},
+        "logFile": dir.path().join("gateway.log"),
+    });
+    let path = dir.path().join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    let gateway = start_now(&path).await;
+    let url = serve_http(&gateway, None).await;
+    assert_eq!(
+        gateway.host().server_status("ext").unwrap().state,
+        ServerState::Connecting
+    );
+    let upstream = Extended::default();
+    tokio::spawn(async move {
+        let config = mcp_http::HttpServerConfig::new(extended_config());
+        let _ = mcp_http::serve_http(listener, config, upstream).await;
+    });
+    let mut states = gateway.host().subscribe(None, None);
+    while gateway.host().server_status("ext").unwrap().state != ServerState::Ready {
+        tokio::time::timeout(std::time::Duration::from_secs(10), states.recv())
+            .await
+            .expect("the upstream never became ready");
+    }
+    for era in ["handshake", "stateless"] {
+        let later = mcp_http::connect(
+            mcp_http::HttpConfig::new("gateway", url.clone()),
+            client(era),
+        )
+        .await
+        .unwrap();
+        let extensions = declared(&later);
+        assert_eq!(
+            extensions[OTHER],
+            json!({"shared": true}),
+            "{era}: {extensions}"
+        );
+        let listed = raw(&later, "skills/list", json!({})).await.unwrap();
+        assert_eq!(listed["skills"][0]["frontmatter"]["name"], "pdf", "{era}");
+    }
 }
