@@ -329,6 +329,7 @@ impl flags::Conformance {
         let out = root.join("target/conformance");
 
         let mut results = Vec::new();
+        let mut problems = Vec::new();
         // Every scenario each suite has, to say on the page which ones no leg ran.
         let mut catalogues = Vec::new();
         for (version, script) in &suites {
@@ -376,7 +377,7 @@ impl flags::Conformance {
                     eprintln!("    pending ({list}): {scenario}: {reason}");
                 }
             }
-            let server = match leg.role {
+            let mut server = match leg.role {
                 Role::Server => Some(Server::start(&bin, leg, &out.join(leg.name))?),
                 Role::Client => None,
             };
@@ -415,6 +416,12 @@ impl flags::Conformance {
             };
             let leg_started = Instant::now();
             let outcomes = in_parallel(&scenarios, leg.concurrency, run_scenario)?;
+            if let Some(gone) = server.as_mut().and_then(Server::gone) {
+                problems.push(format!(
+                    "{}: {gone} while the leg ran (its stderr: target/conformance/{}/server.log)",
+                    leg.name, leg.name
+                ));
+            }
             drop(server);
             eprintln!("    {}: {} s", leg.name, leg_started.elapsed().as_secs());
             let unknown = if self.scenario.is_none() {
@@ -444,7 +451,6 @@ impl flags::Conformance {
             bail!("no leg run here has a scenario named {only:?}; `list` of the suite names them");
         }
         let mut stale = false;
-        let mut problems = Vec::new();
         if full {
             let reasons = listed_not_run(&root)?;
             let not_run = not_run(&catalogues, &results, &reasons);
@@ -906,14 +912,18 @@ struct Server {
 }
 
 impl Server {
-    /// Starts the target; `dir` receives the gateway's file, home and log.
+    /// Starts the target; `dir` receives the server's stderr and the gateway's file, home and
+    /// log.
     fn start(bin: &Path, leg: &Leg, dir: &Path) -> anyhow::Result<Self> {
         let port = crate::interop::free_port()?;
+        std::fs::create_dir_all(dir)?;
+        // What it says on the way out, if it dies under a scenario.
+        let stderr = std::fs::File::create(dir.join("server.log"))?;
         let child = Command::new(bin.join("mcp-conformance-server"))
             .args(["--port", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .context("starting mcp-conformance-server")?;
         let mut server = Self {
@@ -962,6 +972,21 @@ impl Server {
             wait_logged(&dir.join("gateway.log"), "upstream everything: ready")?;
         }
         Ok(server)
+    }
+}
+
+impl Server {
+    /// Which process of the target exited by itself, and how, if one did: a server that dies
+    /// under a scenario fails the scenarios after it for a reason that is not theirs.
+    fn gone(&mut self) -> Option<String> {
+        let names = ["mcp-conformance-server", "mcp-host serve"];
+        self.children
+            .iter_mut()
+            .zip(names)
+            .find_map(|(child, name)| match child.try_wait() {
+                Ok(Some(status)) => Some(format!("{name} exited ({status})")),
+                _ => None,
+            })
     }
 }
 
@@ -1445,5 +1470,20 @@ mod tests {
             Ok(outcome(s, 1, 0, None))
         });
         assert!(failing.is_err());
+    }
+
+    #[test]
+    fn a_server_that_died_under_the_leg_is_named() {
+        let mut alive = Server {
+            children: vec![Command::new("sleep").arg("30").spawn().unwrap()],
+            url: String::new(),
+        };
+        assert_eq!(alive.gone(), None);
+        let mut died = Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        died.wait().unwrap();
+        alive.children.push(died);
+        let said = alive.gone().unwrap();
+        assert!(said.starts_with("mcp-host serve exited"), "{said}");
+        assert!(said.contains('3'), "{said}");
     }
 }
