@@ -58,18 +58,33 @@ pub(crate) fn handles(shared: &Shared, method: &str) -> bool {
         .contains(&method)
 }
 
-/// Declares the extension (with no optional feature) when several upstreams are configured
-/// and a ready one declares it.
+/// Declares the extension when several upstreams are configured and a ready one declares it,
+/// with `directoryRead` when one of those does (a directory read goes to the upstream that
+/// listed the skill, which may refuse it).
 pub(crate) fn declare(shared: &Shared, caps: &mut ServerCapabilities) {
-    if is_multi(shared) && !with_skills(shared).is_empty() {
-        // An empty settings object always encodes.
-        let _ = SkillsCapability::new().declare(caps);
+    let declared: Vec<SkillsCapability> = with_skills(shared)
+        .iter()
+        .filter_map(|(_, c)| SkillsCapability::of(&c.server_info().capabilities))
+        .collect();
+    if is_multi(shared) && !declared.is_empty() {
+        let mut skills = SkillsCapability::new();
+        skills.directory_read = declared
+            .iter()
+            .any(|s| s.directory_read == Some(true))
+            .then_some(true);
+        // A settings object of a flag always encodes.
+        let _ = skills.declare(caps);
     }
 }
 
-/// While upstreams are still connecting, the extension is declared in case one offers it.
+/// While upstreams are still connecting, what they will offer is not known: the extension is
+/// declared with `directoryRead`, as every other family the gateway relays is, and a request
+/// no upstream can answer gets the upstream's error. A client's session keeps what it was
+/// declared at its start, so this is what a client that came early can use.
 pub(crate) fn declare_while_connecting(caps: &mut ServerCapabilities) {
-    let _ = SkillsCapability::new().declare(caps);
+    let mut skills = SkillsCapability::new();
+    skills.directory_read = Some(true);
+    let _ = skills.declare(caps);
 }
 
 /// Answers a skills request for several upstreams ([`handles`]).
