@@ -40,7 +40,7 @@ pub enum HostEvent {
         /// The server id.
         server: String,
         /// The task as the host keeps it now.
-        task: crate::tasks::TaskRecord,
+        task: crate::tasks::store::TaskRecord,
     },
     /// Something the server did wrong that did not end the connection.
     Diagnostic {

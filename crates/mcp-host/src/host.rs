@@ -98,7 +98,7 @@ impl Host {
         let inner = Arc::new(Inner {
             admission: crate::admission::Admission::new(options.max_connections),
             eras: crate::eras::EraMemory::new(options.era_file.clone()),
-            tasks: crate::tasks::TaskStore::new(options.task_file.clone()),
+            tasks: crate::tasks::store::TaskStore::new(options.task_file.clone()),
             options,
             session,
             slots: Mutex::new(BTreeMap::new()),

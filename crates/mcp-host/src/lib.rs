@@ -95,6 +95,7 @@ mod reach;
 mod redact;
 #[cfg(feature = "oauth")]
 mod refresh;
+mod server_requests;
 pub mod setup;
 mod shared;
 pub mod skills;

@@ -39,7 +39,7 @@ pub(crate) struct Inner {
     /// The era each server spoke before (on disk, with [`HostOptions::era_file`]).
     pub(crate) eras: crate::eras::EraMemory,
     /// The tasks this host started (on disk, with [`HostOptions::task_file`]).
-    pub(crate) tasks: crate::tasks::TaskStore,
+    pub(crate) tasks: crate::tasks::store::TaskStore,
 }
 
 impl std::fmt::Debug for Inner {

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::schema::{
-    ListRootsResult, ListenParams, RequestMethod, ResourceUriParams, ServerNotification,
-    ServerRequest, SubscriptionFilter, method,
+    ListenParams, RequestMethod, ResourceUriParams, ServerNotification, SubscriptionFilter, method,
 };
-use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions};
+use mcp_protocol::{Era, RequestOptions};
 use mcp_session::{Client, Incoming};
 
 use crate::catalog::{Diagnostic, ExposedTool};
 use crate::events::HostEvent;
+use crate::server_requests::answer;
 use crate::shared::{Inner, Slot, lock};
 
 /// Serves one connection until it ends: notifications to subscribers (and list changes to the
@@ -247,33 +247,6 @@ pub(crate) async fn relist_tools(
     lock(&slot.state).tools = exposed;
     inner.catalog_changed(&slot.entry.id);
     Ok(())
-}
-
-/// Answers a server request: roots from the configured list (if any), the rest from the
-/// consumer's handler. The session refuses what was not declared before it gets here (a
-/// task's input requests are checked the same way by `tasks`).
-pub(crate) async fn answer(
-    inner: &Inner,
-    server: &str,
-    request: ServerRequest,
-    related: Option<u64>,
-) -> Result<RawJson, ErrorObject> {
-    let internal =
-        |e: serde_json::Error| ErrorObject::new(mcp_protocol::code::INTERNAL_ERROR, e.to_string());
-    match request {
-        ServerRequest::ListRoots(_) if inner.options.roots.is_some() => {
-            let roots = inner.options.roots.clone().unwrap_or_default();
-            RawJson::encode(&ListRootsResult::new(roots)).map_err(internal)
-        }
-        ServerRequest::Ping(_) => RawJson::encode(&JsonObject::new()).map_err(internal),
-        other => match &inner.options.requests {
-            Some(handler) => handler.handle_related(server, other, related).await,
-            None => Err(ErrorObject::new(
-                mcp_protocol::code::METHOD_NOT_FOUND,
-                format!("{} is not supported by this host", other.method()),
-            )),
-        },
-    }
 }
 
 /// The tools of `slot`'s server as the catalogue offers them, each diagnostic kept and told.

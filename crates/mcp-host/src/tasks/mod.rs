@@ -25,17 +25,19 @@
 //! as `mcp-host tasks`, can ask about it, and a host that connects to a server asks again
 //! about that server's unfinished tasks.
 
-mod store;
+pub(crate) mod store;
 
-use std::collections::{BTreeMap, BTreeSet};
+#[cfg(test)]
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, CreateTaskResult, DetailedTask, ExperimentalCreateTaskResult,
-    ExperimentalListTasksResult, ExperimentalTask, ExperimentalTasksCapability, InputRequest,
-    ProgressParams, ProgressToken, ServerCapabilities, ServerRequest, TASKS_EXTENSION_ID,
-    TaskStatus, TaskSupport, Tool, meta_key,
+    ExperimentalListTasksResult, ExperimentalTask, ExperimentalTasksCapability, ProgressParams,
+    ProgressToken, ServerCapabilities, ServerRequest, TASKS_EXTENSION_ID, TaskStatus, TaskSupport,
+    Tool, meta_key,
 };
 use mcp_protocol::{Era, JsonObject, RawJson, RequestOptions, ServerInfo};
 use mcp_session::Client;
@@ -47,106 +49,13 @@ use crate::error::CallError;
 use crate::events::HostEvent;
 use crate::shared::Inner;
 
-pub(crate) use store::{TASKS_FILE_NAME, TaskStore};
+mod seen;
 
-/// The shortest wait between two polls, whatever the server suggests: a server that says `0`
-/// is not polled in a busy loop.
-pub(crate) const MIN_POLL: Duration = Duration::from_millis(100);
-/// The longest wait between two polls, whatever the server suggests, so that an end is seen
-/// within seconds.
-pub(crate) const MAX_POLL: Duration = Duration::from_secs(5);
-/// The wait between polls when the server suggests none.
-const DEFAULT_POLL: Duration = Duration::from_secs(1);
-
-/// A task the host started or was asked about, as it keeps it: enough for another process to
-/// ask the server about it again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TaskRecord {
-    /// The server's id.
-    pub server: String,
-    /// The tool whose call the task runs (empty when the host did not start it).
-    pub tool: String,
-    /// The id the server gave the task (untrusted text).
-    pub task_id: String,
-    /// Its status when last seen.
-    pub state: TaskStatus,
-    /// The server's sentence about that status, cleaned and bounded (untrusted).
-    pub status_message: Option<String>,
-    /// When the host first saw it, in seconds since the Unix epoch (the host's clock).
-    pub created: u64,
-    /// When the host last saw its status change, in seconds since the Unix epoch.
-    pub updated: u64,
-    /// When the server may forget it (creation plus its `ttl`), in seconds since the Unix
-    /// epoch; `None` when the server set no limit.
-    pub expires: Option<u64>,
-    /// The polling interval the server suggested, in milliseconds.
-    pub poll_interval_ms: Option<u64>,
-}
-
-/// A task as one answer showed it, whatever the era.
-#[derive(Debug, Clone)]
-struct Seen {
-    task_id: String,
-    status: TaskStatus,
-    status_message: Option<String>,
-    ttl_ms: Option<u64>,
-    poll_interval_ms: Option<u64>,
-    /// 2026-07-28: the result of a completed task.
-    result: Option<JsonObject>,
-    /// 2026-07-28: the error of a failed task (code, message, data).
-    error: Option<(i64, String, Option<Value>)>,
-    /// 2026-07-28: what the task waits for.
-    input_requests: BTreeMap<String, InputRequest>,
-}
-
-impl Seen {
-    fn from_experimental(task: ExperimentalTask) -> Self {
-        Self {
-            task_id: task.task_id,
-            status: task.status,
-            status_message: task.status_message,
-            ttl_ms: task.ttl,
-            poll_interval_ms: task.poll_interval,
-            result: None,
-            error: None,
-            input_requests: BTreeMap::new(),
-        }
-    }
-
-    fn from_created(task: CreateTaskResult) -> Self {
-        Self {
-            task_id: task.task_id,
-            status: task.status,
-            status_message: task.status_message,
-            ttl_ms: task.ttl_ms,
-            poll_interval_ms: task.poll_interval_ms,
-            result: None,
-            error: None,
-            input_requests: BTreeMap::new(),
-        }
-    }
-
-    fn from_detailed(task: DetailedTask) -> Self {
-        Self {
-            task_id: task.task_id,
-            status: task.status,
-            status_message: task.status_message,
-            ttl_ms: task.ttl_ms,
-            poll_interval_ms: task.poll_interval_ms,
-            result: task.result,
-            error: task.error.map(|e| (e.code, e.message, e.data)),
-            input_requests: task.input_requests.unwrap_or_default(),
-        }
-    }
-
-    /// The wait before the next poll: the server's suggestion within bounds.
-    fn poll_interval(&self) -> Duration {
-        self.poll_interval_ms
-            .map_or(DEFAULT_POLL, Duration::from_millis)
-            .clamp(MIN_POLL, MAX_POLL)
-    }
-}
+use seen::Seen;
+#[cfg(test)]
+use seen::{DEFAULT_POLL, MAX_POLL, MIN_POLL};
+pub(crate) use store::TASKS_FILE_NAME;
+pub use store::TaskRecord;
 
 /// Whether the server runs `tools/call` as a task in the era it speaks: 2025-11-25's
 /// `tasks.requests.tools.call`, or 2026-07-28's extension under `capabilities.extensions`.
@@ -541,16 +450,15 @@ async fn answer_inputs(
                 format!("inputRequests.{key}: invalid {} params: {e}", input.method),
             )
         })?;
-        let answer =
-            crate::supervisor::serve::answer(call.inner, call.server, request, call.related)
-                .await
-                .map_err(|e| {
-                    call.failed(
-                        Some(task_id),
-                        "input",
-                        format!("inputRequests.{key} was not answered: {}", e.message),
-                    )
-                })?;
+        let answer = crate::server_requests::answer(call.inner, call.server, request, call.related)
+            .await
+            .map_err(|e| {
+                call.failed(
+                    Some(task_id),
+                    "input",
+                    format!("inputRequests.{key} was not answered: {}", e.message),
+                )
+            })?;
         let value = answer
             .decode::<Value>()
             .map_err(|e| call.failed(Some(task_id), "input", e.to_string()))?;

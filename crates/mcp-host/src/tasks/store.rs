@@ -17,7 +17,31 @@ use serde_json::{Map, Value, json};
 
 use mcp_protocol::schema::TaskStatus;
 
-use super::TaskRecord;
+/// A task the host started or was asked about, as it keeps it: enough for another process to
+/// ask the server about it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// The server's id.
+    pub server: String,
+    /// The tool whose call the task runs (empty when the host did not start it).
+    pub tool: String,
+    /// The id the server gave the task (untrusted text).
+    pub task_id: String,
+    /// Its status when last seen.
+    pub state: TaskStatus,
+    /// The server's sentence about that status, cleaned and bounded (untrusted).
+    pub status_message: Option<String>,
+    /// When the host first saw it, in seconds since the Unix epoch (the host's clock).
+    pub created: u64,
+    /// When the host last saw its status change, in seconds since the Unix epoch.
+    pub updated: u64,
+    /// When the server may forget it (creation plus its `ttl`), in seconds since the Unix
+    /// epoch; `None` when the server set no limit.
+    pub expires: Option<u64>,
+    /// The polling interval the server suggested, in milliseconds.
+    pub poll_interval_ms: Option<u64>,
+}
 
 /// The file's name in the directory of the global configuration file.
 pub(crate) const TASKS_FILE_NAME: &str = "tasks.json";
