@@ -17,6 +17,9 @@ xflags::xflags! {
             /// the code they exercise: the login leg against the SDK's OAuth example in its
             /// lenient mode too (`ci` runs its strict mode only).
             optional --long
+            /// Only the task leg: our command line as a task client of the TypeScript SDK's
+            /// task server (xtask/src/tasks_peer.rs).
+            optional --tasks
         }
         /// The official conformance suite, pinned, against our client and server; writes
         /// docs/conformance.md after a full run.

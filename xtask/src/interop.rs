@@ -35,6 +35,9 @@ impl flags::Interop {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let tools = project_root().join("target/tools");
         let node = node(sh, &tools, MIN_NODE_MAJOR)?;
+        if self.tasks {
+            return crate::tasks_peer::run(sh, &node, &tools);
+        }
         let script = npm_package(
             sh,
             &tools.join("interop"),
@@ -76,6 +79,7 @@ impl flags::Interop {
             outcome?;
         }
         command_line(sh, &node, &script)?;
+        crate::tasks_peer::run(sh, &node, &tools)?;
         stateless(sh, &tools, &interop)?;
         crate::oidc::run(sh, &tools)?;
         crate::providers::run(sh, &node, &script)?;

@@ -24,6 +24,7 @@ mod prometheus;
 mod providers;
 mod publish;
 mod soak;
+mod tasks_peer;
 mod tidy;
 
 use std::path::{Path, PathBuf};
