@@ -150,6 +150,40 @@ fn the_stateless_revision_can_be_pinned() {
     );
 }
 
+// `optional_tools_as_tasks` is read (off by default, a boolean only) and reaches the entry the
+// host runs, where it decides how an optional task tool is called (`tasks::wants`).
+#[cfg(feature = "stdio")]
+#[test]
+fn optional_tools_as_tasks_is_read_and_reaches_the_entry() {
+    let c = check(
+        r#"{"a": {"transport":"stdio","command":"x","optional_tools_as_tasks":true},
+            "b": {"transport":"stdio","command":"x"},
+            "c": {"transport":"stdio","command":"x","optional_tools_as_tasks":"yes"}}"#,
+    );
+    assert!(c.server("a").unwrap().optional_tools_as_tasks);
+    assert!(
+        !c.server("b").unwrap().optional_tools_as_tasks,
+        "off by default"
+    );
+    let errors: Vec<_> = c.problems.iter().filter(|p| p.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].field.as_deref(), Some("optional_tools_as_tasks"));
+    // From the global file, which needs no approval, the entries are the ones that run.
+    let w = World::new();
+    w.write(
+        &w.global(),
+        &native(
+            r#"{"a": {"transport":"stdio","command":"x","optional_tools_as_tasks":true},
+                    "b": {"transport":"stdio","command":"x"}}"#,
+        ),
+    );
+    let global = w.load();
+    let entries = crate::setup::entries(&global, None, &crate::trust::Approvals::default());
+    let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap();
+    assert!(entry("a").optional_tools_as_tasks);
+    assert!(!entry("b").optional_tools_as_tasks);
+}
+
 #[test]
 fn ping_settings_default_by_transport_and_zero_turns_them_off() {
     // (entry, ping_interval, ping_timeout): HTTP servers are pinged by default, stdio ones are
