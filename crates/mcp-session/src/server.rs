@@ -355,6 +355,16 @@ impl Peer {
             related: None,
         }
     }
+
+    /// The same client, for messages tied to request `id` (tests of the task runtime, which
+    /// stand in for a `tasks/result` request).
+    #[cfg(test)]
+    pub(crate) fn related_to(&self, id: RequestId) -> Self {
+        Self {
+            link: self.link.clone(),
+            related: Some(id),
+        }
+    }
 }
 
 struct State {

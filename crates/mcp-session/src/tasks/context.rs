@@ -79,8 +79,10 @@ impl TaskContext {
     }
 
     /// In the handshake era the client has no `tasks/update`: each input request goes to it as
-    /// a request of its own, tied to the task by the related-task `_meta`, one after the other;
-    /// the task is `working` again once all are answered. `None` if one was not.
+    /// a request of its own, tied to the task by the related-task `_meta`, one after the other:
+    /// on the stream of a `tasks/result` that waits on the task (as 2025-11-25 has it), else
+    /// unprompted, and when that cannot reach the client now, once a `tasks/result` comes. The
+    /// task is `working` again once all are answered. `None` if one was not.
     async fn ask_session(
         &self,
         peer: &Peer,
@@ -99,10 +101,31 @@ impl TaskContext {
                 meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": self.id}));
             }
             let params = RawJson::encode(&params).ok()?;
-            let answer = peer
-                .request_raw(&request.method, Some(params), RequestOptions::DEFAULT)
-                .await
-                .ok()?;
+            let answer = loop {
+                // A `tasks/result` waiting on the task carries the request on its own stream;
+                // else it goes unprompted (over HTTP, on the standalone stream).
+                let (waiter, mut changed) = {
+                    let store = self.tasks.lock();
+                    let entry = store.get(&self.id)?;
+                    (entry.result_waiter.clone(), entry.changed.subscribe())
+                };
+                let via = waiter.as_ref().unwrap_or(peer);
+                let sent = via
+                    .request_raw(
+                        &request.method,
+                        Some(params.clone()),
+                        RequestOptions::DEFAULT,
+                    )
+                    .await;
+                match sent {
+                    Ok(answer) => break answer,
+                    // Nowhere to send it now: wait for a `tasks/result` to carry it.
+                    Err(mcp_protocol::Error::Transport { .. }) if waiter.is_none() => {
+                        changed.changed().await.ok()?;
+                    }
+                    Err(_) => return None,
+                }
+            };
             answers.insert(key, answer);
         }
         let mut store = self.tasks.lock();

@@ -194,6 +194,9 @@ struct Entry {
     abort: Option<AbortHandle>,
     /// The handshake session, for status notifications and progress.
     peer: Option<Peer>,
+    /// The latest `tasks/result` waiting on the task (handshake era): the task's requests to
+    /// the client go on its stream.
+    result_waiter: Option<Peer>,
     progress_token: Option<ProgressToken>,
 }
 
@@ -255,6 +258,8 @@ pub(crate) struct Caller {
     pub(crate) session: SessionKey,
     pub(crate) declares_extension: bool,
     pub(crate) peer: Option<Peer>,
+    /// The peer tied to the request itself (handshake era), for what goes on its stream.
+    pub(crate) request_peer: Option<Peer>,
     pub(crate) progress_token: Option<ProgressToken>,
 }
 
@@ -270,6 +275,7 @@ impl Caller {
             session: context.session,
             declares_extension,
             peer: (!stateless).then(|| context.peer.unrelated()),
+            request_peer: (!stateless).then(|| context.peer.clone()),
             progress_token: context.progress_token.clone(),
         }
     }
@@ -376,6 +382,7 @@ impl Tasks {
                 changed,
                 abort: None,
                 peer: caller.peer.clone(),
+                result_waiter: None,
                 progress_token: caller.progress_token.clone(),
             };
             let announced = if caller.stateless {
@@ -621,7 +628,19 @@ impl Tasks {
     async fn payload(&self, id: &str, caller: &Caller) -> Result<RawJson, ErrorObject> {
         let mut changed = {
             let mut store = self.lock();
-            Self::visible(&mut store, id, caller)?.changed.subscribe()
+            let entry = Self::visible(&mut store, id, caller)?;
+            let changed = entry.changed.subscribe();
+            if caller.request_peer.is_some() {
+                // The task's requests to the client may go on this request's stream now.
+                entry.result_waiter = caller.request_peer.clone();
+                entry.changed.send_modify(|n| *n += 1);
+            }
+            changed
+        };
+        let _waiting = Waiting {
+            tasks: self,
+            id,
+            ours: caller.request_peer.is_some(),
         };
         loop {
             {
@@ -675,6 +694,23 @@ impl Tasks {
             .collect();
         tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         Ok(RawJson::encode(&ExperimentalListTasksResult::new(tasks)))
+    }
+}
+
+/// Forgets a `tasks/result` as the task's way to the client when it ends or is dropped.
+struct Waiting<'a> {
+    tasks: &'a Tasks,
+    id: &'a str,
+    ours: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.ours
+            && let Some(entry) = self.tasks.lock().get_mut(self.id)
+        {
+            entry.result_waiter = None;
+        }
     }
 }
 

@@ -21,6 +21,7 @@ fn stateless(declares_extension: bool) -> Caller {
         session: SessionKey::next(),
         declares_extension,
         peer: None,
+        request_peer: None,
         progress_token: None,
     }
 }
@@ -420,4 +421,88 @@ async fn a_handshake_task_asks_its_session_with_requests_tied_to_the_task() {
             json!("completed")
         ]
     );
+}
+
+/// What a transport sent, with the request each message was tied to.
+type Sent = Arc<Mutex<Vec<(Message, Option<RequestId>)>>>;
+
+/// A handshake transport with no standalone stream: only what is tied to a request gets out.
+#[derive(Clone, Default)]
+struct NoStandalone(Sent);
+
+impl ServerTransport for NoStandalone {
+    fn send(&self, message: Message, related: Option<&RequestId>) {
+        self.0.lock().unwrap().push((message, related.cloned()));
+    }
+
+    fn undeliverable(&self, related: Option<&RequestId>) -> Option<String> {
+        related.is_none().then(|| "no standalone stream".to_owned())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handshake_task_asks_on_the_stream_of_a_waiting_tasks_result() {
+    let transport = NoStandalone::default();
+    let config = ServerConfig::new(Implementation::new("t".to_owned(), "1".to_owned()));
+    let core = ServerCore::new(config, Arc::new(Nothing), transport.clone());
+    core.receive_frame(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}"#,
+    );
+    core.receive_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let caller = Caller {
+        peer: Some(core.peer()),
+        session: core.key(),
+        ..handshake()
+    };
+    let tasks = Tasks::default();
+    let id = id_of(&tasks.create_for(&caller, |task| async move {
+        let request: InputRequest = serde_json::from_value(
+            json!({"method": "elicitation/create", "params": {"message": "sure?", "requestedSchema": {"type": "object", "properties": {}}}}),
+        )
+        .unwrap();
+        let answers = task.input(BTreeMap::from([("q".to_owned(), request)])).await;
+        text(&value(answers.expect("answered")["q"].clone())["action"].to_string())
+    }));
+    settle(&tasks, &id, TaskStatus::InputRequired).await;
+    let asked = |transport: &NoStandalone| {
+        transport
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|(m, related)| match m {
+                Message::Request(r) if r.method == "elicitation/create" => {
+                    Some((r.id.clone(), related.clone()))
+                }
+                _ => None,
+            })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The initialize answer went out, so the transport is real; the question could not.
+    assert!(!transport.0.lock().unwrap().is_empty());
+    assert!(asked(&transport).is_none());
+
+    let waiting = Caller {
+        request_peer: Some(core.peer().related_to(RequestId::Number(7))),
+        ..caller.clone()
+    };
+    let payload = ClientRequest::GetTaskPayload(TaskIdParams::new(id.clone()));
+    let fetch = {
+        let tasks = tasks.clone();
+        tokio::spawn(async move { ask(&tasks, payload, &waiting).await })
+    };
+    let mut question = None;
+    for _ in 0..100 {
+        question = asked(&transport);
+        if question.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (request_id, related) = question.expect("the question went on the tasks/result stream");
+    assert_eq!(related, Some(RequestId::Number(7)));
+    let reply = json!({"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept"}});
+    core.receive_frame(reply.to_string().as_bytes());
+    let result = fetch.await.unwrap().unwrap();
+    assert_eq!(result["content"][0]["text"], "\"accept\"");
 }
