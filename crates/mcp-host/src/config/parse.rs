@@ -347,10 +347,11 @@ const NATIVE_FIELDS: &[&str] = &[
     "expose_resources",
     "expose_prompts",
     "optional_tools_as_tasks",
+    "bearer_token_env_var",
 ];
 /// `description` is Modular MCP's (seed 004): what the server is for, which a gateway shows.
 const MCP_SERVERS_EXTRA: &[&str] = &["type", "disabled", "description"];
-const HTTP_ONLY: &[&str] = &["url", "headers", "oauth"];
+const HTTP_ONLY: &[&str] = &["url", "headers", "oauth", "bearer_token_env_var"];
 const STDIO_ONLY: &[&str] = &["command", "args", "cwd", "env", "inherit_env"];
 
 /// The problems of one server entry, and the helpers that read its fields.
@@ -975,6 +976,32 @@ fn read_http(
         is_header_name,
         "not a valid HTTP header name",
     );
+    // Codex's `bearer_token_env_var`: `Authorization: Bearer <the variable's value>`.
+    if let Some(var) = e.string(map, "bearer_token_env_var", "bearer_token_env_var") {
+        let field = "bearer_token_env_var";
+        if !is_env_name(&var) {
+            e.error(field, "must name an environment variable");
+        } else if headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        {
+            e.error(
+                field,
+                "conflicts with the `Authorization` header in `headers`: keep one of them",
+            );
+        } else {
+            if !e.reads_env.contains(&var) {
+                e.reads_env.push(var.clone());
+            }
+            e.references.push((field.to_owned(), var.clone()));
+            if let Some(token) = e.resolve(field, &var, rs) {
+                headers.push((
+                    "Authorization".to_owned(),
+                    Secret::new(format!("Bearer {}", token.secret())),
+                ));
+            }
+        }
+    }
     headers.retain(|(name, value)| {
         let ok = http::HeaderValue::from_str(value.secret()).is_ok();
         if !ok {

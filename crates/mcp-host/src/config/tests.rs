@@ -1446,3 +1446,40 @@ fn the_fingerprint_covers_the_variables_read_and_their_defaults_not_their_values
     let (same, _) = fingerprint(r#"["${TOKEN}"]"#, &env.clone().with("TOKEN", "another"));
     assert_eq!(base, same);
 }
+
+/// Codex's `bearer_token_env_var`: an `Authorization: Bearer` header read from the variable,
+/// which the entry is recorded as reading (for its approval); unset, it is an error naming the
+/// variable, never a request without credentials; beside an `Authorization` header, an error.
+#[test]
+fn bearer_token_env_var_is_an_authorization_header_from_the_variable() {
+    let w = World::new();
+    w.write(
+        &w.project_file(),
+        &native(r#"{"f":{"url":"https://f.example/mcp","bearer_token_env_var":"FIGMA_TOKEN"}}"#),
+    );
+    let c = w.load_env(&w.env().with("FIGMA_TOKEN", "tok-123"));
+    assert!(c.problems.is_empty(), "{:#?}", c.problems);
+    let f = c.server("f").unwrap();
+    let headers = &http_of(f).headers;
+    assert_eq!(headers.len(), 1);
+    assert_eq!(headers[0].0, "Authorization");
+    assert_eq!(headers[0].1.secret(), "Bearer tok-123");
+    assert_eq!(f.reads_env, ["FIGMA_TOKEN"]);
+
+    let unset = w.load();
+    assert_eq!(
+        error_of(&unset),
+        (
+            Some("f"),
+            Some("bearer_token_env_var"),
+            "environment variable `FIGMA_TOKEN` is not set"
+        )
+    );
+
+    let both = check(
+        r#"{"f":{"url":"https://f.example/mcp","bearer_token_env_var":"T","headers":{"authorization":"x"}}}"#,
+    );
+    let (server, field, message) = error_of(&both);
+    assert_eq!((server, field), (Some("f"), Some("bearer_token_env_var")));
+    assert!(message.contains("conflicts"), "{message}");
+}
