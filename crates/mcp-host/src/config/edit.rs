@@ -425,3 +425,36 @@ fn edit(
     };
     fs::write_atomic(path, &bytes, mode).map_err(write_err)
 }
+
+/// How [`add_entries`] dealt with each id.
+pub(crate) use super::import::WriteOutcome;
+
+/// Adds already-built native entries (`mcp-host import`) in one locked edit of the file at
+/// `path`: an id the file has is kept unless `force`, which replaces it. Imported entries
+/// hold secrets only as references, so the file's permissions are left as they are.
+pub(crate) fn add_entries(
+    path: &Path,
+    entries: &[(String, Value)],
+    force: bool,
+) -> Result<Vec<(String, WriteOutcome)>, ConfigError> {
+    for (id, _) in entries {
+        check_id(id)?;
+    }
+    let mut outcomes = Vec::new();
+    edit(path, false, |servers| {
+        for (id, entry) in entries {
+            let outcome = match (servers.contains_key(id), force) {
+                (false, _) => WriteOutcome::Added,
+                (true, true) => WriteOutcome::Replaced,
+                (true, false) => {
+                    outcomes.push((id.clone(), WriteOutcome::SkippedExisting));
+                    continue;
+                }
+            };
+            servers.insert(id.clone(), entry.clone());
+            outcomes.push((id.clone(), outcome));
+        }
+        Ok(())
+    })?;
+    Ok(outcomes)
+}

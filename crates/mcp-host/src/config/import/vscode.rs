@@ -1,0 +1,103 @@
+//! VS Code's `mcp.json` (the user's, and the project's `.vscode/mcp.json`): `servers` and
+//! `inputs`. `${input:ID}` is a value VS Code asks the user for (a password prompt, usually)
+//! and keeps in its own secret storage, out of our reach: here it becomes the variable
+//! `VSCODE_INPUT_<ID>` and the report asks the user to set it, so the answer never enters our
+//! file. `${env:NAME}`, `${userHome}` and `${workspaceFolder}` are translated.
+
+use std::cell::RefCell;
+
+use serde_json::Value;
+
+use super::{ImportError, Places, Sink};
+
+/// The members of a VS Code server that have an equivalent here (`envFile`, `dev` and
+/// `gallery` have none).
+const KNOWN: &[&str] = &["type", "command", "args", "env", "url", "headers", "cwd"];
+
+/// The variable an input becomes.
+pub(super) fn input_variable(id: &str) -> String {
+    let tail: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("VSCODE_INPUT_{tail}")
+}
+
+pub(super) fn read(
+    text: &str,
+    places: &Places<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<(), ImportError> {
+    let doc = super::parse_jsonc(text, sink)?;
+    let Value::Object(top) = doc else {
+        return Err(sink.shape_error("", "the file is not a JSON object"));
+    };
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    match top.get("inputs") {
+        None => {}
+        Some(Value::Array(list)) => {
+            for item in list {
+                if let Some(id) = item.get("id").and_then(Value::as_str) {
+                    let what = item
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or(id)
+                        .to_owned();
+                    inputs.push((id.to_owned(), what));
+                }
+            }
+        }
+        Some(_) => return Err(sink.shape_error("inputs", "is not a list")),
+    }
+    let Some(servers) = top.get("servers") else {
+        return Ok(());
+    };
+    let Value::Object(servers) = servers else {
+        return Err(sink.shape_error("servers", "is not an object"));
+    };
+    for (id, entry) in servers {
+        let Value::Object(entry) = entry else {
+            sink.skip(Some(id), None, "the entry is not an object");
+            continue;
+        };
+        let failed: RefCell<Option<String>> = RefCell::new(None);
+        let used: RefCell<Vec<(String, String)>> = RefCell::new(Vec::new());
+        let translate = |s: &str| -> String {
+            let mut input = |input_id: &str| {
+                let (_, what) = inputs.iter().find(|(i, _)| i == input_id)?;
+                let var = input_variable(input_id);
+                used.borrow_mut().push((var.clone(), what.clone()));
+                Some(var)
+            };
+            super::editor_variables(s, places, &mut input).unwrap_or_else(|e| {
+                failed.borrow_mut().get_or_insert(e);
+                String::new()
+            })
+        };
+        let found =
+            super::claude::entry_of(sink, id, entry, &format!("servers.{id}"), &translate, KNOWN);
+        if let Some(reason) = failed.into_inner() {
+            sink.skip(Some(id), None, &reason);
+            continue;
+        }
+        if let Some(mut f) = found {
+            let mut used = used.into_inner();
+            used.dedup();
+            for (var, what) in used {
+                f.needs.push((
+                    var,
+                    "an input".to_owned(),
+                    format!("VS Code asks for this input (\"{what}\") and keeps the answer itself"),
+                ));
+            }
+            sink.found.push(f);
+        }
+    }
+    Ok(())
+}
