@@ -8,6 +8,7 @@ mod input;
 mod pending;
 mod server;
 mod stateless_server;
+mod task_progress;
 
 #[cfg(test)]
 mod tests;

@@ -90,7 +90,7 @@ pub(crate) struct Pending {
     pub(crate) deadline: Instant,
     hard_deadline: Instant,
     idle: Option<Duration>,
-    progress_token: Option<ProgressToken>,
+    pub(crate) progress_token: Option<ProgressToken>,
 }
 
 /// Remembers at most this many ids of requests we gave up on, to drop their late replies

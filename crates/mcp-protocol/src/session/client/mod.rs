@@ -25,7 +25,8 @@ use crate::schema::{
 };
 use crate::session::client::liveness::{Liveness, Verdict};
 use crate::session::input::Inputs;
-use crate::session::pending::{Core, Matched, RequestOptions};
+use crate::session::pending::{Core, Matched, Pending, RequestOptions};
+use crate::session::task_progress::{self, TaskProgress};
 use crate::version::{Era, ProtocolVersion};
 use crate::wire::JsonObject;
 
@@ -237,6 +238,8 @@ pub struct ClientSession {
     inputs: Inputs,
     /// When the server was last heard from, and the liveness ping in flight.
     liveness: Liveness,
+    /// Progress tokens of calls answered with a task, valid until the task ends.
+    task_progress: TaskProgress,
 }
 
 impl ClientSession {
@@ -253,6 +256,7 @@ impl ClientSession {
             reprobed: false,
             inputs: Inputs::default(),
             liveness: Liveness::default(),
+            task_progress: TaskProgress::default(),
         }
     }
 
@@ -468,6 +472,49 @@ impl ClientSession {
         Ok(())
     }
 
+    /// Whether progress for request `id` still reaches its caller after the request's answer
+    /// came: a `tools/call` answered with a task keeps its progress token until the task
+    /// reaches a terminal status (seen in a `tasks/get` or `tasks/cancel` answer or a status
+    /// notification), its time to live passes, or it is one of the oldest beyond a bound.
+    pub fn keeps_task_progress(&self, id: &RequestId) -> bool {
+        self.task_progress.holds(id)
+    }
+
+    /// Lets go of the progress token kept for request `id`'s task: its caller is gone.
+    pub fn release_task_progress(&mut self, id: &RequestId) {
+        self.task_progress.release(id);
+    }
+
+    /// Keeps the progress token of a `tools/call` answered with a task, and lets go of a
+    /// task's token when a `tasks/get` or `tasks/cancel` answer shows it ended.
+    fn track_task_progress(
+        &mut self,
+        now: Instant,
+        logical: &RequestId,
+        pending: &Pending,
+        outcome: &Result<RawJson, Error>,
+    ) {
+        let Ok(raw) = outcome else {
+            return;
+        };
+        match pending.method.as_str() {
+            "tools/call" => {
+                if let Some(token) = &pending.progress_token
+                    && let Some((task_id, ttl_ms)) = task_progress::announced_task(raw)
+                {
+                    self.task_progress
+                        .keep(now, token.clone(), logical.clone(), task_id, ttl_ms);
+                }
+            }
+            "tasks/get" | "tasks/cancel" => {
+                if let Some(task_id) = task_progress::terminal_task(raw) {
+                    self.task_progress.task_ended(&task_id);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Cancels a request in flight: the server is told, the request fails with
     /// [`Error::Cancelled`], and a late answer is dropped. `initialize` cannot be cancelled.
     /// Returns `false` if the request had already ended.
@@ -671,6 +718,7 @@ impl ClientSession {
         if let Error::Closed(reason) = &ended {
             self.closed_reason = Some(reason.clone());
         }
+        self.task_progress.clear();
         for (id, p) in self.core.drain_pending() {
             if self.liveness.is_ping(&id) {
                 // Nobody waits for it.
@@ -841,6 +889,7 @@ impl ClientSession {
         }
         let (logical, unanswered) = self.inputs.end(&id);
         self.withdraw_inputs(unanswered);
+        self.track_task_progress(now, &logical, &pending, &outcome);
         self.events.push_back(ClientEvent::Response {
             id: logical,
             method: pending.method,
@@ -932,7 +981,24 @@ impl ClientSession {
                 if let Some(id) = self.core.progress(now, &params.progress_token) {
                     let id = self.inputs.logical(&id);
                     self.events.push_back(ClientEvent::Progress { id, params });
+                } else if let Some(id) = self.task_progress.route(now, &params.progress_token) {
+                    self.events.push_back(ClientEvent::Progress { id, params });
                 }
+            }
+            // A task's status (2025-11-25 `notifications/tasks/status`, the 2026-07-28
+            // extension's `notifications/tasks`): a terminal one ends its progress token. The
+            // notification goes on to the caller all the same.
+            ServerNotification::Other { method, params }
+                if method == "notifications/tasks/status" || method == "notifications/tasks" =>
+            {
+                if let Some(task_id) = params.as_ref().and_then(task_progress::terminal_task) {
+                    self.task_progress.task_ended(&task_id);
+                }
+                self.events
+                    .push_back(ClientEvent::Notification(ServerNotification::Other {
+                        method,
+                        params,
+                    }));
             }
             // On stdio a stateless server ends a `subscriptions/listen` stream by cancelling
             // it, and cancels nothing else.
@@ -1025,6 +1091,7 @@ impl ClientSession {
     /// with [`Error::Unresponsive`], which says how long it was silent.
     fn close_unresponsive(&mut self, silent: Duration, waited: Duration) {
         let (silent_ms, waited_ms) = (silent.as_millis(), waited.as_millis());
+        self.task_progress.clear();
         for (id, p) in self.core.drain_pending() {
             let (logical, _) = self.inputs.end(&id);
             self.events.push_back(ClientEvent::Response {

@@ -6,6 +6,7 @@
 mod liveness;
 mod pings;
 mod proptests;
+mod task_progress;
 
 use std::time::{Duration, Instant};
 
@@ -145,17 +146,17 @@ impl Pair {
     }
 }
 
-fn text_result(text: &str) -> RawJson {
+pub(super) fn text_result(text: &str) -> RawJson {
     RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(text)])).unwrap()
 }
 
 /// Feeds a server-sent frame, given as JSON, to a client session.
-fn feed(client: &mut ClientSession, now: Instant, frame: Value) {
+pub(super) fn feed(client: &mut ClientSession, now: Instant, frame: Value) {
     let bytes = serde_json::to_vec(&frame).unwrap();
     client.handle_decoded(now, decode(&bytes).unwrap());
 }
 
-fn sent(client: &mut ClientSession) -> Vec<Value> {
+pub(super) fn sent(client: &mut ClientSession) -> Vec<Value> {
     std::iter::from_fn(|| client.poll_transmit())
         .map(|m| serde_json::from_slice(&m.encode()).unwrap())
         .collect()
@@ -169,7 +170,7 @@ fn feed_server(server: &mut ServerSession, now: Instant, frame: Value) -> Vec<Va
         .collect()
 }
 
-fn events(client: &mut ClientSession) -> Vec<ClientEvent> {
+pub(super) fn events(client: &mut ClientSession) -> Vec<ClientEvent> {
     std::iter::from_fn(|| client.poll_event()).collect()
 }
 
@@ -527,7 +528,7 @@ fn declared_server_requests_reach_the_host_with_their_sub_capabilities_checked()
 
 /// A client session of both eras whose `server/discover` probe a scripted stateless server
 /// answered: it speaks the 2026-07-28 era.
-fn stateless_client(mut config: ClientConfig) -> ClientSession {
+pub(super) fn stateless_client(mut config: ClientConfig) -> ClientSession {
     config.supported_versions = ProtocolVersion::KNOWN.to_vec();
     let now = epoch();
     let mut client = ClientSession::new(config);
@@ -547,7 +548,7 @@ fn stateless_client(mut config: ClientConfig) -> ClientSession {
 }
 
 /// A client session whose handshake a scripted server answered.
-fn connected_client(config: ClientConfig) -> ClientSession {
+pub(super) fn connected_client(config: ClientConfig) -> ClientSession {
     let now = epoch();
     let mut client = ClientSession::new(config);
     client.initialize(now).unwrap();
