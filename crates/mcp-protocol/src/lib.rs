@@ -23,6 +23,8 @@
 //! - [`SkillCatalog`]: the server half of the skills extension (SEP-2640), a server's skills
 //!   in memory with their digests, sizes and frontmatter computed from the files, answering
 //!   `skills/list`, `skills/get`, `resources/directory/read` and the reads of skill files.
+//! - [`frontmatter`]: the one reader of a `SKILL.md`'s YAML frontmatter, which the catalog
+//!   lists and a host compares field by field with what a server listed.
 //! - [`ProtocolVersion`]: the known revisions as an enumerated set.
 //! - [`Secrets`]: the values no text quoting a peer may show; the transports and the host run
 //!   what they show or log through it.
@@ -95,6 +97,6 @@ pub use session::{
     ClientConfig, ClientEvent, ClientInfo, ClientSession, Reply, RequestHandler, RequestOptions,
     ServerConfig, ServerEvent, ServerInfo, ServerSession, decode_result, missing_capability_error,
 };
-pub use skills::{SkillCatalog, SkillError};
+pub use skills::{SkillCatalog, SkillError, frontmatter};
 pub use version::{Era, ProtocolVersion};
 pub use wire::JsonObject;

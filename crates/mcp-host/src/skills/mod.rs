@@ -12,10 +12,10 @@
 //! is read. A URI outside the skill's folder (`skill://a/../b`) or missing from its listing is
 //! refused without being asked for.
 
-mod frontmatter;
 mod verify;
 
 use base64::Engine as _;
+use mcp_protocol::frontmatter;
 use mcp_protocol::schema::{
     ReadResourceResult, SKILLS_EXTENSION, SkillEntry, SkillFile, SkillResources, SkillsCapability,
 };

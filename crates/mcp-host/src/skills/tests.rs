@@ -1,11 +1,11 @@
-//! The checks on their own: frontmatter read and compared field by field, files against their
-//! listed size and digest, and URIs that leave a skill's folder.
+//! The checks on their own: frontmatter compared field by field (read by mcp-protocol's
+//! reader, whose own tests are in mcp-protocol's skills/tests.rs), files against their listed
+//! size and digest, and URIs that leave a skill's folder.
 
 use mcp_protocol::JsonObject;
 use mcp_protocol::schema::{SkillEntry, SkillFile, SkillResources};
 use serde_json::json;
 
-use super::frontmatter::{self, Node};
 use super::verify::{self, Refusal};
 
 const SKILL_MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
@@ -55,95 +55,6 @@ fn a_matching_frontmatter_passes_and_any_changed_field_is_named() {
     );
     let err = verify::check_frontmatter("no frontmatter\n", &listed()).unwrap_err();
     assert!(err.to_string().contains("no frontmatter"), "{err}");
-}
-
-#[test]
-fn the_frontmatter_yaml_skills_use_is_read_exactly() {
-    let text = "name: x\n\
-        description: >\n  folded over\n  two lines\n\
-        body: |\n  line one\n  line two\n\
-        quoted: \"a \\\"b\\\" \\u00e9\"\n\
-        single: 'it''s'\n\
-        version: 1.0\n\
-        draft: false\n\
-        tags: [a, \"b c\"]\n\
-        allowed-tools:\n  - Bash\n  - Read  # a comment\n\
-        metadata:\n  owner: team\n  nested:\n    deep: yes\n\
-        long: a plain value\n  that goes on\n";
-    let parsed = frontmatter::parse(text).unwrap();
-    let get = |k: &str| {
-        parsed
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, n)| n.clone())
-    };
-    assert_eq!(
-        get("description"),
-        Some(Node::Scalar {
-            text: "folded over two lines\n".into(),
-            plain: false
-        })
-    );
-    assert_eq!(
-        get("body"),
-        Some(Node::Scalar {
-            text: "line one\nline two\n".into(),
-            plain: false
-        })
-    );
-    assert_eq!(
-        get("quoted"),
-        Some(Node::Scalar {
-            text: "a \"b\" é".into(),
-            plain: false
-        })
-    );
-    assert_eq!(
-        get("single"),
-        Some(Node::Scalar {
-            text: "it's".into(),
-            plain: false
-        })
-    );
-    assert_eq!(
-        get("long"),
-        Some(Node::Scalar {
-            text: "a plain value that goes on".into(),
-            plain: true
-        })
-    );
-    let same = object(json!({
-        "name": "x", "description": "folded over two lines\n", "body": "line one\nline two\n",
-        "quoted": "a \"b\" é", "single": "it's", "version": 1.0, "draft": false,
-        "tags": ["a", "b c"], "allowed-tools": ["Bash", "Read"],
-        "metadata": {"owner": "team", "nested": {"deep": "yes"}},
-        "long": "a plain value that goes on",
-    }));
-    frontmatter::compare(&parsed, &same).unwrap();
-    // A quoted number is a string: it does not stand for the number 1.0.
-    let mut typed = same.clone();
-    typed.insert("quoted".into(), json!(1.0));
-    assert!(frontmatter::compare(&parsed, &typed).is_err());
-    let mut nested = same;
-    nested["metadata"]["nested"]["deep"] = json!("no");
-    let err = frontmatter::compare(&parsed, &nested).unwrap_err();
-    assert!(err.contains("`metadata.nested.deep`"), "{err}");
-}
-
-#[test]
-fn yaml_the_host_cannot_read_exactly_is_refused() {
-    for bad in [
-        "name: a\nname: b\n",
-        "name: &anchor a\n",
-        "name: *alias\n",
-        "name: !tag a\n",
-        "list:\n  - key: value\n",
-        "tags: [[a]]\n",
-        "name: \"unterminated\n",
-        "  name: indented\nother: x\n",
-    ] {
-        assert!(frontmatter::parse(bad).is_err(), "{bad:?} was accepted");
-    }
 }
 
 #[test]
@@ -232,3 +143,4 @@ fn an_entry_is_checked_before_anything_is_read() {
         Err(Refusal::Malformed(m)) if m.contains("bytes in all")
     ));
 }
+

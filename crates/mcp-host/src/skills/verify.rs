@@ -1,13 +1,11 @@
 //! The checks a skill and its files pass before the host uses them, as pure functions over
 //! the entry and the bytes served: no I/O, so that each refusal is tested on its own.
 
-use mcp_protocol::JsonObject;
 use mcp_protocol::schema::{
     MAX_FILES_PER_SKILL, MAX_SKILL_BYTES, SkillEntry, SkillFile, SkillResources, is_digest,
     skill_digest, skill_folder, skill_name_of,
 };
-
-use super::frontmatter;
+use mcp_protocol::{JsonObject, frontmatter};
 
 /// What did not match the listing, or why a file could not be checked. Texts quote only
 /// digests, sizes, field names and URIs, never a file's content.
@@ -127,14 +125,15 @@ pub(crate) fn check_file(file: &SkillFile, bytes: &[u8]) -> Result<(), Refusal> 
     Ok(())
 }
 
-/// Parses a `SKILL.md`'s frontmatter and compares it with the listed one, field by field.
+/// Parses a `SKILL.md`'s frontmatter with the reader a server of this workspace lists it by
+/// (mcp-protocol's) and compares it with the listed one, field by field.
 pub(crate) fn check_frontmatter(text: &str, listed: &JsonObject) -> Result<(), Refusal> {
     let (head, _) = frontmatter::split(text)
         .ok_or_else(|| Refusal::Frontmatter("the file has no frontmatter".into()))?;
     let parsed = frontmatter::parse(head).map_err(|e| {
         Refusal::Frontmatter(format!("the file's frontmatter is not understood: {e}"))
     })?;
-    frontmatter::compare(&parsed, listed).map_err(Refusal::Frontmatter)
+    frontmatter::compare(&parsed, listed).map_err(|m| Refusal::Frontmatter(m.to_string()))
 }
 
 /// The URI of a file of a skill given by its path in the folder or its full URI, if it lies

@@ -1,32 +1,69 @@
-//! The YAML frontmatter of a `SKILL.md`, rendered as the JSON object a skill entry carries.
+//! The YAML frontmatter of a `SKILL.md`, read as the JSON object a skill entry carries, and
+//! compared field by field with the frontmatter an entry lists.
 //!
-//! A skill entry's `frontmatter` must be identical in content to the file's, and a host
-//! compares the two field by field, so the server must read the file exactly as a YAML parser
-//! would. Only the part of YAML that skill frontmatter uses is understood: block mappings
-//! nested by indentation, block sequences, flow sequences of scalars, plain scalars typed by
-//! the YAML 1.2 core schema (null, booleans, integers, floats, strings), and single- and
-//! double-quoted strings. Anything else (block scalars `|` and `>`, flow mappings, anchors,
-//! aliases, tags, multi-line plain scalars, tabs for indentation) is refused with the line it
-//! is on, rather than read differently from how a host's parser would read it.
+//! Both halves of the skills extension (SEP-2640) read it: a server computes each entry's
+//! `frontmatter` from the file, and a host "MUST parse its YAML frontmatter and compare it
+//! field-by-field against the entry's frontmatter" before it loads the skill. One reader
+//! serves both, so a server of this workspace never lists what its own host would refuse.
+//!
+//! The entry must be identical in content to the file, so the file must be read exactly as a
+//! YAML parser would. Only the part of YAML that skill frontmatter uses is understood: block
+//! mappings nested by indentation, block sequences, flow sequences of scalars, plain scalars
+//! typed by the YAML 1.2 core schema (null, booleans, integers, floats, strings), and single-
+//! and double-quoted strings. Anything else (block scalars `|` and `>`, flow mappings,
+//! anchors, aliases, tags, multi-line plain scalars, tabs for indentation, a key given twice)
+//! is refused with the line it is on, rather than read differently from how another parser
+//! would read it: a file that cannot be read exactly cannot be compared, and an unclear
+//! comparison must refuse.
 
 use serde_json::{Map, Number, Value};
 
 use crate::wire::JsonObject;
 
-/// Why frontmatter could not be read: the line (1-based, counted from the opening `---`
-/// line's successor) and what was wrong there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Unreadable {
-    pub(crate) line: usize,
-    pub(crate) detail: String,
+/// Why frontmatter could not be read: the line (1-based, counted from the line after the
+/// opening `---`) and what was wrong there, so an author can find it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {detail}")]
+pub struct Unreadable {
+    /// The line, 1-based, within the frontmatter text.
+    pub line: usize,
+    /// What was wrong on it.
+    pub detail: String,
+}
+
+/// The first field in which a file's frontmatter and a listed one differ, named by its dotted
+/// path (`metadata.owner`, `tags[1]`), so a refusal says what a server changed without
+/// quoting the values themselves.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// The file has a field the listing lacks.
+    #[error("`{0}` is in the file but not in the listing")]
+    OnlyInFile(String),
+    /// The listing has a field the file lacks.
+    #[error("`{0}` is in the listing but not in the file")]
+    OnlyListed(String),
+    /// A sequence has a different number of items.
+    #[error("`{field}` has {file} items in the file and {listed} in the listing")]
+    Length {
+        /// The field.
+        field: String,
+        /// Items in the file.
+        file: usize,
+        /// Items in the listing.
+        listed: usize,
+    },
+    /// The values differ (in type or content).
+    #[error("`{0}` differs between the file and the listing")]
+    Differs(String),
 }
 
 type Parsed<T> = Result<T, Unreadable>;
 
 /// Splits a `SKILL.md` into its frontmatter text (between a first line `---` and the next line
-/// `---`) and the body after it. `None` when the file does not begin with frontmatter. A byte
-/// order mark before the first `---` is skipped.
-pub(crate) fn split(text: &str) -> Option<(&str, &str)> {
+/// `---`) and the body after it, the instructions proper. `None` when the file does not begin
+/// with frontmatter. A byte order mark before the first `---` is skipped.
+pub fn split(text: &str) -> Option<(&str, &str)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\r\n")
@@ -43,9 +80,9 @@ pub(crate) fn split(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-/// Parses frontmatter text (without its `---` lines) into a JSON object. Empty frontmatter
-/// is an empty object.
-pub(crate) fn parse(yaml: &str) -> Parsed<JsonObject> {
+/// Parses frontmatter text (without its `---` lines) into the JSON object an entry carries,
+/// or refuses it with the line it cannot read exactly. Empty frontmatter is an empty object.
+pub fn parse(yaml: &str) -> Parsed<JsonObject> {
     let mut lines = Lines::new(yaml)?;
     let Some(first) = lines.peek() else {
         return Ok(JsonObject::new());
@@ -58,6 +95,67 @@ pub(crate) fn parse(yaml: &str) -> Parsed<JsonObject> {
         return Err(line.error("indented deeper than the key before it, or less than its siblings"));
     }
     Ok(map)
+}
+
+/// Compares a file's frontmatter (as [`parse`] read it) with the one an entry lists, field by
+/// field, nested fields and sequence items included. Numbers are equal by value (`1.0` and `1`
+/// are one number in YAML and in JavaScript, whose SDKs write it as `1`); every other value by
+/// type and content, so the string `"1.0"` never stands for the number.
+pub fn compare(file: &JsonObject, listed: &JsonObject) -> Result<(), Mismatch> {
+    compare_map(file, listed, "")
+}
+
+fn compare_map(file: &JsonObject, listed: &JsonObject, path: &str) -> Result<(), Mismatch> {
+    let field = |k: &str| {
+        if path.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    for (key, value) in file {
+        let Some(other) = listed.get(key) else {
+            return Err(Mismatch::OnlyInFile(field(key)));
+        };
+        compare_value(value, other, &field(key))?;
+    }
+    if let Some(key) = listed.keys().find(|k| !file.contains_key(*k)) {
+        return Err(Mismatch::OnlyListed(field(key)));
+    }
+    Ok(())
+}
+
+fn compare_value(file: &Value, listed: &Value, path: &str) -> Result<(), Mismatch> {
+    match (file, listed) {
+        (Value::Object(file), Value::Object(listed)) => compare_map(file, listed, path),
+        (Value::Array(file), Value::Array(listed)) => {
+            if file.len() != listed.len() {
+                return Err(Mismatch::Length {
+                    field: path.to_owned(),
+                    file: file.len(),
+                    listed: listed.len(),
+                });
+            }
+            for (i, (a, b)) in file.iter().zip(listed).enumerate() {
+                compare_value(a, b, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        (Value::Number(a), Value::Number(b)) if same_number(a, b) => Ok(()),
+        (a, b) if a == b && !a.is_number() => Ok(()),
+        _ => Err(Mismatch::Differs(path.to_owned())),
+    }
+}
+
+/// Two JSON numbers that stand for the same value: integers exactly, otherwise as floats.
+fn same_number(a: &Number, b: &Number) -> bool {
+    match (a.as_i64(), b.as_i64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => match (a.as_u64(), b.as_u64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y),
+        },
+    }
 }
 
 /// One non-blank line: its number, its indentation, and its content after the indentation.

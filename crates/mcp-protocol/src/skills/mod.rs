@@ -11,7 +11,7 @@
 //! The catalog does no I/O: a server reads the files (`mcp-session`'s `load_skills` reads a
 //! folder) and hands their bytes over.
 
-mod frontmatter;
+pub mod frontmatter;
 #[cfg(test)]
 mod tests;
 

@@ -480,6 +480,21 @@ fn frontmatter_refuses_what_it_would_read_differently() {
         ("l:\n  - k: v\n", 2),
         ("just text\n", 1),
         ("a: 'x' y\n", 1),
+        // What the host's own reader refused before the two were one.
+        ("name: a\nname: b\n", 2),
+        ("name: &anchor a\n", 1),
+        ("name: *alias\n", 1),
+        ("name: !tag a\n", 1),
+        ("list:\n  - key: value\n", 2),
+        ("tags: [[a]]\n", 1),
+        ("name: \"unterminated\n", 1),
+        ("  name: indented\nother: x\n", 1),
+        // What the host's reader read and this one refuses, as the stricter of the two: block
+        // scalars, a plain scalar over several lines, an empty flow mapping.
+        ("name: x\ndescription: >\n  folded over\n  two lines\n", 2),
+        ("name: x\nbody: |\n  line one\n", 2),
+        ("name: x\nlong: a plain value\n  that goes on\n", 3),
+        ("empty: {}\n", 1),
     ];
     for (yaml, line) in cases {
         assert_eq!(check(yaml).err(), Some(*line), "{yaml:?}");
@@ -499,6 +514,78 @@ fn frontmatter_is_found_between_the_first_two_dashed_lines() {
     );
     assert_eq!(frontmatter::split("text\n---\na: b\n---\n"), None);
     assert_eq!(frontmatter::split("---\na: b\n"), None);
+    // YAML's document end `...` does not close frontmatter (the host's reader took it once).
+    assert_eq!(frontmatter::split("---\na: b\n...\nbody\n"), None);
+}
+
+/// The frontmatter a host compares: read exactly, then compared field by field, the first
+/// field that differs named by its dotted path.
+#[test]
+fn frontmatter_the_host_compares_is_read_exactly_and_compared_field_by_field() {
+    let text = "name: x\n\
+        quoted: \"a \\\"b\\\" \\u00e9\"\n\
+        single: 'it''s'\n\
+        version: 1.0\n\
+        draft: false\n\
+        tags: [a, \"b c\"]\n\
+        allowed-tools:\n  - Bash\n  - Read  # a comment\n\
+        metadata:\n  owner: team\n  nested:\n    deep: yes\n";
+    let parsed = frontmatter::parse(text).unwrap();
+    let same = json!({
+        "name": "x", "quoted": "a \"b\" é", "single": "it's", "version": 1.0, "draft": false,
+        "tags": ["a", "b c"], "allowed-tools": ["Bash", "Read"],
+        "metadata": {"owner": "team", "nested": {"deep": "yes"}},
+    });
+    let same = same.as_object().unwrap().clone();
+    assert_eq!(parsed, same);
+    frontmatter::compare(&parsed, &same).unwrap();
+    // `1.0` is the number 1, which a JavaScript server lists as `1`.
+    let mut integral = same.clone();
+    integral.insert("version".into(), json!(1));
+    frontmatter::compare(&parsed, &integral).unwrap();
+    let mut other = same.clone();
+    other.insert("version".into(), json!(1.5));
+    assert_eq!(
+        frontmatter::compare(&parsed, &other),
+        Err(frontmatter::Mismatch::Differs("version".into()))
+    );
+    // A quoted number is a string: it does not stand for the number 1.0.
+    let mut typed = same.clone();
+    typed.insert("quoted".into(), json!(1.0));
+    assert_eq!(
+        frontmatter::compare(&parsed, &typed),
+        Err(frontmatter::Mismatch::Differs("quoted".into()))
+    );
+    let mut nested = same.clone();
+    nested["metadata"]["nested"]["deep"] = json!("no");
+    let err = frontmatter::compare(&parsed, &nested).unwrap_err();
+    assert!(err.to_string().contains("`metadata.nested.deep`"), "{err}");
+    let mut shorter = same.clone();
+    shorter["tags"] = json!(["a"]);
+    assert_eq!(
+        frontmatter::compare(&parsed, &shorter)
+            .unwrap_err()
+            .to_string(),
+        "`tags` has 2 items in the file and 1 in the listing"
+    );
+    let mut item = same.clone();
+    item["allowed-tools"][1] = json!("Write");
+    assert_eq!(
+        frontmatter::compare(&parsed, &item),
+        Err(frontmatter::Mismatch::Differs("allowed-tools[1]".into()))
+    );
+    let mut fewer = same.clone();
+    fewer.remove("draft");
+    assert_eq!(
+        frontmatter::compare(&parsed, &fewer),
+        Err(frontmatter::Mismatch::OnlyInFile("draft".into()))
+    );
+    let mut more = same;
+    more.insert("license".into(), json!("MIT"));
+    assert_eq!(
+        frontmatter::compare(&parsed, &more),
+        Err(frontmatter::Mismatch::OnlyListed("license".into()))
+    );
 }
 
 /// A handshake-era server session with `capabilities`, initialized; returns what it sent and
