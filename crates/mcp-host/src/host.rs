@@ -93,6 +93,9 @@ impl Host {
             roots.list_changed = Some(false);
             capabilities.roots = Some(roots);
         }
+        // The host lists and loads skills (`list_skills`, `load_skill`), so it says so
+        // (SEP-2133): a server may serve skills only to a client that declared the extension.
+        crate::skills::declare(&mut capabilities);
         session.capabilities = capabilities;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let inner = Arc::new(Inner {

@@ -144,3 +144,35 @@ fn an_entry_is_checked_before_anything_is_read() {
     ));
 }
 
+#[test]
+fn the_host_declares_the_skills_extension_in_its_client_capabilities() {
+    use std::sync::Arc;
+
+    use mcp_protocol::schema::{ClientCapabilities, Implementation};
+
+    use crate::permission::AllowAll;
+    use crate::{Host, HostOptions};
+
+    let options = HostOptions::new(
+        Implementation::new("test".to_owned(), "0".to_owned()),
+        Arc::new(AllowAll),
+    );
+    let host = Host::new(options);
+    let sent = serde_json::to_value(&host.inner.session.capabilities).unwrap();
+    assert_eq!(
+        sent["extensions"],
+        json!({"io.modelcontextprotocol/skills": {}}),
+        "{sent}"
+    );
+    // An extension a request handler declared is kept beside it.
+    let mut capabilities = ClientCapabilities::new();
+    capabilities.extra.insert(
+        "extensions".into(),
+        json!({"io.modelcontextprotocol/tasks": {"x": 1}}),
+    );
+    super::declare(&mut capabilities);
+    assert_eq!(
+        capabilities.extra["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {"x": 1}, "io.modelcontextprotocol/skills": {}})
+    );
+}
