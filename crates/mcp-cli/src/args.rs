@@ -42,6 +42,28 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// `import`'s flags.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ImportArgs {
+    /// The client whose configuration to read: claude-desktop, claude-code, vscode, cursor,
+    /// codex, goose or zed.
+    #[arg(long, value_parser = ["claude-desktop", "claude-code", "vscode", "cursor", "codex", "goose", "zed"])]
+    pub(crate) from: String,
+    /// Read this file instead of the client's usual ones.
+    #[arg(long)]
+    pub(crate) path: Option<PathBuf>,
+    /// The layer to write into.
+    #[arg(long, value_enum, default_value_t = EditScope::Project)]
+    pub(crate) scope: EditScope,
+    /// Show what would be imported; write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Replace a server the file already has with the imported one (otherwise it is skipped
+    /// and reported).
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
 /// A file layer a command edits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum EditScope {
@@ -99,6 +121,14 @@ Examples:
   mcp-host add api --transport http --url https://api.example.com/mcp --header-env Authorization=API_TOKEN
   mcp-host add local --transport stdio --command ./server --arg --verbose --env LOG=debug")]
     Add(Box<AddArgs>),
+    /// Import the servers another MCP client has configured (Claude Desktop, Claude Code,
+    /// VS Code, Cursor, Codex, goose, Zed) into one of our files.
+    #[command(after_help = "\
+Examples:
+  mcp-host import --from claude-code --dry-run
+  mcp-host import --from codex --scope global
+  mcp-host import --from vscode --path .vscode/mcp.json --json")]
+    Import(ImportArgs),
     /// List the configured servers (the files, not the running state).
     List {
         /// Which layer to show.

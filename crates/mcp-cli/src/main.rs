@@ -23,6 +23,7 @@ mod demo;
 mod device;
 mod exit;
 mod gateway;
+mod import;
 mod live;
 mod logging;
 mod manage;
@@ -178,6 +179,7 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Serve { .. }
         | Command::Budget { .. } => true,
         Command::Add(_)
+        | Command::Import(_)
         | Command::List { .. }
         | Command::Remove { .. }
         | Command::Enable { .. }
@@ -217,6 +219,7 @@ async fn run(
     let cx = manage::Context::from_process(cli.project.as_deref())?;
     match cli.command {
         Command::Add(add) => manage::add(&cx, &out, *add),
+        Command::Import(a) => import::run(&cx, &out, a),
         Command::List { scope } => manage::list(&cx, &out, scope),
         Command::Remove { id, scope } => manage::remove(&cx, &out, &id, scope),
         Command::Enable { id, scope } => manage::set_enabled(&cx, &out, &id, scope, true),

@@ -108,7 +108,7 @@ pub(crate) fn add(cx: &Context, out: &Out, a: AddArgs) -> Result<(), Failure> {
 /// A server the user just wrote into the project file is theirs: it is approved as written,
 /// even if it is not usable yet (a variable it reads is not set in this shell).
 /// Only the entry in `file`, the one just written, is approved: never another file's.
-fn approve_added(cx: &Context, id: &str, file: &Path) -> Result<(), Failure> {
+pub(crate) fn approve_added(cx: &Context, id: &str, file: &Path) -> Result<(), Failure> {
     let loaded = cx.load(ReadScope::Project);
     let fingerprint = match loaded.server(id) {
         Some(s) if s.file == file => Some(s.fingerprint.clone()),

@@ -10,6 +10,7 @@ mod device;
 mod exit_codes;
 mod gateway_login;
 mod gateway_promises;
+mod import;
 mod live;
 mod login_page;
 mod logs;

@@ -291,7 +291,13 @@ fn malformed_files_name_the_place_and_import_nothing() {
         let good = fixture(source.as_str(), "ok", name);
         let bad = fixture(source.as_str(), "err", name);
         // The good file alone imports something, so an empty result below means something.
-        let ok = read(source, std::slice::from_ref(&good), &env(), Path::new("/PROJECT")).unwrap();
+        let ok = read(
+            source,
+            std::slice::from_ref(&good),
+            &env(),
+            Path::new("/PROJECT"),
+        )
+        .unwrap();
         assert!(!ok.servers.is_empty(), "{source}");
         let err = read(source, &[good, bad.clone()], &env(), Path::new("/PROJECT")).unwrap_err();
         let text = err.to_string();
