@@ -66,6 +66,7 @@ mod server;
 mod shared;
 mod suspend;
 mod sync;
+mod tasks;
 mod tool_name;
 mod trace;
 mod upstream_state;

@@ -101,6 +101,7 @@ pub(crate) fn tools_only_capabilities() -> ServerCapabilities {
     tools.list_changed = Some(false);
     let mut capabilities = ServerCapabilities::default();
     capabilities.tools = Some(tools);
+    crate::tasks::declare(&mut capabilities);
     capabilities
 }
 
@@ -127,12 +128,13 @@ pub(crate) fn without_server_info(result: RawJson) -> Result<RawJson, ErrorObjec
     encode(&object)
 }
 
-/// What a mode's own tool call answers: a result, or the `input_required` result of an
-/// upstream call that asked its 2026-07-28 client something ([`Called`](crate::shared::Called)).
+/// What a mode's own tool call answers: a result, or an answer sent as it is: the
+/// `input_required` result of an upstream call that asked its 2026-07-28 client something,
+/// or the task the gateway runs the call as ([`Called`](crate::shared::Called)).
 #[derive(Debug)]
 pub(crate) enum ToolReply {
     Result(CallToolResult),
-    InputRequired(RawJson),
+    Raw(RawJson),
 }
 
 impl From<CallToolResult> for ToolReply {
@@ -146,7 +148,7 @@ impl ToolReply {
     pub(crate) fn encode(self) -> Result<RawJson, ErrorObject> {
         match self {
             Self::Result(result) => encode(&result),
-            Self::InputRequired(raw) => Ok(raw),
+            Self::Raw(raw) => Ok(raw),
         }
     }
 }

@@ -310,15 +310,18 @@ const LATE_ENTRY: Duration = Duration::from_secs(1);
 enum Target {
     /// A handshake client: sent on this peer.
     Peer(Peer, Option<Arc<ClientInfo>>),
-    /// A stateless client's suspendable call: it comes back to the client as `input_required`.
+    /// A stateless client's suspendable call, or a task of the gateway's: it comes back to the
+    /// client as `input_required` (or as the task's client sees it).
     Suspend(mpsc::Sender<Ask>, Option<Arc<ClientInfo>>),
 }
 
 impl Target {
     fn of(call: InFlight) -> Result<Self, &'static str> {
+        // A call that has an ask channel (a stateless client's suspendable call, or a task
+        // of the gateway's for a client of either era) is asked through it.
         match (call.stateless, call.asks) {
-            (false, _) => Ok(Self::Peer(call.peer, call.client)),
-            (true, Some(asks)) => Ok(Self::Suspend(asks, call.client)),
+            (_, Some(asks)) => Ok(Self::Suspend(asks, call.client)),
+            (false, None) => Ok(Self::Peer(call.peer, call.client)),
             (true, None) => Err(STATELESS),
         }
     }

@@ -149,6 +149,7 @@ impl Gateway {
             metrics: Metrics::default(),
             me: me.clone(),
             suspensions: Arc::default(),
+            tasks: mcp_session::Tasks::default(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));
@@ -279,8 +280,14 @@ impl Handler for Gateway {
         let logged = self.shared.log.request(&request, session);
         let counted = self.shared.metrics.request(request.method());
         let span = self.shared.traces.server(&request, &context);
+        // `tasks/*` are the gateway's own in every mode (`tasks.rs`), never an upstream's.
         let answer = span
-            .run(self.mode.handle(&self.shared, request, context))
+            .run(async {
+                match self.shared.tasks.answer(&request, &context).await {
+                    Some(answer) => answer,
+                    None => self.mode.handle(&self.shared, request, context).await,
+                }
+            })
             .await;
         counted.finish(&answer);
         if let Some(logged) = logged {

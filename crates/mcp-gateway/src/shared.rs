@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
-use mcp_protocol::schema::{CallToolParams, Implementation, ProgressParams, Tool, meta_key};
+use mcp_protocol::schema::{
+    CallToolParams, Implementation, ProgressParams, TaskSupport, Tool, meta_key,
+};
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
 use tokio::sync::mpsc;
@@ -20,6 +22,7 @@ use crate::reply;
 use crate::routes::Routes;
 use crate::suspend::{Outcome, Suspensions, Turn, take_retry};
 use crate::sync::lock;
+use crate::tasks::{self, RunAs};
 use crate::trace::{self, Target, Tracer};
 use crate::upstream_state::{self, Upstreams};
 
@@ -48,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) me: Weak<Shared>,
     /// Those calls, waiting for their clients' retries, in every mode.
     pub(crate) suspensions: Arc<Suspensions>,
+    /// The gateway's own tasks, for its clients in every mode (`tasks.rs`).
+    pub(crate) tasks: mcp_session::Tasks,
 }
 
 impl Shared {
@@ -69,6 +74,11 @@ impl Shared {
     /// `retry` is what a 2026-07-28 client's retry of the mode's own tool call carried
     /// ([`retry_fields`]): the upstream's questions reach that client as `input_required`
     /// ([`Called::InputRequired`]), and its retry resumes the call, as in passthrough mode.
+    ///
+    /// The mode's own tool supports tasks (optional): a client that asks for one (`asked`,
+    /// its call's `task` member, or in 2026-07-28 the extension it declared) gets the call run
+    /// as a task of the gateway's ([`Called::Task`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call_tool(
         &self,
         label: &str,
@@ -76,6 +86,7 @@ impl Shared {
         tool: &str,
         arguments: JsonObject,
         retry: JsonObject,
+        asked: bool,
         context: &RequestContext,
     ) -> Result<Called, CallError> {
         let mut params = CallToolParams::new(tool.to_owned());
@@ -86,7 +97,9 @@ impl Shared {
             what: tool.to_owned(),
             message,
         };
-        match self.relay(label, server, params, context).await {
+        let own = Some(TaskSupport::Optional);
+        match self.relay(label, server, params, context, asked, own).await {
+            Ok(Outcome::Task(raw)) => Ok(Called::Task(raw)),
             Ok(Outcome::Done(Ok(Relayed::Complete(output)))) => Ok(Called::Output(output)),
             Ok(Outcome::Done(Ok(Relayed::InputRequired(raw))) | Outcome::InputRequired(raw)) => {
                 reply::without_server_info(raw)
@@ -105,13 +118,28 @@ impl Shared {
     /// task of its own: the upstream's requests mid-call come back to it as `input_required`,
     /// and its retry (whose `requestState` is the gateway's) resumes the call (`suspend.rs`).
     /// A retry carrying the upstream's own `requestState` goes to the upstream as it came.
+    ///
+    /// A call the client wants as a task (`asked`: its `task` member; see [`tasks::run_as`])
+    /// runs as a task of the gateway's instead, and the client is answered with it
+    /// ([`Outcome::Task`]). `support` is the called tool's task support when it is the mode's
+    /// own (`None`: the upstream tool's, as listed).
     pub(crate) async fn relay(
         &self,
         label: &str,
         server: &str,
         mut params: CallToolParams,
         context: &RequestContext,
+        asked: bool,
+        support: Option<TaskSupport>,
     ) -> Result<Outcome, ErrorObject> {
+        let support = support.unwrap_or_else(|| self.task_support(server, &params.name));
+        match tasks::run_as(context, asked, &support) {
+            RunAs::Task => {
+                return tasks::start(self, label, server, params, context).map(Outcome::Task);
+            }
+            RunAs::Refused => return Err(mcp_session::Tasks::required_error()),
+            RunAs::Call => {}
+        }
         let owned = self.me.upgrade();
         let Some(owned) = owned.filter(|_| context.era == Some(Era::Stateless)) else {
             return Ok(Outcome::Done(
@@ -132,6 +160,15 @@ impl Shared {
             Turn::Resumed => self.routes.resumed(asks, &context.peer),
         };
         self.suspensions.run(retry, start, &track).await
+    }
+
+    /// The task support of `server`'s tool `tool`, as the upstream listed it.
+    fn task_support(&self, server: &str, tool: &str) -> TaskSupport {
+        self.host
+            .catalog()
+            .server_tools(server)
+            .find(|t| t.tool == tool)
+            .map_or(TaskSupport::Forbidden, |t| tasks::support_of(&t.source))
     }
 
     /// [`call_tool`](Self::call_tool) with everything else the client sent (`params`: its
@@ -262,6 +299,9 @@ pub(crate) enum Called {
     /// The upstream asked the client something: the client's answer is this `input_required`
     /// result, and its retry of the same call, with the answers, resumes it.
     InputRequired(RawJson),
+    /// The client asked for a task: the call runs as a task of the gateway's, and this
+    /// result announces it.
+    Task(RawJson),
 }
 
 /// The multi round-trip fields of a 2026-07-28 client's retry of a mode's own tool call

@@ -59,6 +59,15 @@ pub(crate) fn current_asks() -> Option<mpsc::Sender<Ask>> {
     ASKS.try_with(Clone::clone).ok()
 }
 
+/// Runs `call` with the upstream's requests for it sent to `asks`, whatever era its client
+/// speaks: a task of the gateway's (`tasks.rs`) answers them through the task.
+pub(crate) fn asking<F: Future>(
+    asks: mpsc::Sender<Ask>,
+    call: F,
+) -> impl Future<Output = F::Output> {
+    ASKS.scope(asks, call)
+}
+
 /// The relayed call, running apart from the client's request so that it outlives it.
 type Call = JoinHandle<Result<Relayed, CallError>>;
 
@@ -114,6 +123,9 @@ pub(crate) enum Outcome {
     Done(Result<Relayed, CallError>),
     /// The upstream asked: the client's answer is this `input_required` result.
     InputRequired(RawJson),
+    /// The call runs as a task of the gateway's (`tasks.rs`): the client's answer is this
+    /// result announcing it.
+    Task(RawJson),
 }
 
 /// A `requestState` and `inputResponses` taken out of a retry's parameters when the state is

@@ -120,6 +120,10 @@ fn tool(name: &str, description: &str, schema: Value) -> Tool {
     let mut tool = Tool::new(name.to_owned());
     tool.description = Some(description.to_owned());
     tool.input_schema = Some(schema);
+    if name == CALL_TOOL {
+        // A client may run a long upstream call as a task of the gateway's.
+        crate::tasks::optional(&mut tool);
+    }
     tool
 }
 
@@ -186,11 +190,12 @@ async fn call(
     context: &RequestContext,
 ) -> ToolReply {
     let retry = retry_fields(&params.extra);
+    let asked = params.task.is_some();
     let args = Args(params.arguments.unwrap_or_default());
     let outcome = match params.name.as_str() {
         LIST_SERVERS => Ok(list_servers(shared)),
         LIST_TOOLS => list_tools(cache, shared, &args).await,
-        CALL_TOOL => return call_tool(cache, shared, &args, retry, context).await,
+        CALL_TOOL => return call_tool(cache, shared, &args, retry, asked, context).await,
         LIST_RESOURCES => list_resources(shared, &args).await,
         READ_RESOURCE => read_resource(shared, &args).await,
         RELOAD_CONFIG => reload(cache, shared).await,
@@ -340,15 +345,16 @@ async fn call_tool(
     shared: &Shared,
     args: &Args,
     retry: JsonObject,
+    asked: bool,
     context: &RequestContext,
 ) -> ToolReply {
     match find_tool(cache, shared, args).await {
         Ok((server, tool, arguments)) => match shared
-            .call_tool(CALL_TOOL, &server, &tool, arguments, retry, context)
+            .call_tool(CALL_TOOL, &server, &tool, arguments, retry, asked, context)
             .await
         {
             Ok(Called::Output(output)) => output.result.into(),
-            Ok(Called::InputRequired(raw)) => ToolReply::InputRequired(raw),
+            Ok(Called::InputRequired(raw) | Called::Task(raw)) => ToolReply::Raw(raw),
             Err(e) => call_error_result(&e).into(),
         },
         Err(refused) => refused.into(),

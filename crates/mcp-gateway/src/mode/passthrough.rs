@@ -46,6 +46,7 @@ use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
 use crate::suspend::Outcome;
 use crate::sync::lock;
+use crate::tasks;
 use crate::tool_name::{self, designates};
 use crate::trace;
 use crate::upstream_state;
@@ -336,6 +337,7 @@ fn capabilities(shared: &Shared) -> ServerCapabilities {
         }
     }
     skills::declare(shared, &mut caps);
+    tasks::declare(&mut caps);
     caps
 }
 
@@ -375,6 +377,7 @@ fn everything() -> ServerCapabilities {
     caps.completions = Some(JsonObject::new());
     caps.logging = Some(JsonObject::new());
     skills::declare_while_connecting(&mut caps);
+    tasks::declare(&mut caps);
     caps
 }
 
@@ -799,9 +802,13 @@ async fn call_tool(
     params.arguments = call.arguments;
     params.extra = call.extra;
     params.meta = shared.upstream_meta(&server, context, call.meta);
-    let outcome = match shared.relay(&label, &server, params, context).await? {
+    let asked = call.task.is_some();
+    let outcome = match shared
+        .relay(&label, &server, params, context, asked, None)
+        .await?
+    {
         Outcome::Done(outcome) => outcome,
-        Outcome::InputRequired(raw) => return Ok(raw),
+        Outcome::InputRequired(raw) | Outcome::Task(raw) => return Ok(raw),
     };
     lock(&state.ended).insert(server, (context.peer.unrelated(), Instant::now()));
     match outcome {

@@ -167,9 +167,14 @@ async fn the_acceptance_lines_over_stdio_and_http() {
                 .contains("get-category-tools")
         );
         let caps = client.server_info().capabilities.clone();
+        // Tools, and tasks (the gateway runs `call-category-tool` as a task when asked).
         assert_eq!(
             serde_json::to_value(&caps).unwrap(),
-            json!({"tools": {"listChanged": true}})
+            json!({
+                "tools": {"listChanged": true},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+                "extensions": {"io.modelcontextprotocol/tasks": {}},
+            })
         );
         assert!(
             client

@@ -1,6 +1,7 @@
 //! Passthrough mode and an upstream's extensions (`capabilities.extensions`, SEP-2133): with
 //! one upstream the gateway declares the upstream's extensions and relays their requests as
-//! sent, except the tasks extension's, whose task ids it would have to keep to each client;
+//! sent, except the tasks extension's: tasks are the gateway's own (`tasks.rs` of the crate),
+//! answered from its store, never relayed by id;
 //! with several upstreams it cannot tell an extension request's upstream, and relays none
 //! whole (a family it routes among them, such as skills, it declares itself).
 
@@ -143,8 +144,8 @@ async fn one_upstreams_extensions_are_declared_and_relayed_but_not_tasks() {
             json!({"shared": true}),
             "client {n}: {extensions}"
         );
-        // Declared, the skills one above: so the tasks one is left out, not lost with all.
-        assert!(extensions.get(TASKS).is_none(), "client {n}: {extensions}");
+        // The tasks extension is declared too, as the gateway's own.
+        assert_eq!(extensions[TASKS], json!({}), "client {n}: {extensions}");
 
         let listed = raw(c, "skills/list", json!({})).await.unwrap();
         assert_eq!(
@@ -153,10 +154,13 @@ async fn one_upstreams_extensions_are_declared_and_relayed_but_not_tasks() {
         );
         assert_eq!(upstream.skills_listed.load(Ordering::SeqCst), n + 1);
 
+        // The gateway answers from its own store, where the upstream's id is unknown (a
+        // stateless client that did not declare the extension is told it must).
         let refused = raw(c, "tasks/get", json!({"taskId": "t1"}))
             .await
             .unwrap_err();
-        assert_eq!(refused.code, code::METHOD_NOT_FOUND, "client {n}");
+        let expected = if n == 2 { -32021 } else { code::INVALID_PARAMS };
+        assert_eq!(refused.code, expected, "client {n}");
     }
     // The upstream would have answered tasks/get; the gateway never asked it.
     assert_eq!(upstream.tasks_asked.load(Ordering::SeqCst), 0);
@@ -172,19 +176,18 @@ async fn with_several_upstreams_no_extension_is_relayed_whole() {
     );
     let gateway = start(&dir, json!({"a": http(&url_a), "b": http(&url_b)})).await;
     let c = over_http(&gateway, client("handshake")).await;
-    // The gateway declares its own capabilities (tools), and neither upstream's extensions as
-    // they are (a family it routes among several, such as skills, is its own to declare).
+    // The gateway declares its own capabilities (tools, and tasks, which it runs itself), and
+    // neither upstream's extensions as they are (a family it routes among several, such as
+    // skills, is its own to declare).
     let caps = serde_json::to_value(&c.server_info().capabilities).unwrap();
     assert!(caps.get("tools").is_some(), "{caps}");
     let extensions = &caps["extensions"];
-    assert!(
-        extensions.get(OTHER).is_none() && extensions.get(TASKS).is_none(),
-        "{caps}"
-    );
+    assert_eq!(extensions[TASKS], json!({}), "{caps}");
+    assert!(extensions.get(OTHER).is_none(), "{caps}");
     let refused = raw(&c, "tasks/get", json!({"taskId": "t1"}))
         .await
         .unwrap_err();
-    assert_eq!(refused.code, code::METHOD_NOT_FOUND);
+    assert_eq!(refused.code, code::INVALID_PARAMS);
     assert_eq!(a.tasks_asked.load(Ordering::SeqCst), 0);
     assert_eq!(b.tasks_asked.load(Ordering::SeqCst), 0);
 }

@@ -16,4 +16,5 @@ mod restarts;
 mod skills;
 mod stateless_clients;
 mod support;
+mod tasks;
 mod traces;

@@ -299,6 +299,7 @@ async fn get_tools(cache: &ListCache, shared: &Shared, params: CallToolParams) -
 
 async fn call_tool(shared: &Shared, params: CallToolParams, context: &RequestContext) -> ToolReply {
     let retry = retry_fields(&params.extra);
+    let asked = params.task.is_some();
     let args = Args(params.arguments.unwrap_or_default());
     let file = shared.file();
     let (category_name, category) = match category_arg(&file, &args) {
@@ -399,11 +400,11 @@ async fn call_tool(shared: &Shared, params: CallToolParams, context: &RequestCon
     };
     let label = format!("{category_name}/{shown}");
     match shared
-        .call_tool(&label, &server, &tool, arguments, retry, context)
+        .call_tool(&label, &server, &tool, arguments, retry, asked, context)
         .await
     {
         Ok(Called::Output(output)) => output.result.into(),
-        Ok(Called::InputRequired(raw)) => ToolReply::InputRequired(raw),
+        Ok(Called::InputRequired(raw) | Called::Task(raw)) => ToolReply::Raw(raw),
         Err(e) => call_error_result(&e).into(),
     }
 }

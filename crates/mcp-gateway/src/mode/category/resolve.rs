@@ -82,6 +82,8 @@ pub(crate) fn tool_definitions(file: &GatewayFile) -> Vec<Tool> {
         "required": ["category", "name", "args"],
         "additionalProperties": false
     }));
+    // A client may run a long upstream call as a task of the gateway's.
+    crate::tasks::optional(&mut call);
     vec![get, call]
 }
 
