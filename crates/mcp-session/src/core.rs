@@ -166,15 +166,24 @@ impl State {
                     }
                 }
                 ClientEvent::Response { id, outcome, .. } => {
-                    self.progress.remove(&id);
+                    // A call answered with a task keeps its progress channel until the task
+                    // ends (the session says how long).
+                    if !self.session.keeps_task_progress(&id) {
+                        self.progress.remove(&id);
+                    }
                     self.tags.remove(&id);
                     if let Some(waiter) = self.waiters.remove(&id) {
                         self.answered.push((waiter, outcome));
                     }
                 }
                 ClientEvent::Progress { id, params } => {
-                    if let Some(tx) = self.progress.get(&id) {
-                        let _ = tx.send(params);
+                    if let Some(tx) = self.progress.get(&id)
+                        && tx.send(params).is_err()
+                        && !self.waiters.contains_key(&id)
+                    {
+                        // The caller of a call answered with a task stopped listening.
+                        self.progress.remove(&id);
+                        self.session.release_task_progress(&id);
                     }
                 }
                 ClientEvent::Request { id, request } => {
@@ -225,6 +234,12 @@ impl State {
                 // Events added to the session later are not lost silently.
                 other => self.diagnostic(format!("unhandled session event: {other:?}")),
             }
+        }
+        // Let go of the channels of tasks that ended (or whose tokens the session dropped).
+        if !self.progress.is_empty() {
+            let (session, waiters) = (&self.session, &self.waiters);
+            self.progress
+                .retain(|id, _| waiters.contains_key(id) || session.keeps_task_progress(id));
         }
     }
 }

@@ -1,0 +1,137 @@
+//! Progress a server sends for a task after its `tools/call` was answered with the task
+//! reaches the caller's progress channel (the call's progress token is valid until the task
+//! reaches a terminal status), against mcp-session's task runtime (`TaskContext::progress`)
+//! over Streamable HTTP, MCP 2025-11-25.
+
+// Test code: an unwrap that fails is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_host::permission::AllowAll;
+use mcp_host::{CallOptions, Connect, Host, HostOptions, ServerEntry, ServerState};
+use mcp_protocol::schema::{
+    CallToolResult, ClientRequest, ContentBlock, Implementation, ServerCapabilities,
+};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson, code};
+use mcp_session::{Handler, RequestContext, Tasks};
+use serde_json::json;
+use tokio::sync::watch;
+
+/// `build` runs only as a task: once `go` reaches 1 it reports progress with the call's
+/// token, and once `go` reaches 2 it completes.
+#[derive(Clone)]
+struct Builder {
+    tasks: Tasks,
+    go: Arc<watch::Sender<u8>>,
+}
+
+impl Handler for Builder {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        if let Some(answer) = self.tasks.answer(&request, &context).await {
+            return answer;
+        }
+        match request {
+            ClientRequest::ListTools(_) => RawJson::encode(&json!({"tools": [{
+                "name": "build", "inputSchema": {"type": "object"},
+                "execution": {"taskSupport": "required"}}]}))
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string())),
+            ClientRequest::CallTool(call) => {
+                if !Tasks::accepts(&context, call.task.as_ref()) {
+                    return Err(Tasks::required_error());
+                }
+                let mut go = self.go.subscribe();
+                self.tasks.create(&context, move |task| async move {
+                    let _ = go.wait_for(|n| *n >= 1).await;
+                    task.progress(1, Some(2), Some("linking"));
+                    let _ = go.wait_for(|n| *n >= 2).await;
+                    let done = CallToolResult::new(vec![ContentBlock::text("built")]);
+                    RawJson::encode(&done)
+                        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+                })
+            }
+            other => Err(ErrorObject::new(
+                code::METHOD_NOT_FOUND,
+                other.method().to_owned(),
+            )),
+        }
+    }
+}
+
+async fn serve(builder: Builder) -> ServerEntry {
+    let mut server =
+        mcp_protocol::ServerConfig::dual_era(Implementation::new("builder".into(), "1".into()));
+    server.capabilities = serde_json::from_value::<ServerCapabilities>(json!({
+        "tools": {},
+        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+    }))
+    .unwrap();
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    tokio::spawn(mcp_http::serve_http(
+        listener,
+        mcp_http::HttpServerConfig::new(server),
+        builder,
+    ));
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let mut entry = ServerEntry::new("b", Connect::Http(mcp_http::HttpConfig::new("b", url)));
+    entry.request_timeout = Duration::from_secs(10);
+    entry.protocol_version = Some(mcp_protocol::ProtocolVersion::V2025_11_25);
+    entry
+}
+
+/// The server's progress, sent after the call was answered with a task, reaches the caller
+/// between the task's statuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_after_the_task_answer_reaches_the_caller() {
+    let go = Arc::new(watch::channel(0u8).0);
+    let entry = serve(Builder {
+        tasks: Tasks::default(),
+        go: Arc::clone(&go),
+    })
+    .await;
+    let host = Host::new(HostOptions::new(
+        Implementation::new("progress-test".into(), "0".into()),
+        Arc::new(AllowAll),
+    ));
+    host.start(vec![entry]).await;
+    assert_eq!(host.server_status("b").unwrap().state, ServerState::Ready);
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let call = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            host.call_tool(
+                "b",
+                "build",
+                JsonObject::new(),
+                CallOptions::default().progress(tx),
+            )
+            .await
+        })
+    };
+    let mut said = Vec::new();
+    let mut next = async || {
+        let p = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("progress within 10 s")
+            .expect("the channel is open");
+        p.message.unwrap_or_default()
+    };
+    // The host's own report that the task was created: the call has been answered.
+    said.push(next().await);
+    assert_eq!(said, ["task working"]);
+    go.send_replace(1);
+    said.push(next().await);
+    assert_eq!(said, ["task working", "linking"], "the server's progress");
+    go.send_replace(2);
+    let output = call.await.unwrap().unwrap();
+    assert_eq!(output.result.content.len(), 1);
+    host.shutdown().await;
+}
