@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ContentBlock, GetPromptParams, GetPromptResult, Prompt,
     ReadResourceResult, RequestMethod, Resource, ResourceTemplate, RootsCapability,
-    is_input_required, method, method::CallTool,
+    SkillsCapability, is_input_required, method, method::CallTool,
 };
 use mcp_protocol::{
     ClientConfig, Era, JsonObject, RawJson, RequestOptions, Secrets, decode_result,
@@ -95,7 +95,7 @@ impl Host {
         }
         // The host lists and loads skills (`list_skills`, `load_skill`), so it says so
         // (SEP-2133): a server may serve skills only to a client that declared the extension.
-        crate::skills::declare(&mut capabilities);
+        SkillsCapability::declare_client(&mut capabilities);
         session.capabilities = capabilities;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let inner = Arc::new(Inner {

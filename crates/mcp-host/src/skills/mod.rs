@@ -15,36 +15,15 @@
 mod verify;
 
 use base64::Engine as _;
-use mcp_protocol::JsonObject;
 use mcp_protocol::frontmatter;
 use mcp_protocol::schema::{
-    ClientCapabilities, ReadResourceResult, SKILLS_EXTENSION, SkillEntry, SkillFile,
-    SkillResources, SkillsCapability,
+    ReadResourceResult, SKILLS_EXTENSION, SkillEntry, SkillFile, SkillResources, SkillsCapability,
 };
 
 use crate::error::CallError;
 use crate::host::Host;
 
 pub use verify::Refusal;
-
-/// Declares the skills extension in the host's client capabilities (SEP-2133
-/// `capabilities.extensions`, the extension's settings an empty object: a client has none),
-/// keeping any extension a request handler declared there, since the host lists and loads
-/// skills and a server may hold them back from a client that did not say it reads them.
-pub(crate) fn declare(capabilities: &mut ClientCapabilities) {
-    let extensions = capabilities
-        .extra
-        .entry("extensions")
-        .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
-    if !extensions.is_object() {
-        *extensions = serde_json::Value::Object(JsonObject::new());
-    }
-    if let serde_json::Value::Object(extensions) = extensions {
-        extensions
-            .entry(SKILLS_EXTENSION)
-            .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
-    }
-}
 
 /// The largest file this host reads for a skill, `SKILL.md` or another (4 MiB). A file listed
 /// as larger is refused before it is asked for. Below the HTTP transport's 8 MiB message limit

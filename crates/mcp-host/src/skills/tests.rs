@@ -170,7 +170,7 @@ fn the_host_declares_the_skills_extension_in_its_client_capabilities() {
         "extensions".into(),
         json!({"io.modelcontextprotocol/tasks": {"x": 1}}),
     );
-    super::declare(&mut capabilities);
+    mcp_protocol::schema::SkillsCapability::declare_client(&mut capabilities);
     assert_eq!(
         capabilities.extra["extensions"],
         json!({"io.modelcontextprotocol/tasks": {"x": 1}, "io.modelcontextprotocol/skills": {}})

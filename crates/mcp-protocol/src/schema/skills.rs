@@ -22,7 +22,7 @@ use sha2::{Digest as _, Sha256};
 use crate::schema::common::PaginatedParams;
 use crate::schema::resources::Resource;
 use crate::schema::stateless::CacheScope;
-use crate::schema::{RequestMethod, ServerCapabilities};
+use crate::schema::{ClientCapabilities, RequestMethod, ServerCapabilities};
 use crate::wire::{JsonObject, wire_struct};
 
 /// The extension's identifier, the key under `capabilities.extensions`.
@@ -85,17 +85,30 @@ impl SkillsCapability {
     /// Adds this declaration to `capabilities.extensions`, keeping any other extension there.
     pub fn declare(&self, capabilities: &mut ServerCapabilities) -> Result<(), serde_json::Error> {
         let value = serde_json::to_value(self)?;
-        let extensions = capabilities
-            .extra
-            .entry(EXTENSIONS)
-            .or_insert_with(|| Value::Object(JsonObject::new()));
-        if !extensions.is_object() {
-            *extensions = Value::Object(JsonObject::new());
-        }
-        if let Value::Object(extensions) = extensions {
-            extensions.insert(SKILLS_EXTENSION.to_owned(), value);
-        }
+        declare_in(&mut capabilities.extra, value);
         Ok(())
+    }
+
+    /// Adds the extension to a client's `capabilities.extensions` (SEP-2133: a client lists
+    /// the extensions it supports as a server does), with no settings, since every setting is
+    /// the server's; any other extension there is kept. A client that lists and loads skills
+    /// says so, and a server may hold its skills back from one that does not.
+    pub fn declare_client(capabilities: &mut ClientCapabilities) {
+        declare_in(&mut capabilities.extra, Value::Object(JsonObject::new()));
+    }
+}
+
+/// Sets the extension's settings under `extensions` in a capabilities object's members,
+/// keeping the other extensions (an `extensions` that is not an object is replaced).
+fn declare_in(extra: &mut JsonObject, settings: Value) {
+    let extensions = extra
+        .entry(EXTENSIONS)
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if !extensions.is_object() {
+        *extensions = Value::Object(JsonObject::new());
+    }
+    if let Value::Object(extensions) = extensions {
+        extensions.insert(SKILLS_EXTENSION.to_owned(), settings);
     }
 }
 
