@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::jsonrpc::{RawJson, RequestId};
-use crate::schema::{ProgressToken, RESULT_TYPE_TASK, TaskStatus};
+use crate::schema::{ProgressToken, RELATED_TASK_META_KEY, RESULT_TYPE_TASK, TaskStatus};
 
 /// At most this many tokens are kept for tasks; the oldest goes first.
 pub(crate) const KEPT_AT_MOST: usize = 64;
@@ -68,6 +68,17 @@ pub(crate) fn announced_task(raw: &RawJson) -> Option<(String, Option<u64>)> {
 pub(crate) fn terminal_task(raw: &RawJson) -> Option<String> {
     let p = peek(raw)?;
     p.status.filter(TaskStatus::is_terminal).and(p.task_id)
+}
+
+/// The task a `tasks/result` answer (2025-11-25) belongs to, by its related-task `_meta`: the
+/// answer comes only once the task reached a terminal status.
+pub(crate) fn finished_task(raw: &RawJson) -> Option<String> {
+    let value = raw.decode::<serde_json::Value>().ok()?;
+    let id = value
+        .get("_meta")?
+        .get(RELATED_TASK_META_KEY)?
+        .get("taskId")?;
+    id.as_str().map(str::to_owned)
 }
 
 impl TaskProgress {

@@ -474,8 +474,9 @@ impl ClientSession {
 
     /// Whether progress for request `id` still reaches its caller after the request's answer
     /// came: a `tools/call` answered with a task keeps its progress token until the task
-    /// reaches a terminal status (seen in a `tasks/get` or `tasks/cancel` answer or a status
-    /// notification), its time to live passes, or it is one of the oldest beyond a bound.
+    /// reaches a terminal status (seen in a `tasks/get` or `tasks/cancel` answer, a
+    /// `tasks/result` answer, or a status notification), its time to live passes, or it is
+    /// one of the oldest beyond a bound.
     pub fn keeps_task_progress(&self, id: &RequestId) -> bool {
         self.task_progress.holds(id)
     }
@@ -508,6 +509,11 @@ impl ClientSession {
             }
             "tasks/get" | "tasks/cancel" => {
                 if let Some(task_id) = task_progress::terminal_task(raw) {
+                    self.task_progress.task_ended(&task_id);
+                }
+            }
+            "tasks/result" => {
+                if let Some(task_id) = task_progress::finished_task(raw) {
                     self.task_progress.task_ended(&task_id);
                 }
             }

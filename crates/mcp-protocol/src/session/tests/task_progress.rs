@@ -180,3 +180,32 @@ fn a_plain_answer_ends_the_token_as_before() {
         assert!(progress(&mut client, now, &token, 2).is_empty());
     }
 }
+
+#[test]
+fn a_tasks_result_answer_ends_the_token_of_its_task() {
+    let mut client = connected_client(client_config());
+    let now = epoch();
+    let (id, token) = call(&mut client, now);
+    feed(&mut client, now, task_answer(false, &id, "t-r", 60_000));
+    let _ = events(&mut client);
+    assert_eq!(progress(&mut client, now, &token, 1), vec![id.clone()]);
+    let result = client
+        .send_request(
+            now,
+            "tasks/result",
+            Some(RawJson::encode(&json!({"taskId": "t-r"})).unwrap()),
+            RequestOptions::DEFAULT,
+        )
+        .unwrap();
+    let _ = sent(&mut client);
+    let mut answer: Value = text_result("done").decode().unwrap();
+    answer["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": "t-r"}});
+    feed(
+        &mut client,
+        now,
+        json!({"jsonrpc": "2.0", "id": serde_json::to_value(&result).unwrap(), "result": answer}),
+    );
+    let _ = events(&mut client);
+    assert!(!client.keeps_task_progress(&id));
+    assert!(progress(&mut client, now, &token, 2).is_empty());
+}
