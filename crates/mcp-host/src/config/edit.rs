@@ -426,8 +426,17 @@ fn edit(
     fs::write_atomic(path, &bytes, mode).map_err(write_err)
 }
 
-/// How [`add_entries`] dealt with each id.
-pub(crate) use super::import::WriteOutcome;
+/// How each id fared when imported servers were written (`mcp-host import`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteOutcome {
+    /// Added.
+    Added,
+    /// The file had this id; it was replaced (`force`).
+    Replaced,
+    /// The file had this id; it was left as it was.
+    SkippedExisting,
+}
 
 /// Adds already-built native entries (`mcp-host import`) in one locked edit of the file at
 /// `path`: an id the file has is kept unless `force`, which replaces it. Imported entries

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+pub use super::edit::WriteOutcome;
 use super::model::{ConfigFile, FileFormat, Scope};
 use super::parse::{self, Cx, Entry, Resolve};
 use super::secret::Env;
@@ -317,18 +318,6 @@ pub fn read(
         report.files.push(path);
     }
     Ok(report)
-}
-
-/// How each id fared in [`write`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WriteOutcome {
-    /// Added.
-    Added,
-    /// The file had this id; it was replaced (`force`).
-    Replaced,
-    /// The file had this id; it was left as it was.
-    SkippedExisting,
 }
 
 /// Writes the imported servers into the native-format file at `path` in one locked edit:
