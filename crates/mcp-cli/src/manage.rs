@@ -458,8 +458,8 @@ pub(crate) fn target(s: &ConfiguredServer) -> String {
     match &s.transport {
         Transport::Http(h) => config::shown_url(&h.url),
         Transport::Stdio(st) => {
-            let mut line = st.command.clone();
-            for a in &st.args {
+            let mut line = st.shown_command.clone();
+            for a in &st.shown_args {
                 line.push(' ');
                 line.push_str(a);
             }

@@ -67,8 +67,8 @@ pub(crate) fn describe(s: &ConfiguredServer) -> Vec<(&'static str, String)> {
     let mut lines = Vec::new();
     match &s.transport {
         Transport::Stdio(t) => {
-            let words: Vec<String> = std::iter::once(&t.command)
-                .chain(&t.args)
+            let words: Vec<String> = std::iter::once(&t.shown_command)
+                .chain(&t.shown_args)
                 .map(|w| quoted(w))
                 .collect();
             lines.push(("runs", words.join(" ")));

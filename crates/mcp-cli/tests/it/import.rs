@@ -252,3 +252,26 @@ fn an_imported_server_runs() {
     u.run(&["import", "--from", "claude-desktop"]).code(0);
     u.run(&["test", "demo"]).code(0);
 }
+
+/// A secret variable expanded into `args` (as a Claude Code `.mcp.json` may have it) is shown
+/// by `list` as the reference, never as its value.
+#[test]
+fn list_shows_a_secret_argument_as_written() {
+    let u = User::new();
+    std::fs::write(
+        u.project.path().join(".mcp.json"),
+        json!({"mcpServers": {"k": {"command": "srv", "args": ["--token", "${API_TOKEN}", "${MODE}"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut cmd = u.command(&["list"]);
+    cmd.env("API_TOKEN", "tok-planted-0002").env("MODE", "fast");
+    let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("srv --token ${API_TOKEN} fast"),
+        "{stdout}{stderr}"
+    );
+    assert!(!stdout.contains("tok-planted-0002") && !stderr.contains("tok-planted-0002"));
+}

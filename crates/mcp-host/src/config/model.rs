@@ -173,6 +173,12 @@ pub struct StdioTransport {
     pub command: String,
     /// Its arguments. They are shown in diagnostics: put secrets in `env`, not here.
     pub args: Vec<String>,
+    /// The program as diagnostics, lists and approvals show it: as written in the file when
+    /// it reads a variable whose name says it holds a credential (`${API_TOKEN}`), else as run.
+    pub shown_command: String,
+    /// The arguments as shown, by the same rule, each on its own: `--key=${API_KEY}` rather
+    /// than the key.
+    pub shown_args: Vec<String>,
     /// Its working directory (relative paths in files are resolved against the project
     /// directory); the host's when `None`.
     pub cwd: Option<PathBuf>,
@@ -398,8 +404,8 @@ impl fmt::Debug for Names<'_> {
 impl fmt::Debug for StdioTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StdioTransport")
-            .field("command", &self.command)
-            .field("args", &self.args)
+            .field("command", &self.shown_command)
+            .field("args", &self.shown_args)
             .field("cwd", &self.cwd)
             .field("env", &Names(&self.env))
             .field("env_from", &self.env_from)

@@ -907,10 +907,21 @@ fn read_stdio(
         e.error("command", "must not be empty");
         return None;
     }
+    let mut shown_args = args.clone();
+    let shown_command = match map.get("command") {
+        Some(Value::String(raw)) if reads_secret_variable(raw) => raw.clone(),
+        _ => command.clone(),
+    };
     match e.strings(map, "args") {
         Some(more) => {
-            for (i, arg) in more.iter().enumerate() {
-                if let Some(arg) = e.expand(arg, &format!("args[{i}]"), rs) {
+            for (i, raw) in more.iter().enumerate() {
+                if let Some(arg) = e.expand(raw, &format!("args[{i}]"), rs) {
+                    // An argument built from a secret variable is shown as written.
+                    shown_args.push(if reads_secret_variable(raw) {
+                        raw.clone()
+                    } else {
+                        arg.clone()
+                    });
                     args.push(arg);
                 }
             }
@@ -946,11 +957,31 @@ fn read_stdio(
     Some(Transport::Stdio(StdioTransport {
         command,
         args,
+        shown_command,
+        shown_args,
         cwd,
         env,
         env_from,
         inherit_env,
     }))
+}
+
+/// Whether `raw` reads a variable whose name says it holds a credential (`${API_TOKEN}`,
+/// `${DB_PASSWORD:-x}`): its expanded text is then not shown, the reference is.
+fn reads_secret_variable(raw: &str) -> bool {
+    let mut rest = raw;
+    let mut prev_dollar = false;
+    while let Some(i) = rest.find("${") {
+        let escaped = (i > 0 && rest.as_bytes()[i - 1] == b'$') || (i == 0 && prev_dollar);
+        let after = &rest[i + 2..];
+        let end = after.find(['}', ':']).unwrap_or(after.len());
+        if !escaped && super::import::is_secret_name(&after[..end]) {
+            return true;
+        }
+        prev_dollar = false;
+        rest = after;
+    }
+    false
 }
 
 fn resolve_dir(project_dir: &Path, dir: &str) -> PathBuf {

@@ -1483,3 +1483,37 @@ fn bearer_token_env_var_is_an_authorization_header_from_the_variable() {
     assert_eq!((server, field), (Some("f"), Some("bearer_token_env_var")));
     assert!(message.contains("conflicts"), "{message}");
 }
+
+/// A `${VAR}` whose name says credential, expanded into `command` or `args`, reaches the
+/// process but is shown as written: in `Debug`, and in what `list` and an approval show
+/// (`shown_command`, `shown_args`); other variables are shown expanded.
+#[test]
+fn a_secret_variable_in_args_is_shown_as_written() {
+    let w = World::new();
+    w.write(
+        &w.project_file(),
+        &native(
+            r#"{"s":{"command":"srv","args":["--key=${API_KEY}","${MEMDIR}/m","$${API_KEY}"]}}"#,
+        ),
+    );
+    let env = w
+        .env()
+        .with("API_KEY", "sk-planted-0001")
+        .with("MEMDIR", "/var/mem");
+    let c = w.load_env(&env);
+    assert!(c.problems.is_empty(), "{:#?}", c.problems);
+    let s = c.server("s").unwrap();
+    let t = stdio_of(s);
+    assert_eq!(
+        t.args,
+        ["--key=sk-planted-0001", "/var/mem/m", "${API_KEY}"]
+    );
+    assert_eq!(
+        t.shown_args,
+        ["--key=${API_KEY}", "/var/mem/m", "${API_KEY}"]
+    );
+    assert_eq!(t.shown_command, "srv");
+    let debug = format!("{s:?}");
+    assert!(debug.contains("--key=${API_KEY}"), "{debug}");
+    assert!(!debug.contains("sk-planted-0001"), "{debug}");
+}

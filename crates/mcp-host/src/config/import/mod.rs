@@ -435,7 +435,7 @@ pub(crate) fn literal(text: &str) -> String {
 
 /// Whether a variable or header named `name` holds a credential, by the words its name is
 /// made of (`GITHUB_TOKEN`, `X-Api-Key`, `Authorization`, `DB_PASSWORD`).
-fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     const WORDS: &[&str] = &[
         "TOKEN",
         "KEY",
