@@ -1,12 +1,14 @@
 //! Progress a server sends for a task after its `tools/call` was answered with the task
 //! reaches the caller's progress channel (the call's progress token is valid until the task
 //! reaches a terminal status), against mcp-session's task runtime (`TaskContext::progress`)
-//! over Streamable HTTP, MCP 2025-11-25.
+//! over Streamable HTTP, MCP 2025-11-25; and a status the server announces with
+//! `notifications/tasks/status` is taken at once, without waiting for the next poll.
 
 // Test code: an unwrap that fails is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_host::permission::AllowAll;
@@ -15,7 +17,7 @@ use mcp_protocol::schema::{
     CallToolResult, ClientRequest, ContentBlock, Implementation, ServerCapabilities,
 };
 use mcp_protocol::{ErrorObject, JsonObject, RawJson, code};
-use mcp_session::{Handler, RequestContext, Tasks};
+use mcp_session::{Handler, RequestContext, TaskOptions, Tasks};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -25,6 +27,8 @@ use tokio::sync::watch;
 struct Builder {
     tasks: Tasks,
     go: Arc<watch::Sender<u8>>,
+    /// How many `tasks/get` came.
+    polls: Arc<AtomicUsize>,
 }
 
 impl Handler for Builder {
@@ -33,6 +37,9 @@ impl Handler for Builder {
         request: ClientRequest,
         context: RequestContext,
     ) -> Result<RawJson, ErrorObject> {
+        if matches!(request, ClientRequest::GetTask(_)) {
+            self.polls.fetch_add(1, Ordering::SeqCst);
+        }
         if let Some(answer) = self.tasks.answer(&request, &context).await {
             return answer;
         }
@@ -94,6 +101,7 @@ async fn progress_after_the_task_answer_reaches_the_caller() {
     let entry = serve(Builder {
         tasks: Tasks::default(),
         go: Arc::clone(&go),
+        polls: Arc::default(),
     })
     .await;
     let host = Host::new(HostOptions::new(
@@ -133,5 +141,52 @@ async fn progress_after_the_task_answer_reaches_the_caller() {
     go.send_replace(2);
     let output = call.await.unwrap().unwrap();
     assert_eq!(output.result.content.len(), 1);
+    host.shutdown().await;
+}
+
+/// The server suggests polling once a minute (the host waits 5 s at most); the task's
+/// completion, announced with `notifications/tasks/status`, ends the call with no poll at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announced_status_is_taken_without_waiting_for_a_poll() {
+    let go = Arc::new(watch::channel(0u8).0);
+    let polls = Arc::new(AtomicUsize::new(0));
+    let entry = serve(Builder {
+        tasks: Tasks::new(TaskOptions::new().poll_interval(Duration::from_secs(60))),
+        go: Arc::clone(&go),
+        polls: Arc::clone(&polls),
+    })
+    .await;
+    let host = Host::new(HostOptions::new(
+        Implementation::new("status-test".into(), "0".into()),
+        Arc::new(AllowAll),
+    ));
+    host.start(vec![entry]).await;
+    assert_eq!(host.server_status("b").unwrap().state, ServerState::Ready);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let call = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            host.call_tool(
+                "b",
+                "build",
+                JsonObject::new(),
+                CallOptions::default().progress(tx),
+            )
+            .await
+        })
+    };
+    let mut said = Vec::new();
+    for step in 1..=2 {
+        let p = rx.recv().await.expect("the channel is open");
+        said.push(p.message.unwrap_or_default());
+        go.send_replace(step);
+    }
+    let output = call.await.unwrap().unwrap();
+    assert_eq!(output.result.content.len(), 1);
+    while let Ok(p) = rx.try_recv() {
+        said.push(p.message.unwrap_or_default());
+    }
+    assert_eq!(said, ["task working", "linking", "task completed"]);
+    assert_eq!(polls.load(Ordering::SeqCst), 0, "no tasks/get was needed");
     host.shutdown().await;
 }

@@ -53,6 +53,13 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
             } => (Incoming::Notification(notification), Some(related)),
             other => (other, None),
         };
+        // A task's status (2025-11-25) goes to the call following that task on this server,
+        // whoever else takes the notification.
+        if let Incoming::Notification(ServerNotification::Other { method, params }) = &item
+            && method == crate::tasks::status::METHOD
+        {
+            inner.tasks.statuses.announced(&server, params.as_ref());
+        }
         match item {
             // The consumer takes what belongs to one of its calls before anything the server
             // sent later is handled, so that a log entry written before a request is never

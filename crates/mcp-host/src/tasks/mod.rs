@@ -50,10 +50,11 @@ use crate::events::HostEvent;
 use crate::shared::Inner;
 
 mod seen;
+pub(crate) mod status;
 
-use seen::Seen;
 #[cfg(test)]
-use seen::{DEFAULT_POLL, MAX_POLL, MIN_POLL};
+use seen::{DEFAULT_POLL, MIN_POLL};
+use seen::{MAX_POLL, Seen};
 pub(crate) use store::TASKS_FILE_NAME;
 pub use store::TaskRecord;
 
@@ -337,6 +338,10 @@ async fn follow(
     let task_id = seen.task_id.clone();
     let mut answered = BTreeSet::new();
     let mut reports = 0u64;
+    // The statuses the server announces for this task (2025-11-25) come at once; once one
+    // came, polls are only a safety net and wait the longest.
+    let mut following = call.inner.tasks.statuses.follow(call.server, &task_id);
+    let mut heard = false;
     loop {
         if record.state != seen.status || reports == 0 {
             reports += 1;
@@ -360,7 +365,11 @@ async fn follow(
                     .map_err(Followed::Aborted)?,
             }
         }
-        let wait = seen.poll_interval();
+        let wait = if heard {
+            MAX_POLL
+        } else {
+            seen.poll_interval()
+        };
         if deadline.is_some_and(|d| Instant::now() + wait > d) {
             return Err(Followed::Left(call.failed(
                 Some(&task_id),
@@ -373,8 +382,18 @@ async fn follow(
                 ),
             )));
         }
-        tokio::time::sleep(wait).await;
-        seen = call.get(&task_id).await.map_err(Followed::Aborted)?;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {
+                seen = call.get(&task_id).await.map_err(Followed::Aborted)?;
+            }
+            Ok(()) = following.statuses.changed() => {
+                let announced = following.statuses.borrow_and_update().clone();
+                if let Some(task) = announced {
+                    heard = true;
+                    seen = Seen::from_experimental(task);
+                }
+            }
+        }
     }
 }
 

@@ -57,6 +57,8 @@ type Key = (String, String);
 pub(crate) struct TaskStore {
     file: Option<PathBuf>,
     memory: Arc<Mutex<BTreeMap<Key, TaskRecord>>>,
+    /// The tasks followed now, for the status notifications their servers send.
+    pub(crate) statuses: super::status::StatusWatch,
 }
 
 impl TaskStore {
@@ -65,6 +67,7 @@ impl TaskStore {
         Self {
             file,
             memory: Arc::default(),
+            statuses: super::status::StatusWatch::default(),
         }
     }
 
