@@ -266,7 +266,7 @@ fn list_shows_a_secret_argument_as_written() {
     .unwrap();
     let mut cmd = u.command(&["list"]);
     cmd.env("API_TOKEN", "tok-planted-0002").env("MODE", "fast");
-    let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

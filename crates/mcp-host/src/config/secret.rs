@@ -133,3 +133,31 @@ impl fmt::Debug for Env {
         f.debug_set().entries(self.vars.keys()).finish()
     }
 }
+
+/// Whether a variable or header named `name` holds a credential, by the words its name is
+/// made of (`GITHUB_TOKEN`, `X-Api-Key`, `Authorization`, `DB_PASSWORD`).
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "TOKEN",
+        "KEY",
+        "APIKEY",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PAT",
+        "AUTH",
+        "AUTHORIZATION",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "COOKIE",
+        "BEARER",
+    ];
+    let upper = name.to_ascii_uppercase();
+    upper.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+        WORDS.contains(&w)
+            || ["TOKEN", "APIKEY", "PASSWORD", "PASSWD", "SECRET"]
+                .iter()
+                .any(|end| w.ends_with(end))
+    })
+}

@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 pub use super::edit::WriteOutcome;
 use super::model::{ConfigFile, FileFormat, Scope};
 use super::parse::{self, Cx, Entry, Resolve};
-use super::secret::Env;
+use super::secret::{Env, is_secret_name};
 use super::{ConfigError, edit};
 
 /// The clients whose configuration `import` reads.
@@ -431,34 +431,6 @@ pub(crate) struct Found {
 /// literal, and must stay literal in our files, which do.
 pub(crate) fn literal(text: &str) -> String {
     text.replace("${", "$${")
-}
-
-/// Whether a variable or header named `name` holds a credential, by the words its name is
-/// made of (`GITHUB_TOKEN`, `X-Api-Key`, `Authorization`, `DB_PASSWORD`).
-pub(crate) fn is_secret_name(name: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "TOKEN",
-        "KEY",
-        "APIKEY",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "PASS",
-        "PAT",
-        "AUTH",
-        "AUTHORIZATION",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "COOKIE",
-        "BEARER",
-    ];
-    let upper = name.to_ascii_uppercase();
-    upper.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
-        WORDS.contains(&w)
-            || ["TOKEN", "APIKEY", "PASSWORD", "PASSWD", "SECRET"]
-                .iter()
-                .any(|end| w.ends_with(end))
-    })
 }
 
 /// Whether `text` reads a variable (`${…}` not escaped): such a value is a reference already.
