@@ -2,7 +2,8 @@
 //! reaches the caller's progress channel (the call's progress token is valid until the task
 //! reaches a terminal status), against mcp-session's task runtime (`TaskContext::progress`)
 //! over Streamable HTTP, MCP 2025-11-25; and a status the server announces with
-//! `notifications/tasks/status` is taken at once, without waiting for the next poll.
+//! `notifications/tasks/status` is taken at once, without waiting for the next poll. The host
+//! asks for a time to live tied to its longest call.
 
 // Test code: an unwrap that fails is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
@@ -29,6 +30,8 @@ struct Builder {
     go: Arc<watch::Sender<u8>>,
     /// How many `tasks/get` came.
     polls: Arc<AtomicUsize>,
+    /// The time to live the last call asked for.
+    ttl: Arc<std::sync::Mutex<Option<u64>>>,
 }
 
 impl Handler for Builder {
@@ -52,6 +55,7 @@ impl Handler for Builder {
                 if !Tasks::accepts(&context, call.task.as_ref()) {
                     return Err(Tasks::required_error());
                 }
+                *self.ttl.lock().unwrap() = call.task.as_ref().and_then(|t| t.get("ttl")?.as_u64());
                 let mut go = self.go.subscribe();
                 self.tasks.create(&context, move |task| async move {
                     let _ = go.wait_for(|n| *n >= 1).await;
@@ -98,10 +102,12 @@ async fn serve(builder: Builder) -> ServerEntry {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_after_the_task_answer_reaches_the_caller() {
     let go = Arc::new(watch::channel(0u8).0);
+    let ttl = Arc::new(std::sync::Mutex::new(None));
     let entry = serve(Builder {
         tasks: Tasks::default(),
         go: Arc::clone(&go),
         polls: Arc::default(),
+        ttl: Arc::clone(&ttl),
     })
     .await;
     let host = Host::new(HostOptions::new(
@@ -141,6 +147,8 @@ async fn progress_after_the_task_answer_reaches_the_caller() {
     go.send_replace(2);
     let output = call.await.unwrap().unwrap();
     assert_eq!(output.result.content.len(), 1);
+    // The host asked for its longest call (10 minutes by default) and an hour more.
+    assert_eq!(*ttl.lock().unwrap(), Some((600 + 3600) * 1000));
     host.shutdown().await;
 }
 
@@ -154,6 +162,7 @@ async fn an_announced_status_is_taken_without_waiting_for_a_poll() {
         tasks: Tasks::new(TaskOptions::new().poll_interval(Duration::from_secs(60))),
         go: Arc::clone(&go),
         polls: Arc::clone(&polls),
+        ttl: Arc::default(),
     })
     .await;
     let host = Host::new(HostOptions::new(

@@ -240,6 +240,18 @@ fn declare_extension(params: &mut JsonObject, inner: &Inner) {
     }
 }
 
+/// How much longer than the host's longest call it asks a server to keep a task.
+const TTL_BEYOND_LONGEST_CALL: Duration = Duration::from_secs(60 * 60);
+
+/// The time to live, in milliseconds, the host asks for when it creates a task (2025-11-25
+/// `task.ttl`; the 2026-07-28 extension leaves it to the server): the host's longest call
+/// (`max_call_duration`) and an hour more, so that a task a call left at its longest wait is
+/// still there for `mcp-host tasks result` to fetch, and not kept for ever after.
+pub(crate) fn requested_ttl(max_call_duration: Duration) -> u64 {
+    let ttl = max_call_duration.saturating_add(TTL_BEYOND_LONGEST_CALL);
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Runs `params` as a task: creates it, keeps it, follows it to its end and returns its
 /// result. A server that answers with a plain result instead is taken at its word.
 pub(crate) async fn call(
@@ -258,7 +270,8 @@ pub(crate) async fn call(
     };
     match era {
         Era::Handshake => {
-            body.insert("task".into(), json!({}));
+            let ttl = requested_ttl(call.inner.options.max_call_duration);
+            body.insert("task".into(), json!({ "ttl": ttl }));
         }
         _ => declare_extension(&mut body, call.inner),
     }
@@ -308,9 +321,15 @@ pub(crate) async fn call(
         record: Some(record.clone()),
         era,
     };
+    // Followed before it is kept, so that nothing asks about it as about a task left behind.
+    let following = call
+        .inner
+        .tasks
+        .statuses
+        .follow(call.server, &created.task_id);
     keep(call.inner, &mut record, &created).await;
     let deadline = Instant::now() + call.inner.options.max_call_duration;
-    let outcome = follow(call, created, &mut record, Some(deadline)).await;
+    let outcome = follow(call, created, &mut record, Some(deadline), following).await;
     if !matches!(outcome, Err(Followed::Aborted(_))) {
         guard.record = None;
     }
@@ -328,19 +347,20 @@ enum Followed {
     Aborted(CallError),
 }
 
-/// Polls `seen`'s task to its end, answering what it asks on the way, and fetches its result.
+/// Polls `seen`'s task to its end, answering what it asks on the way, and fetches its result;
+/// `following` brings the statuses its server announces.
 async fn follow(
     call: &TaskCall<'_>,
     mut seen: Seen,
     record: &mut TaskRecord,
     deadline: Option<Instant>,
+    mut following: status::Following,
 ) -> Result<CallToolResult, Followed> {
     let task_id = seen.task_id.clone();
     let mut answered = BTreeSet::new();
     let mut reports = 0u64;
     // The statuses the server announces for this task (2025-11-25) come at once; once one
     // came, polls are only a safety net and wait the longest.
-    let mut following = call.inner.tasks.statuses.follow(call.server, &task_id);
     let mut heard = false;
     loop {
         if record.state != seen.status || reports == 0 {
@@ -688,8 +708,9 @@ pub(crate) async fn result(
     let tool = record.tool.clone();
     let mut call = about(inner, server, &tool)?;
     call.progress = progress;
+    let following = inner.tasks.statuses.follow(server, task_id);
     let seen = call.get(task_id).await?;
-    match follow(&call, seen, &mut record, None).await {
+    match follow(&call, seen, &mut record, None, following).await {
         Ok(result) => Ok(result),
         Err(Followed::Left(e) | Followed::Aborted(e)) => Err(e),
     }
@@ -756,7 +777,9 @@ pub(crate) async fn resume(inner: Arc<Inner>, server: String, client: Client) {
         .all()
         .await
         .into_iter()
+        // A task a call of this host follows now needs no asking.
         .filter(|t| t.server == server && !t.state.is_terminal())
+        .filter(|t| !inner.tasks.statuses.is_followed(&server, &t.task_id))
         .collect();
     for mut record in unfinished {
         let tool = record.tool.clone();

@@ -58,6 +58,14 @@ impl StatusWatch {
         }
     }
 
+    /// Whether a call of this host follows `task_id` on `server` now.
+    pub(crate) fn is_followed(&self, server: &str, task_id: &str) -> bool {
+        self.followed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&(server.to_owned(), task_id.to_owned()))
+    }
+
     /// Hands a status notification `server` sent to the call following its task. Returns
     /// whether one was: `false` for a task not followed on that server, or params that are no
     /// task.
