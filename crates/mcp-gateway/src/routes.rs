@@ -140,8 +140,10 @@ impl Routes {
 
     pub(crate) fn closed(&self, session: SessionKey) {
         lock(&self.sessions).remove(&session);
+        // A call with an ask channel (a task of the gateway's, a suspended call) outlives the
+        // request that started it: its record goes when the call ends (`Tracked`).
         for calls in lock(&self.inflight).values_mut() {
-            calls.retain(|c| c.session != session);
+            calls.retain(|c| c.session != session || c.asks.is_some());
         }
     }
 

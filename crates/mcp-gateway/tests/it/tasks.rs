@@ -194,8 +194,9 @@ async fn create(client: &Client, tool: &str, arguments: Value) -> String {
 
 /// Polls `tasks/get` until the task is in `status` (at most 30 s); returns the last answer.
 async fn until(client: &Client, id: &str, status: &str) -> Value {
+    let mut got = Value::Null;
     for _ in 0..600 {
-        let got = raw(client, "tasks/get", json!({"taskId": id}))
+        got = raw(client, "tasks/get", json!({"taskId": id}))
             .await
             .unwrap();
         if got["status"] == status {
@@ -203,7 +204,7 @@ async fn until(client: &Client, id: &str, status: &str) -> Value {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("task {id} never became {status}");
+    panic!("task {id} never became {status}: {got}");
 }
 
 /// The task's result: inlined in `tasks/get` (2026-07-28), from `tasks/result` (handshake).
