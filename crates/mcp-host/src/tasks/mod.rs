@@ -54,7 +54,7 @@ pub(crate) mod status;
 
 #[cfg(test)]
 use seen::{DEFAULT_POLL, MIN_POLL};
-use seen::{MAX_POLL, Seen};
+use seen::{MAX_POLL, Seen, requested_ttl};
 pub(crate) use store::TASKS_FILE_NAME;
 pub use store::TaskRecord;
 
@@ -238,18 +238,6 @@ fn declare_extension(params: &mut JsonObject, inner: &Inner) {
             Value::Object(capabilities),
         );
     }
-}
-
-/// How much longer than the host's longest call it asks a server to keep a task.
-const TTL_BEYOND_LONGEST_CALL: Duration = Duration::from_secs(60 * 60);
-
-/// The time to live, in milliseconds, the host asks for when it creates a task (2025-11-25
-/// `task.ttl`; the 2026-07-28 extension leaves it to the server): the host's longest call
-/// (`max_call_duration`) and an hour more, so that a task a call left at its longest wait is
-/// still there for `mcp-host tasks result` to fetch, and not kept for ever after.
-pub(crate) fn requested_ttl(max_call_duration: Duration) -> u64 {
-    let ttl = max_call_duration.saturating_add(TTL_BEYOND_LONGEST_CALL);
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Runs `params` as a task: creates it, keeps it, follows it to its end and returns its

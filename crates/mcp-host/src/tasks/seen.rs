@@ -1,5 +1,5 @@
-//! A task as one answer showed it, whatever the era's shape, and how long to wait before
-//! asking again.
+//! A task as one answer showed it, whatever the era's shape, how long to wait before asking
+//! again, and how long to ask a server to keep a task.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,6 +18,18 @@ pub(crate) const MIN_POLL: Duration = Duration::from_millis(100);
 pub(crate) const MAX_POLL: Duration = Duration::from_secs(5);
 /// The wait between polls when the server suggests none.
 pub(crate) const DEFAULT_POLL: Duration = Duration::from_secs(1);
+
+/// How much longer than the host's longest call it asks a server to keep a task.
+const TTL_BEYOND_LONGEST_CALL: Duration = Duration::from_secs(60 * 60);
+
+/// The time to live, in milliseconds, the host asks for when it creates a task (2025-11-25
+/// `task.ttl`; the 2026-07-28 extension leaves it to the server): the host's longest call
+/// (`max_call_duration`) and an hour more, so that a task a call left at its longest wait is
+/// still there for `mcp-host tasks result` to fetch, and not kept for ever after.
+pub(crate) fn requested_ttl(max_call_duration: Duration) -> u64 {
+    let ttl = max_call_duration.saturating_add(TTL_BEYOND_LONGEST_CALL);
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// A task as one answer showed it, whatever the era.
 #[derive(Debug, Clone)]
