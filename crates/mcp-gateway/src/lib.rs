@@ -22,6 +22,10 @@
 //! answers resume the call (at most 256 suspended calls, each for at most 300 s). Category and
 //! meta modes do not bridge it yet: there such a request is refused, saying why.
 //!
+//! Tasks are the gateway's own in every mode: a client's task-augmented call runs as a task of
+//! the gateway's whose work is the upstream call, and `tasks/*` are answered from the
+//! gateway's store under its own ids, each handshake client seeing only its session's tasks.
+//!
 //! Each client sees only its own traffic: an upstream's request or log entry that came on a
 //! call's Streamable HTTP response stream (or that call's `input_required`) goes to that call's
 //! client only; when nothing says whose it is and calls of several clients wait on the

@@ -346,9 +346,9 @@ const EXTENSIONS: &str = "extensions";
 
 /// The `capabilities.extensions` of the one upstream, as the gateway declares them: each
 /// extension is relayed whole (its requests go to the upstream as sent, see [`handle`]) except
-/// the tasks one, whose task ids the gateway would have to keep to each client (a task is
-/// polled, answered and cancelled by id, and every client's calls reach the upstream as the
-/// gateway's). `None` when nothing is left to declare.
+/// the tasks one: tasks are the gateway's own (`tasks.rs`), since every client's calls reach
+/// the upstream as the gateway's and a task id must stay with the client that started it.
+/// `None` when nothing is left to declare.
 fn relayed_extensions(upstream: &ServerCapabilities) -> Option<Value> {
     let mut extensions = upstream.extra.get(EXTENSIONS)?.as_object()?.clone();
     extensions.remove(TASKS_EXTENSION_ID);
@@ -657,8 +657,7 @@ async fn handle(
 /// extension's `skills/list`): with one upstream, which declared an extension the gateway
 /// relays ([`relayed_extensions`]), it goes there as sent, since nothing is renamed; with
 /// several, which of them it is for cannot be told, and it is not found. Tasks requests are
-/// never relayed here: a task id is the client's that started it, which the gateway would have
-/// to remember.
+/// never relayed here: the gateway answers them from its own store (`tasks.rs`).
 async fn relay_other(
     shared: &Shared,
     request: ClientRequest,
