@@ -101,8 +101,28 @@ pub(crate) fn tools_only_capabilities() -> ServerCapabilities {
     tools.list_changed = Some(false);
     let mut capabilities = ServerCapabilities::default();
     capabilities.tools = Some(tools);
-    crate::tasks::declare(&mut capabilities);
+    declare_tasks(&mut capabilities);
     capabilities
+}
+
+/// Declares tasks to the gateway's clients in both forms: 2025-11-25's `tasks` member and
+/// the 2026-07-28 extension.
+pub(crate) fn declare_tasks(caps: &mut ServerCapabilities) {
+    if let serde_json::Value::Object(tasks) =
+        serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+    {
+        caps.tasks = Some(tasks);
+    }
+    if let serde_json::Value::Object(extensions) = caps
+        .extra
+        .entry("extensions")
+        .or_insert_with(|| serde_json::Value::Object(JsonObject::new()))
+    {
+        extensions.insert(
+            mcp_protocol::schema::TASKS_EXTENSION_ID.to_owned(),
+            serde_json::json!({}),
+        );
+    }
 }
 
 /// Encodes a result for the session; a value that cannot be encoded becomes an internal

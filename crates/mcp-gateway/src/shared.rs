@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
 use mcp_protocol::schema::{
-    CallToolParams, Implementation, ProgressParams, TaskSupport, Tool, meta_key,
+    CallToolParams, Implementation, ProgressParams, TASKS_EXTENSION_ID, TaskSupport, Tool, meta_key,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
@@ -20,7 +20,7 @@ use crate::file::GatewayFile;
 use crate::metrics::{CallOutcome, Metrics};
 use crate::reply;
 use crate::routes::Routes;
-use crate::suspend::{Outcome, Suspensions, Turn, take_retry};
+use crate::suspend::{self, Outcome, Suspensions, Turn, take_retry};
 use crate::sync::lock;
 use crate::tasks::{self, RunAs};
 use crate::trace::{self, Target, Tracer};
@@ -135,7 +135,19 @@ impl Shared {
         let support = support.unwrap_or_else(|| self.task_support(server, &params.name));
         match tasks::run_as(context, asked, &support) {
             RunAs::Task => {
-                return tasks::start(self, label, server, params, context).map(Outcome::Task);
+                let owned = self
+                    .me
+                    .upgrade()
+                    .ok_or_else(|| reply::internal("the gateway is shutting down"))?;
+                let (label, server) = (label.to_owned(), server.to_owned());
+                let call: tasks::UpstreamCall = Box::new(move |call_context: RequestContext| {
+                    Box::pin(async move {
+                        owned
+                            .relay_call(&label, &server, params, &call_context)
+                            .await
+                    })
+                });
+                return tasks::start(&self.tasks, context, call).map(Outcome::Task);
             }
             RunAs::Refused => return Err(mcp_session::Tasks::required_error()),
             RunAs::Call => {}
@@ -218,6 +230,9 @@ impl Shared {
         // The upstream's requests and log entries that say they belong to this call come
         // back with its tag, and reach this client only (routes.rs).
         options = options.related(route.tag());
+        if suspend::is_in_task() {
+            options = options.as_task();
+        }
         let span = self.traces.upstream(
             &self.host,
             server,
@@ -281,6 +296,17 @@ impl Shared {
                 .as_ref()
                 .and_then(|c| serde_json::to_value(&c.capabilities).ok())
             {
+                // Whether a call runs as the upstream's task is the host's to say (it declares
+                // the tasks extension on the calls it runs as tasks, and follows them): the
+                // client's declaration would let the upstream answer a plain call with a task
+                // nobody follows.
+                let mut capabilities = capabilities;
+                if let Some(extensions) = capabilities
+                    .get_mut("extensions")
+                    .and_then(serde_json::Value::as_object_mut)
+                {
+                    extensions.remove(TASKS_EXTENSION_ID);
+                }
                 meta.insert(meta_key::CLIENT_CAPABILITIES.to_owned(), capabilities);
             }
             if let Some(level) = level {

@@ -54,6 +54,24 @@ tokio::task_local! {
     static ASKS: mpsc::Sender<Ask>;
 }
 
+tokio::task_local! {
+    /// Set around the upstream call of a gateway task (`tasks.rs`), read by
+    /// `Shared::relay_call`.
+    static IN_TASK: ();
+}
+
+/// Runs `call` as the work of a gateway task: its upstream call runs as the upstream's task
+/// where the tool allows one, so that the upstream's status and questions reach the client's
+/// task instead of being lost to a plain call that cannot ask.
+pub(crate) fn in_task<F: Future>(call: F) -> impl Future<Output = F::Output> {
+    IN_TASK.scope((), call)
+}
+
+/// Whether the call running in this task is a gateway task's work ([`in_task`]).
+pub(crate) fn is_in_task() -> bool {
+    IN_TASK.try_with(|()| ()).is_ok()
+}
+
 /// The ask channel of the suspendable call running in this task, if it is one.
 pub(crate) fn current_asks() -> Option<mpsc::Sender<Ask>> {
     ASKS.try_with(Clone::clone).ok()

@@ -16,21 +16,18 @@
 //! asked on, is sent the request itself, tagged with the task (the related-task `_meta`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_host::{CallError, Relayed};
-use mcp_protocol::schema::{
-    CallToolParams, InputRequest, RELATED_TASK_META_KEY, ServerCapabilities, TASKS_EXTENSION_ID,
-    TaskSupport, Tool, ToolExecution,
-};
+use mcp_protocol::schema::{InputRequest, RELATED_TASK_META_KEY, TaskSupport, Tool, ToolExecution};
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions};
 use mcp_session::{RequestContext, TaskContext, Tasks};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::reply::{self, call_error_result, encode};
-use crate::shared::Shared;
 use crate::suspend::{self, Ask};
 
 /// How long the gateway waits for its client to answer an upstream's request during a task:
@@ -85,50 +82,29 @@ pub(crate) fn optional(tool: &mut Tool) {
     tool.execution = Some(execution);
 }
 
-/// Declares tasks to the gateway's clients in both forms: 2025-11-25's `tasks` member and
-/// the 2026-07-28 extension.
-pub(crate) fn declare(caps: &mut ServerCapabilities) {
-    if let Value::Object(tasks) =
-        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
-    {
-        caps.tasks = Some(tasks);
-    }
-    if let Value::Object(extensions) = caps
-        .extra
-        .entry("extensions")
-        .or_insert_with(|| Value::Object(JsonObject::new()))
-    {
-        extensions.insert(TASKS_EXTENSION_ID.to_owned(), json!({}));
-    }
-}
+/// The upstream call a task runs, given the context it runs in (the client's, made to
+/// outlive its request); the caller (`Shared::relay`) makes it, so that this module needs
+/// nothing of the gateway but the store.
+pub(crate) type UpstreamCall = Box<
+    dyn FnOnce(RequestContext) -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send>>
+        + Send,
+>;
 
-/// Starts the upstream call for the client of `context` as a task of the gateway's, and
-/// returns the result announcing it (the client's era's form).
+/// Starts `call` for the client of `context` as a task of the gateway's store, and returns
+/// the result announcing it (the client's era's form).
 pub(crate) fn start(
-    shared: &Shared,
-    label: &str,
-    server: &str,
-    params: CallToolParams,
+    store: &Tasks,
     context: &RequestContext,
+    call: UpstreamCall,
 ) -> Result<RawJson, ErrorObject> {
-    let owned = shared
-        .me
-        .upgrade()
-        .ok_or_else(|| reply::internal("the gateway is shutting down"))?;
-    let (label, server) = (label.to_owned(), server.to_owned());
     let context = context.clone();
-    shared.tasks.create(&context.clone(), move |task| {
-        run(owned, label, server, params, context, task)
-    })
+    store.create(&context.clone(), move |task| run(call, context, task))
 }
 
 /// A task's work: the upstream call, with what the upstream asks meanwhile passed to the
 /// task's client; its result (or the failure as a tool error) is the task's.
 async fn run(
-    shared: Arc<Shared>,
-    label: String,
-    server: String,
-    params: CallToolParams,
+    call: UpstreamCall,
     context: RequestContext,
     task: TaskContext,
 ) -> Result<RawJson, ErrorObject> {
@@ -145,11 +121,7 @@ async fn run(
         call_context.era = Some(Era::Handshake);
     }
     let (asks_tx, mut asks) = mpsc::channel::<Ask>(8);
-    let call = suspend::asking(asks_tx, async move {
-        shared
-            .relay_call(&label, &server, params, &call_context)
-            .await
-    });
+    let call = suspend::asking(asks_tx, suspend::in_task(call(call_context)));
     tokio::pin!(call);
     let next = AtomicU64::new(0);
     let outcome = loop {

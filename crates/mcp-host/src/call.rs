@@ -54,6 +54,10 @@ pub struct CallOptions {
     /// [`HostEvent::Notification`](crate::HostEvent::Notification)): a gateway relaying for
     /// several clients tells by it whose call the server is asking or writing about.
     pub related: Option<u64>,
+    /// Run a tool whose `execution.taskSupport` is `optional` as a task, on a server that runs
+    /// tasks: a consumer that is itself serving the call as a task (a gateway) wants the
+    /// server's task, with its status and input, not a plain call that cannot ask.
+    pub as_task: bool,
 }
 
 /// What a relayed tool call ([`Host::relay_call`](crate::Host::relay_call)) came back with.
@@ -86,6 +90,12 @@ impl CallOptions {
     /// Tags the call (see [`related`](Self::related)).
     pub fn related(mut self, tag: u64) -> Self {
         self.related = Some(tag);
+        self
+    }
+
+    /// Runs an optional task tool as a task (see [`as_task`](Self::as_task)).
+    pub fn as_task(mut self) -> Self {
+        self.as_task = true;
         self
     }
 

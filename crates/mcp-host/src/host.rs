@@ -463,6 +463,7 @@ impl Host {
                 &slot.entry,
                 &support,
                 options.timeout,
+                options.as_task,
                 client.server_info(),
             )
         {

@@ -46,7 +46,6 @@ use crate::reply::{self, call_error_result, encode};
 use crate::shared::{Shared, listed_tool};
 use crate::suspend::Outcome;
 use crate::sync::lock;
-use crate::tasks;
 use crate::tool_name::{self, designates};
 use crate::trace;
 use crate::upstream_state;
@@ -337,7 +336,7 @@ fn capabilities(shared: &Shared) -> ServerCapabilities {
         }
     }
     skills::declare(shared, &mut caps);
-    tasks::declare(&mut caps);
+    reply::declare_tasks(&mut caps);
     caps
 }
 
@@ -377,7 +376,7 @@ fn everything() -> ServerCapabilities {
     caps.completions = Some(JsonObject::new());
     caps.logging = Some(JsonObject::new());
     skills::declare_while_connecting(&mut caps);
-    tasks::declare(&mut caps);
+    reply::declare_tasks(&mut caps);
     caps
 }
 

@@ -36,8 +36,7 @@ use std::time::{Duration, Instant};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, CreateTaskResult, DetailedTask, ExperimentalCreateTaskResult,
     ExperimentalListTasksResult, ExperimentalTask, ExperimentalTasksCapability, ProgressParams,
-    ProgressToken, ServerCapabilities, ServerRequest, TASKS_EXTENSION_ID, TaskStatus, TaskSupport,
-    Tool, meta_key,
+    ProgressToken, ServerCapabilities, TASKS_EXTENSION_ID, TaskStatus, TaskSupport, Tool, meta_key,
 };
 use mcp_protocol::{Era, JsonObject, RawJson, RequestOptions, ServerInfo};
 use mcp_session::Client;
@@ -49,6 +48,7 @@ use crate::error::CallError;
 use crate::events::HostEvent;
 use crate::shared::Inner;
 
+mod input;
 mod seen;
 pub(crate) mod status;
 
@@ -94,14 +94,17 @@ pub(crate) fn task_support(tool: &Tool) -> TaskSupport {
 
 /// Whether a call of a tool with `support` on `entry`'s server runs as a task: never unless
 /// the server runs tasks; always when the tool requires it; for an optional one, when the
-/// server's entry says so or the caller waits (`wait`) longer than its request timeout.
+/// server's entry says so, the caller asks (`asked`), or the caller waits (`wait`) longer
+/// than its request timeout.
 pub(crate) fn wants_task(
     entry: &crate::entry::ServerEntry,
     support: &TaskSupport,
     wait: Option<Duration>,
+    asked: bool,
     info: &ServerInfo,
 ) -> bool {
-    server_runs_tasks(info) && wants(entry, support, wait)
+    server_runs_tasks(info)
+        && (wants(entry, support, wait) || (asked && *support == TaskSupport::Optional))
 }
 
 /// [`wants_task`] for a server that runs tasks.
@@ -368,7 +371,7 @@ async fn follow(
                         .await
                         .map_err(Followed::Aborted);
                 }
-                _ => answer_inputs(call, &seen, &mut answered)
+                _ => input::answer_inputs(call, &seen, &mut answered)
                     .await
                     .map_err(Followed::Aborted)?,
             }
@@ -455,51 +458,6 @@ async fn result_of(
         .await?;
     raw.decode::<CallToolResult>()
         .map_err(|e| call.failed(Some(task_id), "tasks/result", e.to_string()))
-}
-
-/// Answers the input requests (2026-07-28) not answered yet through the host's request
-/// handler, and sends the answers with `tasks/update`.
-async fn answer_inputs(
-    call: &TaskCall<'_>,
-    seen: &Seen,
-    answered: &mut BTreeSet<String>,
-) -> Result<(), CallError> {
-    let task_id = seen.task_id.as_str();
-    let mut responses = JsonObject::new();
-    for (key, input) in &seen.input_requests {
-        if answered.contains(key) {
-            continue;
-        }
-        let request = ServerRequest::decode(&input.method, input.params.as_ref()).map_err(|e| {
-            call.failed(
-                Some(task_id),
-                "input",
-                format!("inputRequests.{key}: invalid {} params: {e}", input.method),
-            )
-        })?;
-        let answer = crate::server_requests::answer(call.inner, call.server, request, call.related)
-            .await
-            .map_err(|e| {
-                call.failed(
-                    Some(task_id),
-                    "input",
-                    format!("inputRequests.{key} was not answered: {}", e.message),
-                )
-            })?;
-        let value = answer
-            .decode::<Value>()
-            .map_err(|e| call.failed(Some(task_id), "input", e.to_string()))?;
-        responses.insert(key.clone(), value);
-    }
-    if responses.is_empty() {
-        return Ok(());
-    }
-    answered.extend(responses.keys().cloned());
-    let mut params = id_params(task_id);
-    params.insert("inputResponses".into(), Value::Object(responses));
-    call.send("tasks/update", params, task_id, "tasks/update", call.idle)
-        .await
-        .map(|_| ())
 }
 
 /// Tells the caller's progress channel and the host's subscribers where the task is.
