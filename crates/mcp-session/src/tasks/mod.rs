@@ -47,7 +47,6 @@ use mcp_protocol::schema::{
     RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, TaskError, TaskStatus, capabilities_declare_tasks,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code, missing_capability_error};
-use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -170,7 +169,6 @@ impl Default for Tasks {
 struct Shared {
     options: TaskOptions,
     store: Mutex<HashMap<String, Entry>>,
-    rng: SystemRandom,
 }
 
 /// One task as the store keeps it.
@@ -292,7 +290,6 @@ impl Tasks {
             shared: Arc::new(Shared {
                 options,
                 store: Mutex::new(HashMap::new()),
-                rng: SystemRandom::new(),
             }),
         }
     }
@@ -425,7 +422,7 @@ impl Tasks {
     /// A fresh id: 128 bits from the OS generator, in hex.
     fn mint(&self) -> Result<String, ErrorObject> {
         let mut bytes = [0u8; 16];
-        self.shared.rng.fill(&mut bytes).map_err(|_| {
+        getrandom::getrandom(&mut bytes).map_err(|_| {
             ErrorObject::new(
                 code::INTERNAL_ERROR,
                 "the OS random generator failed; no task id".to_owned(),
