@@ -135,7 +135,9 @@ macro_rules! notifications {
 pub mod method {
     use super::*;
 
-    pub use super::skills::{GetSkill, ListSkills, ReadDirectory};
+    use super::skills::{
+        GetSkillParams, GetSkillResult, ListSkillsResult, ReadDirectoryParams, ReadDirectoryResult,
+    };
 
     methods! {
         /// `initialize`: the first request of a handshake-era session.
@@ -175,6 +177,14 @@ pub mod method {
         /// `subscriptions/listen` (2026-07-28): a long-lived request whose stream carries the
         /// notifications the client opted in to.
         Listen = "subscriptions/listen", ListenParams => EmptyResult;
+        /// `skills/list` (skills extension, SEP-2640), paginated.
+        ListSkills = "skills/list", PaginatedParams => ListSkillsResult;
+        /// `skills/get` (skills extension): one skill by the URI of its `SKILL.md`; -32602 for
+        /// a URI the server does not serve as a skill.
+        GetSkill = "skills/get", GetSkillParams => GetSkillResult;
+        /// `resources/directory/read` (skills extension), paginated: a folder's direct
+        /// children; -32602 for a URI that is not a folder.
+        ReadDirectory = "resources/directory/read", ReadDirectoryParams => ReadDirectoryResult;
         /// `tasks/get` (tasks extension, 2026-07-28): the task, with its result, error or
         /// pending input requests inlined.
         GetTask = "tasks/get", TaskIdParams => DetailedTask;

@@ -19,10 +19,9 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::schema::common::PaginatedParams;
 use crate::schema::resources::Resource;
 use crate::schema::stateless::CacheScope;
-use crate::schema::{ClientCapabilities, RequestMethod, ServerCapabilities};
+use crate::schema::{ClientCapabilities, ServerCapabilities};
 use crate::wire::{JsonObject, wire_struct};
 
 /// The extension's identifier, the key under `capabilities.extensions`.
@@ -369,39 +368,4 @@ wire_struct! {
             meta: JsonObject = "_meta",
         }
     }
-}
-
-/// `skills/list`, paginated.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct ListSkills;
-
-impl RequestMethod for ListSkills {
-    const METHOD: &'static str = "skills/list";
-    type Params = PaginatedParams;
-    type Result = ListSkillsResult;
-}
-
-/// `skills/get`: one skill by the URI of its `SKILL.md`; -32602 for a URI the server does not
-/// serve as a skill.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct GetSkill;
-
-impl RequestMethod for GetSkill {
-    const METHOD: &'static str = "skills/get";
-    type Params = GetSkillParams;
-    type Result = GetSkillResult;
-}
-
-/// `resources/directory/read`, paginated: a folder's direct children; -32602 for a URI that
-/// is not a folder.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct ReadDirectory;
-
-impl RequestMethod for ReadDirectory {
-    const METHOD: &'static str = "resources/directory/read";
-    type Params = ReadDirectoryParams;
-    type Result = ReadDirectoryResult;
 }
