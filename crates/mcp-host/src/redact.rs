@@ -14,7 +14,8 @@ use mcp_http::HttpConfig;
 use mcp_protocol::Secrets;
 
 #[cfg(any(feature = "stdio", feature = "http"))]
-use crate::entry::{Connect, ServerEntry};
+use crate::entry::Connect;
+use crate::entry::ServerEntry;
 use crate::error::CallError;
 #[cfg(feature = "oauth")]
 use crate::oauth::OAuthHook;
