@@ -337,6 +337,24 @@ Records live in $XDG_RUNTIME_DIR/mcp-host/ (or mcp-host-<uid> in the temporary d
         #[arg(long)]
         kill_orphans: bool,
     },
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = "\
+Examples:
+  mcp-host completions bash > ~/.local/share/bash-completion/completions/mcp-host
+  mcp-host completions zsh > ~/.zfunc/_mcp-host
+  mcp-host completions fish > ~/.config/fish/completions/mcp-host.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page mcp-host(1) in roff (`mcp-host man | man -l -`), or write one
+    /// page per command into a directory.
+    Man {
+        /// Write `mcp-host.1` and `mcp-host-<command>.1` for each command into DIR instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// The bundled demo server itself (stdio, or Streamable HTTP at `--http ADDR`), which
     /// `demo` starts.
     #[command(hide = true)]

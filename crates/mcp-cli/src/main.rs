@@ -19,6 +19,7 @@
 
 mod args;
 mod budget;
+mod completions;
 mod demo;
 mod device;
 mod exit;
@@ -189,6 +190,8 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Untrust { .. }
         | Command::Gateway(_)
         | Command::Ps { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
         // The demo server is a server: it ends as its client or the signal decides.
         | Command::DemoServer { .. } => false,
     }
@@ -278,6 +281,8 @@ async fn run(
         Command::Gateway(GatewayCommand::Schema) => gateway::schema(&out),
         Command::Budget { gateway } => budget::run(&cx, &out, gateway.as_deref()).await,
         Command::Ps { kill_orphans } => ps::run(&out, kill_orphans),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man { dir } => completions::man(dir.as_deref()),
         Command::DemoServer { http } => demo::serve(http).await,
     }
 }

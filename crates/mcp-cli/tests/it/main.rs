@@ -6,6 +6,7 @@
 
 mod auth;
 mod budget;
+mod completions;
 mod device;
 mod exit_codes;
 mod gateway_login;
