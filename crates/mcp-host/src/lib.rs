@@ -46,6 +46,10 @@
 //! - `oauth` (implies `tls`): OAuth 2.1 for HTTP servers: [`oauth`], [`auth_store`], logins.
 //!   Without it, [`oauth::OAuthContext`] is a type with no values, so that
 //!   [`setup::entries`] keeps one signature in every build (pass `None`).
+//! - `keyring`: the OS keyring ([`keyring`]): `{"keyring": "NAME"}` references and OAuth
+//!   tokens kept there; the kernel keyring on Linux, the Keychain on macOS, the Credential
+//!   Manager on Windows.
+//! - `secret-service` (implies `keyring`): the freedesktop Secret Service on Linux, over zbus.
 //!
 //! A configuration file is shared between builds, so it is read in full whatever was left
 //! out: a server whose transport (or `https`, or `oauth` settings) needs a feature this build
@@ -74,6 +78,8 @@ pub mod export;
 mod features;
 mod fs;
 mod host;
+#[cfg(feature = "keyring")]
+pub mod keyring;
 #[cfg(feature = "oauth")]
 mod loopback;
 #[cfg(feature = "oauth")]

@@ -1,0 +1,74 @@
+//! The OS keyring for real: the Linux kernel keyring, which needs no session bus and so runs
+//! wherever the tests run. A machine whose kernel keyring is closed to us (some container
+//! runtimes filter the `keyctl` system calls) fails these tests with the reason, rather than
+//! passing them without having stored anything.
+
+#![cfg(target_os = "linux")]
+
+use mcp_host::config::{Env, Secret};
+use mcp_host::keyring::{Keyring, KeyringError, KeyringKind};
+
+fn keyutils() -> Keyring {
+    let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
+    match Keyring::open(&env) {
+        Ok(k) => k,
+        Err(e) => panic!(
+            "the kernel keyring is not usable here ({e}); these tests need keyctl(2) \
+             (a container started with the default seccomp profile of some runtimes denies it)"
+        ),
+    }
+}
+
+/// A name no other test run uses.
+fn unique(what: &str) -> String {
+    format!("it-{what}-{}", std::process::id())
+}
+
+#[test]
+fn a_secret_is_kept_read_listed_and_removed() {
+    let keyring = keyutils();
+    assert_eq!(keyring.kind(), KeyringKind::Keyutils);
+    let name = unique("kept");
+    assert_eq!(keyring.secret(&name).unwrap(), None, "not there yet");
+    keyring
+        .set_secret(&name, &Secret::new("s3cret-value"))
+        .unwrap();
+    // Another handle (as another process would open it) reads the same entry.
+    let again = keyutils();
+    assert_eq!(
+        again.secret(&name).unwrap().as_ref().map(Secret::secret),
+        Some("s3cret-value")
+    );
+    assert!(again.secret_names().unwrap().contains(&name));
+    // Replaced, not added beside.
+    keyring.set_secret(&name, &Secret::new("second")).unwrap();
+    assert_eq!(
+        keyring.secret(&name).unwrap().as_ref().map(Secret::secret),
+        Some("second")
+    );
+    assert_eq!(
+        keyring
+            .secret_names()
+            .unwrap()
+            .iter()
+            .filter(|n| **n == name)
+            .count(),
+        1
+    );
+    assert!(keyring.remove_secret(&name).unwrap());
+    assert_eq!(keyring.secret(&name).unwrap(), None);
+    assert!(!keyring.secret_names().unwrap().contains(&name));
+    assert!(!keyring.remove_secret(&name).unwrap(), "gone already");
+}
+
+#[test]
+fn errors_name_the_entry_and_never_the_value() {
+    let keyring = keyutils();
+    let err = keyring.set_secret("a/b", &Secret::new("v")).unwrap_err();
+    assert!(matches!(err, KeyringError::InvalidName { .. }), "{err}");
+    assert!(err.to_string().contains("a/b"), "{err}");
+    let name = unique("empty");
+    let err = keyring.set_secret(&name, &Secret::new("")).unwrap_err();
+    assert!(err.to_string().contains(&name), "{err}");
+    assert_eq!(keyring.secret(&name).unwrap(), None, "nothing was stored");
+}
