@@ -72,3 +72,55 @@ fn errors_name_the_entry_and_never_the_value() {
     assert!(err.to_string().contains(&name), "{err}");
     assert_eq!(keyring.secret(&name).unwrap(), None, "nothing was stored");
 }
+
+#[test]
+fn a_keyring_reference_is_resolved_at_load_and_a_missing_one_names_server_field_and_entry() {
+    use mcp_host::config::{ConfigFile, FileFormat, Scope, Transport, load_files};
+    let keyring = keyutils();
+    let name = unique("header");
+    let missing = unique("missing");
+    keyring.set_secret(&name, &Secret::new("Bearer from-keyring")).unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-host-keyring-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config.json");
+    std::fs::write(
+        &file,
+        format!(
+            r#"{{"mcpServers":{{
+              "api":{{"url":"https://api.example/mcp","headers":{{"Authorization":{{"keyring":"{name}"}}}}}},
+              "gone":{{"command":"x","env":{{"TOKEN":{{"keyring":"{missing}"}}}}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
+    let loaded = load_files(
+        &[ConfigFile::new(&file, Scope::Global, FileFormat::McpServers)],
+        &env,
+        &dir,
+    );
+    keyring.remove_secret(&name).unwrap();
+    let api = loaded.server("api").expect("resolved from the keyring");
+    let Transport::Http(http) = &api.transport else {
+        panic!("{api:?}")
+    };
+    assert_eq!(http.headers[0].0, "Authorization");
+    assert_eq!(http.headers[0].1.secret(), "Bearer from-keyring");
+    assert!(
+        api.reads_env.contains(&format!("keyring:{name}")),
+        "an approval names the entry: {:?}",
+        api.reads_env
+    );
+    assert!(loaded.server("gone").is_none());
+    let problem = loaded
+        .problems
+        .iter()
+        .find(|p| p.server.as_deref() == Some("gone"))
+        .expect("a problem for the server");
+    assert_eq!(problem.field.as_deref(), Some("env.TOKEN"));
+    assert!(
+        problem.message.contains(&missing) && problem.message.contains("mcp-host secret set"),
+        "{problem}"
+    );
+    assert!(!format!("{loaded:?}").contains("from-keyring"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -26,7 +26,7 @@ use super::model::{
     DEFAULT_REQUEST_TIMEOUT, FileFormat, FileStatus, HttpTransport, OAuthConfig, Problem,
     RejectedServer, Severity, StdioTransport, Transport,
 };
-use super::secret::{Env, Secret, SecretSource};
+use super::secret::{self, Env, Secret, SecretSource};
 use crate::permission::{Decision, ServerRules};
 
 /// The longest `request_timeout_ms` accepted: one hour.
@@ -461,20 +461,37 @@ impl EntryCx<'_, '_> {
                     return None;
                 }
             },
-            Value::Object(o) if o.contains_key("keyring") => {
+            Value::Object(o) if o.len() == 1 && o.contains_key("keyring") => match &o["keyring"] {
+                Value::String(name) if secret::is_keyring_name(name) => {
+                    SecretSource::Keyring(name.clone())
+                }
+                _ => {
+                    self.error(
+                        path,
+                        "`keyring` must name a secret (ASCII letters, digits, '-', '_', '.')",
+                    );
+                    return None;
+                }
+            },
+            _ => {
                 self.error(
                     path,
-                    "OS keyring references are not supported in this build; use {\"env\": \"NAME\"}",
+                    "must be a string, {\"env\": \"NAME\"} or {\"keyring\": \"NAME\"}",
                 );
-                return None;
-            }
-            _ => {
-                self.error(path, "must be a string or {\"env\": \"NAME\"}");
                 return None;
             }
         };
         match source {
             SecretSource::Plain(s) => Some(s),
+            SecretSource::Keyring(name) => {
+                // The approval of a project's server names the keyring entries it would send,
+                // as it names the variables (`keyring:` keeps them apart from variables).
+                let shown = format!("keyring:{name}");
+                if !self.reads_env.contains(&shown) {
+                    self.reads_env.push(shown);
+                }
+                self.from_keyring(path, &name, rs)
+            }
             SecretSource::Env(var) => {
                 if !self.reads_env.contains(&var) {
                     self.reads_env.push(var.clone());
@@ -519,6 +536,21 @@ impl EntryCx<'_, '_> {
     ) -> Option<String> {
         let s = self.string(map, field, field)?;
         self.expand(&s, field, rs)
+    }
+
+    /// The keyring secret `name`, read now: a missing entry, or no usable keyring, is an
+    /// error for the field at `path` that names the entry (never a value).
+    fn from_keyring(&mut self, path: &str, name: &str, rs: &Resolve<'_>) -> Option<Secret> {
+        let Some(env) = rs.env else {
+            return Some(Secret::new(String::new()));
+        };
+        match secret::read_keyring(env, name) {
+            Ok(s) => Some(s),
+            Err(message) => {
+                self.error(path, &message);
+                None
+            }
+        }
     }
 
     fn resolve(&mut self, path: &str, var: &str, rs: &Resolve<'_>) -> Option<Secret> {

@@ -50,6 +50,10 @@ pub enum SecretSource {
     /// `{"env": "VAR"}`: the value of the variable `VAR` at load time. Loading fails for the
     /// server (naming `VAR`) when it is unset.
     Env(String),
+    /// `{"keyring": "NAME"}`: the OS keyring's secret `NAME` (`mcp-host secret set NAME`),
+    /// read at load time. Loading fails for the server (naming `NAME`) when it is missing,
+    /// or when this build or this machine has no keyring.
+    Keyring(String),
 }
 
 impl fmt::Debug for SecretSource {
@@ -57,6 +61,7 @@ impl fmt::Debug for SecretSource {
         match self {
             Self::Plain(_) => f.write_str("Plain([redacted])"),
             Self::Env(var) => f.debug_tuple("Env").field(var).finish(),
+            Self::Keyring(name) => f.debug_tuple("Keyring").field(name).finish(),
         }
     }
 }
@@ -70,8 +75,43 @@ impl SecretSource {
         match self {
             Self::Plain(s) => serde_json::Value::String(s.secret().to_owned()),
             Self::Env(var) => serde_json::json!({ "env": var }),
+            Self::Keyring(name) => serde_json::json!({ "keyring": name }),
         }
     }
+}
+
+/// Whether `name` may be a `{"keyring": …}` reference: the keyring's own rule for secret
+/// names, checked in every build so that a file means the same everywhere.
+pub(crate) fn is_keyring_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The keyring secret `name`, or the message of the configuration problem: it names the entry
+/// and the keyring, never a value.
+#[cfg(feature = "keyring")]
+pub(crate) fn read_keyring(env: &Env, name: &str) -> Result<Secret, String> {
+    let keyring = crate::keyring::Keyring::open(env)
+        .map_err(|e| format!("keyring secret `{name}` cannot be read: {e}"))?;
+    match keyring.secret(name) {
+        Ok(Some(s)) => Ok(s),
+        Ok(None) => Err(format!(
+            "keyring secret `{name}` is not set in the {} keyring; set it with `mcp-host secret set {name}`",
+            keyring.kind()
+        )),
+        Err(e) => Err(format!("keyring secret `{name}` cannot be read: {e}")),
+    }
+}
+
+/// Without the `keyring` feature no reference resolves.
+#[cfg(not(feature = "keyring"))]
+pub(crate) fn read_keyring(_env: &Env, name: &str) -> Result<Secret, String> {
+    Err(format!(
+        "keyring secret `{name}`: OS keyring references are not supported in this build (feature `keyring`); use {{\"env\": \"NAME\"}}"
+    ))
 }
 
 /// The environment a configuration is loaded against: where the files are

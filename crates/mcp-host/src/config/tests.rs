@@ -1006,7 +1006,7 @@ fn an_unset_reference_rejects_the_server_naming_the_variable() {
     );
     let k: Vec<&Problem> = c.problems_for("k").collect();
     assert!(
-        k[0].message.contains("not supported in this build"),
+        k[0].message.contains("`keyring` must name a secret"),
         "{}",
         k[0]
     );
