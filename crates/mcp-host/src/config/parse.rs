@@ -1007,7 +1007,7 @@ fn reads_secret_variable(raw: &str) -> bool {
         let escaped = (i > 0 && rest.as_bytes()[i - 1] == b'$') || (i == 0 && prev_dollar);
         let after = &rest[i + 2..];
         let end = after.find(['}', ':']).unwrap_or(after.len());
-        if !escaped && super::secret::is_secret_name(&after[..end]) {
+        if !escaped && secret::is_secret_name(&after[..end]) {
             return true;
         }
         prev_dollar = false;
