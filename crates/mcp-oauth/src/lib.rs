@@ -38,6 +38,10 @@
 //! [`DpopSigner`] the caller supplies): proofs at the token endpoint and, through
 //! [`Credentials`], on every request to the MCP server, with the servers' nonces.
 //!
+//! The server side is [`resource`] (feature `resource`): an MCP server as an OAuth protected
+//! resource, which checks JWT access tokens against its issuer's keys (RFC 9068, RFC 8707
+//! audiences), says what it is in an RFC 9728 document, and refuses with RFC 6750 challenges.
+//!
 //! mcp-oauth depends on no other workspace crate and reads no clock or OS randomness: it does
 //! no I/O itself, and its futures run on whatever executor the caller's seams need.
 //!
@@ -48,7 +52,8 @@
 //!
 //! # Optional features
 //!
-//! None yet; `full` is accepted for uniformity.
+//! - `resource`: the protected-resource side ([`resource`]), with ring to verify signatures.
+//! - `full`: all of the above.
 //!
 //! # Stability
 //!
@@ -66,6 +71,8 @@ mod jws;
 mod pkce;
 mod preflight;
 pub mod registration;
+#[cfg(feature = "resource")]
+pub mod resource;
 mod secret;
 pub mod store;
 

@@ -1,0 +1,71 @@
+//! When to fetch the issuer's key set: a cache whose decisions take the time as an argument.
+//! Keys are fetched when there are none, when they are old, and when a token names a key the
+//! set lacks (the issuer rotated its keys), but never more than once per
+//! [`min_refetch_ms`](KeyCache::min_refetch_ms), whether fetches succeed or fail: a flood of
+//! tokens with made-up `kid`s costs the issuer one request per interval, not one per token.
+
+use super::JwkSet;
+
+/// The issuer's keys as last fetched, and when.
+#[derive(Debug, Clone)]
+pub struct KeyCache {
+    keys: Option<JwkSet>,
+    fetched_at_ms: u64,
+    attempted_at_ms: Option<u64>,
+    /// Keys older than this are fetched again (default 10 minutes).
+    pub max_age_ms: u64,
+    /// The shortest time between two fetches (default 30 s).
+    pub min_refetch_ms: u64,
+}
+
+impl Default for KeyCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KeyCache {
+    /// Empty, keys kept 10 minutes, fetches at least 30 s apart.
+    pub fn new() -> Self {
+        Self {
+            keys: None,
+            fetched_at_ms: 0,
+            attempted_at_ms: None,
+            max_age_ms: 10 * 60 * 1000,
+            min_refetch_ms: 30 * 1000,
+        }
+    }
+
+    /// The keys, if any were fetched.
+    pub fn keys(&self) -> Option<&JwkSet> {
+        self.keys.as_ref()
+    }
+
+    /// Whether to fetch now: there are no keys or they are old, or `kid` (a token's) is not
+    /// among them; and the last attempt is at least [`min_refetch_ms`](Self::min_refetch_ms)
+    /// ago.
+    pub fn should_fetch(&self, now_ms: u64, kid: Option<&str>) -> bool {
+        let wanted = match &self.keys {
+            None => true,
+            Some(keys) => {
+                now_ms.saturating_sub(self.fetched_at_ms) >= self.max_age_ms
+                    || kid.is_some_and(|kid| !keys.has_kid(kid))
+            }
+        };
+        wanted
+            && self
+                .attempted_at_ms
+                .is_none_or(|at| now_ms.saturating_sub(at) >= self.min_refetch_ms)
+    }
+
+    /// A fetch starts now: the next one waits for the interval, however this one ends.
+    pub fn attempted(&mut self, now_ms: u64) {
+        self.attempted_at_ms = Some(now_ms);
+    }
+
+    /// A fetch brought `keys`.
+    pub fn fetched(&mut self, now_ms: u64, keys: JwkSet) {
+        self.keys = Some(keys);
+        self.fetched_at_ms = now_ms;
+    }
+}
