@@ -9,12 +9,17 @@
 //! The entry must be identical in content to the file, so the file must be read exactly as a
 //! YAML parser would. Only the part of YAML that skill frontmatter uses is understood: block
 //! mappings nested by indentation, block sequences, flow sequences of scalars, plain scalars
-//! typed by the YAML 1.2 core schema (null, booleans, integers, floats, strings), and single-
-//! and double-quoted strings. Anything else (block scalars `|` and `>`, flow mappings,
-//! anchors, aliases, tags, multi-line plain scalars, tabs for indentation, a key given twice)
+//! typed by the YAML 1.2 core schema (null, booleans, integers, floats, strings), single-
+//! and double-quoted strings, and block scalars (`|` and `>`, with their chomping and
+//! indentation indicators, in `block`). Anything else (flow mappings, anchors, aliases, tags,
+//! multi-line plain or quoted scalars, tabs for indentation, a key given twice)
 //! is refused with the line it is on, rather than read differently from how another parser
 //! would read it: a file that cannot be read exactly cannot be compared, and an unclear
 //! comparison must refuse.
+
+mod block;
+#[cfg(test)]
+mod tests;
 
 use serde_json::{Map, Number, Value};
 
@@ -83,15 +88,15 @@ pub fn split(text: &str) -> Option<(&str, &str)> {
 /// Parses frontmatter text (without its `---` lines) into the JSON object an entry carries,
 /// or refuses it with the line it cannot read exactly. Empty frontmatter is an empty object.
 pub fn parse(yaml: &str) -> Parsed<JsonObject> {
-    let mut lines = Lines::new(yaml)?;
-    let Some(first) = lines.peek() else {
+    let mut lines = Lines::new(yaml);
+    let Some(first) = lines.peek()? else {
         return Ok(JsonObject::new());
     };
     if first.indent != 0 {
         return Err(first.error("the first key must not be indented"));
     }
     let map = lines.mapping(0)?;
-    if let Some(line) = lines.peek() {
+    if let Some(line) = lines.peek()? {
         return Err(line.error("indented deeper than the key before it, or less than its siblings"));
     }
     Ok(map)
@@ -158,12 +163,23 @@ fn same_number(a: &Number, b: &Number) -> bool {
     }
 }
 
-/// One non-blank line: its number, its indentation, and its content after the indentation.
+/// One line of the frontmatter as written: its number, its text (without the line break), and
+/// whether a line break ended it (the last line may have none), which block scalars keep.
+#[derive(Debug, Clone, Copy)]
+struct Row<'a> {
+    number: usize,
+    text: &'a str,
+    broken: bool,
+}
+
+/// One line that is neither blank nor a comment: its number, its indentation, its content
+/// after the indentation, and its place among the rows.
 #[derive(Debug, Clone, Copy)]
 struct Line<'a> {
     number: usize,
     indent: usize,
     content: &'a str,
+    row: usize,
 }
 
 impl Line<'_> {
@@ -175,23 +191,39 @@ impl Line<'_> {
     }
 }
 
-/// The lines of the frontmatter with blank and comment-only lines dropped.
+/// The rows of the frontmatter, read from `next` on. Structure is read a [`Line`] at a time,
+/// blank and comment-only rows skipped; a block scalar takes the rows of its content as they
+/// are (blank ones and `#` included).
 struct Lines<'a> {
-    lines: Vec<Line<'a>>,
+    rows: Vec<Row<'a>>,
     next: usize,
 }
 
 impl<'a> Lines<'a> {
-    fn new(yaml: &'a str) -> Parsed<Self> {
-        let mut lines = Vec::new();
-        for (i, raw) in yaml.lines().enumerate() {
-            let number = i + 1;
-            let raw = raw.trim_end_matches('\r');
-            let content = raw.trim_start_matches(' ');
-            let indent = raw.len() - content.len();
+    fn new(yaml: &'a str) -> Self {
+        let rows = yaml
+            .split_inclusive('\n')
+            .enumerate()
+            .map(|(i, raw)| {
+                let text = raw.strip_suffix('\n');
+                Row {
+                    number: i + 1,
+                    text: text.map_or(raw, |t| t.strip_suffix('\r').unwrap_or(t)),
+                    broken: text.is_some(),
+                }
+            })
+            .collect();
+        Self { rows, next: 0 }
+    }
+
+    /// The next line of structure, without taking it. A tab where indentation is read is
+    /// refused here, when the line is reached, since inside a block scalar it is content.
+    fn peek(&self) -> Parsed<Option<Line<'a>>> {
+        for (at, row) in self.rows.iter().enumerate().skip(self.next) {
+            let content = row.text.trim_start_matches(' ');
             if content.starts_with('\t') {
                 return Err(Unreadable {
-                    line: number,
+                    line: row.number,
                     detail: "tabs are not indentation in YAML".to_owned(),
                 });
             }
@@ -199,23 +231,40 @@ impl<'a> Lines<'a> {
             if content.is_empty() || content.starts_with('#') {
                 continue;
             }
-            lines.push(Line {
-                number,
-                indent,
+            return Ok(Some(Line {
+                number: row.number,
+                indent: row.text.len() - row.text.trim_start_matches(' ').len(),
                 content,
-            });
+                row: at,
+            }));
         }
-        Ok(Self { lines, next: 0 })
+        Ok(None)
     }
 
-    fn peek(&self) -> Option<Line<'a>> {
-        self.lines.get(self.next).copied()
+    /// Takes `line`, a line [`Lines::peek`] gave.
+    fn take(&mut self, line: Line<'_>) {
+        self.next = line.row + 1;
+    }
+
+    /// The block scalar whose header `text` is on `line`, its node at column `parent`: the
+    /// rows of its content are taken. `None` when `text` is not a block scalar's header.
+    fn block_scalar(&mut self, text: &str, parent: usize, line: Line<'_>) -> Option<Parsed<Value>> {
+        let header = match block::header(text.trim_start_matches(' '))? {
+            Ok(header) => header,
+            Err(detail) => return Some(Err(line.error(&detail))),
+        };
+        Some(
+            block::scalar(header, parent, &self.rows[self.next..]).map(|(text, taken)| {
+                self.next += taken;
+                Value::String(text)
+            }),
+        )
     }
 
     /// A block mapping whose keys are at exactly `indent`.
     fn mapping(&mut self, indent: usize) -> Parsed<JsonObject> {
         let mut map = Map::new();
-        while let Some(line) = self.peek() {
+        while let Some(line) = self.peek()? {
             if line.indent < indent {
                 break;
             }
@@ -225,7 +274,7 @@ impl<'a> Lines<'a> {
             if line.content.starts_with("- ") || line.content == "-" {
                 return Err(line.error("a sequence item where a key was expected"));
             }
-            self.next += 1;
+            self.take(line);
             let (key, rest) =
                 split_key(line.content).ok_or_else(|| line.error("expected `key: value`"))?;
             if map.contains_key(&key) {
@@ -237,14 +286,17 @@ impl<'a> Lines<'a> {
         Ok(map)
     }
 
-    /// The value after `key:`: inline, or, when nothing follows the colon, the block nested
-    /// under the key (a mapping indented deeper, or a sequence at the same or deeper
-    /// indentation), or null when nothing is nested.
+    /// The value after `key:`: a block scalar, inline, or, when nothing follows the colon, the
+    /// block nested under the key (a mapping indented deeper, or a sequence at the same or
+    /// deeper indentation), or null when nothing is nested.
     fn value(&mut self, rest: &str, indent: usize, line: Line<'_>) -> Parsed<Value> {
+        if let Some(scalar) = self.block_scalar(rest, indent, line) {
+            return scalar;
+        }
         if !is_absent(rest) {
             return inline(rest).map_err(|detail| line.error(&detail));
         }
-        let Some(next) = self.peek() else {
+        let Some(next) = self.peek()? else {
             return Ok(Value::Null);
         };
         let is_item = next.content.starts_with("- ") || next.content == "-";
@@ -257,11 +309,11 @@ impl<'a> Lines<'a> {
         Ok(Value::Null)
     }
 
-    /// A block sequence whose `-` are at exactly `indent`. Items are scalars or flow
-    /// sequences; nested blocks inside items are not understood.
+    /// A block sequence whose `-` are at exactly `indent`. Items are scalars (block scalars
+    /// included) or flow sequences; nested blocks inside items are not understood.
     fn sequence(&mut self, indent: usize) -> Parsed<Value> {
         let mut items = Vec::new();
-        while let Some(line) = self.peek() {
+        while let Some(line) = self.peek()? {
             if line.indent != indent {
                 if line.indent > indent {
                     return Err(
@@ -277,9 +329,13 @@ impl<'a> Lines<'a> {
             else {
                 break;
             };
-            self.next += 1;
+            self.take(line);
+            if let Some(scalar) = self.block_scalar(item, indent, line) {
+                items.push(scalar?);
+                continue;
+            }
             if is_absent(item) {
-                if self.peek().is_some_and(|n| n.indent > indent) {
+                if self.peek()?.is_some_and(|n| n.indent > indent) {
                     return Err(
                         line.error("nested blocks inside a sequence item are not supported")
                     );
@@ -368,9 +424,6 @@ fn inline(s: &str) -> Result<Value, String> {
             let (items, after) = flow_sequence(s)?;
             trailing(after)?;
             Ok(items)
-        }
-        Some('|' | '>') => {
-            Err("block scalars (`|`, `>`) are not supported; quote the string".to_owned())
         }
         Some('{') => Err("flow mappings are not supported".to_owned()),
         Some(c) if starts_with_indicator(s) => {
