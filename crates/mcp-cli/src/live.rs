@@ -28,6 +28,7 @@ use crate::args::{CallArgs, ModelApi, ReadScope};
 use crate::exit::{Code, Failure};
 use crate::manage::{self, Context};
 use crate::output::{Out, Spinner, Table, cell, clean};
+use crate::remember::{Answer, Remembered};
 
 /// How a host for one command is set up.
 #[derive(Default)]
@@ -132,6 +133,18 @@ pub(crate) async fn start(
     Ok(Live { host })
 }
 
+/// How long a command waits, once its work is done and printed, for its servers to end
+/// politely (stdin closed, an HTTP session deleted): a server that ignores that would
+/// otherwise hold the person for the whole close-then-SIGTERM sequence (4 s) after the answer.
+const SHUTDOWN_BOUND: Duration = Duration::from_millis(300);
+
+/// Ends the servers of a command that is done: politely for at most [`SHUTDOWN_BOUND`]; a
+/// server still running then is killed with its process group (its handles are dropped, and
+/// its keeper kills the group when this process exits in any case).
+pub(crate) async fn finish(host: &Host) {
+    let _ = tokio::time::timeout(SHUTDOWN_BOUND, host.shutdown()).await;
+}
+
 /// Starts `entries` on `host` with a spinner (by default one that counts them as they
 /// settle).
 pub(crate) async fn connect(host: &Host, entries: Vec<mcp_host::ServerEntry>, text: SpinnerText) {
@@ -162,16 +175,21 @@ pub(crate) async fn connect(host: &Host, entries: Vec<mcp_host::ServerEntry>, te
 
 /// A terminal prompter when stdin and stderr are terminals: `--yes` is not needed by a person
 /// who can answer.
-pub(crate) fn terminal_prompter() -> Option<Arc<dyn Prompter>> {
+pub(crate) fn terminal_prompter(cx: &Context) -> Option<Arc<dyn Prompter>> {
     if crate::output::can_ask() {
-        Some(Arc::new(TerminalPrompter))
+        Some(Arc::new(TerminalPrompter {
+            remembered: Remembered::new(cx),
+        }))
     } else {
         None
     }
 }
 
-/// Asks on the terminal: the server, the tool and the arguments, then `[y/N]`.
-struct TerminalPrompter;
+/// Asks on the terminal: the server, the tool and the arguments, then `[y/N/always]` for a
+/// tool (`always` is kept: see `remember.rs`), `[y/N]` for an operation.
+struct TerminalPrompter {
+    remembered: Remembered,
+}
 
 impl Prompter for TerminalPrompter {
     fn confirm<'a>(
@@ -179,7 +197,24 @@ impl Prompter for TerminalPrompter {
         call: &'a CallRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         let question = question(call);
-        Box::pin(crate::output::ask(format!("{question} [y/N] ")))
+        Box::pin(async move {
+            if self.remembered.allows(call) {
+                return true;
+            }
+            if !crate::remember::offers_always(call) {
+                return crate::output::ask(format!("{question} [y/N] ")).await;
+            }
+            let line = crate::output::ask_line(format!("{question} [y/N/always] ")).await;
+            match Answer::parse(&line) {
+                Answer::Yes => true,
+                Answer::No => false,
+                Answer::Always => {
+                    let kept = self.remembered.keep(call);
+                    eprintln!("{}", clean(&kept));
+                    true
+                }
+            }
+        })
     }
 }
 
@@ -217,7 +252,7 @@ pub(crate) async fn test(
         .server_tools(id)
         .map(|t| t.tool.clone())
         .collect();
-    live.host.shutdown().await;
+    finish(&live.host).await;
     let Some(status) = status else {
         return Err(Failure::config(format!("no server `{id}` is configured")));
     };
@@ -305,7 +340,7 @@ pub(crate) async fn status(cx: &Context, out: &Out, id: Option<&str>) -> Result<
     }
     let live = start(cx, out, loaded, id, Setup::default()).await?;
     let statuses = live.host.status();
-    live.host.shutdown().await;
+    finish(&live.host).await;
     match id {
         Some(id) => match statuses.iter().find(|s| s.id == id) {
             Some(s) => show_detail(out, s),
@@ -500,7 +535,7 @@ pub(crate) async fn tools(
         Some(api) => show_model_tools(out, &live.host, id, api),
         None => show_tools(out, &live.host, id),
     };
-    live.host.shutdown().await;
+    finish(&live.host).await;
     outcome
 }
 
@@ -621,12 +656,12 @@ pub(crate) async fn call(cx: &Context, out: &Out, a: CallArgs) -> Result<(), Fai
     manage::report_problems(out, &loaded);
     let setup = Setup {
         yes: a.yes,
-        prompter: if a.yes { None } else { terminal_prompter() },
+        prompter: if a.yes { None } else { terminal_prompter(cx) },
         ..Setup::default()
     };
     let live = start(cx, out, loaded, Some(&a.id), setup).await?;
     let outcome = call_on(out, &live.host, &a.id, &a.tool, arguments, a.timeout_ms).await;
-    live.host.shutdown().await;
+    finish(&live.host).await;
     outcome
 }
 
@@ -662,16 +697,27 @@ pub(crate) async fn call_on(
         options = options.timeout(Duration::from_millis(ms));
     }
     let show_progress = out.is_direct() && std::io::stderr().is_terminal();
+    // In the shell the prompt line is the person's: progress is a line above it, the first
+    // at once and then at most one a second, naming the call (several may run).
+    let shell_progress = (!out.is_direct() && !out.is_json()).then(|| out.clone());
+    let label = format!("`{}` on `{id}`", cell(&tool, 80));
     let progress = tokio::spawn(async move {
+        let mut shown: Option<Instant> = None;
         while let Some(p) = rx.recv().await {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let message = p
+                .message
+                .as_deref()
+                .map(|m| format!(" {}", cell(m, 80)))
+                .unwrap_or_default();
             if show_progress {
-                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                let message = p
-                    .message
-                    .as_deref()
-                    .map(|m| format!(" {}", cell(m, 80)))
-                    .unwrap_or_default();
                 eprint!("\rprogress {}{total}{message}\x1b[K", p.progress);
+            }
+            if let Some(out) = &shell_progress
+                && shown.is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+            {
+                shown = Some(Instant::now());
+                out.note(&format!("progress {label}: {}{total}{message}", p.progress));
             }
         }
         if show_progress {
@@ -787,7 +833,7 @@ pub(crate) async fn resources(cx: &Context, out: &Out, id: Option<&str>) -> Resu
     manage::report_problems(out, &loaded);
     let live = start(cx, out, loaded, id, Setup::default()).await?;
     let outcome = show_resources(out, &live.host, id).await;
-    live.host.shutdown().await;
+    finish(&live.host).await;
     outcome
 }
 
@@ -864,7 +910,7 @@ pub(crate) async fn read(cx: &Context, out: &Out, id: &str, uri: &str) -> Result
     manage::report_problems(out, &loaded);
     let live = start(cx, out, loaded, Some(id), Setup::default()).await?;
     let outcome = read_on(out, &live.host, id, uri).await;
-    live.host.shutdown().await;
+    finish(&live.host).await;
     outcome
 }
 
@@ -914,7 +960,7 @@ pub(crate) async fn prompts(cx: &Context, out: &Out, id: Option<&str>) -> Result
     manage::report_problems(out, &loaded);
     let live = start(cx, out, loaded, id, Setup::default()).await?;
     let outcome = show_prompts(out, &live.host, id).await;
-    live.host.shutdown().await;
+    finish(&live.host).await;
     outcome
 }
 
@@ -996,7 +1042,7 @@ pub(crate) async fn get(
     manage::report_problems(out, &loaded);
     let live = start(cx, out, loaded, Some(id), Setup::default()).await?;
     let outcome = get_on(out, &live.host, id, prompt, args.into_iter().collect()).await;
-    live.host.shutdown().await;
+    finish(&live.host).await;
     outcome
 }
 
@@ -1136,7 +1182,7 @@ pub(crate) async fn login_to(
     };
     let live = start(cx, out, loaded, Some(id), setup).await?;
     let status = live.host.server_status(id);
-    live.host.shutdown().await;
+    finish(&live.host).await;
     let Some(status) = status else {
         return Err(Failure::config(format!("no server `{id}` is configured")));
     };

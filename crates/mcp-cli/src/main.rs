@@ -19,6 +19,7 @@
 
 mod args;
 mod budget;
+mod complete;
 mod completions;
 mod demo;
 mod device;
@@ -30,6 +31,7 @@ mod logging;
 mod manage;
 mod output;
 mod ps;
+mod remember;
 mod shell;
 mod skills;
 mod tasks;

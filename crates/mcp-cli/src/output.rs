@@ -19,6 +19,13 @@ pub(crate) fn can_ask() -> bool {
 /// Asks `question` on stderr and reads the answer from stdin, off the runtime's threads: only
 /// `y` or `yes`, in any case, is a yes; an unreadable answer is a no.
 pub(crate) async fn ask(question: String) -> bool {
+    let answer = ask_line(question).await;
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Asks `question` on stderr and reads the line typed on stdin, off the runtime's threads; an
+/// unreadable answer is an empty line.
+pub(crate) async fn ask_line(question: String) -> String {
     tokio::task::spawn_blocking(move || {
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{question}");
@@ -26,12 +33,12 @@ pub(crate) async fn ask(question: String) -> bool {
         drop(err);
         let mut answer = String::new();
         if std::io::stdin().read_line(&mut answer).is_err() {
-            return false;
+            return String::new();
         }
-        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+        answer
     })
     .await
-    .unwrap_or(false)
+    .unwrap_or_default()
 }
 
 /// Where a line goes instead of stdout and stderr: the shell prints above its prompt.

@@ -3,6 +3,13 @@
 //! so `/mcp` answers while a slow `/call` is still running, and results are printed above the
 //! prompt when they arrive. A permission question is answered on the next line typed.
 //!
+//! Tab completes the commands, the server ids and, after `/call ID`, that server's tools, read
+//! from the running host when Tab is pressed (`complete.rs`). `/cancel` cancels the call
+//! started last that still runs: its task is aborted, which drops the call, and the host sends
+//! the server `notifications/cancelled`. A tool's progress is shown above the prompt as
+//! `call` shows it on its line. `always` at a permission question allows the tool for good
+//! (`remember.rs`). `quit` and `exit` end the session, with or without their slash.
+//!
 //! Signals: the prompt is back while calls run, so the terminal is raw nearly all the time and
 //! a Ctrl-C typed is a byte that clears the line (readline's convention), never a signal. A
 //! SIGINT signal (`kill -INT`, or a Ctrl-C while the servers start, when the terminal is not
@@ -28,32 +35,46 @@ use crate::exit::{Code, Failure};
 use crate::live::{self, Setup};
 use crate::manage::{self, Context};
 use crate::output::{Out, Sink};
+use crate::remember::{self, Answer, Remembered};
 use crate::trust;
 
+pub(crate) use crate::complete::ShellHelper;
+
 const HELP: &str = "\
-commands:
+commands (Tab completes commands, server ids and tool names):
   /mcp                       every server's state (answers while calls run)
   /mcp ID                    one server's details
   /tools [ID]                the tools, as a model sees them
   /call ID TOOL [JSON]       call a tool (JSON: the arguments object)
+  /cancel                    cancel the call started last that still runs
   /resources [ID]            list resources
   /read ID URI               read a resource
   /prompts [ID]              list prompts
   /get ID PROMPT [NAME=VALUE]...  get a prompt
   /reload                    read the configuration again and apply it
   /help                      this list
-  /quit                      end the session (also Ctrl-D)";
+  /quit                      end the session (also quit, exit, /exit, Ctrl-D)";
 
 const PROMPT: &str = "mcp> ";
 
-/// The shell's line editor.
-pub(crate) type Editor = rustyline::DefaultEditor;
+/// The shell's line editor, completing from the host once it runs.
+pub(crate) type Editor = rustyline::Editor<ShellHelper, rustyline::history::DefaultHistory>;
 
 /// Makes the line editor. Call it before listening for SIGINT (see the module doc).
 pub(crate) fn editor() -> Result<Editor, Failure> {
-    rustyline::DefaultEditor::new()
-        .map_err(|e| Failure::new(Code::Other, format!("cannot start line editing: {e}")))
+    let mut editor = Editor::new()
+        .map_err(|e| Failure::new(Code::Other, format!("cannot start line editing: {e}")))?;
+    editor.set_helper(Some(ShellHelper::default()));
+    Ok(editor)
 }
+
+/// Whether `line` ends the session.
+fn is_quit(line: &str) -> bool {
+    matches!(line, "/quit" | "/exit" | "/q" | "quit" | "exit")
+}
+
+/// The calls running, oldest first: their number, what was typed, and how to abort them.
+type Running = Arc<Mutex<Vec<(u64, String, tokio::task::AbortHandle)>>>;
 
 /// Set when the shell ends on a signal: the reader must not read (and make the terminal raw)
 /// again.
@@ -65,8 +86,9 @@ pub(crate) fn stop_reading() {
     STOP_READING.store(true, Ordering::SeqCst);
 }
 
-/// Answers waiting for a permission question, oldest first.
-type Pending = Arc<Mutex<VecDeque<oneshot::Sender<bool>>>>;
+/// Answers waiting for a permission question, oldest first: where the answer goes, and
+/// whether "always" may be answered.
+type Pending = Arc<Mutex<VecDeque<(oneshot::Sender<Answer>, bool)>>>;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -76,6 +98,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct ShellPrompter {
     pending: Pending,
     print: Sink,
+    remembered: Remembered,
 }
 
 impl Prompter for ShellPrompter {
@@ -85,10 +108,27 @@ impl Prompter for ShellPrompter {
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         let question = live::question(call);
         Box::pin(async move {
+            if self.remembered.allows(call) {
+                return true;
+            }
+            let always = remember::offers_always(call);
             let (tx, rx) = oneshot::channel();
-            lock(&self.pending).push_back(tx);
-            (self.print)(&format!("{question} type y or n"));
-            rx.await.unwrap_or(false)
+            lock(&self.pending).push_back((tx, always));
+            let choices = if always {
+                "type y, n or always"
+            } else {
+                "type y or n"
+            };
+            (self.print)(&format!("{question} {choices}"));
+            match rx.await.unwrap_or(Answer::No) {
+                Answer::Yes => true,
+                Answer::No => false,
+                Answer::Always => {
+                    let kept = self.remembered.keep(call);
+                    (self.print)(&crate::output::clean(&kept));
+                    true
+                }
+            }
         })
     }
 }
@@ -127,6 +167,7 @@ pub(crate) async fn run(
     let prompter: Arc<dyn Prompter> = Arc::new(ShellPrompter {
         pending: pending.clone(),
         print: printer.clone(),
+        remembered: Remembered::new(cx),
     });
     let loaded = cx.load(ReadScope::Effective);
     manage::report_problems(&out, &loaded);
@@ -143,6 +184,9 @@ pub(crate) async fn run(
     )
     .await?;
     let host = live.host.clone();
+    if let Some(helper) = editor.helper_mut() {
+        helper.host = Some(host.clone());
+    }
     live::show_statuses(&out, &host.status());
     out.text("type /help for the commands, /quit to leave");
 
@@ -197,9 +241,11 @@ pub(crate) async fn run(
     });
 
     let mut tasks = tokio::task::JoinSet::new();
+    let running: Running = Arc::default();
+    let mut calls = 0u64;
     while let Some(Some(line)) = lines.recv().await {
         let line = line.trim().to_owned();
-        if matches!(line.as_str(), "/quit" | "/exit" | "/q") {
+        if is_quit(&line) {
             break;
         }
         let _ = go_tx.send(true);
@@ -207,18 +253,45 @@ pub(crate) async fn run(
             continue;
         }
         if !line.starts_with('/') {
-            let answer = lock(&pending).pop_front();
-            match answer {
-                Some(tx) => {
-                    let yes = matches!(line.as_str(), "y" | "Y" | "yes" | "Yes" | "YES");
-                    let _ = tx.send(yes);
+            // The oldest question still waited for (a cancelled call's is gone).
+            let waiting = {
+                let mut pending = lock(&pending);
+                loop {
+                    match pending.pop_front() {
+                        Some((tx, _)) if tx.is_closed() => continue,
+                        other => break other,
+                    }
+                }
+            };
+            match waiting {
+                Some((tx, always)) => {
+                    let answer = match Answer::parse(&line) {
+                        Answer::Always if !always => Answer::No,
+                        answer => answer,
+                    };
+                    let _ = tx.send(answer);
                 }
                 None => out.note("commands start with `/`; type /help"),
             }
             continue;
         }
+        if line == "/cancel" {
+            cancel(&out, &running);
+            continue;
+        }
         if let Some(job) = command(cx, &out, &host, &line) {
-            tasks.spawn(job);
+            if line.starts_with("/call") {
+                calls += 1;
+                let n = calls;
+                let done = running.clone();
+                let handle = tasks.spawn(async move {
+                    job.await;
+                    lock(&done).retain(|(m, _, _)| *m != n);
+                });
+                lock(&running).push((n, line.clone(), handle));
+            } else {
+                tasks.spawn(job);
+            }
         }
         // Forget finished tasks.
         while tasks.try_join_next().is_some() {}
@@ -226,11 +299,32 @@ pub(crate) async fn run(
     tasks.abort_all();
     // Unanswered questions are refusals.
     lock(&pending).clear();
-    host.shutdown().await;
+    live::finish(&host).await;
     let _ = go_tx.send(false);
     drop(lines);
     let _ = tokio::task::spawn_blocking(move || reader.join()).await;
     Ok(())
+}
+
+/// `/cancel`: aborts the call started last that still runs. Its call future is dropped, so
+/// the host sends the server `notifications/cancelled` and forgets the late answer.
+fn cancel(out: &Out, running: &Running) {
+    let last = lock(running).pop();
+    match last {
+        Some((_, typed, handle)) => {
+            handle.abort();
+            let left = lock(running).len();
+            let more = match left {
+                0 => String::new(),
+                n => format!("; {n} more still running"),
+            };
+            out.text(&format!(
+                "cancelled: {}{more}",
+                crate::output::cell(&typed, 80)
+            ));
+        }
+        None => out.note("no call is running"),
+    }
 }
 
 /// Runs the quick commands now; returns the slow ones as a task.

@@ -6,6 +6,7 @@
 
 mod auth;
 mod budget;
+mod call_exit;
 mod completions;
 mod device;
 mod exit_codes;

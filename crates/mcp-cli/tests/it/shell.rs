@@ -180,12 +180,12 @@ fn permission_questions_are_answered_in_the_shell() {
     pty.wait_for("type /help", 0);
     let mark = pty.len();
     pty.type_line(r#"/call demo add {"a": 2, "b": 3}"#);
-    let asked = pty.wait_for("type y or n", mark);
+    let asked = pty.wait_for("type y, n or always", mark);
     pty.type_line("y");
     pty.wait_for("2 + 3 = 5", asked);
     let mark = pty.len();
     pty.type_line(r#"/call demo add {"a": 1, "b": 1}"#);
-    let asked = pty.wait_for("type y or n", mark);
+    let asked = pty.wait_for("type y, n or always", mark);
     pty.type_line("n");
     pty.wait_for("was denied", asked);
     pty.quit();
@@ -200,7 +200,7 @@ fn call_asks_on_the_terminal() {
         &["call", "demo", "add", "--args", r#"{"a": 4, "b": 5}"#],
     );
     let mut pty = pty;
-    let asked = pty.wait_for("[y/N]", 0);
+    let asked = pty.wait_for("[y/N/always]", 0);
     pty.type_line("y");
     pty.wait_for("4 + 5 = 9", asked);
     assert!(pty.child.wait().unwrap().success());
@@ -209,7 +209,7 @@ fn call_asks_on_the_terminal() {
         &u,
         &["call", "demo", "add", "--args", r#"{"a": 4, "b": 5}"#],
     );
-    let asked = pty.wait_for("[y/N]", 0);
+    let asked = pty.wait_for("[y/N/always]", 0);
     pty.type_line("n");
     pty.wait_for("was denied", asked);
     assert_eq!(pty.child.wait().unwrap().code(), Some(6));
@@ -271,4 +271,207 @@ fn the_question_shows_the_whole_command_line_and_the_values_that_change_what_run
     pty.type_line("n");
     pty.wait_for("not approved", asked);
     assert_eq!(pty.child.wait().unwrap().code(), Some(3));
+}
+
+/// Waits for the shell to end by itself, successfully.
+#[track_caller]
+fn ends(mut pty: Pty) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = pty.child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shell did not end:\n{}",
+            pty.seen_since(0)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn quit_and_exit_end_the_shell_without_their_slash() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    for word in ["quit", "exit", "/exit"] {
+        let mut pty = Pty::start(&u, &["shell", "--yes"]);
+        let at = pty.wait_for("type /help", 0);
+        pty.wait_for("mcp> ", at);
+        pty.type_line(word);
+        ends(pty);
+    }
+}
+
+#[test]
+fn tab_completes_commands_server_ids_and_tool_names() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let mut pty = Pty::start(&u, &["shell", "--yes"]);
+    let at = pty.wait_for("type /help", 0);
+    pty.wait_for("mcp> ", at);
+    // Each word typed in part and completed with Tab; the line only works if all three were.
+    let typed = pty.len();
+    for part in ["/cal\t", "de\t", "ad\t"] {
+        pty.master.write_all(part.as_bytes()).unwrap();
+        pty.master.flush().unwrap();
+        // The completed word is drawn before the next part is typed.
+        let whole = match part {
+            "/cal\t" => "/call ",
+            "de\t" => "demo ",
+            _ => "add ",
+        };
+        pty.wait_for(whole, typed);
+    }
+    pty.type_line(r#"{"a": 20, "b": 22}"#);
+    let answered = pty.wait_for("20 + 22 = 42", typed);
+    pty.wait_for("mcp> ", answered);
+    // A tool of another name is offered only for its own server: `sl` is the demo's slow.
+    let typed = pty.len();
+    pty.master.write_all(b"/call demo sl\t").unwrap();
+    pty.master.flush().unwrap();
+    pty.wait_for("slow ", typed);
+    pty.type_line(r#"{"seconds": 0}"#);
+    pty.wait_for("done after", typed);
+    pty.quit();
+}
+
+#[test]
+fn progress_of_a_long_call_shows_above_the_prompt() {
+    let u = User::new();
+    u.add_demo("demo", "project");
+    let mut pty = Pty::start(&u, &["shell", "--yes"]);
+    let at = pty.wait_for("type /help", 0);
+    pty.wait_for("mcp> ", at);
+    let typed = pty.len();
+    pty.type_line(r#"/call demo slow {"seconds": 2, "step_ms": 100}"#);
+    let progress = pty.wait_for("progress `slow` on `demo`: ", typed);
+    let done = pty.wait_for("done after 2000 ms", typed);
+    assert!(progress < done, "{}", pty.seen_since(typed));
+    pty.wait_for("mcp> ", done);
+    pty.quit();
+}
+
+#[test]
+fn cancel_cancels_the_running_call_at_the_server() {
+    let u = User::new();
+    let log = u.home.path().join("requests.log");
+    let fake = mcp_testkit::fake_server();
+    u.run(&[
+        "add",
+        "fake",
+        "--",
+        fake.to_str().unwrap(),
+        "--log-requests",
+        log.to_str().unwrap(),
+    ])
+    .code(0);
+    let mut pty = Pty::start(&u, &["shell", "--yes"]);
+    let at = pty.wait_for("type /help", 0);
+    pty.wait_for("mcp> ", at);
+    let typed = pty.len();
+    pty.type_line("/cancel");
+    pty.wait_for("no call is running", typed);
+
+    let typed = pty.len();
+    pty.type_line("/call fake hang");
+    // The call is at the server before it is cancelled.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("tools/call")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.type_line("/cancel");
+    let cancelled = pty.wait_for("cancelled: /call fake hang", typed);
+    pty.wait_for("mcp> ", cancelled);
+    // The server counts the notifications/cancelled it received.
+    let typed = pty.len();
+    pty.type_line("/call fake stats");
+    let stats = pty.wait_for("cancelled=1", typed);
+    pty.wait_for("mcp> ", stats);
+    pty.quit();
+}
+
+#[test]
+fn always_allow_is_kept_in_the_user_file_and_honoured_by_the_next_process() {
+    let u = User::new();
+    u.add_demo("demo", "global");
+    let add = ["call", "demo", "add", "--args", r#"{"a": 2, "b": 3}"#];
+    // Presence first: with nobody to ask, the call is refused.
+    u.run(&add).code(6);
+
+    let mut pty = Pty::start(&u, &["shell"]);
+    let at = pty.wait_for("type /help", 0);
+    pty.wait_for("mcp> ", at);
+    let typed = pty.len();
+    pty.type_line(r#"/call demo add {"a": 1, "b": 1}"#);
+    let asked = pty.wait_for("type y, n or always", typed);
+    pty.type_line("always");
+    pty.wait_for("1 + 1 = 2", asked);
+    pty.wait_for("always allowed: `add` on `demo`", asked);
+    // The same process asks no more about that tool, and still asks about another.
+    let typed = pty.len();
+    pty.type_line(r#"/call demo add {"a": 3, "b": 4}"#);
+    let answered = pty.wait_for("3 + 4 = 7", typed);
+    pty.wait_for("mcp> ", answered);
+    let typed = pty.len();
+    pty.type_line(r#"/call demo echo {"text": "hi"}"#);
+    let asked = pty.wait_for("type y, n or always", typed);
+    let seen = pty.seen_since(0);
+    assert_eq!(seen.matches("type y, n or always").count(), 2, "{seen}");
+    pty.type_line("n");
+    pty.wait_for("was denied", asked);
+    pty.quit();
+
+    let global: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(u.global_file()).unwrap()).unwrap();
+    assert_eq!(
+        global["mcp"]["servers"]["demo"]["permission"]["tools"]["add"], "allow",
+        "{global}"
+    );
+    // The next process, with nobody to ask, calls it; the other tool is still refused.
+    u.run(&add).code(0).out_has("2 + 3 = 5");
+    u.run(&["call", "demo", "echo", "--args", r#"{"text": "x"}"#])
+        .code(6);
+}
+
+#[test]
+fn always_at_the_call_question_is_kept_and_a_project_server_keeps_it_for_now_only() {
+    let u = User::new();
+    u.add_demo("demo", "global");
+    let mut pty = Pty::start(
+        &u,
+        &["call", "demo", "add", "--args", r#"{"a": 4, "b": 5}"#],
+    );
+    let asked = pty.wait_for("[y/N/always]", 0);
+    pty.type_line("a");
+    pty.wait_for("4 + 5 = 9", asked);
+    assert!(pty.child.wait().unwrap().success());
+    u.run(&["call", "demo", "add", "--args", r#"{"a": 1, "b": 2}"#])
+        .code(0)
+        .out_has("1 + 2 = 3");
+
+    // A server of the project's own file: allowed for the session, and said so; the file
+    // is left alone (its allow would be read as ask).
+    u.add_demo("mine", "project");
+    let mut pty = Pty::start(&u, &["shell"]);
+    let at = pty.wait_for("type /help", 0);
+    pty.wait_for("mcp> ", at);
+    let typed = pty.len();
+    pty.type_line(r#"/call mine add {"a": 1, "b": 1}"#);
+    let asked = pty.wait_for("type y, n or always", typed);
+    pty.type_line("always");
+    pty.wait_for("1 + 1 = 2", asked);
+    pty.wait_for("until this session ends", asked);
+    pty.quit();
+    let project = std::fs::read_to_string(u.project_file()).unwrap();
+    assert!(project.contains("\"mine\""), "{project}");
+    assert!(!project.contains("permission"), "{project}");
 }

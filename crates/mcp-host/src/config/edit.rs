@@ -343,6 +343,43 @@ pub fn set_enabled(path: &Path, id: &str, enabled: bool) -> Result<(), ConfigErr
     })
 }
 
+/// Sets `permission.tools.<tool>` to `"allow"` on server `id` in the file at `path`: a
+/// person's "always allow this tool" answer at the approval question, kept where the next
+/// process honours it. That is the user's own file: a project file's `allow` is read as `ask`,
+/// so writing it there would be silently ignored. The rest of the entry is kept as it is.
+/// [`ConfigError::ServerNotFound`] when the file lacks `id`.
+pub fn allow_tool(path: &Path, id: &str, tool: &str) -> Result<(), ConfigError> {
+    check_id(id)?;
+    let invalid = |message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    edit(path, false, |servers| {
+        let Some(entry) = servers.get_mut(id) else {
+            return Err(not_found(path, id));
+        };
+        let Value::Object(entry) = entry else {
+            return Err(invalid(format!(
+                "the entry of server `{id}` is not an object"
+            )));
+        };
+        let permission = entry.entry("permission").or_insert_with(|| json!({}));
+        let Value::Object(permission) = permission else {
+            return Err(invalid(format!(
+                "`permission` of server `{id}` is not an object"
+            )));
+        };
+        let tools = permission.entry("tools").or_insert_with(|| json!({}));
+        let Value::Object(tools) = tools else {
+            return Err(invalid(format!(
+                "`permission.tools` of server `{id}` is not an object"
+            )));
+        };
+        tools.insert(tool.to_owned(), json!("allow"));
+        Ok(())
+    })
+}
+
 fn check_id(id: &str) -> Result<(), ConfigError> {
     if parse::is_valid_server_id(id) {
         Ok(())

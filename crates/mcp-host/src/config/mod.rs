@@ -43,6 +43,7 @@ pub use import::{
     ImportError, ImportReport, ImportSource, ImportedServer, NeededVariable, NotCarried,
     WriteOutcome, read as import_read, write as import_write,
 };
+pub use edit::allow_tool;
 pub use model::{
     ConfigFile, ConfiguredServer, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileReport,

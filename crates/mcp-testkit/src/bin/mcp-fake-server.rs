@@ -15,7 +15,10 @@
 //!   --ignore-unknown        never answer a request whose method it does not know
 //!                           (`server/discover` among them), as some handshake-era servers do
 //!   --log-requests PATH     append the method of every request received to PATH, one a line
-//!                           (what a test counts to see which requests a host sent)
+//!                           (what a test counts to see which requests a host sent); with
+//!                           --ignore-stdin-close also `stdin closed`, with --ignore-sigterm
+//!                           also `SIGTERM` for each one received (how a test sees how far a
+//!                           host's polite shutdown went)
 //!   --startup-delay-ms N    wait before reading stdin (or before exiting, with --exit-on-start)
 //!   --garbage-on-start      print a non-JSON line before anything else
 //!   --stderr-on-start N     write N bytes to stderr at start-up
@@ -221,9 +224,21 @@ async fn run(flags: Flags) {
         eprintln!("fatal: the API key {key:?} was rejected; cannot start");
         std::process::exit(code);
     }
-    let _term = flags.ignore_sigterm.then(|| {
+    let term = flags.ignore_sigterm.then(|| {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap()
     });
+    // Each SIGTERM ignored is logged where asked; otherwise it is only ignored.
+    let _term = match (term, flags.log_requests.clone()) {
+        (Some(mut term), Some(path)) => {
+            tokio::spawn(async move {
+                while term.recv().await.is_some() {
+                    log_line(&path, "SIGTERM");
+                }
+            });
+            None
+        }
+        (term, _) => term,
+    };
     if flags.stderr_on_start > 0 {
         let _ = std::io::stderr().write_all(&vec![b'e'; flags.stderr_on_start]);
     }
@@ -281,6 +296,9 @@ async fn run(flags: Flags) {
                 Ok(0) | Err(_) => {
                     if !flags.ignore_stdin_close {
                         break;
+                    }
+                    if let Some(path) = &flags.log_requests {
+                        log_line(path, "stdin closed");
                     }
                     stdin_open = false;
                 }
@@ -449,6 +467,16 @@ fn flush(session: &mut ServerSession, out: &Out) {
     if !buf.is_empty() {
         let _ = out.send(buf);
     }
+}
+
+/// Appends `line` to the request log at `path`.
+fn log_line(path: &str, line: &str) {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(log, "{line}").unwrap();
 }
 
 fn spawn_grandchild(ignore_sigterm: bool) -> u32 {
