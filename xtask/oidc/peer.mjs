@@ -3,49 +3,84 @@
 // indicators and PKCE, and in front of it a protected MCP server built on the TypeScript SDK
 // that takes only access tokens the provider issued for it (JWTs, checked against the
 // provider's keys). The same file drives the provider's own HTML pages in headless Chromium
-// (through playwright-core), as the person on the other device would.
+// (through playwright-core), as the person on the other device would. The same provider,
+// configured the same way, is the authorization server that `mcp-host serve --http`'s `auth`
+// block trusts in the leg's gateway step (xtask/src/oidc_gateway.rs), and the one the
+// conformance suite's authorization-server scenarios judge
+// (xtask/src/conformance_authorization.rs).
 //
-//   node peer.mjs serve AUTH_PORT MCP_PORT   runs both until killed
+//   node peer.mjs serve AUTH_PORT MCP_PORT [OPTIONS]   runs them until killed; OPTIONS:
+//       --gateway URL          also issue tokens for this resource (our gateway's /mcp)
+//       --second PORT          a second provider at that port: another issuer, the same keys
+//       --mint PORT            a loopback endpoint handing out tokens the gateway must refuse
+//       --suite-callback PORT  a pre-registered public client `conformance-suite` whose
+//                              redirect URI is the suite's callback at that port
 //   node peer.mjs approve URL                 the device flow's pages: confirm the code,
 //                                             log in, consent; prints the last page's text
 //   node peer.mjs deny URL                    the device flow's confirmation page: abort
 //   node peer.mjs browse URL                  the authorization-code flow's pages, up to the
 //                                             redirect back to the host; prints its text
+//   node peer.mjs knock MINT_URL GATEWAY_URL  sends the gateway each token of the mint (and
+//                                             none); prints a JSON object: name -> status and
+//                                             WWW-Authenticate
+//   node peer.mjs sdk-login GATEWAY_URL       the TypeScript SDK's OAuth client logs in to the
+//                                             gateway (pages in Chromium), lists its tools and
+//                                             calls `echo`; prints what the call said
 //
 // xtask copies it next to the packages it installs (target/tools/oidc), so that its imports
 // resolve there.
 
 import express from 'express';
 import Provider, { errors } from 'oidc-provider';
-import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify } from 'jose';
+import {
+  SignJWT, createRemoteJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify,
+} from 'jose';
+import http from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { chromium } from 'playwright-core';
 
 const SCOPE = 'mcp:tools';
+// The confidential client that mints, with client credentials, the real tokens the gateway
+// must refuse.
+const MINTER = { id: 'refusals', secret: 'refusals-only-on-loopback' };
 const [mode, ...args] = process.argv.slice(2);
 
 if (mode === 'serve') {
-  await serve(Number(args[0]), Number(args[1]));
+  await serve(Number(args[0]), Number(args[1]), options(args.slice(2)));
+} else if (mode === 'knock') {
+  await knock(args[0], args[1]);
+} else if (mode === 'sdk-login') {
+  await sdkLogin(args[0]);
 } else if (mode === 'approve' || mode === 'browse') {
   await drive(args[0], mode === 'approve');
 } else if (mode === 'deny') {
   await drive(args[0], true, true);
 } else {
-  console.error('usage: peer.mjs serve AUTH_PORT MCP_PORT | approve URL | browse URL');
+  console.error('usage: see the head of peer.mjs');
   process.exit(2);
 }
 
-async function serve(authPort, mcpPort) {
-  const issuer = `http://127.0.0.1:${authPort}`;
-  const resource = `http://127.0.0.1:${mcpPort}/mcp`;
-  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  const jwk = { ...(await exportJWK(privateKey)), kid: 'peer-1', alg: 'RS256', use: 'sig' };
+// `serve`'s options: `--name value` pairs.
+function options(list) {
+  const found = {};
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    found[list[i].replace(/^--/, '')] = list[i + 1];
+  }
+  return found;
+}
 
+// The provider's configuration, for `issuer`: tokens are JWTs signed with `jwk`, for the
+// resources of `audiences` alone (resource indicators); `clients` are registered beforehand.
+function providerFor(issuer, jwk, audiences, clients) {
   const provider = new Provider(issuer, {
     jwks: { keys: [jwk] },
+    clients,
     cookies: { keys: ['oidc-peer-cookie-key'] },
     scopes: ['openid', 'offline_access', SCOPE],
     pkce: { required: () => true },
@@ -55,20 +90,25 @@ async function serve(authPort, mcpPort) {
       registration: { enabled: true },
       revocation: { enabled: true },
       deviceFlow: { enabled: true },
+      // For the tokens the gateway must refuse (another resource's, another issuer's).
+      clientCredentials: { enabled: true },
+      // The conformance suite's authorization-server metadata scenario asks for it (MCP
+      // 2025-11-25 client ID metadata documents); nothing of ours uses it here.
+      clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
       // On, as by default: the provider offers DPoP while the SDK's bearer middleware takes
       // `Bearer` tokens only and challenges with `Bearer` alone, so mcp-host must not bind
       // its tokens to a key here (it binds only where the resource says it takes DPoP).
       dPoP: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        // Tokens only for our MCP server, as JWTs it checks itself.
+        // Tokens only for the resources we serve, as JWTs they check themselves.
         getResourceServerInfo: async (_ctx, indicator) => {
-          if (indicator !== resource) {
+          if (!audiences.includes(indicator)) {
             throw new errors.InvalidTarget(`unknown resource ${indicator}`);
           }
           return {
             scope: SCOPE,
-            audience: resource,
+            audience: indicator,
             accessTokenTTL: 3600,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'RS256' } },
@@ -77,6 +117,46 @@ async function serve(authPort, mcpPort) {
       },
     },
   });
+  // An authorization request without `scope` gets the resources' scope, the pre-defined
+  // default RFC 6749 §3.3 allows (the conformance suite's authorization-code scenario sends
+  // none; without a default the provider grants nothing and answers access_denied).
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path === '/auth' && !ctx.query.scope) {
+      ctx.query = { ...ctx.query, scope: SCOPE };
+    }
+    await next();
+  });
+  return provider;
+}
+
+async function serve(authPort, mcpPort, opts) {
+  const issuer = `http://127.0.0.1:${authPort}`;
+  const resource = `http://127.0.0.1:${mcpPort}/mcp`;
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  const jwk = { ...(await exportJWK(privateKey)), kid: 'peer-1', alg: 'RS256', use: 'sig' };
+  const audiences = [resource, ...(opts.gateway ? [opts.gateway] : [])];
+  const clients = [
+    {
+      client_id: MINTER.id,
+      client_secret: MINTER.secret,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+    },
+  ];
+  if (opts['suite-callback']) {
+    // The conformance suite's authorization-code scenario: a public client with PKCE whose
+    // redirect URI is the suite's loopback callback.
+    clients.push({
+      client_id: 'conformance-suite',
+      application_type: 'native',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      redirect_uris: [`http://127.0.0.1:${opts['suite-callback']}/callback`],
+    });
+  }
+  const provider = providerFor(issuer, jwk, audiences, clients);
   provider.listen(authPort, '127.0.0.1');
 
   // The MCP server: RFC 9728 metadata naming the provider, and bearer tokens checked against
@@ -141,6 +221,188 @@ async function serve(authPort, mcpPort) {
   }
   app.listen(mcpPort, '127.0.0.1');
   console.error(`oidc-provider at ${issuer}, MCP server at ${resource}`);
+
+  // Another issuer with the same keys: its tokens verify against the first one's key set,
+  // and only their issuer tells them apart.
+  let second;
+  if (opts.second) {
+    second = `http://127.0.0.1:${opts.second}`;
+    providerFor(second, jwk, audiences, clients).listen(Number(opts.second), '127.0.0.1');
+    console.error(`a second issuer, with the same keys, at ${second}`);
+  }
+  if (opts.mint && opts.gateway) {
+    const mint = express();
+    mint.get('/tokens', async (_req, res, next) => {
+      try {
+        res.json(await refusedTokens(issuer, second, resource, opts.gateway, privateKey));
+      } catch (e) {
+        next(e);
+      }
+    });
+    mint.listen(Number(opts.mint), '127.0.0.1');
+  }
+}
+
+// A client-credentials access token from the provider at `at` for `indicator`.
+async function clientCredentials(at, indicator) {
+  const response = await fetch(`${at}/token`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${MINTER.id}:${MINTER.secret}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      resource: indicator,
+      scope: SCOPE,
+    }).toString(),
+  });
+  const body = await response.json();
+  if (!response.ok || typeof body.access_token !== 'string') {
+    throw new Error(`${at}/token for ${indicator}: ${response.status} ${JSON.stringify(body)}`);
+  }
+  return body.access_token;
+}
+
+// The tokens for the gateway's checks: `valid` (the provider's, for the gateway, which it must
+// take), and the ones it must refuse. Real ones where the provider makes them: `audience`
+// (for the TypeScript peer's resource), `issuer` (from the second provider, same keys). Forged
+// from a valid one where it does not: `expired` (re-signed with the provider's own key, its
+// times an hour in the past), `none` (`alg: none`, no signature), `key` (signed with another
+// key under the provider's key id).
+async function refusedTokens(issuer, second, peerResource, gateway, privateKey) {
+  const valid = await clientCredentials(issuer, gateway);
+  const claims = decodeJwt(valid);
+  const header = { alg: 'RS256', typ: 'at+jwt', kid: 'peer-1' };
+  const now = Math.floor(Date.now() / 1000);
+  const expired = await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 })
+    .setProtectedHeader(header)
+    .sign(privateKey);
+  const b64 = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const none = `${b64({ alg: 'none', typ: 'at+jwt', kid: 'peer-1' })}.${b64(claims)}.`;
+  const other = await generateKeyPair('RS256');
+  const key = await new SignJWT(claims).setProtectedHeader(header).sign(other.privateKey);
+  const tokens = {
+    valid,
+    expired,
+    audience: await clientCredentials(issuer, peerResource),
+    none,
+    key,
+  };
+  if (second) tokens.issuer = await clientCredentials(second, gateway);
+  return tokens;
+}
+
+// `knock`: each token of the mint, and no token at all, in an initialize POST to the gateway.
+async function knock(mintUrl, gateway) {
+  const tokens = await (await fetch(mintUrl)).json();
+  const seen = {};
+  for (const [name, token] of [['missing', undefined], ...Object.entries(tokens)]) {
+    const response = await fetch(gateway, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'oidc-knock', version: '1.0.0' },
+        },
+      }),
+    });
+    seen[name] = {
+      status: response.status,
+      wwwAuthenticate: response.headers.get('www-authenticate'),
+    };
+    await response.body?.cancel();
+  }
+  console.log(JSON.stringify(seen));
+}
+
+// `sdk-login`: the TypeScript SDK's OAuth client against the gateway. Its provider keeps
+// everything in memory; its redirect is driven in Chromium through the provider's pages to a
+// loopback callback of ours, whose code finishes the login.
+async function sdkLogin(gateway) {
+  const callback = http.createServer();
+  await new Promise((resolve) => callback.listen(0, '127.0.0.1', resolve));
+  const redirectUrl = `http://127.0.0.1:${callback.address().port}/callback`;
+  const code = new Promise((resolve, reject) => {
+    callback.on('request', (req, res) => {
+      const url = new URL(req.url, redirectUrl);
+      res.end('You may close this page.');
+      const got = url.searchParams.get('code');
+      if (got) resolve(got);
+      else reject(new Error(`the callback came without a code: ${url.search}`));
+    });
+  });
+  const saved = {};
+  const authProvider = {
+    get redirectUrl() {
+      return redirectUrl;
+    },
+    get clientMetadata() {
+      return {
+        client_name: 'oidc-peer SDK client',
+        redirect_uris: [redirectUrl],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+        application_type: 'native',
+      };
+    },
+    clientInformation: () => saved.client,
+    saveClientInformation: (client) => {
+      saved.client = client;
+    },
+    tokens: () => saved.tokens,
+    saveTokens: (tokens) => {
+      saved.tokens = tokens;
+    },
+    redirectToAuthorization: async (url) => {
+      saved.redirected = url.toString();
+    },
+    saveCodeVerifier: (verifier) => {
+      saved.verifier = verifier;
+    },
+    codeVerifier: () => saved.verifier,
+  };
+  const connect = async () => {
+    const client = new Client({ name: 'oidc-peer-sdk', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway), { authProvider }));
+    return client;
+  };
+  try {
+    let client;
+    try {
+      client = await connect();
+      throw new Error('the gateway took the SDK client without a login');
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError) || !saved.redirected) throw e;
+    }
+    const resource = new URL(saved.redirected).searchParams.get('resource');
+    await drive(saved.redirected, false);
+    const transport = new StreamableHTTPClientTransport(new URL(gateway), { authProvider });
+    await transport.finishAuth(await code);
+    client = await connect();
+    const { tools } = await client.listTools();
+    const echo = tools.find((t) => t.name.endsWith('echo'));
+    if (!echo) throw new Error(`no echo tool through the gateway: ${tools.map((t) => t.name)}`);
+    const result = await client.callTool({ name: echo.name, arguments: { message: 'from the SDK' } });
+    await client.close();
+    console.log(JSON.stringify({
+      resource,
+      token: decodeJwt(saved.tokens.access_token).aud,
+      said: result.content?.[0]?.text,
+    }));
+  } finally {
+    callback.close();
+  }
 }
 
 // What to click on the provider's page, after filling what it asks for; `undefined` at the

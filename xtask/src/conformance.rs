@@ -25,6 +25,10 @@ use xshell::{Shell, cmd};
 
 use crate::{flags, project_root};
 
+/// A child module in a file beside this one (the crate keeps no `conformance/` folder).
+#[path = "conformance_authorization.rs"]
+mod authorization_server;
+
 /// The suite's npm package and its two pinned releases.
 const SUITE: &str = "@modelcontextprotocol/conformance";
 const STABLE: &str = "0.1.16";
@@ -41,6 +45,9 @@ const HARD_TIMEOUT: Duration = Duration::from_secs(120);
 enum Role {
     Client,
     Server,
+    /// The suite's authorization-server scenarios, against the provider our gateway is tested
+    /// with (`conformance_authorization.rs`).
+    AuthorizationServer,
 }
 
 /// What the server legs run against.
@@ -216,6 +223,16 @@ const LEGS: &[Leg] = &[
         negotiate: true,
         concurrency: 4,
     },
+    Leg {
+        name: "authorization-server-oidc-provider",
+        role: Role::AuthorizationServer,
+        suite: NEXT,
+        spec: None,
+        tag: None,
+        target: Target::Direct,
+        negotiate: false,
+        concurrency: 1,
+    },
 ];
 
 /// How one scenario went.
@@ -284,7 +301,7 @@ impl flags::Conformance {
         let roles = match (self.client, self.server) {
             (true, false) => vec![Role::Client],
             (false, true) => vec![Role::Server],
-            _ => vec![Role::Client, Role::Server],
+            _ => vec![Role::Client, Role::Server, Role::AuthorizationServer],
         };
         let legs: Vec<&'static Leg> = LEGS
             .iter()
@@ -379,7 +396,7 @@ impl flags::Conformance {
             }
             let mut server = match leg.role {
                 Role::Server => Some(Server::start(&bin, leg, &out.join(leg.name))?),
-                Role::Client => None,
+                Role::Client | Role::AuthorizationServer => None,
             };
             let run_scenario = |scenario: &str| -> anyhow::Result<Outcome> {
                 let dir = out.join(leg.name).join(scenario.replace('/', "__"));
@@ -415,7 +432,26 @@ impl flags::Conformance {
                 Ok(outcome)
             };
             let leg_started = Instant::now();
-            let outcomes = in_parallel(&scenarios, leg.concurrency, run_scenario)?;
+            let outcomes = if leg.role == Role::AuthorizationServer {
+                let dir = out.join(leg.name);
+                let outcomes = authorization_server::run(sh, &node, &script, &scenarios, &dir)?;
+                outcomes
+                    .into_iter()
+                    .map(|mut o| {
+                        let reason = |list: &[(String, String)]| {
+                            list.iter()
+                                .find(|(s, _)| *s == o.scenario)
+                                .map(|(_, r)| r.clone())
+                        };
+                        o.expected = reason(&expected);
+                        o.unchecked_reason = reason(&unchecked);
+                        eprintln!("    {}", line(&o));
+                        o
+                    })
+                    .collect()
+            } else {
+                in_parallel(&scenarios, leg.concurrency, run_scenario)?
+            };
             if let Some(gone) = server.as_mut().and_then(Server::gone) {
                 problems.push(format!(
                     "{}: {gone} while the leg ran (its stderr: target/conformance/{}/server.log)",
@@ -727,6 +763,7 @@ fn list(catalogue: &[Listed], leg: &Leg) -> anyhow::Result<Vec<String>> {
     let heading = match leg.role {
         Role::Client => "Client",
         Role::Server => "Server",
+        Role::AuthorizationServer => "Authorization server",
     };
     let names: Vec<String> = catalogue
         .iter()
@@ -1091,6 +1128,9 @@ fn render(results: &[LegResult], not_run: &[NotRun], node: &str, date: &str) -> 
             }
             (Role::Server, Target::Gateway) => {
                 "server scenarios, run through `mcp-host serve --http` in passthrough mode in front of `mcp-conformance-server`, the upstream connection pinned to 2025-11-25"
+            }
+            (Role::AuthorizationServer, _) => {
+                "authorization server scenarios, run against npm's `oidc-provider` as `xtask/oidc/peer.mjs` configures it: the authorization server `cargo xtask interop` logs in to our gateway through and whose tokens the gateway's `auth` block is tested with. mcp-host ships no authorization server: this judges that provider as we set it up (a public client registered beforehand for the suite, Chromium going through its login and consent pages), not mcp-host"
             }
         };
         let selection = match r.leg.tag {

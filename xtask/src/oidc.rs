@@ -73,7 +73,7 @@ pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
 /// The provider, the browser driver and the SDK in one prefix (one `npm install`, so that
 /// none is pruned as extraneous by the next), with our peer script beside them so that its
 /// imports resolve there. Returns the script.
-fn install(sh: &Shell, dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn install(sh: &Shell, dir: &Path) -> anyhow::Result<PathBuf> {
     let wanted = [
         (OIDC_PROVIDER, OIDC_PROVIDER_VERSION),
         (PLAYWRIGHT, PLAYWRIGHT_VERSION),
