@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use mcp_protocol::RawJson;
 use mcp_protocol::schema::{CallToolResult, ContentBlock, ProgressParams};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
+use crate::TaskRecord;
 use crate::error::CallError;
 
 /// The result of a call that reached the server and came back: a tool result, possibly a
@@ -58,6 +59,13 @@ pub struct CallOptions {
     /// tasks: a consumer that is itself serving the call as a task (a gateway) wants the
     /// server's task, with its status and input, not a plain call that cannot ask.
     pub as_task: bool,
+    /// For [`Host::relay_call`](crate::Host::relay_call): told the server's task the moment
+    /// the server answers the call with one, before the host follows it to its end. A
+    /// consumer that serves the call as a task of its own (a gateway) starts its task then
+    /// and not before, so that what came earlier (a stateless server's `input_required`
+    /// rounds, with [`pass_input_required`](Self::pass_input_required)) reaches its client
+    /// as a plain call's would. Dropped unsent when the call ends without a task.
+    pub task_started: Option<oneshot::Sender<TaskRecord>>,
 }
 
 /// What a relayed tool call ([`Host::relay_call`](crate::Host::relay_call)) came back with.
@@ -96,6 +104,13 @@ impl CallOptions {
     /// Runs an optional task tool as a task (see [`as_task`](Self::as_task)).
     pub fn as_task(mut self) -> Self {
         self.as_task = true;
+        self
+    }
+
+    /// Tells `started` of the server's task once the server makes one (see
+    /// [`task_started`](Self::task_started)).
+    pub fn telling_task_started(mut self, started: oneshot::Sender<TaskRecord>) -> Self {
+        self.task_started = Some(started);
         self
     }
 

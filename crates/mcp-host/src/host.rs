@@ -476,9 +476,17 @@ impl Host {
                 progress: options.progress,
                 related: options.related,
             };
-            let mut result = crate::tasks::call(&call, params).await?;
-            let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
-            return Ok(Relayed::Complete(ToolOutput { result, truncated }));
+            let answer = crate::tasks::TaskAnswer {
+                pass_input_required: options.pass_input_required,
+                started: options.task_started,
+            };
+            return match crate::tasks::call(&call, params, answer).await? {
+                Relayed::Complete(ToolOutput { mut result, .. }) => {
+                    let truncated = bound_result(&mut result, slot.entry.max_result_bytes);
+                    Ok(Relayed::Complete(ToolOutput { result, truncated }))
+                }
+                other => Ok(other),
+            };
         }
         let mut request_options = RequestOptions::DEFAULT
             .timeout(self.inner.options.max_call_duration.max(idle))

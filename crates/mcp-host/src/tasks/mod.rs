@@ -36,13 +36,15 @@ use std::time::{Duration, Instant};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, CreateTaskResult, DetailedTask, ExperimentalCreateTaskResult,
     ExperimentalListTasksResult, ExperimentalTask, ExperimentalTasksCapability, ProgressParams,
-    ProgressToken, ServerCapabilities, TASKS_EXTENSION_ID, TaskStatus, TaskSupport, Tool, meta_key,
+    ProgressToken, ServerCapabilities, TASKS_EXTENSION_ID, TaskStatus, TaskSupport, Tool,
+    is_input_required, meta_key,
 };
 use mcp_protocol::{Era, JsonObject, RawJson, RequestOptions, ServerInfo};
 use mcp_session::Client;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::Relayed;
 use crate::catalog::clean_text;
 use crate::error::CallError;
 use crate::events::HostEvent;
@@ -243,12 +245,23 @@ fn declare_extension(params: &mut JsonObject, inner: &Inner) {
     }
 }
 
+/// What a relayed call's consumer wants of [`call`] besides the result
+/// ([`CallOptions`](crate::CallOptions)' fields of the same names).
+pub(crate) struct TaskAnswer {
+    /// A stateless server's `input_required` comes back as it came.
+    pub(crate) pass_input_required: bool,
+    /// Told the task once the server made it.
+    pub(crate) started: Option<tokio::sync::oneshot::Sender<TaskRecord>>,
+}
+
 /// Runs `params` as a task: creates it, keeps it, follows it to its end and returns its
-/// result. A server that answers with a plain result instead is taken at its word.
+/// result. A server that answers with a plain result instead is taken at its word, and one
+/// that needs input first (`input_required`) too, when `answer` passes it on.
 pub(crate) async fn call(
     call: &TaskCall<'_>,
     params: CallToolParams,
-) -> Result<CallToolResult, CallError> {
+    answer: TaskAnswer,
+) -> Result<Relayed, CallError> {
     let era = call.era();
     let mut body = match serde_json::to_value(&params) {
         Ok(Value::Object(body)) => body,
@@ -274,6 +287,10 @@ pub(crate) async fn call(
     if call.progress.is_some() {
         options = options.with_progress();
     }
+    let passing = answer.pass_input_required && era != Era::Handshake;
+    if passing {
+        options = options.passing_input_required();
+    }
     let raw = call
         .client
         .request_raw_tagged(
@@ -285,6 +302,9 @@ pub(crate) async fn call(
         )
         .await
         .map_err(|e| call.session_error(None, "tools/call", e))?;
+    if passing && is_input_required(&raw) {
+        return Ok(Relayed::InputRequired(raw));
+    }
     let created = match era {
         Era::Handshake => match raw.decode::<ExperimentalCreateTaskResult>() {
             Ok(created) => Some(Seen::from_experimental(created.task)),
@@ -302,6 +322,7 @@ pub(crate) async fn call(
     let Some(created) = created else {
         return raw
             .decode::<CallToolResult>()
+            .map(complete)
             .map_err(|e| call.failed(None, "tools/call", e.to_string()));
     };
     let mut record = record_of(call.server, call.tool, &created, None);
@@ -319,15 +340,26 @@ pub(crate) async fn call(
         .statuses
         .follow(call.server, &created.task_id);
     keep(call.inner, &mut record, &created).await;
+    if let Some(started) = answer.started {
+        let _ = started.send(record.clone());
+    }
     let deadline = Instant::now() + call.inner.options.max_call_duration;
     let outcome = follow(call, created, &mut record, Some(deadline), following).await;
     if !matches!(outcome, Err(Followed::Aborted(_))) {
         guard.record = None;
     }
     match outcome {
-        Ok(result) => Ok(result),
+        Ok(result) => Ok(complete(result)),
         Err(Followed::Left(e) | Followed::Aborted(e)) => Err(e),
     }
+}
+
+/// A result as a relayed call's, not yet bounded.
+fn complete(result: CallToolResult) -> Relayed {
+    Relayed::Complete(crate::ToolOutput {
+        result,
+        truncated: false,
+    })
 }
 
 /// Why following a task stopped without a result.
