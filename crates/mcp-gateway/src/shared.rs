@@ -13,7 +13,7 @@ use mcp_protocol::schema::{
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::call_log::CallLog;
 use crate::file::GatewayFile;
@@ -121,8 +121,10 @@ impl Shared {
     ///
     /// A call the client wants as a task (`asked`: its `task` member; see [`tasks::run_as`])
     /// runs as a task of the gateway's instead, and the client is answered with it
-    /// ([`Outcome::Task`]). `support` is the called tool's task support when it is the mode's
-    /// own (`None`: the upstream tool's, as listed).
+    /// ([`Outcome::Task`]): a handshake client's at once; a 2026-07-28 client's once the
+    /// upstream made its task, when the upstream's tool may be one (`tasks.rs`). `support` is
+    /// the called tool's task support when it is the mode's own (`None`: the upstream tool's,
+    /// as listed).
     pub(crate) async fn relay(
         &self,
         label: &str,
@@ -132,9 +134,14 @@ impl Shared {
         asked: bool,
         support: Option<TaskSupport>,
     ) -> Result<Outcome, ErrorObject> {
-        let support = support.unwrap_or_else(|| self.task_support(server, &params.name));
-        match tasks::run_as(context, asked, &support) {
-            RunAs::Task => {
+        let upstream = self.task_support(server, &params.name);
+        let run_as = tasks::run_as(context, asked, support.as_ref().unwrap_or(&upstream));
+        let stateless = context.era == Some(Era::Stateless);
+        // The upstream decides when its task begins, and the gateway's with it.
+        let until_upstream_task =
+            run_as == RunAs::Task && stateless && upstream != TaskSupport::Forbidden;
+        match run_as {
+            RunAs::Task if !until_upstream_task => {
                 let owned = self
                     .me
                     .upgrade()
@@ -150,28 +157,43 @@ impl Shared {
                 return tasks::start(&self.tasks, context, call).map(Outcome::Task);
             }
             RunAs::Refused => return Err(mcp_session::Tasks::required_error()),
-            RunAs::Call => {}
+            RunAs::Task | RunAs::Call => {}
         }
         let owned = self.me.upgrade();
-        let Some(owned) = owned.filter(|_| context.era == Some(Era::Stateless)) else {
+        let Some(owned) = owned.filter(|_| stateless) else {
             return Ok(Outcome::Done(
                 self.relay_call(label, server, params, context).await,
             ));
         };
         let retry = take_retry(&mut params.extra);
-        let (label, server, call_context) = (label.to_owned(), server.to_owned(), context.clone());
+        let tool = params.name.clone();
+        let (told, started) = if until_upstream_task {
+            let (told, started) = oneshot::channel();
+            (Some(told), Some(started))
+        } else {
+            (None, None)
+        };
+        let (label, owned_server, call_context) =
+            (label.to_owned(), server.to_owned(), context.clone());
         let start = move || -> Pin<Box<dyn Future<Output = _> + Send>> {
-            Box::pin(async move {
+            let call = async move {
                 owned
-                    .relay_call(&label, &server, params, &call_context)
+                    .relay_call(&label, &owned_server, params, &call_context)
                     .await
-            })
+            };
+            match told {
+                Some(told) => Box::pin(suspend::until_task(told, call)),
+                None => Box::pin(call),
+            }
         };
         let track = |asks: &_, turn| match turn {
             Turn::Suspended => self.routes.suspended(asks),
             Turn::Resumed => self.routes.resumed(asks, &context.peer),
         };
-        self.suspensions.run(retry, start, &track).await
+        let adopt = |running| tasks::adopt(&self.tasks, context, running, server, &tool);
+        self.suspensions
+            .run(retry, start, started, &track, &adopt)
+            .await
     }
 
     /// The task support of `server`'s tool `tool`, as the upstream listed it.
@@ -230,8 +252,11 @@ impl Shared {
         // The upstream's requests and log entries that say they belong to this call come
         // back with its tag, and reach this client only (routes.rs).
         options = options.related(route.tag());
-        if suspend::is_in_task() {
+        if let Some(started) = suspend::task_wanted() {
             options = options.as_task();
+            if let Some(started) = started {
+                options = options.telling_task_started(started);
+            }
         }
         let span = self.traces.upstream(
             &self.host,

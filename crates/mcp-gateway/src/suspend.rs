@@ -9,6 +9,14 @@
 //! state and the answers: the waiting upstream request is answered, and the call is awaited
 //! again (to its result, or to the next question).
 //!
+//! A call its client wants as a task (a 2026-07-28 client that declared the tasks extension,
+//! calling a tool the upstream may run as its task) runs the same way until the upstream
+//! answers with a task: the host says so mid-call
+//! ([`CallOptions::task_started`](mcp_host::CallOptions::task_started)), and the call, still
+//! running, becomes a task of the gateway's (`tasks.rs`) that the client is answered with. So
+//! the client sees the upstream's rounds as they came (its `input_required` first, SEP-2663's
+//! composition), and a task only once the upstream made one.
+//!
 //! A client that never retries must not hold anything for long: at most
 //! [`MAX_SUSPENDED`] calls wait at once (past that the upstream's request is refused, saying
 //! why), and each waits at most [`SUSPEND_FOR`], after which the upstream's request is
@@ -21,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use mcp_host::{CallError, Relayed};
+use mcp_host::{CallError, Relayed, TaskRecord};
 use mcp_protocol::schema::ServerRequest;
 use mcp_protocol::{ErrorObject, JsonObject, RawJson};
 use serde_json::{Value, json};
@@ -55,21 +63,32 @@ tokio::task_local! {
 }
 
 tokio::task_local! {
-    /// Set around the upstream call of a gateway task (`tasks.rs`), read by
-    /// `Shared::relay_call`.
-    static IN_TASK: ();
+    /// Set around an upstream call that is, or may become, a gateway task's work (`tasks.rs`),
+    /// read by `Shared::relay_call`: whom to tell when the upstream made its task, if anyone.
+    static IN_TASK: Mutex<Option<oneshot::Sender<TaskRecord>>>;
 }
 
 /// Runs `call` as the work of a gateway task: its upstream call runs as the upstream's task
 /// where the tool allows one, so that the upstream's status and questions reach the client's
 /// task instead of being lost to a plain call that cannot ask.
 pub(crate) fn in_task<F: Future>(call: F) -> impl Future<Output = F::Output> {
-    IN_TASK.scope((), call)
+    IN_TASK.scope(Mutex::new(None), call)
 }
 
-/// Whether the call running in this task is a gateway task's work ([`in_task`]).
-pub(crate) fn is_in_task() -> bool {
-    IN_TASK.try_with(|()| ()).is_ok()
+/// Runs `call` as one its client wants as a task: like [`in_task`], and `started` is told
+/// when the upstream made its task, which is when the gateway's begins ([`Running`]).
+pub(crate) fn until_task<F: Future>(
+    started: oneshot::Sender<TaskRecord>,
+    call: F,
+) -> impl Future<Output = F::Output> {
+    IN_TASK.scope(Mutex::new(Some(started)), call)
+}
+
+/// For the call running in this task: `None` when it is a plain call; else it runs as the
+/// upstream's task where the tool allows one, and whom to tell when it does ([`until_task`]),
+/// given once.
+pub(crate) fn task_wanted() -> Option<Option<oneshot::Sender<TaskRecord>>> {
+    IN_TASK.try_with(|started| lock(started).take()).ok()
 }
 
 /// The ask channel of the suspendable call running in this task, if it is one.
@@ -97,7 +116,24 @@ struct Suspended {
     asks: mpsc::Receiver<Ask>,
     /// The upstream's requests the client was asked, by key.
     pending: Vec<(String, oneshot::Sender<Result<RawJson, ErrorObject>>)>,
+    /// For a call its client wants as a task ([`until_task`]): told when the upstream made
+    /// its task; `None` for another call, or once the call said it will make none.
+    started: Option<oneshot::Receiver<TaskRecord>>,
 }
+
+/// A call whose upstream made its task, still running: what the gateway's task that takes
+/// it over needs (`tasks::adopt`).
+#[derive(Debug)]
+pub(crate) struct Running {
+    /// The call; dropping it does not stop it (the taker aborts it when its task ends early).
+    pub(crate) call: Call,
+    /// Where the upstream's requests for the call's client arrive from now on.
+    pub(crate) asks: mpsc::Receiver<Ask>,
+}
+
+/// What makes the gateway's task of a call whose upstream made its task, and answers with the
+/// result announcing it.
+pub(crate) type Adopt<'a> = &'a (dyn Fn(Running) -> Result<RawJson, ErrorObject> + Sync);
 
 /// The calls waiting for their clients' retries.
 pub(crate) struct Suspensions {
@@ -173,11 +209,15 @@ impl Suspensions {
     /// `track` is told a call's ask channel when the call is suspended (before its client is
     /// answered `input_required`) and when it is resumed (before its requests are answered),
     /// so that what the upstream writes meanwhile is kept and travels on the retry's stream.
+    /// `started`, for a call begun here that its client wants as a task ([`until_task`]), is
+    /// told when the upstream made its task: then the client's answer is `adopt`'s.
     pub(crate) async fn run<F>(
         self: &Arc<Self>,
         retry: Option<(String, JsonObject)>,
         start: F,
+        started: Option<oneshot::Receiver<TaskRecord>>,
         track: &(dyn Fn(&mpsc::Sender<Ask>, Turn) + Sync),
+        adopt: Adopt<'_>,
     ) -> Result<Outcome, ErrorObject>
     where
         F: FnOnce() -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send + 'static>>,
@@ -211,19 +251,29 @@ impl Suspensions {
                     tx,
                     asks,
                     pending: Vec::new(),
+                    started,
                 }
             }
         };
-        self.wait(suspended, track).await
+        self.wait(suspended, track, adopt).await
     }
 
-    /// Waits for the call to end or to ask; an ask suspends it.
+    /// Waits for the call to end or to ask; an ask suspends it. Once its upstream made its
+    /// task, the call is `adopt`'s.
     async fn wait(
         self: &Arc<Self>,
         mut suspended: Suspended,
         track: &(dyn Fn(&mpsc::Sender<Ask>, Turn) + Sync),
+        adopt: Adopt<'_>,
     ) -> Result<Outcome, ErrorObject> {
         let first = tokio::select! {
+            // First: the host says so before it follows the task, so before any question the
+            // task asks, and the call may end at once after it (a task that is done at once).
+            biased;
+            _record = started(&mut suspended.started) => {
+                let running = Running { call: suspended.call, asks: suspended.asks };
+                return adopt(running).map(Outcome::Task);
+            }
             ended = &mut suspended.call => {
                 return ended
                     .map(Outcome::Done)
@@ -251,7 +301,7 @@ impl Suspensions {
                     let _ = ask.answer.send(Err(reply::internal(why.clone())));
                 }
                 // The call goes on without its client's answer.
-                return Box::pin(self.wait(suspended, track)).await;
+                return Box::pin(self.wait(suspended, track, adopt)).await;
             }
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
@@ -316,6 +366,19 @@ impl Suspensions {
     }
 }
 
+/// The upstream's task, once the call made one; never, for a call that will make none (its
+/// sender dropped unsent, which empties `started` so that it is not polled again).
+async fn started(started: &mut Option<oneshot::Receiver<TaskRecord>>) -> TaskRecord {
+    if let Some(told) = started.as_mut() {
+        let told = told.await;
+        *started = None;
+        if let Ok(record) = told {
+            return record;
+        }
+    }
+    std::future::pending().await
+}
+
 /// 128 bits from the operating system's generator, in hex: a `requestState` a client did not
 /// see cannot be guessed, so one client cannot resume another's suspended call by trying.
 fn random_hex() -> Option<String> {
@@ -355,6 +418,11 @@ mod tests {
         }
     }
 
+    /// The adopter of calls that never make a task.
+    fn no_task(_: Running) -> Result<RawJson, ErrorObject> {
+        Err(reply::internal("no task was expected"))
+    }
+
     #[tokio::test]
     async fn a_client_that_never_retries_expires_with_an_error_to_the_upstream() {
         assert_eq!(Suspensions::default().ttl, SUSPEND_FOR);
@@ -364,7 +432,7 @@ mod tests {
         });
         let (told, upstream_was_told) = oneshot::channel();
         let outcome = suspensions
-            .run(None, asking(told), &|_, _| {})
+            .run(None, asking(told), None, &|_, _| {}, &no_task)
             .await
             .expect("runs");
         let Outcome::InputRequired(raw) = outcome else {
@@ -402,12 +470,16 @@ mod tests {
         let suspensions = Arc::new(Suspensions::default());
         for _ in 0..MAX_SUSPENDED {
             let (told, _) = oneshot::channel();
-            let outcome = suspensions.run(None, asking(told), &|_, _| {}).await;
+            let outcome = suspensions
+                .run(None, asking(told), None, &|_, _| {}, &no_task)
+                .await;
             assert!(matches!(outcome, Ok(Outcome::InputRequired(_))));
         }
         assert_eq!(suspensions.len(), MAX_SUSPENDED);
         let (told, upstream_was_told) = oneshot::channel();
-        let outcome = suspensions.run(None, asking(told), &|_, _| {}).await;
+        let outcome = suspensions
+            .run(None, asking(told), None, &|_, _| {}, &no_task)
+            .await;
         // Refused, the call goes on to its own end without its client's answer.
         assert!(matches!(outcome, Ok(Outcome::Done(Err(_)))), "{outcome:?}");
         let error = upstream_was_told

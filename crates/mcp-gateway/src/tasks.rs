@@ -4,6 +4,14 @@
 //! progress, the call log, metrics; the host runs it as an upstream task when the upstream
 //! tool requires one, and polls it).
 //!
+//! When its task begins depends on the client's era. A handshake client asked for one with
+//! the `task` member, so it is answered with the task at once ([`start`]). A 2026-07-28
+//! client leaves it to the server: a call of a tool the upstream may run as its task goes as
+//! a suspendable call (`suspend.rs`) until the upstream answers with its task, and only then
+//! becomes the gateway's ([`adopt`]), so that the upstream's `input_required` rounds before it
+//! reach the client as they came (SEP-2663's composition of the two). A tool the upstream
+//! never runs as a task, made one by a mode's own `call-*` tool, is a task at once.
+//!
 //! Ids are the gateway's, never the upstream's: a client learns no upstream task id, and
 //! `tasks/*` are answered from the gateway's store, where a handshake client sees only its
 //! own session's tasks (the runtime's owner check) and a 2026-07-28 client only a task whose
@@ -28,14 +36,14 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::reply::{self, call_error_result, encode};
-use crate::suspend::{self, Ask};
+use crate::suspend::{self, Ask, Running};
 
 /// How long the gateway waits for its client to answer an upstream's request during a task:
 /// a person may be answering it.
 const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// How a client's tool call runs.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub(crate) enum RunAs {
     /// As a call, answered when the upstream answers.
     Call,
@@ -90,23 +98,15 @@ pub(crate) type UpstreamCall = Box<
         + Send,
 >;
 
+/// The upstream call a task runs, begun: [`UpstreamCall`]'s future, or an adopted one's.
+type Begun = Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send>>;
+
 /// Starts `call` for the client of `context` as a task of the gateway's store, and returns
 /// the result announcing it (the client's era's form).
 pub(crate) fn start(
     store: &Tasks,
     context: &RequestContext,
     call: UpstreamCall,
-) -> Result<RawJson, ErrorObject> {
-    let context = context.clone();
-    store.create(&context.clone(), move |task| run(call, context, task))
-}
-
-/// A task's work: the upstream call, with what the upstream asks meanwhile passed to the
-/// task's client; its result (or the failure as a tool error) is the task's.
-async fn run(
-    call: UpstreamCall,
-    context: RequestContext,
-    task: TaskContext,
 ) -> Result<RawJson, ErrorObject> {
     let stateless = context.era == Some(Era::Stateless);
     // The call outlives the client's request: what concerns it goes to the client's session
@@ -120,8 +120,66 @@ async fn run(
         call_context.progress_token = None;
         call_context.era = Some(Era::Handshake);
     }
-    let (asks_tx, mut asks) = mpsc::channel::<Ask>(8);
-    let call = suspend::asking(asks_tx, suspend::in_task(call(call_context)));
+    let (asks_tx, asks) = mpsc::channel::<Ask>(8);
+    let begun: Begun = Box::pin(suspend::asking(
+        asks_tx,
+        suspend::in_task(call(call_context)),
+    ));
+    let context = context.clone();
+    store.create(&context.clone(), move |task| {
+        run(begun, asks, context, task)
+    })
+}
+
+/// Makes a task of the gateway's store of a call of the client of `context` whose upstream
+/// made its task meanwhile (`suspend.rs`), and returns the result announcing it. The call,
+/// `server`'s `tool`, goes on as the task's work; the upstream's questions from now on are
+/// the task's. It is stopped when the task ends first (cancelled), or cannot be made.
+pub(crate) fn adopt(
+    store: &Tasks,
+    context: &RequestContext,
+    running: Running,
+    server: &str,
+    tool: &str,
+) -> Result<RawJson, ErrorObject> {
+    let Running { call, asks } = running;
+    let call = Aborting(call);
+    let (server, tool) = (server.to_owned(), tool.to_owned());
+    let begun: Begun = Box::pin(async move {
+        let mut call = call;
+        (&mut call.0).await.unwrap_or_else(|e| {
+            Err(CallError::Failed {
+                server,
+                what: tool,
+                message: format!("the upstream call stopped in the gateway: {e}"),
+            })
+        })
+    });
+    let context = context.clone();
+    store.create(&context.clone(), move |task| {
+        run(begun, asks, context, task)
+    })
+}
+
+/// A spawned call that stops when its handle is dropped.
+struct Aborting(tokio::task::JoinHandle<Result<Relayed, CallError>>);
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A task's work: the upstream call, with what the upstream asks meanwhile (arriving on
+/// `asks`) passed to the task's client; its result (or the failure as a tool error) is the
+/// task's.
+async fn run(
+    call: Begun,
+    mut asks: mpsc::Receiver<Ask>,
+    context: RequestContext,
+    task: TaskContext,
+) -> Result<RawJson, ErrorObject> {
+    let stateless = context.era == Some(Era::Stateless);
     tokio::pin!(call);
     let next = AtomicU64::new(0);
     let outcome = loop {
