@@ -490,7 +490,7 @@ impl EntryCx<'_, '_> {
                 if !self.reads_env.contains(&shown) {
                     self.reads_env.push(shown);
                 }
-                self.from_keyring(path, &name, rs)
+                self.keyring_secret(path, &name, rs)
             }
             SecretSource::Env(var) => {
                 if !self.reads_env.contains(&var) {
@@ -540,7 +540,7 @@ impl EntryCx<'_, '_> {
 
     /// The keyring secret `name`, read now: a missing entry, or no usable keyring, is an
     /// error for the field at `path` that names the entry (never a value).
-    fn from_keyring(&mut self, path: &str, name: &str, rs: &Resolve<'_>) -> Option<Secret> {
+    fn keyring_secret(&mut self, path: &str, name: &str, rs: &Resolve<'_>) -> Option<Secret> {
         let Some(env) = rs.env else {
             return Some(Secret::new(String::new()));
         };
