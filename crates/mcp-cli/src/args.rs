@@ -337,6 +337,10 @@ Records live in $XDG_RUNTIME_DIR/mcp-host/ (or mcp-host-<uid> in the temporary d
         #[arg(long)]
         kill_orphans: bool,
     },
+    /// Keep secrets in the OS keyring, for `{"keyring": "NAME"}` in configuration files
+    /// (values are typed at a prompt or piped, never given as arguments).
+    #[command(subcommand)]
+    Secret(crate::secret::SecretCommand),
     /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
     #[command(after_help = "\
 Examples:

@@ -32,6 +32,7 @@ mod manage;
 mod output;
 mod ps;
 mod remember;
+mod secret;
 mod shell;
 mod skills;
 mod tasks;
@@ -192,6 +193,7 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Untrust { .. }
         | Command::Gateway(_)
         | Command::Ps { .. }
+        | Command::Secret(_)
         | Command::Completions { .. }
         | Command::Man { .. }
         // The demo server is a server: it ends as its client or the signal decides.
@@ -261,6 +263,7 @@ async fn run(
             let editor = editor.unwrap_or_else(shell::editor)?;
             shell::run(&cx, &out, yes, editor).await
         }
+        Command::Secret(command) => secret::run(&cx, &out, command),
         Command::Trust { ids, all } => trust::trust(&cx, &out, &ids, all),
         Command::Untrust { id } => trust::untrust(&cx, &out, &id),
         Command::Demo => demo::run(&out).await,
