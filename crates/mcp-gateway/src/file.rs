@@ -415,6 +415,16 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
                 });
             }
         }
+        // Tools are only ever picked by name or pattern: a category without either is empty,
+        // which nothing else would show until a model asked for it and got no tools.
+        if mode == Mode::Category
+            && category.tools.include_names.is_empty()
+            && category.tools.include_patterns.is_empty()
+        {
+            warnings.push(format!(
+                "categories.{name}: no `tools` block with `includeNames` or `includePatterns`, so it has no tools; add `\"tools\": {{\"includePatterns\": [\"*\"]}}` for all of its servers' tools"
+            ));
+        }
         let mut seen = BTreeSet::new();
         for tool in &category.tools.include_names {
             if !seen.insert(tool.as_str()) {

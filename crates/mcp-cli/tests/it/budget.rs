@@ -98,3 +98,73 @@ fn nothing_ready_is_an_error() {
         .err_has("its tools are not measured")
         .err_has("nothing to measure");
 }
+
+/// A category-mode gateway file over the demo server: `all` takes every tool, `empty` has no
+/// `tools` block.
+fn empty_category_gateway(dir: &Path) -> PathBuf {
+    let gateway = serde_json::json!({
+        "mode": "category",
+        "mcpServers": {"demo": {"command": bin(), "args": ["demo-server"]}},
+        "categories": {
+            "all": {"description": "every demo tool", "server": "demo",
+                    "tools": {"includePatterns": ["*"]}},
+            "empty": {"description": "forgot its tools", "server": "demo"}
+        }
+    });
+    let path = dir.join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&gateway).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_category_without_tools_is_warned_about_in_budget_and_at_start_up() {
+    let u = User::new();
+    let gateway = empty_category_gateway(u.project.path());
+    let gateway = gateway.to_str().unwrap();
+    let run = u.run(&["budget", "--gateway", gateway, "--json"]);
+    run.code(0)
+        .err_has("warning: categories.empty: no `tools` block");
+    // Only the category without tools is named.
+    assert!(!run.stderr.contains("categories.all"), "{}", run.stderr);
+    let v = run.json();
+    let tools = |name: &str| {
+        v["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["category"] == name)
+            .unwrap_or_else(|| panic!("no category {name}: {v:#}"))["tools"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(tools("all") > 0, "{v:#}");
+    assert_eq!(tools("empty"), 0, "{v:#}");
+
+    // `serve` says it in its start-up log.
+    let mut child = u
+        .command(&["serve", "--gateway", gateway])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if line.contains("categories.empty") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = seen
+        .lines()
+        .find(|l| l.contains("categories.empty: no `tools` block"))
+        .unwrap_or_else(|| panic!("no warning in:\n{seen}"));
+    assert!(line.contains("WARN"), "{line}");
+}
