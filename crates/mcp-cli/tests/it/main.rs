@@ -13,6 +13,7 @@ mod exit_codes;
 mod gateway_login;
 mod gateway_promises;
 mod import;
+mod install;
 mod keyring;
 mod live;
 mod login_page;
