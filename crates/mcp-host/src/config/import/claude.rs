@@ -21,12 +21,7 @@ pub(super) fn read(
     let Value::Object(top) = doc else {
         return Err(sink.shape_error("", "the file is not a JSON object"));
     };
-    if let Some(servers) = top.get("mcpServers") {
-        let Value::Object(servers) = servers else {
-            return Err(sink.shape_error("mcpServers", "is not an object"));
-        };
-        mcp_servers(sink, servers, "mcpServers", &|s| s.to_owned());
-    }
+    mcp_servers(sink, top.get("mcpServers"), "mcpServers")?;
     // `~/.claude.json`'s local scope: this project's private servers.
     if let Some(Value::Object(projects)) = top.get("projects") {
         let here = places.project_dir.to_string_lossy();
@@ -39,40 +34,28 @@ pub(super) fn read(
             if *path != here && *path != canonical {
                 continue;
             }
-            if let Some(servers) = project.get("mcpServers") {
-                let Value::Object(servers) = servers else {
-                    return Err(sink
-                        .shape_error(&format!("projects.{path}.mcpServers"), "is not an object"));
-                };
-                mcp_servers(
-                    sink,
-                    servers,
-                    &format!("projects.{path}.mcpServers"),
-                    &|s| s.to_owned(),
-                );
-            }
+            mcp_servers(
+                sink,
+                project.get("mcpServers"),
+                &format!("projects.{path}.mcpServers"),
+            )?;
         }
     }
     Ok(())
 }
 
-/// Reads every entry of an `mcpServers` object, `translate` turning its strings into our
-/// syntax (`Err` leaves the server out, with the reason).
-pub(super) fn mcp_servers(
+/// Reads every entry of an `mcpServers` object (the member `field`), its strings as written.
+fn mcp_servers(
     sink: &mut Sink<'_>,
-    servers: &Map<String, Value>,
-    prefix: &str,
-    translate: &dyn Fn(&str) -> String,
-) {
-    for (id, entry) in servers {
-        let Value::Object(entry) = entry else {
-            sink.skip(Some(id), None, "the entry is not an object");
-            continue;
-        };
-        if let Some(f) = entry_of(sink, id, entry, &format!("{prefix}.{id}"), translate, KNOWN) {
+    servers: Option<&Value>,
+    field: &str,
+) -> Result<(), ImportError> {
+    super::server_table(sink, servers, field, "an object", |sink, id, entry| {
+        let location = format!("{field}.{id}");
+        if let Some(f) = entry_of(sink, id, entry, &location, &|s| s.to_owned(), KNOWN) {
             sink.found.push(f);
         }
-    }
+    })
 }
 
 /// One `mcpServers`-style entry (`command`/`args`/`env` or `url`/`headers`, `type`).

@@ -16,21 +16,16 @@ pub(super) fn read(text: &str, sink: &mut Sink<'_>) -> Result<(), ImportError> {
             &format!("invalid TOML: {}", e.message().trim()),
         )
     })?;
-    let Some(servers) = doc.get("mcp_servers") else {
-        return Ok(());
-    };
-    let Value::Object(servers) = servers else {
-        return Err(sink.shape_error("mcp_servers", "is not a table"));
-    };
-    for (id, entry) in servers {
-        let Value::Object(entry) = entry else {
-            sink.skip(Some(id), None, "the entry is not a table");
-            continue;
-        };
-        let f = server(sink, id, entry);
-        sink.found.push(f);
-    }
-    Ok(())
+    super::server_table(
+        sink,
+        doc.get("mcp_servers"),
+        "mcp_servers",
+        "a table",
+        |sink, id, entry| {
+            let f = server(sink, id, entry);
+            sink.found.push(f);
+        },
+    )
 }
 
 const KNOWN: &[&str] = &[

@@ -22,38 +22,33 @@ pub(super) fn read(
     let Value::Object(top) = doc else {
         return Err(sink.shape_error("", "the file is not a JSON object"));
     };
-    let Some(servers) = top.get("mcpServers") else {
-        return Ok(());
-    };
-    let Value::Object(servers) = servers else {
-        return Err(sink.shape_error("mcpServers", "is not an object"));
-    };
-    for (id, entry) in servers {
-        let Value::Object(entry) = entry else {
-            sink.skip(Some(id), None, "the entry is not an object");
-            continue;
-        };
-        // A variable with no equivalent leaves the whole server out.
-        let failed: RefCell<Option<String>> = RefCell::new(None);
-        let translate = |s: &str| -> String {
-            super::editor_variables(s, places, &mut |_| None).unwrap_or_else(|e| {
-                failed.borrow_mut().get_or_insert(e);
-                String::new()
-            })
-        };
-        let found = super::claude::entry_of(
-            sink,
-            id,
-            entry,
-            &format!("mcpServers.{id}"),
-            &translate,
-            KNOWN,
-        );
-        if let Some(reason) = failed.into_inner() {
-            sink.skip(Some(id), None, &reason);
-            continue;
-        }
-        sink.found.extend(found);
-    }
-    Ok(())
+    super::server_table(
+        sink,
+        top.get("mcpServers"),
+        "mcpServers",
+        "an object",
+        |sink, id, entry| {
+            // A variable with no equivalent leaves the whole server out.
+            let failed: RefCell<Option<String>> = RefCell::new(None);
+            let translate = |s: &str| -> String {
+                super::editor_variables(s, places, &mut |_| None).unwrap_or_else(|e| {
+                    failed.borrow_mut().get_or_insert(e);
+                    String::new()
+                })
+            };
+            let found = super::claude::entry_of(
+                sink,
+                id,
+                entry,
+                &format!("mcpServers.{id}"),
+                &translate,
+                KNOWN,
+            );
+            if let Some(reason) = failed.into_inner() {
+                sink.skip(Some(id), None, &reason);
+                return;
+            }
+            sink.found.extend(found);
+        },
+    )
 }

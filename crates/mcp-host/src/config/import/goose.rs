@@ -24,22 +24,17 @@ pub(super) fn read(text: &str, sink: &mut Sink<'_>) -> Result<(), ImportError> {
         return Ok(());
     };
     let doc = to_json(doc);
-    let Some(extensions) = doc.get("extensions") else {
-        return Ok(());
-    };
-    let Value::Object(extensions) = extensions else {
-        return Err(sink.shape_error("extensions", "is not a mapping"));
-    };
-    for (id, entry) in extensions {
-        let Value::Object(entry) = entry else {
-            sink.skip(Some(id), None, "the entry is not a mapping");
-            continue;
-        };
-        if let Some(f) = extension(sink, id, entry) {
-            sink.found.push(f);
-        }
-    }
-    Ok(())
+    super::server_table(
+        sink,
+        doc.get("extensions"),
+        "extensions",
+        "a mapping",
+        |sink, id, entry| {
+            if let Some(f) = extension(sink, id, entry) {
+                sink.found.push(f);
+            }
+        },
+    )
 }
 
 const KNOWN: &[&str] = &[

@@ -402,6 +402,34 @@ pub(crate) fn parse_json(text: &str, sink: &Sink<'_>) -> Result<Value, ImportErr
     })
 }
 
+/// Hands each server of a file's table of servers (`table`, the member `field`; `None` when
+/// the file has none) to `each` with its id, in the file's order. Every format keeps its
+/// servers in such a table, so each reader says the same about one that is not there right:
+/// a member that is not a table is an error naming it, and an entry that is not one is left
+/// out with the reason. `kind` is the format's word for a table ("an object", "a table", "a
+/// mapping"), the word its users know.
+pub(crate) fn server_table<'a>(
+    sink: &mut Sink<'a>,
+    table: Option<&Value>,
+    field: &str,
+    kind: &str,
+    mut each: impl FnMut(&mut Sink<'a>, &str, &Map<String, Value>),
+) -> Result<(), ImportError> {
+    let Some(table) = table else {
+        return Ok(());
+    };
+    let Value::Object(servers) = table else {
+        return Err(sink.shape_error(field, &format!("is not {kind}")));
+    };
+    for (id, entry) in servers {
+        match entry {
+            Value::Object(entry) => each(sink, id, entry),
+            _ => sink.skip(Some(id), None, &format!("the entry is not {kind}")),
+        }
+    }
+    Ok(())
+}
+
 /// A server as a source reader found it, its strings already in our `${VAR}` syntax.
 #[derive(Debug, Default)]
 pub(crate) struct Found {

@@ -348,3 +348,69 @@ fn secret_names() {
         assert!(!crate::config::secret::is_secret_name(no), "{no}");
     }
 }
+
+/// Every reader's table of servers, through the one `server_table`: a table that is not one
+/// is an error naming the member in the format's words, and an entry that is not one is left
+/// out with the reason while its good neighbour is imported.
+#[test]
+fn a_table_of_servers_or_an_entry_that_is_not_one_is_named_in_the_formats_words() {
+    let dir = std::env::temp_dir().join(format!("mcp-import-tables-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json_bad = |key: &str| format!("{{\"{key}\": 3}}");
+    let json_mixed =
+        |key: &str| format!("{{\"{key}\": {{\"bad\": 3, \"good\": {{\"command\": \"x\"}}}}}}");
+    let cases = [
+        (ImportSource::ClaudeDesktop, "mcpServers", "an object", json_bad("mcpServers"), json_mixed("mcpServers")),
+        (ImportSource::ClaudeCode, "mcpServers", "an object", json_bad("mcpServers"), json_mixed("mcpServers")),
+        (
+            ImportSource::ClaudeCode,
+            "projects./PROJECT.mcpServers",
+            "an object",
+            "{\"projects\": {\"/PROJECT\": {\"mcpServers\": 3}}}".to_owned(),
+            "{\"projects\": {\"/PROJECT\": {\"mcpServers\": {\"bad\": 3, \"good\": {\"command\": \"x\"}}}}}"
+                .to_owned(),
+        ),
+        (ImportSource::VsCode, "servers", "an object", json_bad("servers"), json_mixed("servers")),
+        (ImportSource::Cursor, "mcpServers", "an object", json_bad("mcpServers"), json_mixed("mcpServers")),
+        (ImportSource::Zed, "context_servers", "an object", json_bad("context_servers"), json_mixed("context_servers")),
+        (
+            ImportSource::Codex,
+            "mcp_servers",
+            "a table",
+            "mcp_servers = 3\n".to_owned(),
+            "[mcp_servers]\nbad = 3\n[mcp_servers.good]\ncommand = \"x\"\n".to_owned(),
+        ),
+        (
+            ImportSource::Goose,
+            "extensions",
+            "a mapping",
+            "extensions: 3\n".to_owned(),
+            "extensions:\n  bad: 3\n  good:\n    type: stdio\n    cmd: x\n".to_owned(),
+        ),
+    ];
+    for (i, (source, field, kind, bad, mixed)) in cases.into_iter().enumerate() {
+        let path = dir.join(format!("{i}-mixed"));
+        std::fs::write(&path, mixed).unwrap();
+        let report = read(source, &[path], &env(), Path::new("/PROJECT")).unwrap();
+        assert_eq!(ids(&report), ["good"], "{source} {field}");
+        assert_eq!(
+            not_carried(&report, "bad"),
+            [format!("-: the entry is not {kind}")],
+            "{source} {field}"
+        );
+        let path = dir.join(format!("{i}-bad"));
+        std::fs::write(&path, bad).unwrap();
+        match read(source, &[path.clone()], &env(), Path::new("/PROJECT")) {
+            Err(ImportError::Shape {
+                path: p,
+                field: f,
+                message,
+            }) => {
+                assert_eq!((p, f.as_str()), (path, field), "{source}");
+                assert_eq!(message, format!("is not {kind}"), "{source} {field}");
+            }
+            other => panic!("{source} {field}: {other:?}"),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -55,49 +55,52 @@ pub(super) fn read(
         }
         Some(_) => return Err(sink.shape_error("inputs", "is not a list")),
     }
-    let Some(servers) = top.get("servers") else {
-        return Ok(());
-    };
-    let Value::Object(servers) = servers else {
-        return Err(sink.shape_error("servers", "is not an object"));
-    };
-    for (id, entry) in servers {
-        let Value::Object(entry) = entry else {
-            sink.skip(Some(id), None, "the entry is not an object");
-            continue;
-        };
-        let failed: RefCell<Option<String>> = RefCell::new(None);
-        let used: RefCell<Vec<(String, String)>> = RefCell::new(Vec::new());
-        let translate = |s: &str| -> String {
-            let mut input = |input_id: &str| {
-                let (_, what) = inputs.iter().find(|(i, _)| i == input_id)?;
-                let var = input_variable(input_id);
-                used.borrow_mut().push((var.clone(), what.clone()));
-                Some(var)
+    super::server_table(
+        sink,
+        top.get("servers"),
+        "servers",
+        "an object",
+        |sink, id, entry| {
+            let failed: RefCell<Option<String>> = RefCell::new(None);
+            let used: RefCell<Vec<(String, String)>> = RefCell::new(Vec::new());
+            let translate = |s: &str| -> String {
+                let mut input = |input_id: &str| {
+                    let (_, what) = inputs.iter().find(|(i, _)| i == input_id)?;
+                    let var = input_variable(input_id);
+                    used.borrow_mut().push((var.clone(), what.clone()));
+                    Some(var)
+                };
+                super::editor_variables(s, places, &mut input).unwrap_or_else(|e| {
+                    failed.borrow_mut().get_or_insert(e);
+                    String::new()
+                })
             };
-            super::editor_variables(s, places, &mut input).unwrap_or_else(|e| {
-                failed.borrow_mut().get_or_insert(e);
-                String::new()
-            })
-        };
-        let found =
-            super::claude::entry_of(sink, id, entry, &format!("servers.{id}"), &translate, KNOWN);
-        if let Some(reason) = failed.into_inner() {
-            sink.skip(Some(id), None, &reason);
-            continue;
-        }
-        if let Some(mut f) = found {
-            let mut used = used.into_inner();
-            used.dedup();
-            for (var, what) in used {
-                f.needs.push((
-                    var,
-                    "an input".to_owned(),
-                    format!("VS Code asks for this input (\"{what}\") and keeps the answer itself"),
-                ));
+            let found = super::claude::entry_of(
+                sink,
+                id,
+                entry,
+                &format!("servers.{id}"),
+                &translate,
+                KNOWN,
+            );
+            if let Some(reason) = failed.into_inner() {
+                sink.skip(Some(id), None, &reason);
+                return;
             }
-            sink.found.push(f);
-        }
-    }
-    Ok(())
+            if let Some(mut f) = found {
+                let mut used = used.into_inner();
+                used.dedup();
+                for (var, what) in used {
+                    f.needs.push((
+                        var,
+                        "an input".to_owned(),
+                        format!(
+                            "VS Code asks for this input (\"{what}\") and keeps the answer itself"
+                        ),
+                    ));
+                }
+                sink.found.push(f);
+            }
+        },
+    )
 }

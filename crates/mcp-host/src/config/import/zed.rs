@@ -21,22 +21,17 @@ pub(super) fn read(
     let Value::Object(top) = doc else {
         return Err(sink.shape_error("", "the file is not a JSON object"));
     };
-    let Some(servers) = top.get("context_servers") else {
-        return Ok(());
-    };
-    let Value::Object(servers) = servers else {
-        return Err(sink.shape_error("context_servers", "is not an object"));
-    };
-    for (id, entry) in servers {
-        let Value::Object(entry) = entry else {
-            sink.skip(Some(id), None, "the entry is not an object");
-            continue;
-        };
-        if let Some(f) = server(sink, id, entry) {
-            sink.found.push(f);
-        }
-    }
-    Ok(())
+    super::server_table(
+        sink,
+        top.get("context_servers"),
+        "context_servers",
+        "an object",
+        |sink, id, entry| {
+            if let Some(f) = server(sink, id, entry) {
+                sink.found.push(f);
+            }
+        },
+    )
 }
 
 fn server(sink: &mut Sink<'_>, id: &str, entry: &Map<String, Value>) -> Option<Found> {
