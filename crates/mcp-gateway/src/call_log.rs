@@ -1,7 +1,7 @@
 //! The gateway's log: the start-up summary, the sessions, and one line per call, read,
 //! subscription and prompt.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -23,6 +23,9 @@ pub(crate) struct CallLog {
     /// The handshake sessions whose start was logged, so that their end is too (a stateless
     /// request is a session of its own, which would be noise).
     sessions: Mutex<HashSet<SessionKey>>,
+    /// The `sub` of each session's caller, when the HTTP gateway checks tokens: every line
+    /// of the session carries it.
+    subjects: Mutex<HashMap<SessionKey, String>>,
 }
 
 impl std::fmt::Debug for CallLog {
@@ -41,6 +44,7 @@ impl CallLog {
         Ok(Self {
             file,
             sessions: Mutex::default(),
+            subjects: Mutex::default(),
         })
     }
 
@@ -86,6 +90,22 @@ impl CallLog {
         if lock(&self.sessions).remove(&session) {
             self.at(Level::INFO, Some(session), None, "client closed");
         }
+        lock(&self.subjects).remove(&session);
+    }
+
+    /// The session's requests come from `caller` (its token's `sub`, or its client's id):
+    /// the session's lines say so from now on. The value is the issuer's, shown with
+    /// anything but visible ASCII replaced and at most 128 characters.
+    pub(crate) fn caller(&self, session: SessionKey, caller: &mcp_host::inbound::Caller) {
+        let Some(who) = caller.subject.as_deref().or(caller.client_id.as_deref()) else {
+            return;
+        };
+        let shown: String = who
+            .chars()
+            .take(128)
+            .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+            .collect();
+        lock(&self.subjects).insert(session, shown);
     }
 
     /// What to say of `request` once answered: resource reads, subscriptions and prompts
@@ -133,19 +153,32 @@ impl CallLog {
     /// given. A failed write is dropped: the log never stops a call.
     fn at(&self, level: Level, session: Option<SessionKey>, server: Option<&str>, text: &str) {
         let text = mcp_host::catalog::clean_text(text, 4096).replace('\n', " ");
+        let sub = session.and_then(|s| lock(&self.subjects).get(&s).cloned());
         let session = session.map(|s| s.to_string());
-        match (level, &session, server) {
-            (Level::WARN, _, _) => tracing::warn!(target: "mcp_gateway", "{text}"),
-            (_, Some(session), Some(server)) => {
+        match (level, &session, server, &sub) {
+            (Level::WARN, _, _, _) => tracing::warn!(target: "mcp_gateway", "{text}"),
+            (_, Some(session), Some(server), Some(sub)) => {
+                tracing::info!(target: "mcp_gateway", session, server, sub, "{text}");
+            }
+            (_, Some(session), None, Some(sub)) => {
+                tracing::info!(target: "mcp_gateway", session, sub, "{text}");
+            }
+            (_, Some(session), Some(server), None) => {
                 tracing::info!(target: "mcp_gateway", session, server, "{text}");
             }
-            (_, Some(session), None) => tracing::info!(target: "mcp_gateway", session, "{text}"),
-            (_, None, Some(server)) => tracing::info!(target: "mcp_gateway", server, "{text}"),
-            (_, None, None) => tracing::info!(target: "mcp_gateway", "{text}"),
+            (_, Some(session), None, None) => {
+                tracing::info!(target: "mcp_gateway", session, "{text}");
+            }
+            (_, None, Some(server), _) => tracing::info!(target: "mcp_gateway", server, "{text}"),
+            (_, None, None, _) => tracing::info!(target: "mcp_gateway", "{text}"),
         }
         if let Some(file) = &self.file {
             let session = session.map(|s| format!(" session={s}")).unwrap_or_default();
             let server = server.map(|s| format!(" server={s}")).unwrap_or_default();
+            let server = match &sub {
+                Some(sub) => format!("{server} sub={sub}"),
+                None => server,
+            };
             let mut file = lock(file);
             let _ = writeln!(
                 file,

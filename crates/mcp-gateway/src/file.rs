@@ -57,6 +57,11 @@ pub struct GatewayFile {
     /// ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<Ready>,
+    /// Over HTTP, accept only requests with an OAuth access token from this authorization
+    /// server, minted for this gateway (the gateway as an OAuth 2.1 protected resource);
+    /// read at start, not on reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<crate::auth::AuthBlock>,
 }
 
 /// When the gateway is ready for traffic (`GET /readyz`).
@@ -444,6 +449,12 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
             }
         }
     }
+    if let Some(auth) = &file.auth {
+        auth.check().map_err(|message| FileError::Invalid {
+            path: path.to_owned(),
+            message,
+        })?;
+    }
     let loaded = upstreams(path, env);
     for problem in &loaded.problems {
         if problem.severity == Severity::Warning {
@@ -615,6 +626,7 @@ mod tests {
             "logFile",
             "unattended",
             "ready",
+            "auth",
         ] {
             assert!(props.get(field).is_some(), "{field} missing from {schema}");
         }

@@ -57,6 +57,7 @@
 //! Pre-1.0: the API may change between minor versions.
 
 mod args;
+mod auth;
 pub mod budget;
 mod cache;
 mod call_log;
@@ -77,6 +78,7 @@ mod upstream_state;
 mod upstreams;
 
 // The public interface is:
+pub use auth::AuthBlock;
 pub use cache::DEFAULT_CACHE_TTL;
 pub use call_log::open_log_file;
 pub use file::{FileError, GatewayFile, Loaded, Mode, Ready, ReadyRule, load, schema, upstreams};

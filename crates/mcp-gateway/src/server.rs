@@ -256,6 +256,18 @@ impl Gateway {
     ) -> std::io::Result<()> {
         http.server = self.server_config();
         http.trace_headers = true;
+        // The file's `auth`: every request needs an access token of its issuer.
+        if let Some(block) = self.shared.file().auth.clone() {
+            let guard = block
+                .guard(listener.local_addr()?, &http.path)
+                .map_err(std::io::Error::other)?;
+            self.shared.log.line(&format!(
+                "requests need an access token of {} (metadata at {})",
+                block.issuer,
+                guard.metadata_url()
+            ));
+            http.authenticator = Some(Arc::new(guard));
+        }
         self.shared.traces.set_transport("tcp");
         http.observer = Some(Arc::new(self.clone()));
         mcp_http::serve_http(listener, http, self).await
@@ -277,6 +289,9 @@ impl Handler for Gateway {
     ) -> Result<RawJson, ErrorObject> {
         self.shared.routes.register(&context);
         let session = context.session;
+        if let Some(caller) = crate::auth::caller_of(&context) {
+            self.shared.log.caller(session, caller);
+        }
         let logged = self.shared.log.request(&request, session);
         let counted = self.shared.metrics.request(request.method());
         let span = self.shared.traces.server(&request, &context);

@@ -78,6 +78,8 @@ pub mod export;
 mod features;
 mod fs;
 mod host;
+#[cfg(feature = "oauth")]
+pub mod inbound;
 #[cfg(feature = "keyring")]
 pub mod keyring;
 #[cfg(feature = "oauth")]

@@ -79,5 +79,6 @@ pub use headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 pub use mcp_session::{Client, Incoming};
 #[cfg(feature = "server")]
 pub use server::{
-    HttpServerConfig, Observer, Readiness, ResponseBody, SseBody, StreamCut, bind, serve_http,
+    Authenticator, HttpServerConfig, Observer, Readiness, ResponseBody, SseBody, StreamCut,
+    Verdict, bind, serve_http,
 };

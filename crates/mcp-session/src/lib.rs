@@ -91,7 +91,8 @@ pub use client::{Client, Pending};
 pub use core::{Core, Incoming, Transport};
 pub use error::{Error, Result};
 pub use server::{
-    CoreOptions, Handler, Peer, RequestContext, ServerCore, ServerTransport, SessionKey, Sessions,
+    CoreOptions, Handler, Identity, Peer, RequestContext, ServerCore, ServerTransport, SessionKey,
+    Sessions,
 };
 pub use skills::load_skills;
 pub use tasks::{TaskContext, TaskOptions, Tasks};

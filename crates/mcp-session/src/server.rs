@@ -163,6 +163,34 @@ pub struct RequestContext {
     pub era: Option<Era>,
     /// Every session of this server, for notifications all clients must hear.
     pub sessions: Sessions,
+    /// Who the transport authenticated for the request (an HTTP server checking OAuth access
+    /// tokens), for rules per caller; `None` where nothing authenticates (stdio).
+    pub caller: Option<Identity>,
+}
+
+/// What a transport learnt about who sent a request, opaque to the session: the transport's
+/// authenticator decides its type and the handler reads it back with
+/// [`downcast_ref`](Self::downcast_ref), so that this crate knows nothing of tokens.
+#[derive(Clone)]
+pub struct Identity(Arc<dyn std::any::Any + Send + Sync>);
+
+impl Identity {
+    /// Wraps what the authenticator found.
+    pub fn new<T: std::any::Any + Send + Sync>(found: T) -> Self {
+        Self(Arc::new(found))
+    }
+
+    /// What the authenticator found, if it is a `T`.
+    pub fn downcast_ref<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+// It may hold claims of a token: their content is the handler's to show or not.
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Identity(..)")
+    }
 }
 
 impl RequestContext {
@@ -377,6 +405,8 @@ struct State {
     client: Option<Arc<ClientInfo>>,
     /// What the handler must hear once the lock is released.
     tell: Vec<Tell>,
+    /// Who sent the messages being received ([`ServerCore::receive_as`]).
+    caller: Option<Identity>,
 }
 
 /// A call to the handler, made outside the session lock, in the order the session raised it.
@@ -463,6 +493,7 @@ impl<H: Handler> ServerCore<H> {
                 armed: timer::Armed::default(),
                 client: None,
                 tell: Vec::new(),
+                caller: None,
             }),
             handler,
             transport: Box::new(transport),
@@ -570,6 +601,7 @@ impl<H: Handler> ServerCore<H> {
                         client,
                         era,
                         sessions: self.sessions.clone(),
+                        caller: state.caller.clone(),
                     };
                     state.tell.push(Tell::Start {
                         id,
@@ -667,6 +699,17 @@ impl<H: Handler> ServerCore<H> {
     /// A decoded frame arrived.
     pub fn receive(&self, decoded: Decoded) {
         self.with_session(None, |state| state.session.handle_decoded(now(), decoded));
+    }
+
+    /// A decoded frame arrived from `caller`, as the transport authenticated it: the
+    /// requests it holds are handled with it in their [`RequestContext::caller`]. Requests
+    /// are dispatched under the same lock, so a concurrent message of another caller cannot
+    /// lend them its identity.
+    pub fn receive_as(&self, decoded: Decoded, caller: Option<Identity>) {
+        self.with_session(None, |state| {
+            state.caller = caller;
+            state.session.handle_decoded(now(), decoded);
+        });
     }
 
     /// A frame arrived that did not decode.

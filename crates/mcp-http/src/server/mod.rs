@@ -17,6 +17,7 @@
 //! short-lived session, no session id, whatever the configuration; its session refuses it
 //! (-32022) unless the configuration names that version.
 
+mod auth;
 mod body;
 mod listen;
 mod observe;
@@ -49,6 +50,7 @@ use self::routes::{RoutedTransport, Routes, StreamTx};
 use crate::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
+pub use auth::{Authenticator, Verdict};
 pub use body::SseBody;
 pub use observe::{Observer, Readiness};
 pub use queue::StreamCut;
@@ -72,6 +74,10 @@ pub struct HttpServerConfig {
     pub allowed_origins: Vec<String>,
     /// When set, every request must carry `Authorization: Bearer <token>`. A secret.
     pub bearer_token: Option<String>,
+    /// When set, every request to the endpoint is judged by it (OAuth access tokens, say),
+    /// and a session is kept for the caller that started it; its public documents are served
+    /// beside the endpoint (`auth.rs`).
+    pub authenticator: Option<Arc<dyn Authenticator>>,
     /// The largest request body accepted (413 beyond; at once when `Content-Length` says so).
     pub max_body_bytes: usize,
     /// How long a request body may take to arrive, from the end of its headers (408 after).
@@ -137,6 +143,7 @@ impl HttpServerConfig {
             ],
             allowed_origins: Vec::new(),
             bearer_token: None,
+            authenticator: None,
             max_body_bytes: 4 << 20,
             body_read_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(10),
@@ -166,6 +173,7 @@ impl std::fmt::Debug for HttpServerConfig {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "[redacted]"),
             )
+            .field("authenticator", &self.authenticator.is_some())
             .field("max_body_bytes", &self.max_body_bytes)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("header_read_timeout", &self.header_read_timeout)
@@ -234,6 +242,9 @@ struct Session<H: Handler> {
     core: Arc<ServerCore<H>>,
     routes: Arc<Routes>,
     last_used: Mutex<Instant>,
+    /// Who started it, when an authenticator said ([`auth::Allowed::subject`]): only they
+    /// may use it.
+    subject: Option<String>,
     /// The unread bytes of the session's streams
     /// ([`HttpServerConfig::max_session_buffer_bytes`]).
     buffer: Arc<Budget>,
@@ -289,15 +300,19 @@ impl<H: Handler> HttpServer<H> {
 
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<ResponseBody> {
         if req.uri().path() != self.config.path {
-            return plain(StatusCode::NOT_FOUND, "not found");
+            return self.document(&req);
         }
         if let Some(refusal) = self.check_security(&req) {
             return refusal;
         }
+        let caller = match self.authenticate(&req).await {
+            Ok(caller) => caller,
+            Err(refusal) => return refusal,
+        };
         match *req.method() {
-            Method::POST => self.post(req).await,
-            Method::GET => self.get(&req),
-            Method::DELETE => self.delete(&req),
+            Method::POST => self.post(req, caller).await,
+            Method::GET => self.get(&req, caller.as_ref()),
+            Method::DELETE => self.delete(&req, caller.as_ref()),
             _ => {
                 let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
                 r.headers_mut()
@@ -347,8 +362,12 @@ impl<H: Handler> HttpServer<H> {
         None
     }
 
-    /// The session a request names.
-    fn session_of(&self, req: &Request<Incoming>) -> Result<(String, Arc<Session<H>>), NoSession> {
+    /// The session a request names, if its caller is the one who started it.
+    fn session_of(
+        &self,
+        req: &Request<Incoming>,
+        caller: Option<&auth::Allowed>,
+    ) -> Result<(String, Arc<Session<H>>), NoSession> {
         let id = req
             .headers()
             .get(&SESSION_ID)
@@ -356,11 +375,19 @@ impl<H: Handler> HttpServer<H> {
             .ok_or(NoSession::Missing)?;
         let sessions = lock(&self.sessions);
         let session = sessions.get(id).ok_or(NoSession::Unknown)?;
+        // Another caller's session is, to this one, no session at all.
+        if session.subject.as_deref() != caller.map(|c| c.subject.as_str()) {
+            return Err(NoSession::Unknown);
+        }
         *lock(&session.last_used) = Instant::now();
         Ok((id.to_owned(), Arc::clone(session)))
     }
 
-    async fn post(self: Arc<Self>, req: Request<Incoming>) -> Response<ResponseBody> {
+    async fn post(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        caller: Option<auth::Allowed>,
+    ) -> Response<ResponseBody> {
         let ctype = req
             .headers()
             .get(CONTENT_TYPE)
@@ -386,12 +413,12 @@ impl<H: Handler> HttpServer<H> {
             );
         }
         if stateless::is_stateless(req.headers()) {
-            return self.post_stateless(req).await;
+            return self.post_stateless(req, caller).await;
         }
         let existing = req
             .headers()
             .contains_key(&SESSION_ID)
-            .then(|| self.session_of(&req));
+            .then(|| self.session_of(&req, caller.as_ref()));
         let version = req
             .headers()
             .get(&PROTOCOL_VERSION)
@@ -419,7 +446,7 @@ impl<H: Handler> HttpServer<H> {
         let (session_id, session) = match existing {
             Some(Ok(found)) => found,
             Some(Err(refusal)) => return refusal.response(),
-            None if is_initialize => match self.new_session() {
+            None if is_initialize => match self.new_session(caller.as_ref()) {
                 Ok(created) => created,
                 Err(refusal) => return refusal.response(self.config.max_sessions),
             },
@@ -451,8 +478,9 @@ impl<H: Handler> HttpServer<H> {
         {
             return no_batches();
         }
+        let identity = caller.map(|c| c.caller);
         if !owes_answers(&decoded) {
-            session.core.receive(decoded);
+            session.core.receive_as(decoded, identity);
             return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
         }
         // One stream answers every request of this POST; it ends with the last answer.
@@ -470,7 +498,7 @@ impl<H: Handler> HttpServer<H> {
         };
         drop(stream);
         if let Some(rest) = rest {
-            session.core.receive(rest);
+            session.core.receive_as(rest, identity);
         }
         let response = match priming {
             // A batch is answered with an array, even of one; each SSE event carries one.
@@ -534,7 +562,10 @@ impl<H: Handler> HttpServer<H> {
 
     /// A new session, or the answer that refuses it: the server holds `max_sessions`
     /// already (503), or the OS gives no randomness for its id (500).
-    fn new_session(&self) -> Result<(String, Arc<Session<H>>), NoNewSession> {
+    fn new_session(
+        &self,
+        caller: Option<&auth::Allowed>,
+    ) -> Result<(String, Arc<Session<H>>), NoNewSession> {
         let limit = self.config.max_sessions;
         if lock(&self.sessions).len() >= limit {
             self.metrics.refused_session();
@@ -552,6 +583,7 @@ impl<H: Handler> HttpServer<H> {
             core,
             routes,
             last_used: Mutex::new(Instant::now()),
+            subject: caller.map(|c| c.subject.clone()),
             buffer: Budget::new(self.config.max_session_buffer_bytes),
         });
         {
@@ -569,7 +601,11 @@ impl<H: Handler> HttpServer<H> {
         Ok((id, session))
     }
 
-    fn get(&self, req: &Request<Incoming>) -> Response<ResponseBody> {
+    fn get(
+        &self,
+        req: &Request<Incoming>,
+        caller: Option<&auth::Allowed>,
+    ) -> Response<ResponseBody> {
         let accept = req
             .headers()
             .get(ACCEPT)
@@ -588,7 +624,7 @@ impl<H: Handler> HttpServer<H> {
                 .insert(ALLOW, HeaderValue::from_static("POST, DELETE"));
             return r;
         }
-        let (id, session) = match self.session_of(req) {
+        let (id, session) = match self.session_of(req, caller) {
             Ok(found) => found,
             Err(refusal) => return refusal.response(),
         };
@@ -618,8 +654,12 @@ impl<H: Handler> HttpServer<H> {
         with_session_id(r, &id)
     }
 
-    fn delete(&self, req: &Request<Incoming>) -> Response<ResponseBody> {
-        let (id, session) = match self.session_of(req) {
+    fn delete(
+        &self,
+        req: &Request<Incoming>,
+        caller: Option<&auth::Allowed>,
+    ) -> Response<ResponseBody> {
+        let (id, session) = match self.session_of(req, caller) {
             Ok(found) => found,
             Err(refusal) => return refusal.response(),
         };

@@ -71,6 +71,7 @@ impl<H: Handler> HttpServer<H> {
     pub(super) async fn post_stateless(
         self: Arc<Self>,
         req: Request<Incoming>,
+        caller: Option<super::auth::Allowed>,
     ) -> Response<ResponseBody> {
         let (parts, body) = req.into_parts();
         let bytes = match self.read_body(body).await {
@@ -116,7 +117,10 @@ impl<H: Handler> HttpServer<H> {
             CoreOptions::new().stateless().sessions(&self.registry),
         );
         let guard = CloseOnDrop(Arc::clone(&core));
-        core.receive(Decoded::Single(Message::Request(request)));
+        core.receive_as(
+            Decoded::Single(Message::Request(request)),
+            caller.map(|c| c.caller),
+        );
         drop(core);
         let ended = || {
             rpc_error(

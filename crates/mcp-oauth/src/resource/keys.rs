@@ -41,17 +41,13 @@ impl KeyCache {
         self.keys.as_ref()
     }
 
-    /// Whether to fetch now: there are no keys or they are old, or `kid` (a token's) is not
-    /// among them; and the last attempt is at least [`min_refetch_ms`](Self::min_refetch_ms)
-    /// ago.
-    pub fn should_fetch(&self, now_ms: u64, kid: Option<&str>) -> bool {
-        let wanted = match &self.keys {
-            None => true,
-            Some(keys) => {
-                now_ms.saturating_sub(self.fetched_at_ms) >= self.max_age_ms
-                    || kid.is_some_and(|kid| !keys.has_kid(kid))
-            }
-        };
+    /// Whether to fetch now: there are no keys or they are old, or a token was signed with
+    /// a key they lack (`unknown_key`, from [`Rejection::is_unknown_key`](super::Rejection::is_unknown_key));
+    /// and the last attempt is at least [`min_refetch_ms`](Self::min_refetch_ms) ago.
+    pub fn should_fetch(&self, now_ms: u64, unknown_key: bool) -> bool {
+        let wanted = self.keys.is_none()
+            || unknown_key
+            || now_ms.saturating_sub(self.fetched_at_ms) >= self.max_age_ms;
         wanted
             && self
                 .attempted_at_ms

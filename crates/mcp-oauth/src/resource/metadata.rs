@@ -3,6 +3,18 @@
 //! refusal.
 
 use serde::Serialize;
+use url::Url;
+
+/// Where the RFC 9728 document of `resource` is (§3.1): the well-known name inserted between
+/// the host and the path, `https://host/.well-known/oauth-protected-resource/mcp` for
+/// `https://host/mcp`.
+pub fn metadata_url(resource: &Url) -> String {
+    format!(
+        "{}/.well-known/oauth-protected-resource{}",
+        resource.origin().ascii_serialization(),
+        resource.path().trim_end_matches('/')
+    )
+}
 
 /// The protected resource metadata document (RFC 9728 §2), served at
 /// `/.well-known/oauth-protected-resource` and its path-suffixed form.

@@ -28,7 +28,7 @@ mod tests;
 pub use jwk::JwkSet;
 pub use jwt::{Caller, MAX_TOKEN_BYTES, Rejection, validate};
 pub use keys::KeyCache;
-pub use metadata::{ResourceMetadata, challenge};
+pub use metadata::{ResourceMetadata, challenge, metadata_url};
 
 use std::fmt;
 

@@ -478,27 +478,18 @@ fn key_sets_keep_the_signing_keys_they_can_use() {
 fn the_key_cache_fetches_when_needed_and_never_more_than_once_per_interval() {
     let rsa = Key::rsa(test_keys::RSA_1);
     let mut cache = KeyCache::new();
-    assert!(cache.should_fetch(0, None), "no keys yet");
+    assert!(cache.should_fetch(0, false), "no keys yet");
     cache.attempted(1_000);
-    assert!(
-        !cache.should_fetch(2_000, None),
-        "a failed fetch waits for the interval"
-    );
-    assert!(cache.should_fetch(31_000, None));
+    assert!(!cache.should_fetch(2_000, false), "a failed fetch waits");
+    assert!(!cache.should_fetch(2_000, true));
+    assert!(cache.should_fetch(31_000, false));
     cache.attempted(31_000);
     cache.fetched(31_500, set(&[(&rsa, "r")]));
-    assert!(!cache.should_fetch(40_000, Some("r")));
-    assert!(!cache.should_fetch(40_000, None));
-    assert!(
-        !cache.should_fetch(40_000, Some("new")),
-        "unknown kid, but too soon"
-    );
-    assert!(
-        cache.should_fetch(61_000, Some("new")),
-        "unknown kid after the interval"
-    );
-    assert!(!cache.should_fetch(61_000, Some("r")));
-    assert!(cache.should_fetch(31_500 + 600_000, Some("r")), "old keys");
+    assert!(!cache.should_fetch(40_000, false));
+    assert!(!cache.should_fetch(40_000, true), "unknown key, but too soon");
+    assert!(cache.should_fetch(61_000, true), "unknown key after the interval");
+    assert!(!cache.should_fetch(61_000, false));
+    assert!(cache.should_fetch(31_500 + 600_000, false), "old keys");
     assert!(cache.keys().is_some_and(|k| k.has_kid("r")));
 }
 
@@ -518,6 +509,13 @@ fn the_challenge_and_the_document_say_what_a_client_needs() {
         format!(
             r#"Bearer error="invalid_token", error_description="the token has \"expired\"", resource_metadata="{url}", scope="a b""#
         )
+    );
+    let resource = url::Url::parse(AUDIENCE).unwrap();
+    assert_eq!(metadata_url(&resource), url);
+    let root = url::Url::parse("https://gateway.example/").unwrap();
+    assert_eq!(
+        metadata_url(&root),
+        "https://gateway.example/.well-known/oauth-protected-resource"
     );
     let mut doc = ResourceMetadata::new(AUDIENCE, ISSUER);
     doc.scopes_supported = vec!["mcp:tools".into()];

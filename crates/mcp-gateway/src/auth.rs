@@ -1,0 +1,321 @@
+//! The gateway file's `auth` block: the HTTP gateway as an OAuth 2.1 protected resource (MCP
+//! authorization spec, server side; RFC 9728, RFC 8707, RFC 6750). Each request carries an
+//! access token from `issuer`, minted for this gateway (its `audience`), which the gateway
+//! checks against the issuer's published keys; the token is never passed upstream (each
+//! upstream has its own credentials, from the gateway file and the host's OAuth).
+//!
+//! This module reads and checks the block; the checking of tokens is `mcp-host`'s
+//! `inbound` (over `mcp-oauth`'s `resource`), and `mcp-http`'s server asks it through its
+//! [`Authenticator`](mcp_http::Authenticator) hook, implemented here.
+
+use std::future::Future;
+
+use mcp_host::inbound::{Algorithm, Caller, InboundAuth, InboundSettings};
+use mcp_host::oauth::Url;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `auth`: who may call the gateway over HTTP.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuthBlock {
+    /// The authorization server whose access tokens are accepted: its issuer identifier,
+    /// compared byte for byte with each token's `iss` (`https`, or `http` on loopback).
+    pub issuer: String,
+    /// What each token's `aud` must contain (RFC 8707): the gateway's resource identifier.
+    /// Default: `publicUrl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// Where the issuer's signing keys are. Default: the `jwks_uri` of its metadata (RFC 8414
+    /// `/.well-known/oauth-authorization-server`, then OpenID Connect discovery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
+    /// Scopes every request's token must carry; a token without one of them is answered 403
+    /// `insufficient_scope`, naming them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// The scopes the metadata document offers clients (default: `requiredScopes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes_supported: Vec<String>,
+    /// The gateway's MCP endpoint as clients reach it (`https://mcp.example.com/mcp`): the
+    /// `resource` of its RFC 9728 document, and where that document's URL points. Default:
+    /// `http://<the address it listens on>/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    /// The signature algorithms accepted. Default: RS256, RS384, RS512, PS256, PS384, PS512,
+    /// ES256, ES384, EdDSA. `none` and the HMAC algorithms (HS256, ...) are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithms: Option<Vec<String>>,
+    /// How far the issuer's clock and the gateway's may differ, in seconds, for `exp`, `nbf`
+    /// and `iat` (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 300))]
+    pub leeway_seconds: Option<u64>,
+}
+
+/// An issuer, key set or endpoint URL that may be trusted: absolute, `https` or `http` to a
+/// loopback host (keys fetched in clear from elsewhere could be anyone's), without a fragment.
+fn trusted_url(field: &str, value: &str, https_only: bool) -> Result<Url, String> {
+    let url = Url::parse(value).map_err(|e| format!("auth.{field}: not a URL ({e})"))?;
+    let host = url.host_str().unwrap_or_default();
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback || !https_only => {}
+        _ => {
+            return Err(format!(
+                "auth.{field}: must be an https URL (http only on loopback)"
+            ));
+        }
+    }
+    if url.fragment().is_some() || url.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "auth.{field}: must be an absolute URL without a fragment"
+        ));
+    }
+    Ok(url)
+}
+
+/// A scope token (RFC 6749 §3.3: visible ASCII but `"` and `\`).
+fn scope_ok(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+}
+
+impl AuthBlock {
+    /// Checks every field, naming the first wrong one: URLs that can be trusted, algorithms
+    /// that can be verified safely, scopes that fit in a header.
+    pub fn check(&self) -> Result<(), String> {
+        trusted_url("issuer", &self.issuer, true)?;
+        if let Some(jwks) = &self.jwks_uri {
+            trusted_url("jwksUri", jwks, true)?;
+        }
+        if let Some(url) = &self.public_url {
+            let url = trusted_url("publicUrl", url, false)?;
+            if url.query().is_some() {
+                return Err("auth.publicUrl: must have no query".to_owned());
+            }
+        }
+        if self
+            .audience
+            .as_deref()
+            .is_some_and(|a| a.trim().is_empty())
+        {
+            return Err("auth.audience: must not be empty".to_owned());
+        }
+        if let Some(algorithms) = &self.algorithms {
+            if algorithms.is_empty() {
+                return Err("auth.algorithms: lists no algorithm".to_owned());
+            }
+            for alg in algorithms {
+                Algorithm::parse(alg).map_err(|e| format!("auth.algorithms: {e}"))?;
+            }
+        }
+        for (field, scopes) in [
+            ("requiredScopes", &self.required_scopes),
+            ("scopesSupported", &self.scopes_supported),
+        ] {
+            if let Some(bad) = scopes.iter().find(|s| !scope_ok(s)) {
+                return Err(format!(
+                    "auth.{field}: `{}` is not a scope (visible characters, no spaces or quotes)",
+                    bad.escape_debug()
+                ));
+            }
+        }
+        if self.leeway_seconds.is_some_and(|s| s > 300) {
+            return Err("auth.leewaySeconds: at most 300".to_owned());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(json: serde_json::Value) -> Result<(), String> {
+        let block: AuthBlock = serde_json::from_value(json).map_err(|e| e.to_string())?;
+        block.check()
+    }
+
+    #[test]
+    fn a_bad_block_is_refused_naming_the_field() {
+        let ok = serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp",
+            "algorithms": ["RS256", "ES256"], "requiredScopes": ["mcp:tools"]});
+        assert_eq!(block(ok), Ok(()));
+        assert_eq!(
+            block(serde_json::json!({"issuer": "http://127.0.0.1:4000"})),
+            Ok(())
+        );
+        for (json, field) in [
+            (
+                serde_json::json!({"issuer": "http://id.example"}),
+                "auth.issuer: must be an https URL",
+            ),
+            (
+                serde_json::json!({"issuer": "id.example"}),
+                "auth.issuer: not a URL",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "jwksUri": "http://10.0.0.1/jwks"}),
+                "auth.jwksUri",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "algorithms": ["none"]}),
+                "auth.algorithms: `none` is never accepted",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "algorithms": ["HS256"]}),
+                "auth.algorithms: `HS256` is an HMAC algorithm",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "algorithms": []}),
+                "auth.algorithms: lists no algorithm",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "requiredScopes": ["a b"]}),
+                "auth.requiredScopes",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp?x=1"}),
+                "auth.publicUrl",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "audience": " "}),
+                "auth.audience",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "leewaySeconds": 3600}),
+                "auth.leewaySeconds",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "isuser": "x"}),
+                "unknown field `isuser`",
+            ),
+        ] {
+            let e = block(json.clone()).expect_err("refused");
+            assert!(e.contains(field), "{json}: {e}");
+        }
+    }
+}
+
+/// The HTTP server's hook over `mcp-host`'s token checks: who calls, and the RFC 9728
+/// document at its well-known paths.
+pub(crate) struct Guard {
+    auth: InboundAuth,
+    /// `/.well-known/oauth-protected-resource`, and that followed by the endpoint's path as
+    /// served and as public.
+    paths: Vec<String>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("paths", &self.paths).finish()
+    }
+}
+
+const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+impl AuthBlock {
+    /// The hook for a gateway whose endpoint is `path` on `local` (the public URL's default).
+    pub(crate) fn guard(&self, local: std::net::SocketAddr, path: &str) -> Result<Guard, String> {
+        self.check()?;
+        let public = match &self.public_url {
+            Some(url) => Url::parse(url).map_err(|e| format!("auth.publicUrl: {e}"))?,
+            None => Url::parse(&format!("http://{local}{path}"))
+                .map_err(|e| format!("auth.publicUrl: the default is not a URL: {e}"))?,
+        };
+        let mut settings = InboundSettings::new(self.issuer.clone(), public.clone());
+        if let Some(audience) = &self.audience {
+            settings.audience = audience.clone();
+        }
+        if let Some(jwks) = &self.jwks_uri {
+            settings.jwks_uri = Some(Url::parse(jwks).map_err(|e| format!("auth.jwksUri: {e}"))?);
+        }
+        settings.required_scopes = self.required_scopes.clone();
+        settings.scopes_supported = self.scopes_supported.clone();
+        if let Some(algorithms) = &self.algorithms {
+            settings.algorithms = algorithms
+                .iter()
+                .map(|a| Algorithm::parse(a).map_err(|e| format!("auth.algorithms: {e}")))
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(leeway) = self.leeway_seconds {
+            settings.leeway_secs = leeway;
+        }
+        let auth = InboundAuth::new(settings);
+        let mut paths = vec![WELL_KNOWN.to_owned()];
+        for p in [path, public.path()] {
+            let p = p.trim_end_matches('/');
+            if !p.is_empty() {
+                paths.push(format!("{WELL_KNOWN}{p}"));
+            }
+        }
+        Ok(Guard { auth, paths })
+    }
+}
+
+impl Guard {
+    /// Where clients are sent to discover the gateway's authorization.
+    pub(crate) fn metadata_url(&self) -> &str {
+        self.auth.metadata_url()
+    }
+}
+
+/// What the caller is keyed by for its sessions: the issuer and the subject (or, for a token
+/// without `sub`, the client).
+fn subject_key(caller: &Caller) -> String {
+    let who = caller
+        .subject
+        .as_deref()
+        .map(|s| format!("sub:{s}"))
+        .or_else(|| caller.client_id.as_deref().map(|c| format!("client:{c}")))
+        .unwrap_or_default();
+    format!("{}\n{who}", caller.issuer)
+}
+
+impl mcp_http::Authenticator for Guard {
+    fn authenticate<'a>(
+        &'a self,
+        authorization: Option<&'a [u8]>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = mcp_http::Verdict> + Send + 'a>> {
+        Box::pin(async move {
+            match self.auth.authenticate(authorization).await {
+                Ok(caller) => mcp_http::Verdict::Allow {
+                    subject: subject_key(&caller),
+                    caller: mcp_session::Identity::new(caller),
+                },
+                Err(refusal) => {
+                    tracing::info!(target: "mcp_gateway", status = refusal.status, "refused a request: {}", refusal.reason);
+                    mcp_http::Verdict::Refuse {
+                        status: http::StatusCode::from_u16(refusal.status)
+                            .unwrap_or(http::StatusCode::UNAUTHORIZED),
+                        challenge: http::HeaderValue::from_str(&refusal.challenge)
+                            .unwrap_or_else(|_| http::HeaderValue::from_static("Bearer")),
+                        reason: refusal.reason,
+                    }
+                }
+            }
+        })
+    }
+
+    fn document(&self, path: &str) -> Option<Vec<u8>> {
+        self.paths
+            .iter()
+            .any(|p| p == path)
+            .then(|| self.auth.metadata_document().to_vec())
+    }
+}
+
+/// The caller a request came with, when the HTTP gateway checks tokens.
+pub(crate) fn caller_of(context: &mcp_session::RequestContext) -> Option<&Caller> {
+    context.caller.as_ref()?.downcast_ref()
+}
