@@ -109,8 +109,22 @@ pub(crate) async fn serve(
         })?),
         None => None,
     };
+    // The file's `auth` (OAuth access tokens) and --bearer-token-env (one shared token) both
+    // say who may call: one of them, never a mix whose meaning nobody would guess.
+    let oauth = loaded.file.auth.is_some();
+    if oauth && bearer.is_some() {
+        return Err(Failure::usage(
+            "--bearer-token-env and the gateway file's `auth` both say who may call the gateway; use one of them",
+        ));
+    }
+    if oauth && http.is_none() {
+        tracing::warn!(
+            "the gateway file's `auth` applies to --http only; over stdio it is not used"
+        );
+    }
     if let Some(addr) = http
-        && let Some(warning) = check_exposure(addr, bearer.is_some(), flags.allow_unauthenticated)?
+        && let Some(warning) =
+            check_exposure(addr, bearer.is_some() || oauth, flags.allow_unauthenticated)?
     {
         tracing::warn!("{warning}");
     }
