@@ -104,11 +104,14 @@ pub enum DeviceError {
 
 impl DeviceError {
     /// Whether the server refused this client the device grant (`unauthorized_client`,
-    /// `invalid_client`): a registration made for the browser alone, which registering again
-    /// with the device grant mends.
+    /// `invalid_client`, or `invalid_request` naming the device grant, as npm's oidc-provider
+    /// answers a client registered without it): a registration made for the browser alone,
+    /// which registering again with the device grant mends.
     pub fn is_client_refused(&self) -> bool {
-        matches!(self, Self::Refused { error, .. }
-            if error == "unauthorized_client" || error == "invalid_client")
+        matches!(self, Self::Refused { error, detail }
+            if error == "unauthorized_client"
+                || error == "invalid_client"
+                || (error == "invalid_request" && detail.contains(DEVICE_CODE_GRANT)))
     }
 }
 

@@ -285,6 +285,19 @@ fn a_refused_device_authorization_quotes_the_server_but_not_the_secrets() {
         "the device authorization request was refused: invalid_scope no such scope"
     );
     assert!(!err.is_client_refused());
+    // npm's oidc-provider refuses a client registered without the device grant this way.
+    let err = DeviceAuthorization::from_response(
+        400,
+        br#"{"error":"invalid_request","error_description":"urn:ietf:params:oauth:grant-type:device_code is not allowed for this client"}"#,
+    )
+    .unwrap_err();
+    assert!(err.is_client_refused(), "{err:?}");
+    let err = DeviceAuthorization::from_response(
+        400,
+        br#"{"error":"invalid_request","error_description":"missing required parameter 'client_id'"}"#,
+    )
+    .unwrap_err();
+    assert!(!err.is_client_refused(), "{err:?}");
     let err =
         DeviceAuthorization::from_response(200, br#"{"device_code":"dc-secret-1"}"#).unwrap_err();
     assert!(
