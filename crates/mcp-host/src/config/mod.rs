@@ -38,12 +38,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use detect::{DetectError, Detected, detect, split_command_line};
+pub use edit::allow_tool;
 pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};
 pub use import::{
     ImportError, ImportReport, ImportSource, ImportedServer, NeededVariable, NotCarried,
     WriteOutcome, read as import_read, write as import_write,
 };
-pub use edit::allow_tool;
 pub use model::{
     ConfigFile, ConfiguredServer, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, FileFormat, FileReport,
