@@ -146,6 +146,24 @@ wire_struct! {
     }
 }
 
+impl TaskInfo {
+    /// The common form of a 2025-11-25 task: the same members, its `ttl` and `pollInterval`
+    /// read as `ttlMs` and `pollIntervalMs` (both are milliseconds), so that code that follows
+    /// a task handles one type whatever the era. `_meta` stays with the message it came in.
+    pub fn from_experimental(task: &ExperimentalTask) -> Self {
+        let mut info = Self::new(
+            task.task_id.clone(),
+            task.status.clone(),
+            task.created_at.clone(),
+            task.last_updated_at.clone(),
+        );
+        info.ttl_ms = task.ttl;
+        info.poll_interval_ms = task.poll_interval;
+        info.status_message = task.status_message.clone();
+        info
+    }
+}
+
 impl CreateTaskResult {
     /// The answer that announces `task`.
     pub fn from_task(task: &TaskInfo) -> Self {
@@ -229,6 +247,21 @@ wire_struct! {
 }
 
 impl DetailedTask {
+    /// The answer to `tasks/get` with `task`'s members and nothing of what its status calls
+    /// for yet: the caller adds the `result`, `error` or `inputRequests`.
+    pub fn from_task(task: &TaskInfo) -> Self {
+        let mut detailed = Self::new(
+            task.task_id.clone(),
+            task.status.clone(),
+            task.created_at.clone(),
+            task.last_updated_at.clone(),
+        );
+        detailed.ttl_ms = task.ttl_ms;
+        detailed.poll_interval_ms = task.poll_interval_ms;
+        detailed.status_message = task.status_message.clone();
+        detailed
+    }
+
     /// The task's common members.
     pub fn info(&self) -> TaskInfo {
         let mut info = TaskInfo::new(
@@ -307,6 +340,23 @@ wire_struct! {
             /// Protocol metadata.
             meta: JsonObject = "_meta",
         }
+    }
+}
+
+impl ExperimentalTask {
+    /// `task` as 2025-11-25 writes it: `ttlMs` and `pollIntervalMs` become `ttl` and
+    /// `pollInterval`, the rest is the same. `_meta` stays with the message it came in.
+    pub fn from_task(task: &TaskInfo) -> Self {
+        let mut old = Self::new(
+            task.task_id.clone(),
+            task.status.clone(),
+            task.created_at.clone(),
+            task.last_updated_at.clone(),
+        );
+        old.ttl = task.ttl_ms;
+        old.poll_interval = task.poll_interval_ms;
+        old.status_message = task.status_message.clone();
+        old
     }
 }
 
@@ -468,6 +518,64 @@ mod tests {
         assert_eq!(old.status, TaskStatus::InputRequired);
         assert!(!old.status.is_terminal() && TaskStatus::Cancelled.is_terminal());
         assert_eq!((old.ttl, old.poll_interval), (None, Some(100)));
+    }
+
+    /// One task written in each era's shapes through the shared `TaskInfo`: every member
+    /// name and value exactly as each form has it on the wire, and back.
+    #[test]
+    fn one_task_in_both_eras_shapes_is_written_exactly_as_each_era_writes_it() {
+        let mut info = TaskInfo::new(
+            "t1".into(),
+            TaskStatus::InputRequired,
+            "2026-01-01T00:00:00Z".into(),
+            "2026-01-01T00:00:05Z".into(),
+        );
+        info.ttl_ms = Some(60_000);
+        info.poll_interval_ms = Some(500);
+        info.status_message = Some("waiting".into());
+        let old = ExperimentalTask::from_task(&info);
+        assert_eq!(
+            serde_json::to_value(&old).unwrap(),
+            serde_json::json!({
+                "taskId": "t1", "status": "input_required",
+                "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:05Z",
+                "ttl": 60_000, "pollInterval": 500, "statusMessage": "waiting"
+            })
+        );
+        assert_eq!(TaskInfo::from_experimental(&old), info);
+        let mut detailed = DetailedTask::from_task(&info);
+        detailed.input_requests = Some(BTreeMap::new());
+        assert_eq!(
+            serde_json::to_value(&detailed).unwrap(),
+            serde_json::json!({
+                "taskId": "t1", "status": "input_required",
+                "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:05Z",
+                "ttlMs": 60_000, "pollIntervalMs": 500, "statusMessage": "waiting",
+                "inputRequests": {}
+            })
+        );
+        assert_eq!(detailed.info(), info);
+        assert_eq!(
+            serde_json::to_value(CreateTaskResult::from_task(&info)).unwrap(),
+            serde_json::json!({
+                "resultType": "task", "taskId": "t1", "status": "input_required",
+                "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:05Z",
+                "ttlMs": 60_000, "pollIntervalMs": 500, "statusMessage": "waiting"
+            })
+        );
+        // Absent members stay absent in both.
+        let bare = TaskInfo::new("t2".into(), TaskStatus::Working, "a".into(), "b".into());
+        let expected = serde_json::json!({
+            "taskId": "t2", "status": "working", "createdAt": "a", "lastUpdatedAt": "b"
+        });
+        assert_eq!(
+            serde_json::to_value(ExperimentalTask::from_task(&bare)).unwrap(),
+            expected
+        );
+        assert_eq!(
+            serde_json::to_value(DetailedTask::from_task(&bare)).unwrap(),
+            expected
+        );
     }
 
     #[test]

@@ -44,7 +44,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_protocol::schema::{
     ClientRequest, CreateTaskResult, DetailedTask, EmptyResult, ExperimentalCreateTaskResult,
     ExperimentalListTasksResult, ExperimentalTask, InputRequest, ProgressToken,
-    RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, TaskError, TaskStatus, capabilities_declare_tasks,
+    RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, TaskError, TaskInfo, TaskStatus,
+    capabilities_declare_tasks,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code, missing_capability_error};
 use serde_json::{Value, json};
@@ -216,21 +217,9 @@ impl Entry {
         allowed
     }
 
-    fn experimental(&self, id: &str, ttl: Duration, poll: Duration) -> ExperimentalTask {
-        let mut task = ExperimentalTask::new(
-            id.to_owned(),
-            self.status.clone(),
-            self.created_at.clone(),
-            self.last_updated_at.clone(),
-        );
-        task.ttl = Some(millis(ttl));
-        task.poll_interval = Some(millis(poll));
-        task.status_message = self.status_message.clone();
-        task
-    }
-
-    fn detailed(&self, id: &str, ttl: Duration, poll: Duration) -> DetailedTask {
-        let mut task = DetailedTask::new(
+    /// The task's members both eras show, each era writing them in its own names.
+    fn info(&self, id: &str, ttl: Duration, poll: Duration) -> TaskInfo {
+        let mut task = TaskInfo::new(
             id.to_owned(),
             self.status.clone(),
             self.created_at.clone(),
@@ -239,6 +228,15 @@ impl Entry {
         task.ttl_ms = Some(millis(ttl));
         task.poll_interval_ms = Some(millis(poll));
         task.status_message = self.status_message.clone();
+        task
+    }
+
+    fn experimental(&self, id: &str, ttl: Duration, poll: Duration) -> ExperimentalTask {
+        ExperimentalTask::from_task(&self.info(id, ttl, poll))
+    }
+
+    fn detailed(&self, id: &str, ttl: Duration, poll: Duration) -> DetailedTask {
+        let mut task = DetailedTask::from_task(&self.info(id, ttl, poll));
         match self.status {
             TaskStatus::Completed => task.result = self.result.clone(),
             TaskStatus::Failed => task.error = self.error.clone(),
@@ -383,9 +381,7 @@ impl Tasks {
                 progress_token: caller.progress_token.clone(),
             };
             let announced = if caller.stateless {
-                let info = entry
-                    .detailed(&id, options.ttl, options.poll_interval)
-                    .info();
+                let info = entry.info(&id, options.ttl, options.poll_interval);
                 RawJson::encode(&CreateTaskResult::from_task(&info))
             } else {
                 let task = entry.experimental(&id, options.ttl, options.poll_interval);
