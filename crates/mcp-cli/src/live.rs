@@ -68,10 +68,27 @@ pub(crate) fn client_info() -> Implementation {
     Implementation::new("mcp-host".into(), env!("CARGO_PKG_VERSION").into())
 }
 
-/// The OAuth context of this user: tokens in the store beside the global configuration.
+/// The OAuth context of this user: tokens in the store the user's `mcp.credentials_store`
+/// chooses (the OS keyring, or the file beside the global configuration).
 pub(crate) fn oauth(cx: &Context) -> Result<OAuthContext, Failure> {
-    let store = AuthStore::default_path(&cx.paths, &cx.env).map(AuthStore::new);
+    let store = token_store(cx)?;
     OAuthContext::new(store).map_err(|e| Failure::new(Code::Other, format!("OAuth: {e}")))
+}
+
+/// This user's token store, where `mcp.credentials_store` (or `MCP_HOST_CREDENTIALS_STORE`)
+/// says; `None` when no location for it is known.
+fn token_store(cx: &Context) -> Result<Option<AuthStore>, Failure> {
+    let Some(path) = AuthStore::default_path(&cx.paths, &cx.env) else {
+        return Ok(None);
+    };
+    let setting = mcp_host::config::CredentialsStore::for_user(&cx.paths, &cx.env);
+    AuthStore::open(setting, path, &cx.env)
+        .map(Some)
+        .map_err(|e| {
+            Failure::config(format!("OAuth: {e}")).hint(
+                "set mcp.credentials_store to \"file\" (or \"auto\") in your global file, or MCP_HOST_CREDENTIALS_STORE=file",
+            )
+        })
 }
 
 /// Fails unless `id` is a valid id (exit code 2) configured in `loaded` (exit code 3), whether
@@ -1263,12 +1280,12 @@ pub(crate) fn logout(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
 /// Removes server `id`'s tokens from the token store, and says so (`logout`, also of a
 /// gateway's upstream).
 pub(crate) fn forget(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
-    let Some(path) = AuthStore::default_path(&cx.paths, &cx.env) else {
+    let Some(store) = token_store(cx)? else {
         return Err(Failure::config(
             "no token store: set MCP_HOST_CONFIG, XDG_CONFIG_HOME or HOME",
         ));
     };
-    let removed = AuthStore::new(path)
+    let removed = store
         .remove(id)
         .map_err(|e| Failure::new(Code::Other, format!("server `{id}`: the token store: {e}")))?;
     if out.is_json() {

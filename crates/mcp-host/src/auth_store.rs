@@ -18,8 +18,20 @@
 //! different servers never lose each other's writes. The lock file is never opened through a
 //! symbolic link: one in its place fails the update, and nothing is created where it points.
 //!
-//! The calls block (file I/O, and waiting for another process's lock, which is held only for
-//! one read-modify-write); async callers run them with `tokio::task::spawn_blocking`.
+//! # In the OS keyring
+//!
+//! With the `keyring` feature, a store made by [`AuthStore::open`] for the setting
+//! [`CredentialsStore`] `keyring` (or `auto` where a keyring that outlives a reboot answers)
+//! keeps the same document
+//! as one entry of the OS keyring instead of the file, named after the file's path (so that
+//! `MCP_HOST_AUTH_FILE` still tells stores apart). The locks stay files beside that path (the
+//! sidecar lock and the refresh turns of `oauth`), so processes share one store safely
+//! whatever holds it. A file left from before the keyring was used is read until the first
+//! write, which moves its contents into the keyring and deletes it.
+//!
+//! The calls block (file I/O, a keyring round trip, and waiting for another process's lock,
+//! which is held only for one read-modify-write); async callers run them with
+//! `tokio::task::spawn_blocking`.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -29,8 +41,10 @@ use mcp_oauth::store::{AuthFile, ClientRegistration, ServerTokens};
 use serde_json::Value;
 use url::Url;
 
-use crate::config::{ConfigPaths, Env, shown_url};
+use crate::config::{ConfigPaths, CredentialsStore, Env, shown_url};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
+#[cfg(feature = "keyring")]
+use crate::keyring::{Keyring, KeyringError, KeyringKind};
 
 /// Registrations by issuer.
 type Clients = BTreeMap<String, ClientRegistration>;
@@ -71,6 +85,18 @@ pub enum AuthStoreError {
         #[source]
         source: mcp_oauth::Error,
     },
+    /// The OS keyring holding the store could not be used (or, for the setting `keyring`,
+    /// none is usable).
+    #[cfg(feature = "keyring")]
+    #[error("cannot use the token store in the OS keyring: {source}")]
+    Keyring {
+        /// The keyring's error (it names the entry, never a value).
+        #[source]
+        source: KeyringError,
+    },
+    /// The setting `keyring` in a build without the `keyring` feature.
+    #[error("mcp.credentials_store is \"keyring\" but this build has no OS keyring support")]
+    NoKeyringSupport,
 }
 
 /// One server's stored tokens and the endpoint they belong to. `Debug` shows the endpoint as
@@ -105,16 +131,138 @@ impl StoredTokens {
     }
 }
 
-/// The token store at one path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthStore {
-    path: PathBuf,
+/// Where the document is kept.
+#[derive(Clone)]
+enum Place {
+    /// The file at the store's path.
+    File,
+    /// One entry of the OS keyring, named after the path.
+    #[cfg(feature = "keyring")]
+    Keyring(Keyring),
 }
 
+/// The token store at one path: the file there, or the OS keyring entry named after it (see
+/// the module doc). `Debug` shows the path and which keyring, never a token.
+#[derive(Clone)]
+pub struct AuthStore {
+    path: PathBuf,
+    place: Place,
+}
+
+impl std::fmt::Debug for AuthStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthStore")
+            .field("path", &self.path)
+            .field("in", &self.describe())
+            .finish()
+    }
+}
+
+impl PartialEq for AuthStore {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.describe() == other.describe()
+    }
+}
+
+impl Eq for AuthStore {}
+
 impl AuthStore {
-    /// The store at `path`.
+    /// The store in the file at `path`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
+        Self {
+            path: path.into(),
+            place: Place::File,
+        }
+    }
+
+    /// The store in `keyring`, its entry named after `path` (whose directory also holds the
+    /// lock files).
+    #[cfg(feature = "keyring")]
+    pub fn in_keyring(path: impl Into<PathBuf>, keyring: Keyring) -> Self {
+        Self {
+            path: path.into(),
+            place: Place::Keyring(keyring),
+        }
+    }
+
+    /// The store `setting` asks for at `path`: for `auto`, the OS keyring when one answers
+    /// ([`Keyring::open`] with `env`) and keeps its secrets across reboots (the Secret
+    /// Service, the Keychain, the Credential Manager), else the file (the kernel keyring
+    /// forgets at reboot, and a lost refresh token is a new login); for `keyring`, the
+    /// keyring, the kernel one included, or an error
+    /// saying why none is usable; for `file`, the file. The choice is logged (`info`, and a
+    /// `warn` when `auto` falls back to the file), naming the keyring or the path.
+    pub fn open(
+        setting: CredentialsStore,
+        path: impl Into<PathBuf>,
+        env: &Env,
+    ) -> Result<Self, AuthStoreError> {
+        let path = path.into();
+        let store = match setting {
+            CredentialsStore::File => Self::new(path),
+            #[cfg(feature = "keyring")]
+            CredentialsStore::Keyring => match Keyring::open(env) {
+                Ok(k) => Self::in_keyring(path, k),
+                Err(source) => return Err(AuthStoreError::Keyring { source }),
+            },
+            #[cfg(not(feature = "keyring"))]
+            CredentialsStore::Keyring => return Err(AuthStoreError::NoKeyringSupport),
+            #[cfg(feature = "keyring")]
+            _ => match Keyring::open(env) {
+                Ok(k) if k.kind().is_persistent() => Self::in_keyring(path, k),
+                // A refresh token kept only until the next reboot would mean a login after
+                // every reboot: `auto` keeps the file then (`keyring` says otherwise).
+                Ok(k) => {
+                    tracing::info!(
+                        "credentials store (auto): the {} keyring forgets at reboot, so OAuth tokens stay in the file; mcp.credentials_store \"keyring\" uses it",
+                        k.kind()
+                    );
+                    Self::new(path)
+                }
+                Err(why) => {
+                    tracing::warn!(
+                        "credentials store (auto): no OS keyring is usable, so OAuth tokens go to the file {}: {why}",
+                        path.display()
+                    );
+                    Self::new(path)
+                }
+            },
+            #[cfg(not(feature = "keyring"))]
+            _ => {
+                let _ = env;
+                Self::new(path)
+            }
+        };
+        tracing::info!(setting = %setting, "credentials store: {}", store.describe());
+        Ok(store)
+    }
+
+    /// Where the tokens are, for a person: `the <kind> keyring`, or `the file <path>`.
+    pub fn describe(&self) -> String {
+        match &self.place {
+            Place::File => format!("the file {}", self.path.display()),
+            #[cfg(feature = "keyring")]
+            Place::Keyring(k) => format!("the {} keyring", k.kind()),
+        }
+    }
+
+    /// The keyring holding the store, if it is not the file.
+    #[cfg(feature = "keyring")]
+    pub fn keyring(&self) -> Option<KeyringKind> {
+        match &self.place {
+            Place::File => None,
+            Place::Keyring(k) => Some(k.kind()),
+        }
+    }
+
+    /// The keyring entry of this store: one per path, never the path itself (a path may
+    /// name the user), and never a name `mcp-host secret` could use (the prefix differs).
+    #[cfg(feature = "keyring")]
+    fn entry_name(&self) -> String {
+        use sha2::{Digest as _, Sha256};
+        let digest = Sha256::digest(self.path.as_os_str().as_encoded_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("oauth:{hex}")
     }
 
     /// Where the store is by default: `$MCP_HOST_AUTH_FILE`, else `mcp-auth.json` in the
@@ -227,6 +375,17 @@ impl AuthStore {
 
     /// The server entries and the registrations.
     fn read(&self) -> Result<(BTreeMap<String, StoredTokens>, Clients), AuthStoreError> {
+        #[cfg(feature = "keyring")]
+        if let Place::Keyring(k) = &self.place {
+            let name = self.entry_name();
+            match k.get_entry(&name, "the token store") {
+                Ok(Some(bytes)) => return self.parse(&bytes),
+                // Nothing in the keyring yet: a file from before is read (and moved at the
+                // next write).
+                Ok(None) => {}
+                Err(source) => return Err(AuthStoreError::Keyring { source }),
+            }
+        }
         // Found readable by others, it is narrowed now rather than at the next write; never
         // the target of a link.
         let bytes = match fs::read_private(&self.path) {
@@ -239,13 +398,21 @@ impl AuthStore {
                 });
             }
         };
+        self.parse(&bytes)
+    }
+
+    /// The server entries and the registrations of a document.
+    fn parse(
+        &self,
+        bytes: &[u8],
+    ) -> Result<(BTreeMap<String, StoredTokens>, Clients), AuthStoreError> {
         let corrupt = |source| AuthStoreError::Corrupt {
             path: self.path.clone(),
             source,
         };
-        let file = AuthFile::parse(&bytes).map_err(corrupt)?;
+        let file = AuthFile::parse(bytes).map_err(corrupt)?;
         // `AuthFile` has no `url`: read it beside. The parse above succeeded, so this does too.
-        let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let raw: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
         let entries = file
             .servers
             .into_iter()
@@ -277,6 +444,17 @@ impl AuthStore {
         let mut bytes =
             serde_json::to_vec_pretty(&doc).map_err(|e| self.write_err(io::Error::other(e)))?;
         bytes.push(b'\n');
+        #[cfg(feature = "keyring")]
+        if let Place::Keyring(k) = &self.place {
+            k.set_entry(&self.entry_name(), "the token store", &bytes)
+                .map_err(|source| AuthStoreError::Keyring { source })?;
+            // The keyring has it all now: a file from before must not keep the tokens.
+            return match std::fs::remove_file(&self.path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(self.write_err(e)),
+            };
+        }
         fs::write_atomic(&self.path, &bytes, PRIVATE_MODE).map_err(|e| self.write_err(e))
     }
 }

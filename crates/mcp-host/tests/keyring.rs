@@ -79,7 +79,9 @@ fn a_keyring_reference_is_resolved_at_load_and_a_missing_one_names_server_field_
     let keyring = keyutils();
     let name = unique("header");
     let missing = unique("missing");
-    keyring.set_secret(&name, &Secret::new("Bearer from-keyring")).unwrap();
+    keyring
+        .set_secret(&name, &Secret::new("Bearer from-keyring"))
+        .unwrap();
     let dir = std::env::temp_dir().join(format!("mcp-host-keyring-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("config.json");
@@ -94,7 +96,11 @@ fn a_keyring_reference_is_resolved_at_load_and_a_missing_one_names_server_field_
     .unwrap();
     let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
     let loaded = load_files(
-        &[ConfigFile::new(&file, Scope::Global, FileFormat::McpServers)],
+        &[ConfigFile::new(
+            &file,
+            Scope::Global,
+            FileFormat::McpServers,
+        )],
         &env,
         &dir,
     );
@@ -123,4 +129,93 @@ fn a_keyring_reference_is_resolved_at_load_and_a_missing_one_names_server_field_
     );
     assert!(!format!("{loaded:?}").contains("from-keyring"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The token store in the kernel keyring, shared by two "processes" (separate contexts, each
+/// with its own handle on the keyring and its own locks) that both find the access token due:
+/// exactly one refresh, both end with the refreshed token, and the rotated refresh token is
+/// the one kept: a third run, its access token revoked, refreshes with it and needs no login.
+#[cfg(feature = "oauth")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_refreshing_through_the_keyring_store_refresh_once_and_lose_nothing() {
+    use mcp_host::auth_store::AuthStore;
+    use mcp_host::config::CredentialsStore;
+    use mcp_host::oauth::{AutoFollow, OAuthContext, Settings, Url};
+    use mcp_http::AuthHook as _;
+    use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions, PrmLocation};
+    use std::sync::Arc;
+
+    let fake = FakeAuth::start(FakeAuthOptions {
+        access_token_lifetime: std::time::Duration::from_secs(1),
+        prm: PrmLocation::PathInserted,
+        ..FakeAuthOptions::default()
+    })
+    .await;
+    let dir = std::env::temp_dir().join(format!("mcp-host-keyring-oauth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp-auth.json");
+    let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
+    // Each process opens the store itself, as the setting says.
+    let open = || AuthStore::open(CredentialsStore::Keyring, &path, &env).unwrap();
+    let store = open();
+    assert_eq!(store.keyring(), Some(KeyringKind::Keyutils));
+    let url = Url::parse(&fake.url()).unwrap();
+    let login = OAuthContext::new(Some(open())).unwrap();
+    let login = login
+        .clone()
+        .with_user_agent(Arc::new(AutoFollow::new(login.fetcher().clone())));
+    login
+        .hook_for("remote", url.clone(), Settings::new(url.clone()))
+        .login()
+        .await
+        .unwrap();
+    let first = store.tokens("remote", &url).unwrap().expect("stored");
+    assert!(
+        !path.exists(),
+        "the tokens are in the keyring, not in a file"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+
+    let a = OAuthContext::new(Some(open())).unwrap();
+    let b = OAuthContext::new(Some(open())).unwrap();
+    let hook_a = a.hook_for("remote", url.clone(), Settings::new(url.clone()));
+    let hook_b = b.hook_for("remote", url.clone(), Settings::new(url.clone()));
+    tokio::join!(hook_a.prepare(), hook_b.prepare());
+    assert_eq!(
+        fake.token_requests("refresh_token"),
+        1,
+        "one refresh for both"
+    );
+    assert_eq!((hook_a.last_error(), hook_b.last_error()), (None, None));
+    let header = |h: &mcp_host::oauth::OAuthHook| h.authorization().map(|v| v.as_bytes().to_vec());
+    assert!(header(&hook_a).is_some());
+    assert_eq!(
+        header(&hook_a),
+        header(&hook_b),
+        "both use the refreshed token"
+    );
+    let rotated = store.tokens("remote", &url).unwrap().expect("stored");
+    assert_ne!(
+        rotated
+            .refresh_token
+            .as_ref()
+            .map(|t| t.secret().to_owned()),
+        first.refresh_token.as_ref().map(|t| t.secret().to_owned()),
+        "the rotated refresh token is the one kept"
+    );
+
+    // A third run, once the new token is due in turn: the kept refresh token works (a spent
+    // one would be refused, and the run left without a token).
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let c = OAuthContext::new(Some(open())).unwrap();
+    let hook_c = c.hook_for("remote", url.clone(), Settings::new(url.clone()));
+    hook_c.prepare().await;
+    assert_eq!(fake.token_requests("refresh_token"), 2);
+    assert_eq!(hook_c.last_error(), None);
+    assert!(header(&hook_c).is_some() && header(&hook_c) != header(&hook_a));
+    assert_eq!(fake.seen_at("/authorize").len(), 1, "no second login");
+    assert!(store.remove("remote").unwrap());
+    assert_eq!(store.tokens("remote", &url).unwrap(), None);
+    let _ = std::fs::remove_dir_all(&dir);
 }

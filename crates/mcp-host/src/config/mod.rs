@@ -22,6 +22,7 @@
 //! Everything that depends on the process (the current directory, the environment) is passed
 //! in ([`ConfigPaths::new`], [`Env`]); [`discover`] reads the real ones.
 
+mod credentials;
 mod detect;
 mod edit;
 mod expand;
@@ -37,6 +38,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use credentials::CredentialsStore;
 pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::allow_tool;
 pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};

@@ -146,6 +146,23 @@ pub(crate) struct Resolve<'a> {
     pub(crate) project_dir: &'a Path,
 }
 
+/// `mcp.credentials_store`: one of its three values, and read from the user's own file only
+/// (`CredentialsStore::for_user`); a project's file is warned that it is ignored.
+fn credentials_store(cx: &mut Cx<'_>, file: &ConfigFile, value: &RawValue) {
+    const FIELD: &str = "mcp.credentials_store";
+    let known = serde_json::from_str::<String>(value.get())
+        .ok()
+        .and_then(|v| super::CredentialsStore::parse(&v));
+    if known.is_none() {
+        cx.file_error(Some(FIELD), "must be \"auto\", \"keyring\" or \"file\"");
+    } else if file.scope != super::model::Scope::Global {
+        cx.file_warning(
+            Some(FIELD),
+            "ignored: only your own (global) file says where your credentials are kept",
+        );
+    }
+}
+
 /// Reads `file` from disk: missing is fine, anything else wrong is a problem.
 pub(crate) fn read_file(file: &ConfigFile, rs: &Resolve<'_>) -> FileOutcome {
     match std::fs::read(&file.path) {
@@ -225,6 +242,7 @@ fn parse_file(file: &ConfigFile, bytes: &[u8], rs: &Resolve<'_>) -> FileOutcome 
                         host.max_result_bytes =
                             host_limit(&mut cx, "mcp.max_result_bytes", value, 1, MAX_RESULT_LIMIT);
                     }
+                    "credentials_store" => credentials_store(&mut cx, file, value),
                     other => {
                         cx.file_warning(Some(&format!("mcp.{other}")), "unknown field, ignored")
                     }
