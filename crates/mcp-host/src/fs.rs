@@ -137,6 +137,27 @@ impl FileLock {
     }
 }
 
+impl FileLock {
+    /// Blocks until this process holds the lock for the files of directory `dir` (created
+    /// private when missing), leaving nothing behind in it: the directory itself is locked
+    /// where the system allows (Unix), so a project's `.mcp-host/` never keeps a `.lock`
+    /// file that would show up in the project's tree. Elsewhere a `.lock` sidecar next to the
+    /// directory is used, as [`FileLock::acquire`] does.
+    pub(crate) fn acquire_dir(dir: &Path) -> io::Result<Self> {
+        create_private_dir(dir)?;
+        #[cfg(unix)]
+        {
+            let file = File::open(dir)?;
+            file.lock()?;
+            Ok(Self { file })
+        }
+        #[cfg(not(unix))]
+        {
+            Self::acquire(dir)
+        }
+    }
+}
+
 impl Drop for FileLock {
     fn drop(&mut self) {
         // Closing the file releases the lock too; unlocking first only makes it prompt.

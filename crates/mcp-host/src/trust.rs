@@ -286,6 +286,19 @@ impl TrustStore {
         Ok(found)
     }
 
+    /// Withdraws every approval in the project at `project_dir` (`mcp-host
+    /// reset-project-choices`, as Claude Code's): each of its servers asks again. Returns how
+    /// many there were.
+    pub fn revoke_all(&self, project_dir: &Path) -> Result<usize, TrustError> {
+        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let mut projects = self.read()?;
+        let Some(project) = projects.remove(&project_key(project_dir)) else {
+            return Ok(0);
+        };
+        self.write(projects)?;
+        Ok(project.len())
+    }
+
     fn write_err(&self, source: io::Error) -> TrustError {
         TrustError::Write {
             path: self.path.clone(),

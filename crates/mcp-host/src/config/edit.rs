@@ -12,7 +12,7 @@ use super::ConfigError;
 use super::detect::{self, DetectError, Detected};
 use super::model::{ConfigFile, FileFormat, Scope, ShownUrlText};
 use super::parse::{self, Cx, Entry, Resolve};
-use super::secret::SecretSource;
+use super::secret::{Secret, SecretSource};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
 
 /// How a server added from the command line is reached. `Debug` redacts secret values and
@@ -395,9 +395,54 @@ fn not_found(path: &Path, id: &str) -> ConfigError {
     }
 }
 
-/// Read-modify-write of `mcp.servers` in the file at `path`, under `<path>.lock`. `private`:
-/// the change writes a secret, so an existing file loses its group and other rights.
+/// Read-modify-write of `mcp.servers` in the file at `path`, under a lock on its directory.
+/// `private`: the change writes a secret, so an existing file loses its group and other rights.
 fn edit(
+    path: &Path,
+    private: bool,
+    change: impl FnOnce(&mut Map<String, Value>) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    let invalid = |message: &str| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message: message.to_owned(),
+    };
+    edit_top(path, private, |top| {
+        let mcp = top.entry("mcp").or_insert_with(|| json!({}));
+        let Value::Object(mcp) = mcp else {
+            return Err(invalid("`mcp` is not an object"));
+        };
+        let servers = mcp.entry("servers").or_insert_with(|| json!({}));
+        let Value::Object(servers) = servers else {
+            return Err(invalid("`mcp.servers` is not an object"));
+        };
+        change(servers)
+    })
+}
+
+/// Sets private variables in the user's own native file at `path` (the local or global layer):
+/// the top-level `variables` object, from which `${VAR}` and `{"env": "VAR"}` references of
+/// every layer are resolved when the process's environment does not set `VAR`. This is where a
+/// secret typed on the command line for a project's server goes, so that the project's file
+/// (in its tree) holds only the reference. The file is made private.
+pub fn set_variables(path: &Path, vars: &[(String, Secret)]) -> Result<(), ConfigError> {
+    let invalid = |message: &str| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message: message.to_owned(),
+    };
+    edit_top(path, true, |top| {
+        let map = top.entry("variables").or_insert_with(|| json!({}));
+        let Value::Object(map) = map else {
+            return Err(invalid("`variables` is not an object"));
+        };
+        for (name, value) in vars {
+            map.insert(name.clone(), json!(value.secret()));
+        }
+        Ok(())
+    })
+}
+
+/// Read-modify-write of the top-level object of the native file at `path`.
+fn edit_top(
     path: &Path,
     private: bool,
     change: impl FnOnce(&mut Map<String, Value>) -> Result<(), ConfigError>,
@@ -406,7 +451,9 @@ fn edit(
         path: path.to_path_buf(),
         source,
     };
-    let _lock = FileLock::acquire(path).map_err(write_err)?;
+    // The directory is locked, not a sidecar file: a project's `.mcp-host/` keeps no
+    // `config.json.lock` in the tree.
+    let _lock = FileLock::acquire_dir(&fs::parent_dir(path)).map_err(write_err)?;
     let invalid = |message: &str| ConfigError::Invalid {
         path: path.to_path_buf(),
         message: message.to_owned(),
@@ -442,15 +489,7 @@ fn edit(
         Some(v) if v.as_u64() == Some(1) => {}
         Some(_) => return Err(invalid("unsupported `version`; only version 1 is known")),
     }
-    let mcp = top.entry("mcp").or_insert_with(|| json!({}));
-    let Value::Object(mcp) = mcp else {
-        return Err(invalid("`mcp` is not an object"));
-    };
-    let servers = mcp.entry("servers").or_insert_with(|| json!({}));
-    let Value::Object(servers) = servers else {
-        return Err(invalid("`mcp.servers` is not an object"));
-    };
-    change(servers)?;
+    change(top)?;
     let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| write_err(e.into()))?;
     bytes.push(b'\n');
     // A new file may hold secrets, so it is private; an existing one keeps its rights unless

@@ -13,6 +13,10 @@
 //!    macOS too). Native format.
 //! 2. Project: `<cwd>/.mcp.json`, in the common `mcpServers` format. Read only.
 //! 3. Project: `<cwd>/.mcp-host/config.json`. Native format.
+//! 4. Local: the user's private file for this project, outside its tree:
+//!    `<global file's directory>/projects/<name>-<hash>.json`, named after the project
+//!    directory's canonical path ([`ConfigPaths::local`]). Native format. It wins over the
+//!    project's files, as Claude Code's local scope does.
 //!
 //! Servers merge per id, the later file replacing the whole entry. An entry that is only
 //! `{"enabled": false}` disables the earlier layer's server of that id without repeating it.
@@ -41,7 +45,9 @@ use std::path::{Path, PathBuf};
 pub use credentials::CredentialsStore;
 pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::allow_tool;
-pub use edit::{NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled};
+pub use edit::{
+    NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled, set_variables,
+};
 pub use import::{
     ImportError, ImportReport, ImportSource, ImportedServer, NeededVariable, NotCarried,
     WriteOutcome, read as import_read, write as import_write,
@@ -54,7 +60,7 @@ pub use model::{
 };
 pub use parse::is_valid_server_id;
 pub(crate) use parse::json_error_text;
-pub use secret::{Env, Secret, SecretSource};
+pub use secret::{Env, Secret, SecretSource, is_secret_name};
 
 use parse::{Entry, Resolve};
 
@@ -174,6 +180,10 @@ pub struct ConfigPaths {
     pub project: PathBuf,
     /// `<project>/.mcp.json`: read, never edited.
     pub project_mcp_json: PathBuf,
+    /// The user's private file for this project (the local layer), outside the project's
+    /// tree, if a location for the global file is known: a project's tree is shared, so what
+    /// one user adds for themselves (and the secrets it holds) must not land in it.
+    pub local: Option<PathBuf>,
 }
 
 impl ConfigPaths {
@@ -200,8 +210,12 @@ impl ConfigPaths {
         } else {
             config_dir(env).map(|d| d.join("mcp-host").join("config.json"))
         };
+        let local = global
+            .as_deref()
+            .map(|g| local_file(&crate::fs::parent_dir(g), cwd));
         Ok(Self {
             global,
+            local,
             project_dir: cwd.to_path_buf(),
             project: cwd.join(".mcp-host").join("config.json"),
             project_mcp_json: cwd.join(".mcp.json"),
@@ -219,6 +233,7 @@ impl ConfigPaths {
     pub fn files(&self) -> Vec<ConfigFile> {
         let mut files = self.scope_files(Scope::Global);
         files.extend(self.scope_files(Scope::Project));
+        files.extend(self.scope_files(Scope::Local));
         files
     }
 
@@ -238,6 +253,11 @@ impl ConfigPaths {
                 ),
                 ConfigFile::new(&self.project, Scope::Project, FileFormat::Native),
             ],
+            Scope::Local => self
+                .local
+                .iter()
+                .map(|p| ConfigFile::new(p, Scope::Local, FileFormat::Native))
+                .collect(),
         }
     }
 
@@ -246,6 +266,7 @@ impl ConfigPaths {
         match scope {
             Scope::Global => self.global.as_deref().ok_or(ConfigError::NoGlobalPath),
             Scope::Project => Ok(&self.project),
+            Scope::Local => self.local.as_deref().ok_or(ConfigError::NoGlobalPath),
         }
     }
 
@@ -253,6 +274,40 @@ impl ConfigPaths {
     pub fn global_dir(&self) -> Option<PathBuf> {
         self.global.as_deref().map(crate::fs::parent_dir)
     }
+}
+
+/// The local layer's file for the project at `project_dir`: `<dir>/projects/<name>-<hash>.json`,
+/// where `name` is the project directory's last component (for a person looking at the
+/// directory) and `hash` a 64-bit FNV-1a of its canonical path (so two checkouts of the same
+/// name stay apart, and a moved project, like Claude Code's, starts with an empty local layer).
+fn local_file(dir: &Path, project_dir: &Path) -> PathBuf {
+    let canonical = std::fs::canonicalize(project_dir).unwrap_or_else(|_| project_dir.into());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canonical.as_os_str().as_encoded_bytes() {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let name: String = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    let name = if name.is_empty() || name.starts_with('.') {
+        format!("project{name}")
+    } else {
+        name
+    };
+    dir.join("projects")
+        .join(format!("{name}-{hash:016x}.json"))
 }
 
 /// `$XDG_CONFIG_HOME` when set and absolute, else `$HOME/.config`.
@@ -265,12 +320,50 @@ fn config_dir(env: &Env) -> Option<PathBuf> {
 
 /// The effective configuration: every file of `paths`, merged.
 pub fn load(paths: &ConfigPaths, env: &Env) -> LoadedConfig {
-    load_files(&paths.files(), env, &paths.project_dir)
+    load_files(
+        &paths.files(),
+        &private_variables(paths, env),
+        &paths.project_dir,
+    )
 }
 
-/// One layer alone, not merged with the other (for `list --scope project|global`).
+/// One layer alone, not merged with the others (for `list --scope local|project|user`).
 pub fn load_scope(paths: &ConfigPaths, env: &Env, scope: Scope) -> LoadedConfig {
-    load_files(&paths.scope_files(scope), env, &paths.project_dir)
+    load_files(
+        &paths.scope_files(scope),
+        &private_variables(paths, env),
+        &paths.project_dir,
+    )
+}
+
+/// `env` with the private `variables` of the user's own files added (global, then local, the
+/// later winning; see [`set_variables`]) where `env` does not set them: the process's
+/// environment always wins, as it does over a `${VAR:-default}`. A project's files are never
+/// read for variables: a value it set would be the project's, not the user's.
+fn private_variables(paths: &ConfigPaths, env: &Env) -> Env {
+    let mut merged = BTreeMap::new();
+    for path in paths.global.iter().chain(&paths.local) {
+        let Ok(bytes) = std::fs::read(path) else {
+            continue;
+        };
+        let Ok(serde_json::Value::Object(top)) = serde_json::from_slice(&bytes) else {
+            continue;
+        };
+        if let Some(serde_json::Value::Object(vars)) = top.get("variables") {
+            for (name, value) in vars {
+                if let Some(value) = value.as_str() {
+                    merged.insert(name.clone(), value.to_owned());
+                }
+            }
+        }
+    }
+    let mut out = env.clone();
+    for (name, value) in merged {
+        if env.var(&name).is_none() {
+            out = out.with(name, value);
+        }
+    }
+    out
 }
 
 /// `files` (lowest precedence first) read and merged; relative `cwd` values resolved against

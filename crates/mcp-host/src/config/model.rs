@@ -28,22 +28,32 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 /// The default for `mcp.max_result_bytes`: 1 MiB of tool result handed to a model per call.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
-/// Which layer a server's definition comes from; the project layer wins over the global one.
+/// Which layer a server's definition comes from, lowest precedence first: the user's own
+/// (global) file, the project's files, then the user's private file for this project (local),
+/// as Claude Code orders its user, project and local scopes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Scope {
-    /// The user's file (`MCP_HOST_CONFIG`, or `mcp-host/config.json` in the config directory).
+    /// The user's file (`MCP_HOST_CONFIG`, or `mcp-host/config.json` in the config directory):
+    /// every project sees it. Claude Code's `user` scope.
     Global,
-    /// The project's files: `<cwd>/.mcp.json`, then `<cwd>/.mcp-host/config.json`.
+    /// The project's files: `<cwd>/.mcp.json`, then `<cwd>/.mcp-host/config.json`. They come
+    /// with the repository, so their servers run only once approved.
     Project,
+    /// The user's private file for one project, kept outside the project's tree (in the global
+    /// file's directory, under `projects/`, named after the project's canonical path): what the
+    /// user adds to one project without sharing it, secrets included. Claude Code's `local`
+    /// scope, its default.
+    Local,
 }
 
 impl Scope {
-    /// `global` or `project`, as the `list` and `/mcp` views show it.
+    /// `global`, `project` or `local`, as the `list` and `/mcp` views show it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Global => "global",
             Self::Project => "project",
+            Self::Local => "local",
         }
     }
 }

@@ -175,8 +175,9 @@ impl fmt::Debug for Env {
 }
 
 /// Whether a variable or header named `name` holds a credential, by the words its name is
-/// made of (`GITHUB_TOKEN`, `X-Api-Key`, `Authorization`, `DB_PASSWORD`).
-pub(crate) fn is_secret_name(name: &str) -> bool {
+/// made of (`GITHUB_TOKEN`, `X-Api-Key`, `Authorization`, `DB_PASSWORD`): such a value given
+/// on the command line must not be written into a project's tree.
+pub fn is_secret_name(name: &str) -> bool {
     const WORDS: &[&str] = &[
         "TOKEN",
         "KEY",

@@ -385,8 +385,10 @@ fn project_wins_per_server_and_records_its_source() {
     assert!(!c.server("off").unwrap().enabled);
     let enabled: Vec<&str> = c.enabled_servers().map(|s| s.id.as_str()).collect();
     assert_eq!(enabled, ["both", "only-global"]);
-    assert_eq!(c.files.len(), 3);
+    assert_eq!(c.files.len(), 4);
     assert_eq!(c.files[1].status, FileStatus::Missing, ".mcp.json");
+    assert_eq!(c.files[3].file.scope, Scope::Local);
+    assert_eq!(c.files[3].status, FileStatus::Missing, "the local file");
 
     let global_only = load_scope(&w.paths(), &w.env(), Scope::Global);
     assert_eq!(
@@ -1568,4 +1570,104 @@ fn the_credentials_store_is_the_users_choice_alone() {
         "{:?}",
         c.problems
     );
+}
+
+#[test]
+fn the_local_layer_is_outside_the_tree_per_project_and_wins() {
+    let w = World::new();
+    let paths = w.paths();
+    let local = paths.local.clone().unwrap();
+    assert!(local.starts_with(w.root.join("home/.config/mcp-host/projects")));
+    assert!(!local.starts_with(w.project()));
+    // Another directory has another local file; the same one has the same.
+    let other = w.root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let elsewhere = ConfigPaths::new(&other, &w.env()).unwrap();
+    assert_ne!(elsewhere.local, paths.local);
+    assert_eq!(w.paths().local, paths.local);
+    assert_eq!(paths.editable(Scope::Local).unwrap(), local);
+
+    w.write(&w.global(), &native(r#"{"s":{"command":"g"}}"#));
+    w.write(&w.project_file(), &native(r#"{"s":{"command":"p"}}"#));
+    assert_eq!(stdio_of(w.load().server("s").unwrap()).command, "p");
+    w.write(&local, &native(r#"{"s":{"command":"l"}}"#));
+    let c = w.load();
+    assert!(c.problems.is_empty(), "{:#?}", c.problems);
+    let s = c.server("s").unwrap();
+    assert_eq!(stdio_of(s).command, "l", "local wins over project and user");
+    assert_eq!(s.source, Scope::Local);
+    assert_eq!(s.file, local);
+    let only = load_scope(&paths, &w.env(), Scope::Local);
+    assert_eq!(only.servers.len(), 1);
+}
+
+#[test]
+fn private_variables_resolve_references_and_the_environment_wins() {
+    let w = World::new();
+    let local = w.paths().local.unwrap();
+    w.write(
+        &w.project_file(),
+        &native(r#"{"t":{"command":"c","env":{"API_TOKEN":"${API_TOKEN}","K":{"env":"K"}}}}"#),
+    );
+    // Unset, the project's entry is refused, naming the variable.
+    let c = w.load();
+    assert!(c.server("t").is_none());
+    assert!(
+        c.problems.iter().any(|p| p.message.contains("API_TOKEN")),
+        "{:#?}",
+        c.problems
+    );
+    set_variables(
+        &local,
+        &[
+            ("API_TOKEN".to_owned(), Secret::new("from-file")),
+            ("K".to_owned(), Secret::new("k-file")),
+        ],
+    )
+    .unwrap();
+    let value = |c: &LoadedConfig, name: &str| {
+        stdio_of(c.server("t").unwrap())
+            .env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.secret().to_owned())
+            .unwrap()
+    };
+    let c = w.load();
+    assert!(c.problems.is_empty(), "{:#?}", c.problems);
+    assert_eq!(value(&c, "API_TOKEN"), "from-file");
+    assert_eq!(value(&c, "K"), "k-file");
+    let c = w.load_env(&w.env().with("API_TOKEN", "from-env"));
+    assert_eq!(value(&c, "API_TOKEN"), "from-env");
+    // The file is private; a project's own `variables` are never read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&local).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+    }
+    std::fs::remove_file(&local).unwrap();
+    w.write(
+        &w.project_file(),
+        r#"{"version":1,"variables":{"API_TOKEN":"planted","K":"planted"},
+            "mcp":{"servers":{"t":{"command":"c","env":{"API_TOKEN":"${API_TOKEN}"}}}}}"#,
+    );
+    assert!(w.load().server("t").is_none());
+}
+
+#[test]
+fn an_edit_leaves_no_lock_file_beside_the_file() {
+    let w = World::new();
+    add_server(
+        &w.project_file(),
+        "a",
+        &NewServer::http("https://a.example/mcp"),
+        false,
+    )
+    .unwrap();
+    let names: Vec<String> = std::fs::read_dir(w.project().join(".mcp-host"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["config.json"]);
 }
