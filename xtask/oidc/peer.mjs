@@ -322,6 +322,9 @@ async function knock(mintUrl, gateway) {
     };
     await response.body?.cancel();
   }
+  // The RFC 9728 document the challenge points to.
+  const named = /resource_metadata="([^"]+)"/.exec(seen.missing.wwwAuthenticate ?? '');
+  if (named) seen.metadata = await (await fetch(named[1])).json();
   console.log(JSON.stringify(seen));
 }
 
@@ -393,7 +396,7 @@ async function sdkLogin(gateway) {
     const { tools } = await client.listTools();
     const echo = tools.find((t) => t.name.endsWith('echo'));
     if (!echo) throw new Error(`no echo tool through the gateway: ${tools.map((t) => t.name)}`);
-    const result = await client.callTool({ name: echo.name, arguments: { message: 'from the SDK' } });
+    const result = await client.callTool({ name: echo.name, arguments: { text: 'from the SDK' } });
     await client.close();
     console.log(JSON.stringify({
       resource,

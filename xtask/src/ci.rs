@@ -68,6 +68,7 @@ impl flags::Ci {
             flags::Interop {
                 long: false,
                 tasks: false,
+                oidc: false,
             }
             .run(sh)
         })?;

@@ -20,6 +20,9 @@ xflags::xflags! {
             /// Only the task leg: our command line as a task client of the TypeScript SDK's
             /// task server (xtask/src/tasks_peer.rs).
             optional --tasks
+            /// Only the oidc-provider leg: `mcp-host login` through npm's oidc-provider, and
+            /// the gateway as a protected resource of it (xtask/src/oidc.rs).
+            optional --oidc
         }
         /// The official conformance suite, pinned, against our client and server; writes
         /// docs/conformance.md after a full run.

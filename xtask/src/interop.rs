@@ -38,6 +38,9 @@ impl flags::Interop {
         if self.tasks {
             return crate::tasks_peer::run(sh, &node, &tools);
         }
+        if self.oidc {
+            return crate::oidc::run(sh, &tools);
+        }
         let script = npm_package(
             sh,
             &tools.join("interop"),

@@ -19,6 +19,7 @@ mod interop;
 mod login;
 mod netfault;
 mod oidc;
+mod oidc_gateway;
 mod otlp;
 mod prometheus;
 mod providers;

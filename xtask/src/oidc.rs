@@ -11,6 +11,10 @@
 //! reads the code and address `mcp-host` prints, confirms the code, logs in and consents on
 //! the provider's pages), a tool call with the token; then three authorization-code logins in
 //! a row with `mcp-host logout` between, each in the browser and followed by a tool call.
+//! Then, with the same provider, our gateway as its protected resource (`oidc_gateway.rs`):
+//! tokens it must take and refuse, `mcp-host login` to it in the browser and with the device
+//! flow, and the TypeScript SDK's OAuth client logging in to it. `cargo xtask interop --oidc`
+//! runs this leg alone.
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::{Path, PathBuf};
@@ -45,10 +49,12 @@ pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
         "==> mcp-host login against {OIDC_PROVIDER}@{OIDC_PROVIDER_VERSION} (device flow, then the browser), pages in Chromium via {PLAYWRIGHT}@{PLAYWRIGHT_VERSION}"
     );
     let (auth_port, mcp_port) = (free_port()?, free_port()?);
+    let gateway = crate::oidc_gateway::Ports::new()?;
     let log = std::fs::File::create(dir.join("peer.log"))?;
     let mut server = Command::new(&node)
         .arg(&peer)
         .args(["serve", &auth_port.to_string(), &mcp_port.to_string()])
+        .args(gateway.peer_options())
         .current_dir(&dir)
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -64,7 +70,7 @@ pub(crate) fn run(sh: &Shell, tools: &Path) -> anyhow::Result<()> {
     };
     let outcome = wait_listening(auth_port, "oidc-provider")
         .and_then(|()| wait_listening(mcp_port, "the MCP server behind oidc-provider"))
-        .and_then(|()| leg.run(sh));
+        .and_then(|()| leg.run(sh, &gateway));
     let _ = server.kill();
     let _ = server.wait();
     outcome.with_context(|| format!("the oidc-provider leg; files in {}", dir.display()))
@@ -109,17 +115,17 @@ pub(crate) fn install(sh: &Shell, dir: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// One run: a user with a HOME of their own, against the running peer.
-struct Leg<'a> {
-    node: &'a Path,
-    peer: &'a Path,
-    mcp_host: &'a Path,
-    dir: PathBuf,
+pub(crate) struct Leg<'a> {
+    pub(crate) node: &'a Path,
+    pub(crate) peer: &'a Path,
+    pub(crate) mcp_host: &'a Path,
+    pub(crate) dir: PathBuf,
     url: String,
-    issuer: String,
+    pub(crate) issuer: String,
 }
 
 impl Leg<'_> {
-    fn run(&self, sh: &Shell) -> anyhow::Result<()> {
+    fn run(&self, sh: &Shell, gateway: &crate::oidc_gateway::Ports) -> anyhow::Result<()> {
         let home = self.dir.join("home");
         let project = self.dir.join("project");
         let _ = std::fs::remove_dir_all(&home);
@@ -151,7 +157,7 @@ impl Leg<'_> {
         cmd!(sh, "{mcp_host} add oidc {url}").quiet().run()?;
 
         // Denied on the provider's confirmation page: the login ends saying so.
-        let (ended, stdout, stderr, page) = self.device_login(&sh, "deny")?;
+        let (ended, stdout, stderr, page) = self.device_login(&sh, "oidc", "deny")?;
         if ended || !stderr.contains("the login was denied at the authorization server") {
             bail!("a denied device login did not fail saying so:\n{stdout}{stderr}");
         }
@@ -160,7 +166,7 @@ impl Leg<'_> {
         }
         eprintln!("    device-flow login denied on the provider's page: failed, saying so");
 
-        let (ended, stdout, stderr, page) = self.device_login(&sh, "approve")?;
+        let (ended, stdout, stderr, page) = self.device_login(&sh, "oidc", "approve")?;
         if !ended || !stdout.contains("logged in to `oidc`") {
             bail!("`mcp-host login oidc --device` failed:\n{stdout}{stderr}");
         }
@@ -188,20 +194,21 @@ impl Leg<'_> {
             self.call(&sh, &client, &format!("authorization-code login {n}"))?;
             eprintln!("    authorization-code login {n} in the browser: ok, and `whoami` answered");
         }
-        Ok(())
+        crate::oidc_gateway::run(self, &sh, gateway)
     }
 
-    /// `mcp-host login oidc --device`: reads the address with the code filled in from what it
+    /// `mcp-host login SERVER --device`: reads the address with the code filled in from what it
     /// prints, has the peer's Chromium go through the provider's pages there (`approve`:
     /// confirm the code, log in, consent; `deny`: abort), and waits for the login to end.
     /// Returns whether it succeeded, its stdout and stderr, and the provider's last page.
-    fn device_login(
+    pub(crate) fn device_login(
         &self,
         sh: &Shell,
+        server: &str,
         mode: &str,
     ) -> anyhow::Result<(bool, String, String, String)> {
         let mcp_host = self.mcp_host;
-        let mut command: Command = cmd!(sh, "{mcp_host} login oidc --device").into();
+        let mut command: Command = cmd!(sh, "{mcp_host} login {server} --device").into();
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -237,7 +244,10 @@ impl Leg<'_> {
                 }
                 Err(_) => {
                     let _ = bounded::wait(child, Duration::ZERO);
-                    bail!("`mcp-host login --device` showed no address with the code");
+                    let said = reader.join().unwrap_or_default();
+                    bail!(
+                        "`mcp-host login {server} --device` showed no address with the code:\n{said}"
+                    );
                 }
             }
         };
@@ -266,7 +276,7 @@ impl Leg<'_> {
             .join()
             .map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
         let Some(status) = status else {
-            bail!("`mcp-host login oidc --device` did not end within {PEER_STEP:?}");
+            bail!("`mcp-host login {server} --device` did not end within {PEER_STEP:?}");
         };
         Ok((status.success(), stdout, stderr, page))
     }
