@@ -64,12 +64,18 @@ pub(crate) struct ImportArgs {
     pub(crate) force: bool,
 }
 
-/// A file layer a command edits.
+/// A file layer a command edits: Claude Code's scopes, `global` kept as a synonym of `user`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum EditScope {
-    /// `<project>/.mcp-host/config.json`.
+    /// Yours, for this project only, kept outside its tree (under the user's configuration
+    /// directory, keyed by the project's path): the default of `add`.
+    Local,
+    /// `<project>/.mcp-host/config.json`, in the tree, shared with the repository (secrets
+    /// typed on the command line are kept out of it).
     Project,
-    /// The user's file (`$MCP_HOST_CONFIG`, else `~/.config/mcp-host/config.json`).
+    /// The user's file for every project (`$MCP_HOST_CONFIG`, else
+    /// `~/.config/mcp-host/config.json`); `global` is the same.
+    #[value(name = "user", alias = "global")]
     Global,
 }
 
@@ -103,24 +109,83 @@ impl From<ModelApi> for mcp_host::export::Format {
 /// The layers a command reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ReadScope {
-    /// Global and project merged, the project winning: what a host runs.
+    /// User, project and local merged, the later winning: what a host runs.
     Effective,
+    /// Your private file for this project only.
+    Local,
     /// The project's files only.
     Project,
-    /// The global file only.
+    /// The user file only (`global` is the same).
+    #[value(name = "user", alias = "global")]
     Global,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Add a server to a configuration file.
+    /// Add a server to a configuration file (as `claude mcp add` and `codex mcp add` do).
     #[command(after_help = "\
 Examples:
   mcp-host add docs https://example.com/mcp
-  mcp-host add files -- npx -y @modelcontextprotocol/server-filesystem .
-  mcp-host add api --transport http --url https://api.example.com/mcp --header-env Authorization=API_TOKEN
-  mcp-host add local --transport stdio --command ./server --arg --verbose --env LOG=debug")]
+  mcp-host add -t http -s project api https://api.example.com/mcp -H 'Authorization: Bearer TOKEN'
+  mcp-host add files -e LOG=debug -- npx -y @modelcontextprotocol/server-filesystem .
+  mcp-host add api --url https://api.example.com/mcp --bearer-token-env-var API_TOKEN
+  mcp-host add local --transport stdio --command ./server --arg --verbose --env LOG=debug
+
+Without --scope the server goes to the local scope: yours, for this project only, kept outside
+its tree. With --scope project, secrets given on the command line (-e values and headers whose
+name says credential) go to your private file and the project file holds `${VAR}` references.")]
     Add(Box<AddArgs>),
+    /// Add a server from a JSON entry as `.mcp.json` and `claude mcp add-json` write it
+    /// (`type`, `command`, `args`, `env`, `cwd`, `url`, `headers`).
+    #[command(after_help = "\
+Examples:
+  mcp-host add-json weather '{\"type\":\"http\",\"url\":\"https://api.example.com/mcp\"}'
+  mcp-host add-json files '{\"command\":\"npx\",\"args\":[\"-y\",\"@modelcontextprotocol/server-filesystem\",\".\"]}'")]
+    AddJson {
+        /// The server id.
+        id: String,
+        /// The entry, a JSON object.
+        #[arg(value_name = "JSON")]
+        entry: String,
+        /// The layer to write (default: local).
+        #[arg(short, long, value_enum)]
+        scope: Option<EditScope>,
+        /// Overwrite a server of the same id in the same layer.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Import Claude Desktop's servers (`claude mcp add-from-claude-desktop`; the same as
+    /// `import --from claude-desktop`).
+    AddFromClaudeDesktop {
+        /// The layer to write (default: local).
+        #[arg(short, long, value_enum)]
+        scope: Option<EditScope>,
+        /// Read this file instead of Claude Desktop's usual one.
+        #[arg(long)]
+        path: Option<PathBuf>,
+        /// Show what would be imported; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Replace a server the file already has.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show one configured server: where it is defined, how it is reached, whether it is
+    /// enabled and approved (as `claude mcp get` and `codex mcp get` do). Nothing is started.
+    Get {
+        /// The server id.
+        id: String,
+        /// Left over from the old `get ID PROMPT`, which is now `prompt get ID PROMPT`: given,
+        /// it is an error that says so.
+        #[arg(hide = true)]
+        prompt: Option<String>,
+        /// See `prompt`.
+        #[arg(long, hide = true, value_name = "NAME=VALUE", value_parser = key_value)]
+        arg: Vec<(String, String)>,
+    },
+    /// Withdraw every approval of this project's servers, so that each asks again (`claude mcp
+    /// reset-project-choices`).
+    ResetProjectChoices,
     /// Import the servers another MCP client has configured (Claude Desktop, Claude Code,
     /// VS Code, Cursor, Codex, goose, Zed) into one of our files.
     #[command(after_help = "\
@@ -129,35 +194,40 @@ Examples:
   mcp-host import --from codex --scope global
   mcp-host import --from vscode --path .vscode/mcp.json --json")]
     Import(ImportArgs),
-    /// List the configured servers (the files, not the running state).
+    /// List the configured servers (the files, not the running state); with an id, show that
+    /// one as `get` does.
     List {
+        /// One server to show.
+        id: Option<String>,
         /// Which layer to show.
-        #[arg(long, value_enum, default_value_t = ReadScope::Effective)]
+        #[arg(short, long, value_enum, default_value_t = ReadScope::Effective)]
         scope: ReadScope,
     },
-    /// Remove a server from one layer (another layer's definition stays effective).
+    /// Remove a server from one layer (another layer's definition stays effective). Without
+    /// --scope, from the one layer that defines it; an id several layers define needs --scope.
     Remove {
         /// The server id.
         id: String,
         /// The layer to edit.
-        #[arg(long, value_enum, default_value_t = EditScope::Project)]
-        scope: EditScope,
+        #[arg(short, long, value_enum)]
+        scope: Option<EditScope>,
     },
-    /// Enable a server in one layer.
+    /// Enable a server in one layer (default: the layer whose entry disables it).
     Enable {
         /// The server id.
         id: String,
         /// The layer to edit.
-        #[arg(long, value_enum, default_value_t = EditScope::Project)]
-        scope: EditScope,
+        #[arg(short, long, value_enum)]
+        scope: Option<EditScope>,
     },
-    /// Disable a server in one layer (in the project layer, this can switch off a global one).
+    /// Disable a server in one layer (default: local, which switches off a server of any
+    /// layer for you in this project without touching a shared file).
     Disable {
         /// The server id.
         id: String,
         /// The layer to edit.
-        #[arg(long, value_enum, default_value_t = EditScope::Project)]
-        scope: EditScope,
+        #[arg(short, long, value_enum)]
+        scope: Option<EditScope>,
     },
     /// Connect to one server, initialize and list its tools; report what it said and how long
     /// it took. Exits 0 only if all of that worked.
@@ -174,10 +244,15 @@ Examples:
         /// One server's details.
         id: Option<String>,
     },
-    /// List the tools as a model sees them: exposed name, origin and description.
+    /// List the tools as a model sees them: exposed name, origin and description; with a
+    /// server and a tool, that tool's input schema in text.
     Tools {
         /// Only this server's tools.
         id: Option<String>,
+        /// One tool (its name on the server, or its exposed name): show its description and
+        /// its arguments.
+        #[arg(requires = "id", conflicts_with = "format")]
+        tool: Option<String>,
         /// Print the definitions as this model API's `tools` field takes them (JSON on
         /// stdout; what was rewritten or left out, and why, on stderr).
         #[arg(long, value_enum, value_name = "API")]
@@ -202,16 +277,9 @@ Examples:
         /// Only this server's prompts.
         id: Option<String>,
     },
-    /// Get one prompt with its arguments filled in.
-    Get {
-        /// The server id.
-        id: String,
-        /// The prompt's name.
-        prompt: String,
-        /// A prompt argument, `NAME=VALUE` (repeatable).
-        #[arg(long, value_name = "NAME=VALUE", value_parser = key_value)]
-        arg: Vec<(String, String)>,
-    },
+    /// Prompts: `prompt get ID PROMPT` fills one in.
+    #[command(subcommand)]
+    Prompt(PromptCommand),
     /// List a server's skills (the skills extension, SEP-2640): name, file count, URI,
     /// description. No skill file is read.
     Skills {
@@ -235,6 +303,10 @@ Examples:
     Login {
         /// The server id.
         id: String,
+        /// The scopes to ask for, comma-separated (`codex mcp login --scopes`), instead of the
+        /// configured `oauth.scope` or what the server asks for.
+        #[arg(long, value_name = "SCOPE,...", value_delimiter = ',')]
+        scopes: Vec<String>,
         /// Log in to the upstream server `ID` of this gateway file (`mcp-host serve
         /// --gateway FILE` then finds its tokens), instead of a configured server.
         #[arg(long, value_name = "FILE")]
@@ -369,6 +441,21 @@ Examples:
     },
 }
 
+/// `mcp-host prompt …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PromptCommand {
+    /// Get one prompt with its arguments filled in.
+    Get {
+        /// The server id.
+        id: String,
+        /// The prompt's name.
+        prompt: String,
+        /// A prompt argument, `NAME=VALUE` (repeatable).
+        #[arg(long, value_name = "NAME=VALUE", value_parser = key_value)]
+        arg: Vec<(String, String)>,
+    },
+}
+
 /// `mcp-host gateway …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum GatewayCommand {
@@ -376,24 +463,27 @@ pub(crate) enum GatewayCommand {
     Schema,
 }
 
-/// `add`'s flags: seed 000 §5.2's list, plus references to secrets kept in the environment.
+/// `add`'s flags: seed 000 §5.2's list, references to secrets kept in the environment, and
+/// the spellings of `claude mcp add` (`-s`, `-t`, `-e`, `-H "Name: value"`) and `codex mcp add`
+/// (`--env`, `--url`, `--bearer-token-env-var`).
 #[derive(Debug, Args)]
 pub(crate) struct AddArgs {
     /// The server id: 1 to 64 characters from a-z, A-Z, 0-9, `_` and `-`.
     pub(crate) id: String,
     /// The shorthand: a URL (`http(s)://`, or `sse://` for the legacy transport), or a
-    /// whole command line in one string.
-    #[arg(value_name = "URL")]
-    pub(crate) target: Option<String>,
+    /// command line (in one string, or as the program then its arguments).
+    #[arg(value_name = "COMMAND_OR_URL")]
+    pub(crate) target: Vec<String>,
     /// The shorthand for a command: after `--`, the program and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     pub(crate) command_line: Vec<String>,
-    /// The transport, when given with `--url` or `--command`.
-    #[arg(long, value_enum)]
+    /// The transport: with the shorthand, what it is (`-t http NAME URL`); else with `--url`
+    /// or `--command`.
+    #[arg(short, long, value_enum)]
     pub(crate) transport: Option<TransportArg>,
-    /// The layer to write.
-    #[arg(long, value_enum, default_value_t = EditScope::Project)]
-    pub(crate) scope: EditScope,
+    /// The layer to write (default: local, yours for this project, outside its tree).
+    #[arg(short, long, value_enum)]
+    pub(crate) scope: Option<EditScope>,
     /// Whether a host connects to it.
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub(crate) enabled: Option<bool>,
@@ -408,9 +498,13 @@ pub(crate) struct AddArgs {
     /// HTTP: the endpoint.
     #[arg(long, help_heading = "HTTP")]
     pub(crate) url: Option<String>,
-    /// HTTP: a header sent with every request, `NAME=VALUE` (written into the file as given).
-    #[arg(long, value_name = "NAME=VALUE", help_heading = "HTTP")]
+    /// HTTP: a header sent with every request, `"Name: value"` or `Name=value`.
+    #[arg(short = 'H', long, value_name = "NAME: VALUE", help_heading = "HTTP")]
     pub(crate) header: Vec<String>,
+    /// HTTP: send `Authorization: Bearer <the value of VAR>` (Codex's
+    /// `bearer_token_env_var`; the file holds the variable's name).
+    #[arg(long, value_name = "VAR", help_heading = "HTTP")]
+    pub(crate) bearer_token_env_var: Option<String>,
     /// HTTP: a header whose value is read from an environment variable when the configuration
     /// loads, `NAME=VAR` (the file holds the variable's name, not the secret).
     #[arg(long, value_name = "NAME=VAR", help_heading = "HTTP")]
@@ -425,7 +519,7 @@ pub(crate) struct AddArgs {
     #[arg(long, help_heading = "HTTP")]
     pub(crate) oauth_registration_url: Option<String>,
     /// OAuth: a pre-registered client id.
-    #[arg(long, help_heading = "HTTP")]
+    #[arg(long, visible_alias = "client-id", help_heading = "HTTP")]
     pub(crate) oauth_client_id: Option<String>,
     /// OAuth: the client secret (written into the file, which is then made private).
     #[arg(long, help_heading = "HTTP")]
@@ -447,7 +541,7 @@ pub(crate) struct AddArgs {
     #[arg(long, help_heading = "stdio")]
     pub(crate) cwd: Option<String>,
     /// stdio: an environment variable for the server, `NAME=VALUE`.
-    #[arg(long, value_name = "NAME=VALUE", help_heading = "stdio")]
+    #[arg(short, long, value_name = "NAME=VALUE", help_heading = "stdio")]
     pub(crate) env: Vec<String>,
     /// stdio: an environment variable for the server taken from this process's variable VAR
     /// when the configuration loads, `NAME=VAR`.
@@ -525,6 +619,34 @@ fn key_value(text: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
         _ => Err("expected NAME=VALUE".to_owned()),
     }
+}
+
+/// Headers given with `--header`, each `Name: value` (as curl and Claude Code write them) or
+/// `Name=value`, split at whichever of `:` and `=` comes first (neither can be part of a header
+/// name). The error names the position, never the text.
+pub(crate) fn headers(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let at = item.find([':', '=']);
+            match at {
+                Some(at) if !item[..at].trim().is_empty() => {
+                    let value = &item[at + 1..];
+                    let value = if item.as_bytes()[at] == b':' {
+                        value.trim_start()
+                    } else {
+                        value
+                    };
+                    Ok((item[..at].trim().to_owned(), value.to_owned()))
+                }
+                _ => Err(format!(
+                    "--header value number {} is not `Name: value` or `Name=value`",
+                    i + 1
+                )),
+            }
+        })
+        .collect()
 }
 
 /// `NAME=VALUE` pairs given with `flag`, split at the first `=`. The error names the flag and

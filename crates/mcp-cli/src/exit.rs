@@ -78,6 +78,9 @@ pub(crate) struct Failure {
     pub(crate) code: Code,
     pub(crate) message: String,
     pub(crate) hint: Option<String>,
+    /// The server whose login the hint suggests: a server that sends a configured
+    /// `Authorization` header gets another hint (`show::login_hint`), since `login` refuses it.
+    pub(crate) login_for: Option<String>,
 }
 
 impl Failure {
@@ -86,7 +89,15 @@ impl Failure {
             code,
             message: message.into(),
             hint: None,
+            login_for: None,
         }
+    }
+
+    /// The hint to log in to `server`.
+    pub(crate) fn login(mut self, server: &str) -> Self {
+        self.hint = Some(format!("log in with `mcp-host login {server}`"));
+        self.login_for = Some(server.to_owned());
+        self
     }
 
     pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
@@ -136,6 +147,7 @@ impl From<ConfigError> for Failure {
             code,
             message: e.to_string(),
             hint,
+            login_for: None,
         }
     }
 }
@@ -143,6 +155,11 @@ impl From<ConfigError> for Failure {
 impl From<&CallError> for Failure {
     fn from(e: &CallError) -> Self {
         let code = Code::of_call(e);
+        if code == Code::Auth
+            && let Some(server) = e.server()
+        {
+            return Self::new(code, e.to_string()).login(server);
+        }
         let hint = match (code, e) {
             (Code::Usage, _) => Some("`mcp-host tools` lists the tools".to_owned()),
             (Code::Config, _) => Some("`mcp-host list` shows the configured servers".to_owned()),
@@ -162,6 +179,7 @@ impl From<&CallError> for Failure {
             code,
             message: e.to_string(),
             hint,
+            login_for: None,
         }
     }
 }

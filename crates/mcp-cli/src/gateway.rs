@@ -219,16 +219,28 @@ pub(crate) fn termination_signal()
 /// Reads the gateway file at `path`, its upstream servers' tokens in this user's store.
 pub(crate) fn load(cx: &Context, path: &Path) -> Result<mcp_gateway::Loaded, Failure> {
     let oauth = live::oauth(cx)?;
-    mcp_gateway::load(path, &cx.env, Some(&oauth))
-        .map_err(|e| Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`"))
+    mcp_gateway::load(path, &cx.env, Some(&oauth)).map_err(|e| file_failure(&e))
+}
+
+/// A gateway file that could not be loaded: the schema helps with a file that is wrong, not
+/// with one that cannot be read (a wrong path, no permission).
+fn file_failure(e: &mcp_gateway::FileError) -> Failure {
+    let failure = Failure::config(e.to_string());
+    match e {
+        mcp_gateway::FileError::Read { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            failure.hint("check the path given to --gateway (docs/gateway.md shows what a gateway file holds)")
+        }
+        mcp_gateway::FileError::Read { .. } => failure,
+        _ => failure.hint("check it against `mcp-host gateway schema`"),
+    }
 }
 
 /// The upstream servers of the gateway file at `path`, after checking that it is a gateway
 /// file and that `id` is one of them.
 fn upstream(cx: &Context, path: &Path, id: &str) -> Result<mcp_host::LoadedConfig, Failure> {
-    let checked = mcp_gateway::load(path, &cx.env, None).map_err(|e| {
-        Failure::config(e.to_string()).hint("check it with `mcp-host gateway schema`")
-    })?;
+    let checked = mcp_gateway::load(path, &cx.env, None).map_err(|e| file_failure(&e))?;
     if !checked.file.mcp_servers.contains_key(id) {
         let ids: Vec<&str> = checked
             .file

@@ -52,6 +52,26 @@ pub(crate) fn run(cx: &Context, out: &Out, a: ImportArgs) -> Result<(), Failure>
     Ok(())
 }
 
+/// `add-from-claude-desktop` (Claude Code's spelling): `import --from claude-desktop`, into
+/// the local layer unless `--scope` says otherwise, as Claude Code does.
+pub(crate) fn from_claude_desktop(
+    cx: &Context,
+    out: &Out,
+    scope: Option<EditScope>,
+    path: Option<PathBuf>,
+    dry_run: bool,
+    force: bool,
+) -> Result<(), Failure> {
+    let a = ImportArgs {
+        from: "claude-desktop".to_owned(),
+        path,
+        scope: scope.unwrap_or(EditScope::Local),
+        dry_run,
+        force,
+    };
+    run(cx, out, a)
+}
+
 fn failure(e: ImportError) -> Failure {
     match e {
         ImportError::Config(c) => c.into(),

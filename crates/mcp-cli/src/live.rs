@@ -61,6 +61,9 @@ pub(crate) enum SpinnerText {
 /// A running host.
 pub(crate) struct Live {
     pub(crate) host: Host,
+    /// How long the servers took to connect, from after the approval question (`test`
+    /// reports it as the server's time).
+    pub(crate) connected_in: Duration,
 }
 
 /// This program as MCP servers see it.
@@ -146,8 +149,12 @@ pub(crate) async fn start(
     options.era_file = setup::era_file(&cx.paths);
     options.task_file = setup::task_file(&cx.paths);
     let host = Host::new(options);
+    let began = Instant::now();
     connect(&host, entries, setup.spinner).await;
-    Ok(Live { host })
+    Ok(Live {
+        host,
+        connected_in: began.elapsed(),
+    })
 }
 
 /// How long a command waits, once its work is done and printed, for its servers to end
@@ -259,10 +266,11 @@ pub(crate) async fn test(
 ) -> Result<(), Failure> {
     let loaded = cx.load(scope);
     manage::report_problems(out, &loaded);
-    let began = Instant::now();
     let live = start(cx, out, loaded, Some(id), Setup::default()).await?;
     let status = live.host.server_status(id);
-    let elapsed = began.elapsed();
+    // From the connection's start: the time a person took at the approval question is theirs,
+    // not the server's.
+    let elapsed = live.connected_in;
     let tool_names: Vec<String> = live
         .host
         .catalog()
@@ -322,7 +330,7 @@ pub(crate) fn not_ready(status: &ServerStatus) -> Failure {
             Code::Auth,
             format!("server `{id}` needs authorization{why}"),
         )
-        .hint(format!("log in with `mcp-host login {id}`")),
+        .login(id),
         _ if status.last_error_phase == Some(Phase::Trust) => Failure::config(format!(
             "server `{id}` is not approved in this project{why}"
         ))
@@ -649,20 +657,53 @@ pub(crate) fn show_tools(out: &Out, host: &Host, id: Option<&str>) -> Result<(),
 
 /// Parses `--args`: a JSON object, or nothing.
 pub(crate) fn parse_args(text: Option<&str>) -> Result<JsonObject, Failure> {
+    parse_args_as(
+        text,
+        "--args",
+        "'{\"path\": \"a.txt\"}'",
+        Some("quote the object for the shell: --args '{\"key\": \"value\"}'"),
+    )
+}
+
+/// Parses the JSON typed after `/call ID TOOL` in the shell: its errors say nothing of the
+/// command line's `--args` or of quoting for a shell, neither of which is there.
+pub(crate) fn parse_shell_args(text: Option<&str>) -> Result<JsonObject, Failure> {
+    parse_args_as(
+        text,
+        "the arguments",
+        "{\"path\": \"a.txt\"}",
+        Some(
+            "type the arguments as one JSON object after the tool: /call ID TOOL {\"key\": \"value\"}",
+        ),
+    )
+}
+
+fn parse_args_as(
+    text: Option<&str>,
+    what: &str,
+    example: &str,
+    hint: Option<&str>,
+) -> Result<JsonObject, Failure> {
     let Some(text) = text else {
         return Ok(JsonObject::new());
     };
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map.into_iter().collect()),
-        Ok(_) => Err(Failure::usage(
-            "--args must be a JSON object, like '{\"path\": \"a.txt\"}'",
-        )),
-        Err(e) => Err(Failure::usage(format!(
-            "--args is not valid JSON (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
-        .hint("quote the object for the shell: --args '{\"key\": \"value\"}'")),
+        Ok(_) => Err(Failure::usage(format!(
+            "{what} must be a JSON object, like {example}"
+        ))),
+        Err(e) => {
+            let f = Failure::usage(format!(
+                "{what} {} not valid JSON (line {}, column {})",
+                if what.starts_with("--") { "is" } else { "are" },
+                e.line(),
+                e.column()
+            ));
+            Err(match hint {
+                Some(h) => f.hint(h),
+                None => f,
+            })
+        }
     }
 }
 
@@ -814,7 +855,7 @@ fn block_text(block: &ContentBlock) -> String {
 
 /// Fails unless the server `id` is on `host` and ready: a server named explicitly that is
 /// unknown (exit code 3), disabled (3) or not connected (4) is an error, not an empty list.
-fn ready(host: &Host, id: &str) -> Result<(), Failure> {
+pub(crate) fn ready(host: &Host, id: &str) -> Result<(), Failure> {
     match host.server_status(id) {
         None => Err(Failure::config(format!("no server `{id}` is configured"))
             .hint("`mcp-host list` shows the configured servers")),

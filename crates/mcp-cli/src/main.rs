@@ -17,6 +17,7 @@
 // The command line's job is to print.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod add;
 mod args;
 mod budget;
 mod complete;
@@ -34,6 +35,7 @@ mod ps;
 mod remember;
 mod secret;
 mod shell;
+mod show;
 mod skills;
 mod tasks;
 mod trust;
@@ -42,7 +44,7 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use crate::args::{Cli, Command, GatewayCommand};
+use crate::args::{Cli, Command, GatewayCommand, PromptCommand};
 use crate::exit::{Code, Failure};
 use crate::output::Out;
 
@@ -173,7 +175,7 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Resources { .. }
         | Command::Read { .. }
         | Command::Prompts { .. }
-        | Command::Get { .. }
+        | Command::Prompt(_)
         | Command::Skills { .. }
         | Command::Skill { .. }
         | Command::Tasks(_)
@@ -183,6 +185,10 @@ fn starts_servers(command: &Command) -> bool {
         | Command::Serve { .. }
         | Command::Budget { .. } => true,
         Command::Add(_)
+        | Command::AddJson { .. }
+        | Command::AddFromClaudeDesktop { .. }
+        | Command::Get { .. }
+        | Command::ResetProjectChoices
         | Command::Import(_)
         | Command::List { .. }
         | Command::Remove { .. }
@@ -224,21 +230,46 @@ async fn run(
     editor: Option<Result<shell::Editor, Failure>>,
 ) -> Result<(), Failure> {
     let cx = manage::Context::from_process(cli.project.as_deref())?;
-    match cli.command {
-        Command::Add(add) => manage::add(&cx, &out, *add),
+    let outcome = match cli.command {
+        Command::Add(add) => add::add(&cx, &out, *add),
+        Command::AddJson {
+            id,
+            entry,
+            scope,
+            replace,
+        } => add::add_json(&cx, &out, &id, &entry, scope, replace),
+        Command::AddFromClaudeDesktop {
+            scope,
+            path,
+            dry_run,
+            force,
+        } => import::from_claude_desktop(&cx, &out, scope, path, dry_run, force),
+        Command::Get { id, prompt, arg } => show::get(&cx, &out, &id, prompt.as_deref(), &arg),
+        Command::ResetProjectChoices => trust::reset(&cx, &out),
         Command::Import(a) => import::run(&cx, &out, a),
-        Command::List { scope } => manage::list(&cx, &out, scope),
+        Command::List {
+            id: Some(id),
+            scope,
+        } => show::show(&cx, &out, &id, scope),
+        Command::List { id: None, scope } => manage::list(&cx, &out, scope),
         Command::Remove { id, scope } => manage::remove(&cx, &out, &id, scope),
         Command::Enable { id, scope } => manage::set_enabled(&cx, &out, &id, scope, true),
         Command::Disable { id, scope } => manage::set_enabled(&cx, &out, &id, scope, false),
         Command::Test { id, scope } => live::test(&cx, &out, &id, scope).await,
         Command::Status { id } => live::status(&cx, &out, id.as_deref()).await,
-        Command::Tools { id, format } => live::tools(&cx, &out, id.as_deref(), format).await,
+        Command::Tools {
+            id: Some(id),
+            tool: Some(tool),
+            ..
+        } => show::tool(&cx, &out, &id, &tool).await,
+        Command::Tools { id, format, .. } => live::tools(&cx, &out, id.as_deref(), format).await,
         Command::Call(call) => live::call(&cx, &out, *call).await,
         Command::Resources { id } => live::resources(&cx, &out, id.as_deref()).await,
         Command::Read { id, uri } => live::read(&cx, &out, &id, &uri).await,
         Command::Prompts { id } => live::prompts(&cx, &out, id.as_deref()).await,
-        Command::Get { id, prompt, arg } => live::get(&cx, &out, &id, &prompt, arg).await,
+        Command::Prompt(PromptCommand::Get { id, prompt, arg }) => {
+            live::get(&cx, &out, &id, &prompt, arg).await
+        }
         Command::Skills { id } => skills::skills(&cx, &out, &id).await,
         Command::Skill { id, name } => skills::skill(&cx, &out, &id, &name).await,
         Command::Tasks(command) => tasks::run(&cx, &out, command).await,
@@ -247,7 +278,15 @@ async fn run(
             gateway: Some(file),
             no_browser,
             device,
+            ..
         } => gateway::login(&cx, &out, &file, &id, no_browser, device).await,
+        Command::Login {
+            id,
+            no_browser,
+            device,
+            scopes,
+            ..
+        } if !scopes.is_empty() => show::login(&cx, &out, &id, no_browser, device, &scopes).await,
         Command::Login {
             id,
             no_browser,
@@ -289,5 +328,6 @@ async fn run(
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { dir } => completions::man(dir.as_deref()),
         Command::DemoServer { http } => demo::serve(http).await,
-    }
+    };
+    outcome.map_err(|f| show::login_hint(&cx, f))
 }

@@ -4,13 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use mcp_host::config::{
-    self, ConfigPaths, ConfiguredServer, Env, FileStatus, LoadedConfig, NewServer, NewTransport,
-    Scope, Secret, SecretSource, Transport,
+    self, ConfigPaths, ConfiguredServer, Env, FileStatus, LoadedConfig, Scope, Transport,
 };
 use mcp_host::trust::TrustStore;
 use serde_json::{Value, json};
 
-use crate::args::{self, AddArgs, EditScope, ReadScope, TransportArg};
+use crate::args::{EditScope, ReadScope};
 use crate::exit::{Code, Failure};
 use crate::output::{Out, Table, cell};
 
@@ -51,12 +50,14 @@ impl Context {
     pub(crate) fn load(&self, scope: ReadScope) -> LoadedConfig {
         match scope {
             ReadScope::Effective => config::load(&self.paths, &self.env),
+            ReadScope::Local => config::load_scope(&self.paths, &self.env, Scope::Local),
             ReadScope::Project => config::load_scope(&self.paths, &self.env, Scope::Project),
             ReadScope::Global => config::load_scope(&self.paths, &self.env, Scope::Global),
         }
     }
 
-    fn file(&self, scope: EditScope) -> Result<PathBuf, Failure> {
+    /// The file `scope` edits.
+    pub(crate) fn file(&self, scope: EditScope) -> Result<PathBuf, Failure> {
         Ok(self.paths.editable(scope.into())?.to_path_buf())
     }
 }
@@ -64,45 +65,11 @@ impl Context {
 impl From<EditScope> for Scope {
     fn from(s: EditScope) -> Self {
         match s {
+            EditScope::Local => Scope::Local,
             EditScope::Project => Scope::Project,
             EditScope::Global => Scope::Global,
         }
     }
-}
-
-/// `add`.
-pub(crate) fn add(cx: &Context, out: &Out, a: AddArgs) -> Result<(), Failure> {
-    let server = new_server(&a)?;
-    let path = cx.file(a.scope)?;
-    config::add_server(&path, &a.id, &server, a.replace)?;
-    if a.scope == EditScope::Project {
-        approve_added(cx, &a.id, &path)?;
-    }
-    let kind = match &server.transport {
-        NewTransport::Stdio { .. } => "stdio",
-        NewTransport::Http {
-            legacy_sse: true, ..
-        } => "sse",
-        _ => "http",
-    };
-    if out.is_json() {
-        out.json(&json!({
-            "added": a.id,
-            "transport": kind,
-            "scope": Scope::from(a.scope).as_str(),
-            "file": path.display().to_string(),
-            "replaced": a.replace,
-        }));
-    } else {
-        out.text(&format!(
-            "added {kind} server `{}` to {} ({})",
-            a.id,
-            path.display(),
-            Scope::from(a.scope).as_str()
-        ));
-        out.note(&format!("next: `mcp-host test {}`", a.id));
-    }
-    Ok(())
 }
 
 /// A server the user just wrote into the project file is theirs: it is approved as written,
@@ -127,174 +94,6 @@ pub(crate) fn approve_added(cx: &Context, id: &str, file: &Path) -> Result<(), F
         }
         _ => Ok(()),
     }
-}
-
-/// The entry `add`'s flags describe, or a usage error that says which flag is missing or
-/// does not belong.
-fn new_server(a: &AddArgs) -> Result<NewServer, Failure> {
-    let http_flags = a.url.is_some()
-        || !a.header.is_empty()
-        || !a.header_env.is_empty()
-        || a.oauth_authorization_url.is_some()
-        || a.oauth_token_url.is_some()
-        || a.oauth_registration_url.is_some()
-        || a.oauth_client_id.is_some()
-        || a.oauth_client_secret.is_some()
-        || a.oauth_client_secret_env.is_some()
-        || a.oauth_scope.is_some();
-    let stdio_flags = a.command.is_some()
-        || !a.arg.is_empty()
-        || a.cwd.is_some()
-        || !a.env.is_empty()
-        || !a.env_from.is_empty();
-    if a.target.is_some() && !a.command_line.is_empty() {
-        return Err(Failure::usage("give a URL or `--` and a command, not both"));
-    }
-    let no_shorthand = a.target.is_none() && a.command_line.is_empty();
-    let transport = match (a.transport, no_shorthand) {
-        (Some(t), true) => t,
-        (Some(_), false) => {
-            return Err(Failure::usage(
-                "give either the shorthand (a URL, or `--` and a command) or --transport with --url/--command, not both",
-            ));
-        }
-        (None, false) => {
-            if a.url.is_some() || a.command.is_some() {
-                return Err(Failure::usage(
-                    "give either the shorthand or --url/--command, not both",
-                ));
-            }
-            return shorthand(a, http_flags, stdio_flags);
-        }
-        (None, true) if a.url.is_some() && !stdio_flags => TransportArg::Http,
-        (None, true) if a.command.is_some() && !http_flags => TransportArg::Stdio,
-        (None, true) => {
-            return Err(Failure::usage(format!(
-                "server `{}` needs a URL or a command",
-                a.id
-            ))
-            .hint("e.g. `mcp-host add ID https://host/mcp`, `mcp-host add ID -- COMMAND ARGS…`, or --transport with --url/--command"));
-        }
-    };
-    let mut server = match transport {
-        TransportArg::Http | TransportArg::Sse => {
-            if stdio_flags {
-                return Err(Failure::usage(
-                    "--command, --arg, --cwd, --env and --env-from belong to --transport stdio",
-                ));
-            }
-            let url = a.url.clone().ok_or_else(|| {
-                Failure::usage(format!(
-                    "--transport http needs --url for server `{}`",
-                    a.id
-                ))
-            })?;
-            let mut server = NewServer::http(url);
-            if transport == TransportArg::Sse
-                && let NewTransport::Http { legacy_sse, .. } = &mut server.transport
-            {
-                *legacy_sse = true;
-            }
-            server
-        }
-        TransportArg::Stdio => {
-            if http_flags {
-                return Err(Failure::usage(
-                    "--url, --header, --header-env and --oauth-* belong to --transport http",
-                ));
-            }
-            let command = a.command.clone().ok_or_else(|| {
-                Failure::usage(format!(
-                    "--transport stdio needs --command for server `{}`",
-                    a.id
-                ))
-            })?;
-            NewServer::stdio(command, a.arg.clone())
-        }
-    };
-    fill(&mut server, a)?;
-    Ok(server)
-}
-
-/// `add ID URL` or `add ID -- COMMAND ARGS…` (seed 003's detection for one string).
-fn shorthand(a: &AddArgs, http_flags: bool, stdio_flags: bool) -> Result<NewServer, Failure> {
-    let mut server = match (&a.target, a.command_line.split_first()) {
-        (_, Some((command, args))) => NewServer::stdio(command.clone(), args.to_vec()),
-        (Some(target), None) => NewServer::from_spec(target)
-            .map_err(|e| Failure::usage(format!("server `{}`: {e}", a.id)))?,
-        (None, None) => return Err(Failure::usage("give a URL or `--` and a command")),
-    };
-    let is_stdio = matches!(server.transport, NewTransport::Stdio { .. });
-    if is_stdio && http_flags {
-        return Err(Failure::usage(
-            "HTTP flags (--header, --oauth-*) were given for a command",
-        ));
-    }
-    if !is_stdio && stdio_flags {
-        return Err(Failure::usage(
-            "stdio flags (--arg, --cwd, --env) were given for a URL",
-        ));
-    }
-    if is_stdio && !a.arg.is_empty() {
-        return Err(Failure::usage(
-            "with the shorthand, put the arguments after the command",
-        ));
-    }
-    fill(&mut server, a)?;
-    Ok(server)
-}
-
-/// The flags shared by every form: secrets, limits, OAuth.
-fn fill(server: &mut NewServer, a: &AddArgs) -> Result<(), Failure> {
-    let plain = |pairs: Vec<(String, String)>| {
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k, SecretSource::Plain(Secret::new(v))))
-            .collect::<Vec<_>>()
-    };
-    let refs = |pairs: Vec<(String, String)>| {
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k, SecretSource::Env(v)))
-            .collect::<Vec<_>>()
-    };
-    match &mut server.transport {
-        NewTransport::Stdio { cwd, env, .. } => {
-            *cwd = a.cwd.clone();
-            env.extend(plain(args::pairs("env", &a.env).map_err(Failure::usage)?));
-            env.extend(refs(
-                args::pairs("env-from", &a.env_from).map_err(Failure::usage)?,
-            ));
-        }
-        NewTransport::Http { headers, .. } => {
-            headers.extend(plain(
-                args::pairs("header", &a.header).map_err(Failure::usage)?,
-            ));
-            headers.extend(refs(
-                args::pairs("header-env", &a.header_env).map_err(Failure::usage)?,
-            ));
-        }
-        _ => {}
-    }
-    server.enabled = a.enabled;
-    server.request_timeout_ms = a.request_timeout_ms;
-    let o = &mut server.oauth;
-    o.authorization_url = a.oauth_authorization_url.clone();
-    o.token_url = a.oauth_token_url.clone();
-    o.registration_url = a.oauth_registration_url.clone();
-    o.client_id = a.oauth_client_id.clone();
-    o.scope = a.oauth_scope.clone();
-    o.client_secret = match (&a.oauth_client_secret, &a.oauth_client_secret_env) {
-        (Some(_), Some(_)) => {
-            return Err(Failure::usage(
-                "give --oauth-client-secret or --oauth-client-secret-env, not both",
-            ));
-        }
-        (Some(s), None) => Some(SecretSource::Plain(Secret::new(s.clone()))),
-        (None, Some(var)) => Some(SecretSource::Env(var.clone())),
-        (None, None) => None,
-    };
-    Ok(())
 }
 
 /// `list`.
@@ -372,7 +171,16 @@ pub(crate) fn list(cx: &Context, out: &Out, scope: ReadScope) -> Result<(), Fail
 }
 
 /// `remove`.
-pub(crate) fn remove(cx: &Context, out: &Out, id: &str, scope: EditScope) -> Result<(), Failure> {
+pub(crate) fn remove(
+    cx: &Context,
+    out: &Out,
+    id: &str,
+    scope: Option<EditScope>,
+) -> Result<(), Failure> {
+    let scope = match scope {
+        Some(s) => s,
+        None => the_layer_defining(cx, id)?,
+    };
     let path = cx.file(scope)?;
     config::remove_server(&path, id).map_err(|e| elsewhere(cx, e, id, scope))?;
     let still = cx.load(ReadScope::Effective).server(id).map(|s| s.source);
@@ -399,9 +207,27 @@ pub(crate) fn set_enabled(
     cx: &Context,
     out: &Out,
     id: &str,
-    scope: EditScope,
+    scope: Option<EditScope>,
     enabled: bool,
 ) -> Result<(), Failure> {
+    let scope = match (scope, enabled) {
+        (Some(s), _) => s,
+        // Off for you in this project, whichever layer defines it, no shared file touched.
+        (None, false) => EditScope::Local,
+        // On again where it was turned off.
+        (None, true) => match cx.load(ReadScope::Effective).server(id) {
+            Some(s) if !s.enabled => match s.source {
+                Scope::Global => EditScope::Global,
+                Scope::Project => EditScope::Project,
+                _ => EditScope::Local,
+            },
+            Some(_) => {
+                out.text(&format!("`{id}` is already enabled"));
+                return Ok(());
+            }
+            None => the_layer_defining(cx, id)?,
+        },
+    };
     let path = cx.file(scope)?;
     config::set_enabled(&path, id, enabled).map_err(|e| elsewhere(cx, e, id, scope))?;
     let word = if enabled { "enabled" } else { "disabled" };
@@ -418,6 +244,48 @@ pub(crate) fn set_enabled(
     Ok(())
 }
 
+/// The one editable file that defines `id`, for a command given no `--scope` (as `claude mcp
+/// remove` decides): none or several is an error that says what to type.
+fn the_layer_defining(cx: &Context, id: &str) -> Result<EditScope, Failure> {
+    if !config::is_valid_server_id(id) {
+        return Err(config::ConfigError::InvalidServerId { id: id.to_owned() }.into());
+    }
+    let found: Vec<EditScope> = [EditScope::Local, EditScope::Project, EditScope::Global]
+        .into_iter()
+        .filter(|s| cx.file(*s).is_ok_and(|p| defines(&p, id)))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => {
+            let loaded = cx.load(ReadScope::Effective);
+            let failure = Failure::config(format!("no server `{id}` in the files mcp-host edits"));
+            Err(match loaded.server(id) {
+                Some(s) => failure.hint(format!(
+                    "`{id}` comes from {}, which mcp-host reads but does not edit: `mcp-host disable {id}` turns it off for you",
+                    s.file.display()
+                )),
+                None => failure.hint("`mcp-host list` shows the configured servers"),
+            })
+        }
+        several => {
+            let names: Vec<&str> = several.iter().map(|s| Scope::from(*s).as_str()).collect();
+            Err(Failure::usage(format!(
+                "server `{id}` is defined in several layers: {}",
+                names.join(", ")
+            ))
+            .hint(format!("say which with --scope {}", names.join("|"))))
+        }
+    }
+}
+
+/// Whether the native file at `path` has an entry `id` in `mcp.servers`.
+fn defines(path: &Path, id: &str) -> bool {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|v| v.pointer("/mcp/servers").and_then(|s| s.get(id)).is_some())
+}
+
 /// A not-found error, with a hint when the other layer has the id.
 fn elsewhere(cx: &Context, e: config::ConfigError, id: &str, scope: EditScope) -> Failure {
     let not_found = matches!(e, config::ConfigError::ServerNotFound { .. });
@@ -425,24 +293,33 @@ fn elsewhere(cx: &Context, e: config::ConfigError, id: &str, scope: EditScope) -
     if !not_found {
         return failure;
     }
-    let other = match scope {
-        EditScope::Project => ReadScope::Global,
-        EditScope::Global => ReadScope::Project,
-    };
-    if cx.load(other).server(id).is_some() {
-        failure.hint(format!(
-            "`{id}` is defined in the {} layer: pass --scope {}",
-            scope_name(other),
-            scope_name(other)
-        ))
-    } else {
-        failure.hint("`mcp-host list` shows the configured servers")
+    let others = [ReadScope::Local, ReadScope::Project, ReadScope::Global]
+        .into_iter()
+        .filter(|o| *o != read_scope(scope));
+    for other in others {
+        if cx.load(other).server(id).is_some() {
+            return failure.hint(format!(
+                "`{id}` is defined in the {} layer: pass --scope {}",
+                scope_name(other),
+                scope_name(other)
+            ));
+        }
+    }
+    failure.hint("`mcp-host list` shows the configured servers")
+}
+
+fn read_scope(scope: EditScope) -> ReadScope {
+    match scope {
+        EditScope::Local => ReadScope::Local,
+        EditScope::Project => ReadScope::Project,
+        EditScope::Global => ReadScope::Global,
     }
 }
 
 fn scope_name(scope: ReadScope) -> &'static str {
     match scope {
         ReadScope::Effective => "effective",
+        ReadScope::Local => "local",
         ReadScope::Project => "project",
         ReadScope::Global => "global",
     }

@@ -376,7 +376,7 @@ fn command(
                 out.failure(&Failure::usage("usage: /call ID TOOL [JSON]"));
                 return None;
             };
-            let args = match live::parse_args(Some(json.trim()).filter(|s| !s.is_empty())) {
+            let args = match live::parse_shell_args(Some(json.trim()).filter(|s| !s.is_empty())) {
                 Ok(a) => a,
                 Err(f) => {
                     out.failure(&f);

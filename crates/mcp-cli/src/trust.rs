@@ -144,7 +144,8 @@ pub(crate) fn describe(s: &ConfiguredServer) -> Vec<(&'static str, String)> {
 }
 
 /// A URL as an approval shows it: whole, less what may be a credential. The user name and
-/// password are left out (and said to be there), each query parameter keeps its name but not
+/// password are left out (and said to be there), a path segment that is or may be a key is
+/// `[redacted]` (`mcp_host::config::shown_path`), each query parameter keeps its name but not
 /// its value (a parameter that is a bare word may be a key, and is hidden whole), and the
 /// fragment, which is never sent, is left out. The `url` crate keeps the text
 /// percent-encoded, so nothing in it reaches the terminal raw.
@@ -153,7 +154,7 @@ fn approval_url(url: &Url) -> String {
     if let Some(port) = url.port() {
         shown.push_str(&format!(":{port}"));
     }
-    shown.push_str(url.path());
+    shown.push_str(&mcp_host::config::shown_path(url));
     if let Some(query) = url.query() {
         let names: Vec<String> = query
             .split('&')
@@ -317,6 +318,25 @@ fn entry_json(s: &ConfiguredServer, approved: bool) -> Value {
         "approved": approved,
         "describe": describe(s).into_iter().map(|(k, v)| json!({"what": k, "text": v})).collect::<Vec<_>>(),
     })
+}
+
+/// `reset-project-choices`: withdraws every approval of this project's servers.
+pub(crate) fn reset(cx: &Context, out: &Out) -> Result<(), Failure> {
+    let removed = match store(cx) {
+        Some(store) => store
+            .revoke_all(&cx.paths.project_dir)
+            .map_err(|e| Failure::new(Code::Other, e.to_string()))?,
+        None => 0,
+    };
+    if out.is_json() {
+        out.json(&json!({ "revoked": removed }));
+    } else {
+        out.text(&format!(
+            "withdrew {removed} approval{} in this project: its servers run only once approved again (`mcp-host trust`)",
+            if removed == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(())
 }
 
 /// `untrust`: withdraws the approval of a project server.

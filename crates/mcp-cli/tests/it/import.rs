@@ -159,7 +159,8 @@ fn project_files_and_the_local_scope() {
 #[test]
 fn an_existing_id_is_skipped_unless_forced() {
     let u = User::new();
-    u.run(&["add", "docs", "--", "mine", "--keep"]).code(0);
+    u.run(&["add", "docs", "-s", "project", "--", "mine", "--keep"])
+        .code(0);
     let path = u.home.path().join(".codex/config.toml");
     place(&u, "codex", "ok", "config.toml", &path);
     u.run(&["import", "--from", "codex"])

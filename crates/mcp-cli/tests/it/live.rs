@@ -125,7 +125,8 @@ fn status_is_the_mcp_view() {
         .out_has("no MCP servers configured");
     assert_eq!(u.run(&["status", "--json"]).json(), json!({"servers": []}));
     u.add_demo("demo", "global");
-    u.run(&["add", "broken", "--", "/nonexistent/x"]).code(0);
+    u.run(&["add", "broken", "-s", "project", "--", "/nonexistent/x"])
+        .code(0);
     u.add_demo_disabled("off");
     let r = u.run(&["status"]);
     r.code(0);
@@ -388,16 +389,20 @@ fn resources_read_prompts_get() {
         .code(0)
         .out_has("review")
         .out_has("topic");
-    u.run(&["get", "demo", "review", "--arg", "topic=the CLI"])
+    u.run(&["prompt", "get", "demo", "review", "--arg", "topic=the CLI"])
         .code(0)
         .out_has("user: Please review the CLI.");
     let v = u
-        .run(&["get", "demo", "review", "--arg", "topic=x", "--json"])
+        .run(&[
+            "prompt", "get", "demo", "review", "--arg", "topic=x", "--json",
+        ])
         .code(0)
         .json();
     assert_eq!(v["messages"][0]["role"], "user");
-    u.run(&["get", "demo", "review"]).code(5).err_has("topic");
-    u.run(&["get", "demo", "review", "--arg", "novalue"])
+    u.run(&["prompt", "get", "demo", "review"])
+        .code(5)
+        .err_has("topic");
+    u.run(&["prompt", "get", "demo", "review", "--arg", "novalue"])
         .code(2);
 }
 
@@ -424,6 +429,8 @@ fn the_project_flag_and_demo_json() {
         "add",
         "x",
         "https://x.example/mcp",
+        "--scope",
+        "project",
         "--project",
         other.path().to_str().unwrap(),
     ])
@@ -455,7 +462,8 @@ fn an_invalid_id_is_a_usage_error_for_every_command() {
         &["resources", "bad id"],
         &["read", "bad id", "demo://notes/ideas"],
         &["prompts", "bad id"],
-        &["get", "bad id", "review"],
+        &["prompt", "get", "bad id", "review"],
+        &["get", "bad id"],
         &["login", "bad id"],
         &["logout", "bad id"],
     ] {
@@ -473,7 +481,7 @@ fn a_disabled_server_named_explicitly_is_a_config_error() {
         &["prompts", "off"],
         &["call", "off", "add", "-y"],
         &["read", "off", "demo://notes/ideas"],
-        &["get", "off", "review"],
+        &["prompt", "get", "off", "review"],
     ] {
         u.run(args)
             .code(3)

@@ -7,6 +7,7 @@
 mod auth;
 mod budget;
 mod call_exit;
+mod commands;
 mod completions;
 mod device;
 mod exit_codes;
@@ -29,6 +30,7 @@ mod shell;
 mod skills;
 mod tasks;
 mod trust;
+mod url_secret;
 mod version;
 
 use std::io::{BufRead as _, BufReader};
@@ -183,8 +185,18 @@ impl User {
 
     /// Adds the bundled demo server as `id` over stdio to the project file, disabled.
     pub(crate) fn add_demo_disabled(&self, id: &str) {
-        self.run(&["add", id, "--enabled", "false", "--", bin(), "demo-server"])
-            .code(0);
+        self.run(&[
+            "add",
+            id,
+            "--enabled",
+            "false",
+            "--scope",
+            "project",
+            "--",
+            bin(),
+            "demo-server",
+        ])
+        .code(0);
     }
 
     /// Writes a global configuration file.

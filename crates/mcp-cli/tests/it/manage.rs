@@ -34,6 +34,8 @@ fn add_http_with_every_flag_writes_the_project_file() {
         "false",
         "--request-timeout-ms",
         "1500",
+        "--scope",
+        "project",
     ])
     .code(0)
     .out_has("added http server `api`");
@@ -162,7 +164,7 @@ fn bad_ids_and_missing_values_are_usage_errors() {
         .code(2);
     u.run(&["add", "h", "--transport", "http"])
         .code(2)
-        .err_has("needs --url");
+        .err_has("needs a URL");
     u.run(&["add", "s", "--transport", "stdio"])
         .code(2)
         .err_has("needs --command");
@@ -184,21 +186,25 @@ fn bad_ids_and_missing_values_are_usage_errors() {
     u.run(&["add", "f", "ftp://x.example/"])
         .code(2)
         .err_has("unsupported URL scheme");
-    // A header without `=` is refused without echoing its value.
+    // A header with neither `:` nor `=` is refused without echoing its value.
     let r = u.run(&[
         "add",
         "h",
         "https://x.example/mcp",
         "--header",
-        "Authorization: Bearer sekrit",
+        "Authorization Bearer sekrit",
     ]);
     r.code(2)
-        .err_has("--header value number 1 is not NAME=VALUE");
+        .err_has("--header value number 1 is not `Name: value` or `Name=value`");
     assert!(!r.stderr.contains("sekrit"));
     u.run(&["add", "t", "https://x.example/mcp", "--enabled", "maybe"])
         .code(2);
     u.run(&["frobnicate"]).code(2);
     assert!(!u.project_file().exists(), "nothing was written");
+    assert!(
+        !u.home.path().join(".config").exists(),
+        "nothing was written"
+    );
 }
 
 /// Adds `id` at `https://global.example/mcp` to the global file.
@@ -216,8 +222,14 @@ fn list_shows_sources_and_layers() {
     add_global(&u, "shared");
     u.run(&["add", "g", "https://g.example/mcp", "--scope", "global"])
         .code(0);
-    u.run(&["add", "shared", "https://project.example/mcp"])
-        .code(0);
+    u.run(&[
+        "add",
+        "shared",
+        "https://project.example/mcp",
+        "-s",
+        "project",
+    ])
+    .code(0);
     let table = u.run(&["list"]).code(0).stdout.clone();
     let header = table.lines().next().unwrap();
     assert!(
@@ -250,22 +262,29 @@ fn list_shows_sources_and_layers() {
 fn remove_from_project_leaves_the_global_one_effective() {
     let u = User::new();
     add_global(&u, "s");
-    u.run(&["add", "s", "https://project.example/mcp"]).code(0);
+    u.run(&["add", "s", "https://project.example/mcp", "-s", "project"])
+        .code(0);
+    // Two layers define it: which one is for the user to say.
     u.run(&["remove", "s"])
+        .code(2)
+        .err_has("defined in several layers: project, global")
+        .err_has("--scope project|global");
+    u.run(&["remove", "s", "--scope", "project"])
         .code(0)
         .err_has("still configured in the global layer");
     let list = u.run(&["list", "--json"]).json();
     assert_eq!(list["servers"][0]["source"], "global");
     assert_eq!(list["servers"][0]["target"], "https://global.example/mcp");
     // Not in the project layer any more: the hint names the other layer.
-    u.run(&["remove", "s"])
+    u.run(&["remove", "s", "-s", "project"])
         .code(3)
         .err_has("is not defined in")
         .err_has("--scope global");
-    u.run(&["remove", "s", "--scope", "global"]).code(0);
+    // Without --scope, the one layer that defines it.
+    u.run(&["remove", "s"]).code(0).out_has("config.json");
     u.run(&["remove", "nobody"])
         .code(3)
-        .err_has("is not defined in");
+        .err_has("no server `nobody` in the files mcp-host edits");
     u.run(&["list"])
         .code(0)
         .out_has("no MCP servers configured");
@@ -275,10 +294,13 @@ fn remove_from_project_leaves_the_global_one_effective() {
 fn enable_and_disable_per_layer() {
     let u = User::new();
     add_global(&u, "s");
-    // The project layer switches the global server off without repeating it.
+    // The local layer (the default) switches the global server off without repeating it,
+    // and without touching a file of the project's tree.
     u.run(&["disable", "s"]).code(0);
     let list = u.run(&["list", "--json"]).json();
     assert_eq!(list["servers"][0]["enabled"], false);
+    assert_eq!(list["servers"][0]["source"], "local");
+    assert!(!u.project.path().join(".mcp-host").exists());
     u.run(&["enable", "s"]).code(0);
     assert_eq!(
         u.run(&["list", "--json"]).json()["servers"][0]["enabled"],
@@ -291,6 +313,17 @@ fn enable_and_disable_per_layer() {
         false
     );
     u.run(&["enable", "s", "--scope", "global"]).code(0);
+    // The project layer still can, when asked.
+    u.run(&["disable", "s", "--scope", "project"]).code(0);
+    assert_eq!(
+        u.run(&["list", "--json"]).json()["servers"][0]["enabled"],
+        false
+    );
+    u.run(&["enable", "s"]).code(0);
+    assert_eq!(
+        u.run(&["list", "--json"]).json()["servers"][0]["enabled"],
+        true
+    );
     u.run(&["enable", "ghost"]).code(3);
     u.run(&["enable", "bad id"]).code(2);
 }
@@ -307,7 +340,7 @@ fn a_file_that_is_not_json_is_a_config_error_naming_the_file() {
         .err_has("could not be read");
     // The other layer still loads.
     assert!(r.stdout.contains("g "), "{r:#?}");
-    u.run(&["add", "x", "https://x.example/mcp"])
+    u.run(&["add", "x", "https://x.example/mcp", "-s", "project"])
         .code(3)
         .err_has("fix it by hand");
     u.run(&["status", "--json"]).code(0);
@@ -334,18 +367,20 @@ fn the_remaining_add_flags_help_and_version() {
         "s3cret",
         "--oauth-client-id",
         "c",
+        "--scope",
+        "user",
     ])
     .code(0)
     .out_has("added sse server `legacy`");
     let file: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(u.project_file()).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(u.global_file()).unwrap()).unwrap();
     assert_eq!(file["mcp"]["servers"]["legacy"]["transport"], "sse");
     assert_eq!(
         file["mcp"]["servers"]["legacy"]["oauth"]["client_secret"],
         "s3cret"
     );
     use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(u.project_file())
+    let mode = std::fs::metadata(u.global_file())
         .unwrap()
         .permissions()
         .mode();
@@ -396,7 +431,13 @@ fn the_remaining_add_flags_help_and_version() {
 #[test]
 fn list_hides_url_credentials_and_query() {
     let u = User::new();
-    let added = u.run(&["add", "k", "https://me:pw9@x.example/mcp?key=K9"]);
+    let added = u.run(&[
+        "add",
+        "k",
+        "https://me:pw9@x.example/mcp?key=K9",
+        "-s",
+        "project",
+    ]);
     added.code(0);
     assert!(
         !added.stdout.contains("K9") && !added.stdout.contains("pw9"),
