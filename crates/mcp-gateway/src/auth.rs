@@ -294,7 +294,12 @@ impl mcp_http::Authenticator for Guard {
                     caller: mcp_session::Identity::new(caller),
                 },
                 Err(refusal) => {
-                    tracing::info!(target: "mcp_gateway", status = refusal.status, "refused a request: {}", refusal.reason);
+                    // A client without a token is the usual first step of discovery, not news.
+                    if authorization.is_some() {
+                        tracing::info!(target: "mcp_gateway", status = refusal.status, "refused a request: {}", refusal.reason);
+                    } else {
+                        tracing::debug!(target: "mcp_gateway", "refused a request: {}", refusal.reason);
+                    }
                     mcp_http::Verdict::Refuse {
                         status: http::StatusCode::from_u16(refusal.status)
                             .unwrap_or(http::StatusCode::UNAUTHORIZED),

@@ -223,7 +223,7 @@ impl InboundAuth {
             if !cache.should_fetch(now, unknown_key) {
                 return;
             }
-            cache.attempted(now);
+            cache.attempted(now, unknown_key);
         }
         match self.fetch_keys().await {
             Ok(keys) => self.cache().fetched(now, keys),

@@ -479,16 +479,25 @@ fn the_key_cache_fetches_when_needed_and_never_more_than_once_per_interval() {
     let rsa = Key::rsa(test_keys::RSA_1);
     let mut cache = KeyCache::new();
     assert!(cache.should_fetch(0, false), "no keys yet");
-    cache.attempted(1_000);
+    cache.attempted(1_000, false);
     assert!(!cache.should_fetch(2_000, false), "a failed fetch waits");
-    assert!(!cache.should_fetch(2_000, true));
     assert!(cache.should_fetch(31_000, false));
-    cache.attempted(31_000);
+    cache.attempted(31_000, false);
     cache.fetched(31_500, set(&[(&rsa, "r")]));
     assert!(!cache.should_fetch(40_000, false));
-    assert!(!cache.should_fetch(40_000, true), "unknown key, but too soon");
-    assert!(cache.should_fetch(61_000, true), "unknown key after the interval");
-    assert!(!cache.should_fetch(61_000, false));
+    // The first fetch for an unknown key comes at once: a rotation right after start-up.
+    assert!(cache.should_fetch(40_000, true));
+    cache.attempted(40_000, true);
+    assert!(
+        !cache.should_fetch(41_000, true),
+        "unknown key, but too soon"
+    );
+    assert!(!cache.should_fetch(69_999, true));
+    assert!(
+        cache.should_fetch(70_000, true),
+        "unknown key after the interval"
+    );
+    assert!(!cache.should_fetch(70_000, false));
     assert!(cache.should_fetch(31_500 + 600_000, false), "old keys");
     assert!(cache.keys().is_some_and(|k| k.has_kid("r")));
 }
