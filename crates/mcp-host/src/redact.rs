@@ -89,12 +89,77 @@ fn http_secrets(config: &HttpConfig) -> Secrets {
     if let Ok(url) = url::Url::parse(&config.url) {
         values.extend(url.password().map(str::to_owned));
         values.extend(url.query_pairs().map(|(_, v)| v.into_owned()));
+        values.extend(path_secrets(&url));
     }
     Secrets::new(
         values
             .into_iter()
             .filter(|v| v.len() >= Secrets::CONFIGURED_MIN),
     )
+}
+
+/// The shortest path segment taken for a key by its looks alone: shorter ones (`v1`,
+/// `2025-06-18`, `mcp`) are names, not secrets.
+const KEY_SEGMENT_MIN: usize = 16;
+
+/// Whether a URL path segment is (or may be) a credential, so that it is never shown: one
+/// that follows a segment named like a credential (`/key/…`, `/token/…`, `/api_key/…`), or
+/// one of at least 16 characters with anything but letters, `-`, `_`, `.` and `~` in it (a
+/// digit, a `%`, a `+`: a token, a UUID, a hex or base64 key). Readable names of any length
+/// (`server-everything`, `github`) pass.
+/// Services do put keys in paths (`https://mcp.example/<key>/mcp`), where `?key=` would be
+/// hidden anyway.
+pub(crate) fn is_secret_segment(previous: Option<&str>, segment: &str) -> bool {
+    if segment.is_empty() {
+        return false;
+    }
+    if previous.is_some_and(crate::config::is_secret_name) {
+        return true;
+    }
+    let name_chars = segment
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_' | b'.' | b'~'));
+    segment.len() >= KEY_SEGMENT_MIN && !name_chars
+}
+
+/// The path of `url` as a person may see it: each segment that is or may be a key (one that
+/// follows a segment named like a credential, `/key/…`, or that looks generated: a token, a
+/// UUID) shown as `[redacted]`. [`shown_url`](crate::config::shown_url) shows paths this way.
+pub fn shown_path(url: &url::Url) -> String {
+    let Some(segments) = url.path_segments() else {
+        return url.path().to_owned();
+    };
+    let mut out = String::new();
+    let mut previous = None;
+    for segment in segments {
+        out.push('/');
+        if is_secret_segment(previous, segment) {
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(segment);
+        }
+        previous = Some(segment);
+    }
+    out
+}
+
+/// The segments of `url`'s path that [`shown_path`] hides, percent-encoded as written and
+/// decoded (a server may quote either), for the server's redactor.
+#[cfg(feature = "http")]
+fn path_secrets(url: &url::Url) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut previous = None;
+    for segment in url.path_segments().into_iter().flatten() {
+        if is_secret_segment(previous, segment) {
+            out.push(segment.to_owned());
+            let decoded = url::form_urlencoded::parse(format!("x={segment}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned());
+            out.extend(decoded.filter(|d| d != segment));
+        }
+        previous = Some(segment);
+    }
+    out
 }
 
 #[cfg(all(test, feature = "http"))]
@@ -126,5 +191,56 @@ mod tests {
         };
         assert_eq!(message, "refused [redacted]");
         assert_eq!(data, Some(serde_json::json!({"sent": ["[redacted]"]})));
+    }
+
+    #[test]
+    fn a_key_in_the_url_path_is_never_shown() {
+        use crate::config::shown_url;
+        let shown = |u: &str| shown_url(&url::Url::parse(u).unwrap());
+        // Names stay; keys, tokens and UUIDs go, and so does whatever follows a key's name.
+        for (url, expected) in [
+            (
+                "https://mcp.example.com/v1/mcp",
+                "https://mcp.example.com/v1/mcp",
+            ),
+            (
+                "https://h.example/servers/server-everything/sse",
+                "https://h.example/servers/server-everything/sse",
+            ),
+            (
+                "https://h.example/api/2025-06-18/mcp",
+                "https://h.example/api/2025-06-18/mcp",
+            ),
+            (
+                "https://mcp.example.com/s/ZjA3YTk5NDgtN2E3My00ZWQ5/mcp",
+                "https://mcp.example.com/s/[redacted]/mcp",
+            ),
+            (
+                "https://mcp.example.net/1b4e28ba-2fa1-11d2-883f-0016d3cca427/github",
+                "https://mcp.example.net/[redacted]/github",
+            ),
+            (
+                "https://h.example/mcp/sk-live-9f8e7d6c5b4a",
+                "https://h.example/mcp/[redacted]",
+            ),
+            (
+                "https://h.example/key/abc/mcp",
+                "https://h.example/key/[redacted]/mcp",
+            ),
+            (
+                "https://h.example/mcp?key=abc",
+                "https://h.example/mcp?[redacted]",
+            ),
+        ] {
+            assert_eq!(shown(url), expected, "{url}");
+        }
+        // A server quoting its URL in an error: the path key is hidden there too.
+        let config =
+            mcp_http::HttpConfig::new("s", "https://h.example/mcp/sk-live-9f8e7d6c5b4a/sse");
+        let r = Redactor::new(&ServerEntry::new("s", Connect::Http(config)));
+        assert_eq!(
+            r.text("404 at https://h.example/mcp/sk-live-9f8e7d6c5b4a/sse"),
+            "404 at https://h.example/mcp/[redacted]/sse"
+        );
     }
 }

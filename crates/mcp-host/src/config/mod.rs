@@ -42,6 +42,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use crate::redact::shown_path;
 pub use credentials::CredentialsStore;
 pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::allow_tool;

@@ -362,8 +362,10 @@ impl ConfiguredServer {
     }
 }
 
-/// A URL as a person may see it (a table, a log, an error): scheme, host, port and path, and
-/// `?[redacted]` where a query was, which may carry a key; never user information.
+/// A URL as a person may see it (a table, a log, an error): scheme, host, port and path, with
+/// `[redacted]` for a path segment that is or may be a key (`/mcp/<token>`, `/key/<value>`,
+/// see `redact::is_secret_segment`), and `?[redacted]` where a query was, which may carry a
+/// key; never user information.
 pub fn shown_url(url: &Url) -> String {
     let mut out = format!("{}://", url.scheme());
     if let Some(host) = url.host_str() {
@@ -372,7 +374,7 @@ pub fn shown_url(url: &Url) -> String {
     if let Some(port) = url.port() {
         out.push_str(&format!(":{port}"));
     }
-    out.push_str(url.path());
+    out.push_str(&crate::redact::shown_path(url));
     if url.query().is_some() {
         out.push_str("?[redacted]");
     }
