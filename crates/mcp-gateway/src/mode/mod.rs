@@ -24,6 +24,7 @@ pub(crate) mod category;
 pub(crate) mod meta;
 pub(crate) mod passthrough;
 mod skills;
+mod upstream;
 
 /// The answer to one client request, boxed so that the server can hold any mode.
 pub(crate) type Answer<'a> =

@@ -40,6 +40,7 @@ use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions, Secret
 use mcp_session::{Client, Peer, RequestContext, SessionKey};
 use serde_json::{Value, json};
 
+use super::upstream::{is_multi, ready, ready_with, upstream_error};
 use super::{Answer, Mode, skills};
 use crate::file;
 use crate::reply::{self, call_error_result, encode};
@@ -233,31 +234,6 @@ const LATE_ENTRY: Duration = Duration::from_secs(1);
 /// Every configured upstream, ready or not, by id.
 fn configured(shared: &Shared) -> Vec<String> {
     shared.host.status().into_iter().map(|s| s.id).collect()
-}
-
-/// Whether names are namespaced: more than one upstream is configured (whether or not they are
-/// up, so that a name does not change when one goes down).
-fn is_multi(shared: &Shared) -> bool {
-    shared.host.status().len() > 1
-}
-
-/// The ready upstreams and their sessions.
-fn ready(shared: &Shared) -> Vec<(String, Client)> {
-    shared
-        .host
-        .status()
-        .into_iter()
-        .filter(|s| s.state == ServerState::Ready)
-        .filter_map(|s| shared.host.client(&s.id).ok().map(|c| (s.id, c)))
-        .collect()
-}
-
-/// The ready upstreams whose capabilities pass `has`.
-fn ready_with(shared: &Shared, has: fn(&ServerCapabilities) -> bool) -> Vec<(String, Client)> {
-    ready(shared)
-        .into_iter()
-        .filter(|(_, c)| has(&c.server_info().capabilities))
-        .collect()
 }
 
 fn has_resources(c: &ServerCapabilities) -> bool {
@@ -1054,20 +1030,6 @@ fn host_error(e: CallError) -> ErrorObject {
             error
         }
         other => reply::internal(other.to_string()),
-    }
-}
-
-fn upstream_error(server: &str, secrets: &Secrets, e: &mcp_session::Error) -> ErrorObject {
-    match e.protocol() {
-        mcp_protocol::Error::Rpc { error, .. } => {
-            let mut error = error.clone();
-            error.message = secrets.redact(&error.message);
-            if let Some(data) = &mut error.data {
-                secrets.redact_json(data);
-            }
-            error
-        }
-        other => reply::internal(secrets.redact(&format!("upstream server `{server}`: {other}"))),
     }
 }
 

@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use mcp_host::ServerState;
 use mcp_protocol::schema::{
     ListSkillsResult, RequestMethod as _, ServerCapabilities, SkillsCapability, method,
     skill_folder,
@@ -22,6 +21,7 @@ use mcp_protocol::{ErrorObject, RawJson, RequestOptions};
 use mcp_session::Client;
 use serde_json::Value;
 
+use super::upstream::{is_multi, ready_with, upstream_error};
 use crate::reply::{self, encode};
 use crate::shared::Shared;
 use crate::sync::lock;
@@ -117,7 +117,7 @@ pub(crate) async fn handle(
         {
             Ok(result) => return Ok(result),
             Err(e) => {
-                first_error.get_or_insert_with(|| upstream_error(shared, id, &e));
+                first_error.get_or_insert_with(|| upstream_error(id, &shared.host.secrets(id), &e));
             }
         }
     }
@@ -142,45 +142,14 @@ async fn list(routes: &SkillRoutes, shared: &Shared) -> Result<RawJson, ErrorObj
             }
             Err(e) => shared.log.line(&format!(
                 "upstream {id}: skills/list failed: {}",
-                upstream_error(shared, &id, &e).message
+                upstream_error(&id, &shared.host.secrets(&id), &e).message
             )),
         }
     }
     encode(&ListSkillsResult::new(all))
 }
 
-fn is_multi(shared: &Shared) -> bool {
-    shared.host.status().len() > 1
-}
-
 /// The ready upstreams that declare the skills extension.
 fn with_skills(shared: &Shared) -> Vec<(String, Client)> {
-    shared
-        .host
-        .status()
-        .into_iter()
-        .filter(|s| s.state == ServerState::Ready)
-        .filter_map(|s| {
-            let client = shared.host.client(&s.id).ok()?;
-            SkillsCapability::of(&client.server_info().capabilities)?;
-            Some((s.id, client))
-        })
-        .collect()
-}
-
-/// An upstream's error as the client gets it: a JSON-RPC error as the upstream sent it, other
-/// failures as an internal error naming the upstream, the upstream's secrets redacted.
-fn upstream_error(shared: &Shared, id: &str, e: &mcp_session::Error) -> ErrorObject {
-    let secrets = shared.host.secrets(id);
-    match e.protocol() {
-        mcp_protocol::Error::Rpc { error, .. } => {
-            let mut error = error.clone();
-            error.message = secrets.redact(&error.message);
-            if let Some(data) = &mut error.data {
-                secrets.redact_json(data);
-            }
-            error
-        }
-        other => reply::internal(secrets.redact(&format!("upstream server `{id}`: {other}"))),
-    }
+    ready_with(shared, |c| SkillsCapability::of(c).is_some())
 }
