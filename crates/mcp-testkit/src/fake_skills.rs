@@ -21,6 +21,8 @@ struct State {
     files: Mutex<Vec<(String, String)>>,
     /// Every URI asked for with `resources/read`, in order.
     reads: Mutex<Vec<String>>,
+    /// Members added to every `skills/list` page (`ttlMs`, `cacheScope`).
+    list_members: Mutex<Vec<(String, Value)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -101,6 +103,12 @@ impl FakeSkills {
         }
     }
 
+    /// From now on every `skills/list` page carries `member` with `value` (a caching hint,
+    /// `ttlMs` or `cacheScope`), so that tests can see what a gateway makes of them.
+    pub fn list_member(&self, member: &str, value: Value) {
+        lock(&self.state.list_members).push((member.to_owned(), value));
+    }
+
     /// Every URI read so far, in order.
     pub fn reads(&self) -> Vec<String> {
         lock(&self.state.reads).clone()
@@ -174,6 +182,9 @@ async fn answer(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             let mut result = json!({"skills": page});
             if at + 1 < skills.len() {
                 result["nextCursor"] = json!((at + 1).to_string());
+            }
+            for (member, value) in lock(&state.list_members).iter() {
+                result[member.as_str()] = value.clone();
             }
             ok(result)
         }

@@ -9,22 +9,34 @@
 //! folder (its `SKILL.md` URI without `/SKILL.md`) is remembered with the upstream that listed
 //! it; a later listing of the same folder by another upstream takes it over, as a resource URI
 //! listed twice does.
+//!
+//! The merged `skills/list` is paged ([`PAGE_SIZE`] entries, the cursor the offset of the
+//! next), since `skills/list` is a paginated result and a client may stop after a page; each
+//! page is cut from the upstreams' lists as they are when it is asked for. Its caching hints
+//! (2026-07-28 `ttlMs`, `cacheScope`) are the strictest any upstream gave: the shortest time
+//! to live, and `private` if any upstream's list is private.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use mcp_protocol::schema::{
-    ListSkillsResult, RequestMethod as _, ServerCapabilities, SkillsCapability, method,
-    skill_folder,
+    CacheScope, ListSkillsResult, PaginatedParams, RequestMethod as _, ServerCapabilities,
+    SkillsCapability, method, skill_folder,
 };
-use mcp_protocol::{ErrorObject, RawJson, RequestOptions};
+use mcp_protocol::{ErrorObject, RawJson, RequestOptions, code};
 use mcp_session::Client;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::upstream::{is_multi, ready_with, upstream_error};
 use crate::reply::{self, encode};
 use crate::shared::Shared;
 use crate::sync::lock;
+
+/// How many entries a page of the merged `skills/list` holds.
+pub(crate) const PAGE_SIZE: usize = 50;
+
+/// How many pages of one upstream's `skills/list` are followed before the rest is dropped.
+const MAX_PAGES: usize = 100;
 
 /// Which upstream listed each skill, by the skill's folder.
 #[derive(Debug, Default)]
@@ -95,7 +107,7 @@ pub(crate) async fn handle(
     params: &Value,
 ) -> Result<RawJson, ErrorObject> {
     if method == method::ListSkills::METHOD {
-        return list(routes, shared).await;
+        return list(routes, shared, params["cursor"].as_str()).await;
     }
     let uri = params["uri"].as_str().unwrap_or_default();
     let upstreams = with_skills(shared);
@@ -125,20 +137,26 @@ pub(crate) async fn handle(
         .unwrap_or_else(|| reply::invalid_params(format!("no upstream serves the skill at {uri}"))))
 }
 
-/// `skills/list` over every ready upstream that offers skills, every page, in one list. A
-/// failing upstream is left out and logged, as with the other lists.
-async fn list(routes: &SkillRoutes, shared: &Shared) -> Result<RawJson, ErrorObject> {
-    let mut all = Vec::new();
+/// One page of `skills/list` over every ready upstream that offers skills, each followed to
+/// its last page, from `cursor` (the offset a previous page gave). A failing upstream is left
+/// out and logged, as with the other lists; a cursor this gateway did not give is -32602.
+async fn list(
+    routes: &SkillRoutes,
+    shared: &Shared,
+    cursor: Option<&str>,
+) -> Result<RawJson, ErrorObject> {
+    let mut all = ListSkillsResult::new(Vec::new());
     for (id, client) in with_skills(shared) {
-        match client.list_all_skills().await {
-            Ok(skills) => {
+        match list_upstream(&client).await {
+            Ok(listed) => {
                 let mut folders = lock(&routes.folders);
-                for skill in &skills {
+                for skill in &listed.skills {
                     if let Some(folder) = skill_folder(&skill.uri) {
                         folders.insert(folder.to_owned(), id.clone());
                     }
                 }
-                all.extend(skills);
+                drop(folders);
+                merge(&mut all, listed);
             }
             Err(e) => shared.log.line(&format!(
                 "upstream {id}: skills/list failed: {}",
@@ -146,7 +164,66 @@ async fn list(routes: &SkillRoutes, shared: &Shared) -> Result<RawJson, ErrorObj
             )),
         }
     }
-    encode(&ListSkillsResult::new(all))
+    encode(&page(all, cursor)?)
+}
+
+/// Every page of one upstream's `skills/list`, as one result with the strictest caching
+/// hints its pages gave.
+async fn list_upstream(client: &Client) -> Result<ListSkillsResult, mcp_session::Error> {
+    let mut all = ListSkillsResult::new(Vec::new());
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = PaginatedParams::new();
+        params.cursor.clone_from(&cursor);
+        let mut page = client
+            .request::<method::ListSkills>(&params, RequestOptions::DEFAULT)
+            .await?;
+        let next = page.next_cursor.take();
+        merge(&mut all, page);
+        match next {
+            Some(next) if cursor.as_deref() != Some(next.as_str()) => cursor = Some(next),
+            _ => break,
+        }
+    }
+    Ok(all)
+}
+
+/// Adds `page`'s entries to `all`, and its caching hints: the shorter time to live, and
+/// `private` over `public`.
+fn merge(all: &mut ListSkillsResult, page: ListSkillsResult) {
+    all.skills.extend(page.skills);
+    all.ttl_ms = match (all.ttl_ms, page.ttl_ms) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    all.cache_scope = match (all.cache_scope.take(), page.cache_scope) {
+        (Some(CacheScope::Private), _) | (_, Some(CacheScope::Private)) => {
+            Some(CacheScope::Private)
+        }
+        (a, b) => a.or(b),
+    };
+}
+
+/// The page of `all` that starts at `cursor` (an offset this gateway gave, within the list),
+/// with the cursor of the next when entries remain.
+fn page(mut all: ListSkillsResult, cursor: Option<&str>) -> Result<ListSkillsResult, ErrorObject> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0 && n < all.skills.len())
+            .ok_or_else(|| {
+                let mut e = ErrorObject::new(code::INVALID_PARAMS, format!("invalid cursor {c:?}"));
+                e.data = Some(json!({ "cursor": c }));
+                e
+            })?,
+    };
+    let end = start.saturating_add(PAGE_SIZE).min(all.skills.len());
+    all.next_cursor = (end < all.skills.len()).then(|| end.to_string());
+    all.skills.truncate(end);
+    all.skills.drain(..start);
+    Ok(all)
 }
 
 /// The ready upstreams that declare the skills extension.

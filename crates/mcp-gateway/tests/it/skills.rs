@@ -10,7 +10,8 @@ use mcp_gateway::Gateway;
 use mcp_host::permission::AllowAll;
 use mcp_host::skills::{Refusal, SkillError};
 use mcp_host::{Connect, Host, HostOptions, ServerEntry, ServerState};
-use mcp_protocol::schema::Implementation;
+use mcp_protocol::RequestOptions;
+use mcp_protocol::schema::{CacheScope, Implementation, PaginatedParams, method};
 use mcp_testkit::fake_skills::{FakeSkills, skill_md};
 use serde_json::{Value, json};
 
@@ -123,6 +124,70 @@ async fn one_upstreams_skills_pass_through_as_sent() {
         a.reads(),
         ["skill://alpha/SKILL.md", "skill://alpha/notes/A.md"]
     );
+    host.shutdown().await;
+    gateway.shutdown().await;
+}
+
+/// With several upstreams the gateway's own `skills/list` comes in pages of 50, the cursor
+/// taking a client through every skill once, and carries the strictest caching hints any
+/// upstream gave (the shortest `ttlMs`, `private` over `public`).
+#[tokio::test]
+async fn the_merged_skill_list_comes_in_pages_with_the_strictest_caching_hints() {
+    let a = FakeSkills::start().await;
+    let b = FakeSkills::start().await;
+    for i in 0..30 {
+        a.add_skill(&format!("a{i:02}"), "An a skill", "a body.", &[]);
+        b.add_skill(&format!("b{i:02}"), "A b skill", "b body.", &[]);
+    }
+    a.list_member("ttlMs", json!(60_000));
+    a.list_member("cacheScope", json!("public"));
+    b.list_member("ttlMs", json!(5_000));
+    b.list_member("cacheScope", json!("private"));
+    let dir = TempDir::new("gateway-skills");
+    let gateway = start(&dir, json!({"a": http(&a.url), "b": http(&b.url)})).await;
+    let host = host_in_front(&gateway).await;
+    let client = host.client("gw").unwrap();
+
+    let first = client
+        .request::<method::ListSkills>(&PaginatedParams::new(), RequestOptions::DEFAULT)
+        .await
+        .unwrap();
+    assert_eq!(first.skills.len(), 50);
+    assert_eq!(first.next_cursor.as_deref(), Some("50"));
+    assert_eq!(first.ttl_ms, Some(5_000));
+    assert_eq!(first.cache_scope, Some(CacheScope::Private));
+    let mut params = PaginatedParams::new();
+    params.cursor.clone_from(&first.next_cursor);
+    let second = client
+        .request::<method::ListSkills>(&params, RequestOptions::DEFAULT)
+        .await
+        .unwrap();
+    assert_eq!(second.skills.len(), 10);
+    assert_eq!(second.next_cursor, None);
+    let mut uris: Vec<_> = first
+        .skills
+        .iter()
+        .chain(&second.skills)
+        .map(|s| s.uri.clone())
+        .collect();
+    uris.sort();
+    uris.dedup();
+    assert_eq!(uris.len(), 60);
+    assert!(uris.contains(&"skill://a00/SKILL.md".to_owned()));
+    assert!(uris.contains(&"skill://b29/SKILL.md".to_owned()));
+
+    // A cursor the gateway did not give is the client's error.
+    params.cursor = Some("not-a-cursor".into());
+    let err = client
+        .request::<method::ListSkills>(&params, RequestOptions::DEFAULT)
+        .await
+        .unwrap_err();
+    match err.protocol() {
+        mcp_protocol::Error::Rpc { error, .. } => assert_eq!(error.code, -32602, "{error:?}"),
+        other => panic!("expected -32602, got {other}"),
+    }
+    // A host follows the pages.
+    assert_eq!(host.list_skills("gw").await.unwrap().len(), 60);
     host.shutdown().await;
     gateway.shutdown().await;
 }
