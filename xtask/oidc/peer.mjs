@@ -244,7 +244,7 @@ async function serve(authPort, mcpPort, opts) {
 }
 
 // A client-credentials access token from the provider at `at` for `indicator`.
-async function clientCredentials(at, indicator) {
+async function clientCredentials(at, indicator, scope = SCOPE) {
   const response = await fetch(`${at}/token`, {
     method: 'POST',
     headers: {
@@ -254,7 +254,7 @@ async function clientCredentials(at, indicator) {
     body: new URLSearchParams({
       grant_type: 'client_credentials',
       resource: indicator,
-      scope: SCOPE,
+      ...(scope ? { scope } : {}),
     }).toString(),
   });
   const body = await response.json();
@@ -269,7 +269,8 @@ async function clientCredentials(at, indicator) {
 // (for the TypeScript peer's resource), `issuer` (from the second provider, same keys). Forged
 // from a valid one where it does not: `expired` (re-signed with the provider's own key, its
 // times an hour in the past), `none` (`alg: none`, no signature), `key` (signed with another
-// key under the provider's key id).
+// key under the provider's key id). And `scopeless`, the provider's token for the gateway
+// without the scope the gateway requires.
 async function refusedTokens(issuer, second, peerResource, gateway, privateKey) {
   const valid = await clientCredentials(issuer, gateway);
   const claims = decodeJwt(valid);
@@ -290,6 +291,8 @@ async function refusedTokens(issuer, second, peerResource, gateway, privateKey) 
     key,
   };
   if (second) tokens.issuer = await clientCredentials(second, gateway);
+  // The provider's token for the gateway without the scope it requires (403, not 401).
+  tokens.scopeless = await clientCredentials(issuer, gateway, '');
   return tokens;
 }
 

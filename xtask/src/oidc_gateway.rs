@@ -8,7 +8,8 @@
 //!   with another key under the provider's key id are each refused with 401 and a
 //!   `WWW-Authenticate: Bearer` naming the gateway's RFC 9728 document (and `invalid_token`
 //!   when a token came), whose `resource` is the gateway and whose authorization server is the
-//!   provider;
+//!   provider; the provider's token for the gateway without the required scope is answered 403
+//!   `insufficient_scope`;
 //! - `mcp-host login` finds the provider from the gateway's challenge and logs in, in the
 //!   browser, then with the device flow, each followed by a tool call through the gateway;
 //! - the TypeScript SDK's OAuth client does the same (`peer.mjs sdk-login`).
@@ -214,6 +215,17 @@ fn refusals(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()> {
             );
         }
     }
+    // A real token without the scope the gateway requires: 403, naming the scope.
+    let answer = &seen["scopeless"];
+    let challenge = answer["wwwAuthenticate"].as_str().unwrap_or_default();
+    if answer["status"] != 403
+        || !challenge.contains("error=\"insufficient_scope\"")
+        || !challenge.contains("mcp:tools")
+    {
+        bail!(
+            "the provider's token for the gateway without its scope: the gateway answered {answer} (wanted 403, insufficient_scope naming mcp:tools)"
+        );
+    }
     let document = &seen["metadata"];
     let servers = document["authorization_servers"].as_array();
     if document["resource"] != url.as_str()
@@ -225,7 +237,7 @@ fn refusals(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()> {
         );
     }
     eprintln!(
-        "    the provider's token for the gateway taken; none, expired, another resource's, another issuer's, unsigned and another key's each refused with 401 and the challenge"
+        "    the provider's token for the gateway taken; none, expired, another resource's, another issuer's, unsigned and another key's each refused with 401 and the challenge; one without the scope with 403"
     );
     Ok(())
 }
