@@ -43,7 +43,8 @@
 //! - `http`: remote servers over Streamable HTTP or HTTP+SSE, plain `http` only (`mcp-http`'s
 //!   client): [`Connect::Http`].
 //! - `tls` (implies `http`): `https` URLs, through rustls.
-//! - `oauth` (implies `tls`): OAuth 2.1 for HTTP servers: [`oauth`], [`auth_store`], logins.
+//! - `oauth` (implies `tls`): OAuth 2.1 for HTTP servers: [`oauth`], [`auth_store`], logins;
+//!   and [`inbound`], access tokens checked for a server that serves (the gateway).
 //!   Without it, [`oauth::OAuthContext`] is a type with no values, so that
 //!   [`setup::entries`] keeps one signature in every build (pass `None`).
 //! - `keyring`: the OS keyring ([`keyring`]): `{"keyring": "NAME"}` references and OAuth

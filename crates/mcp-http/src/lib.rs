@@ -32,7 +32,9 @@
 //! - [`serve_http`] (with [`bind`] and [`HttpServerConfig`]): the server half, for the gateway
 //!   and for tests. One endpoint; each session is an `mcp-session` `ServerCore` answering with
 //!   the caller's `Handler`; `Origin` and `Host` are checked strictly against DNS rebinding, an
-//!   optional bearer token is required, and bodies are bounded. A POST whose
+//!   optional bearer token is required, or an [`Authenticator`] the application supplies
+//!   (OAuth access tokens: it knows nothing of OAuth) judges every request, and bodies are
+//!   bounded. A POST whose
 //!   `MCP-Protocol-Version` is not a handshake-era version is one stateless-era request with
 //!   its own short-lived core. The server does not end on an `accept()` error, and bounds what
 //!   a client can make it hold: header and body deadlines, connections, sessions, and the
