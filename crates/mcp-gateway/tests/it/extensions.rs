@@ -8,14 +8,16 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mcp_gateway::Gateway;
 use mcp_host::ServerState;
 use mcp_protocol::schema::{ClientRequest, Implementation, ServerCapabilities};
 use mcp_protocol::{ClientConfig, ErrorObject, RawJson, RequestOptions, ServerConfig, code};
 use mcp_session::{Client, Handler, RequestContext};
 use serde_json::{Value, json};
 
-use crate::support::{TempDir, load_and_start, over_http, over_pipe, serve_http, start_now};
+use crate::support::{
+    TempDir, http_upstream as http, over_http, over_pipe, passthrough_file, serve_http, start_now,
+    start_passthrough as start,
+};
 
 const SKILLS: &str = "io.modelcontextprotocol/skills";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -80,21 +82,6 @@ async fn start_extended(upstream: Extended) -> String {
         let _ = mcp_http::serve_http(listener, config, upstream).await;
     });
     format!("http://{addr}/mcp")
-}
-
-async fn start(dir: &TempDir, servers: Value) -> Gateway {
-    let file = json!({
-        "mode": "passthrough",
-        "mcpServers": servers,
-        "logFile": dir.path().join("gateway.log"),
-    });
-    let path = dir.path().join("gateway.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
-    load_and_start(&path).await
-}
-
-fn http(url: &str) -> Value {
-    json!({"type": "http", "url": url, "permission": {"default": "allow"}})
 }
 
 /// A client of either era (the gateway serves both).
@@ -200,13 +187,7 @@ async fn a_client_that_comes_after_the_upstream_connected_gets_what_it_offers() 
         .await
         .unwrap();
     let dir = TempDir::new("extensions-later");
-    let file = json!({
-        "mode": "passthrough",
-        "mcpServers": {"ext": http(&format!("http://{addr}/mcp"))},
-        "logFile": dir.path().join("gateway.log"),
-    });
-    let path = dir.path().join("gateway.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    let path = passthrough_file(&dir, json!({"ext": http(&format!("http://{addr}/mcp"))}));
     let gateway = start_now(&path).await;
     let url = serve_http(&gateway, None).await;
     assert_eq!(

@@ -20,7 +20,7 @@ use mcp_session::{Client, Handler, Incoming, RequestContext};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
-use crate::support::{TempDir, call, load_and_start, over_http, over_pipe, text};
+use crate::support::{TempDir, call, http_upstream, over_http, over_pipe, start_passthrough, text};
 
 /// How many clients call at once.
 const CLIENTS: usize = 3;
@@ -115,14 +115,7 @@ async fn start_asker() -> String {
 }
 
 async fn start(dir: &TempDir, url: &str) -> Gateway {
-    let file = json!({
-        "mode": "passthrough",
-        "mcpServers": {"asker": {"type": "http", "url": url, "permission": {"default": "allow"}}},
-        "logFile": dir.path().join("gateway.log"),
-    });
-    let path = dir.path().join("gateway.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
-    load_and_start(&path).await
+    start_passthrough(dir, json!({"asker": http_upstream(url)})).await
 }
 
 /// A client that declares form elicitation, in the handshake era (2025-11-25) or, with

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_gateway::Gateway;
 use mcp_protocol::schema::{
     CallToolParams, ClientRequest, ElicitationCapability, Implementation, ServerCapabilities,
     ServerNotification, method,
@@ -19,8 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    Asking, TempDir, able_client, answer_requests, call, load_and_start, over_http, over_pipe,
-    serve_http, text,
+    Asking, TempDir, able_client, answer_requests, call, http_upstream as http, over_http,
+    over_pipe, serve_http, start_passthrough as start, text,
 };
 
 /// The fake stdio server as an upstream entry, with these flags.
@@ -30,22 +29,6 @@ fn fake(args: &[&str]) -> Value {
         "args": args,
         "permission": {"default": "allow"},
     })
-}
-
-/// An HTTP upstream entry.
-fn http(url: &str) -> Value {
-    json!({"type": "http", "url": url, "permission": {"default": "allow"}})
-}
-
-async fn start(dir: &TempDir, servers: Value) -> Gateway {
-    let file = json!({
-        "mode": "passthrough",
-        "mcpServers": servers,
-        "logFile": dir.path().join("gateway.log"),
-    });
-    let path = dir.path().join("gateway.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
-    load_and_start(&path).await
 }
 
 fn plain_client() -> ClientConfig {

@@ -13,24 +13,9 @@ use mcp_host::{Connect, Host, HostOptions, ServerEntry, ServerState};
 use mcp_protocol::RequestOptions;
 use mcp_protocol::schema::{CacheScope, Implementation, PaginatedParams, method};
 use mcp_testkit::fake_skills::{FakeSkills, skill_md};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{TempDir, load_and_start, serve_http};
-
-fn http(url: &str) -> Value {
-    json!({"type": "http", "url": url, "permission": {"default": "allow"}})
-}
-
-async fn start(dir: &TempDir, servers: Value) -> Gateway {
-    let file = json!({
-        "mode": "passthrough",
-        "mcpServers": servers,
-        "logFile": dir.path().join("gateway.log"),
-    });
-    let path = dir.path().join("gateway.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
-    load_and_start(&path).await
-}
+use crate::support::{TempDir, http_upstream as http, serve_http, start_passthrough as start};
 
 /// A host whose one server `gw` is the gateway over Streamable HTTP.
 async fn host_in_front(gateway: &Gateway) -> Host {

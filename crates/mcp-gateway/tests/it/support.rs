@@ -23,6 +23,30 @@ pub(crate) async fn load_and_start(path: &Path) -> Gateway {
     Gateway::start(loaded, GatewayOptions::new()).await.unwrap()
 }
 
+/// An HTTP upstream entry at `url` whose every call is allowed.
+pub(crate) fn http_upstream(url: &str) -> Value {
+    json!({"type": "http", "url": url, "permission": {"default": "allow"}})
+}
+
+/// Writes a passthrough gateway file in front of `servers` (an `mcpServers` object) into
+/// `dir`, its log beside it, and returns its path.
+pub(crate) fn passthrough_file(dir: &TempDir, servers: Value) -> std::path::PathBuf {
+    let file = json!({
+        "mode": "passthrough",
+        "mcpServers": servers,
+        "logFile": dir.path().join("gateway.log"),
+    });
+    let path = dir.path().join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    path
+}
+
+/// Starts a passthrough gateway in front of `servers`, its file and log in `dir`: the start-up
+/// the passthrough, extensions, skills and isolation tests share.
+pub(crate) async fn start_passthrough(dir: &TempDir, servers: Value) -> Gateway {
+    load_and_start(&passthrough_file(dir, servers)).await
+}
+
 /// Loads the gateway file at `path` and launches the gateway it describes: it serves at
 /// once, its upstreams still connecting.
 pub(crate) async fn start_now(path: &Path) -> Gateway {
