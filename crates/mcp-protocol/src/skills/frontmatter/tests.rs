@@ -205,3 +205,27 @@ fn block_scalars_it_cannot_read_exactly_are_refused_with_the_line() {
         assert!(err.detail.contains(words), "{yaml:?}: {err}");
     }
 }
+
+/// A `SKILL.md` whose description is a folded block, as real skills write it: the server half
+/// lists the folded string, and the host half's comparison of the file with that listing
+/// passes, so a skill of that shape is served and loaded.
+#[test]
+fn a_skill_md_with_a_folded_description_is_listed_and_compares_equal() {
+    let md = "---\nname: pdf-processing\ndescription: >-\n  Fill PDF forms\n  and extract text.\nmetadata:\n  notes: |\n    one\n    two\n---\nSteps.\n";
+    let mut catalog = crate::SkillCatalog::new();
+    catalog
+        .add("pdf-processing", [("SKILL.md", md.as_bytes())])
+        .unwrap();
+    let entry = catalog.entries().next().unwrap();
+    assert_eq!(
+        Value::Object(entry.frontmatter.clone()),
+        json!({
+            "name": "pdf-processing",
+            "description": "Fill PDF forms and extract text.",
+            "metadata": {"notes": "one\ntwo\n"}
+        })
+    );
+    let (yaml, body) = super::split(md).unwrap();
+    assert_eq!(body, "Steps.\n");
+    super::compare(&parse(yaml).unwrap(), &entry.frontmatter).unwrap();
+}
