@@ -9,7 +9,8 @@
 //!   `WWW-Authenticate: Bearer` naming the gateway's RFC 9728 document (and `invalid_token`
 //!   when a token came), whose `resource` is the gateway and whose authorization server is the
 //!   provider; the provider's token for the gateway without the required scope is answered 403
-//!   `insufficient_scope`;
+//!   `insufficient_scope`; the gateway's log gives each refusal its own reason and holds no
+//!   token;
 //! - `mcp-host login` finds the provider from the gateway's challenge and logs in, in the
 //!   browser, then with the device flow, each followed by a tool call through the gateway;
 //! - the TypeScript SDK's OAuth client does the same (`peer.mjs sdk-login`).
@@ -119,6 +120,18 @@ pub(crate) fn run(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()
     wait_logged(&log, "upstream demo: ready").with_context(context)?;
 
     refusals(leg, sh, ports).with_context(context)?;
+    // Each forged or foreign token was refused for its own fault, not for one they share,
+    // and no token reached the log.
+    for reason in [
+        "the token has expired",
+        "the token is not for this resource",
+        "the token is from another issuer",
+        "the token's algorithm is not accepted",
+        "the token's signature does not verify",
+        "the token lacks the scopes mcp:tools",
+    ] {
+        wait_logged(&log, &format!("refused a request: {reason}")).with_context(context)?;
+    }
 
     let mcp_host = leg.mcp_host;
     cmd!(sh, "{mcp_host} add {ID} {url}").quiet().run()?;
@@ -163,6 +176,14 @@ pub(crate) fn run(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()
         "    {}'s OAuth client: logged in to the gateway through the provider, `echo` answered",
         crate::interop::SDK
     );
+    // A JWT starts `eyJ` (`{"` in base64url): none of the tokens sent may be in the log.
+    let logged = std::fs::read_to_string(&log)?;
+    if !logged.contains("call echo") || logged.contains("eyJ") {
+        bail!(
+            "the gateway's log shows no call, or holds a token: {}",
+            log.display()
+        );
+    }
     Ok(())
 }
 
