@@ -530,3 +530,72 @@ fn hints_lead_somewhere() {
         .code(3)
         .err_has("gateway schema");
 }
+
+/// JSON typed after `/call ID TOOL` in the shell: the error speaks of what was typed there, not
+/// of the command line's `--args` or of quoting for a shell.
+#[test]
+fn the_shells_json_error_does_not_speak_of_args() {
+    use nix::pty::{Winsize, openpty};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let u = User::new();
+    u.add_demo("demo", "global");
+    let size = Winsize {
+        ws_row: 50,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = openpty(Some(&size), None).unwrap();
+    let mut child = u
+        .command(&["shell", "--yes"])
+        .env("TERM", "xterm")
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let seen = Arc::new(Mutex::new(String::new()));
+    let mut reader = master.try_clone().unwrap();
+    let sink = seen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let wait_for = |text: &str, from: usize| -> usize {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            {
+                let s = seen.lock().unwrap();
+                if let Some(at) = s.get(from..).and_then(|t| t.find(text)) {
+                    return from + at + text.len();
+                }
+                assert!(Instant::now() < deadline, "no {text:?} in:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let at = wait_for("mcp> ", 0);
+    master.write_all(b"/call demo add {oops\r").unwrap();
+    let end = wait_for("not valid JSON", at);
+    let after = wait_for("mcp> ", end);
+    let said = seen.lock().unwrap()[at..after].to_owned();
+    assert!(said.contains("the arguments are not valid JSON"), "{said}");
+    assert!(said.contains("/call ID TOOL"), "{said}");
+    assert!(!said.contains("--args"), "{said}");
+    master.write_all(b"/quit\r").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the shell did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
