@@ -72,6 +72,9 @@ impl flags::Ci {
             }
             .run(sh)
         })?;
+        // The Secret Service keyring (gnome-keyring on a bus of its own): seconds once built;
+        // the kernel keyring is covered by the ordinary tests.
+        times.run("keyring", || crate::keyring::run(sh))?;
         times.run("netfault", || {
             flags::Netfault {
                 steady_seconds: None,

@@ -47,6 +47,10 @@ xflags::xflags! {
             /// How long the connection must idle under latency and loss (default 4).
             optional --steady-seconds steady_seconds: u64
         }
+        /// The Secret Service keyring for real: gnome-keyring (installed with apt-get when
+        /// missing) on a session bus of its own, mcp-host's keyring tests and `mcp-host
+        /// secret` against it (xtask/src/keyring.rs).
+        cmd keyring {}
         /// The fuzz targets of fuzz/ (JSON-RPC, SSE, NDJSON, WWW-Authenticate, config files,
         /// 2026-07-28 headers), each with libFuzzer: nightly with AddressSanitizer when there
         /// is a nightly toolchain, else stable without a sanitizer. A crash fails with the

@@ -16,6 +16,7 @@ mod fuzz;
 mod gateway_login;
 mod gateway_peers;
 mod interop;
+mod keyring;
 mod login;
 mod netfault;
 mod oidc;
@@ -45,6 +46,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
         flags::XtaskCmd::Netfault(cmd) => cmd.run(sh),
         flags::XtaskCmd::Soak(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Keyring(_) => keyring::run(sh),
         flags::XtaskCmd::Publish(cmd) => publish::check(sh, cmd.verify),
     }
 }

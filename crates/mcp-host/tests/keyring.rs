@@ -1,20 +1,37 @@
-//! The OS keyring for real: the Linux kernel keyring, which needs no session bus and so runs
-//! wherever the tests run. A machine whose kernel keyring is closed to us (some container
-//! runtimes filter the `keyctl` system calls) fails these tests with the reason, rather than
-//! passing them without having stored anything.
+//! The OS keyring for real. By default the Linux kernel keyring, which needs no session bus
+//! and so runs wherever the tests run; `MCP_HOST_TEST_KEYRING=secret-service` runs the same
+//! tests against the Secret Service (`cargo xtask keyring` does, under `dbus-run-session` with
+//! gnome-keyring). A machine whose keyring is closed to us (some container runtimes filter the
+//! `keyctl` system calls) fails these tests with the reason, rather than passing them without
+//! having stored anything.
 
 #![cfg(target_os = "linux")]
 
 use mcp_host::config::{Env, Secret};
 use mcp_host::keyring::{Keyring, KeyringError, KeyringKind};
 
-fn keyutils() -> Keyring {
-    let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
-    match Keyring::open(&env) {
+/// The keyring under test, as `MCP_HOST_KEYRING` names it.
+fn kind() -> (&'static str, KeyringKind) {
+    match std::env::var("MCP_HOST_TEST_KEYRING").as_deref() {
+        Ok("secret-service") => ("secret-service", KeyringKind::SecretService),
+        Ok("keyutils") | Err(_) => ("keyutils", KeyringKind::Keyutils),
+        Ok(other) => panic!("MCP_HOST_TEST_KEYRING={other}: use keyutils or secret-service"),
+    }
+}
+
+/// The environment that chooses the keyring under test.
+fn env() -> Env {
+    Env::new().with("MCP_HOST_KEYRING", kind().0)
+}
+
+fn keyring_under_test() -> Keyring {
+    match Keyring::open(&env()) {
         Ok(k) => k,
         Err(e) => panic!(
-            "the kernel keyring is not usable here ({e}); these tests need keyctl(2) \
-             (a container started with the default seccomp profile of some runtimes denies it)"
+            "the {} keyring is not usable here ({e}); the kernel keyring needs keyctl(2) \
+             (a container started with the default seccomp profile of some runtimes denies it), \
+             the Secret Service a session bus with a Secret Service on it",
+            kind().0
         ),
     }
 }
@@ -26,15 +43,15 @@ fn unique(what: &str) -> String {
 
 #[test]
 fn a_secret_is_kept_read_listed_and_removed() {
-    let keyring = keyutils();
-    assert_eq!(keyring.kind(), KeyringKind::Keyutils);
+    let keyring = keyring_under_test();
+    assert_eq!(keyring.kind(), kind().1);
     let name = unique("kept");
     assert_eq!(keyring.secret(&name).unwrap(), None, "not there yet");
     keyring
         .set_secret(&name, &Secret::new("s3cret-value"))
         .unwrap();
     // Another handle (as another process would open it) reads the same entry.
-    let again = keyutils();
+    let again = keyring_under_test();
     assert_eq!(
         again.secret(&name).unwrap().as_ref().map(Secret::secret),
         Some("s3cret-value")
@@ -63,7 +80,7 @@ fn a_secret_is_kept_read_listed_and_removed() {
 
 #[test]
 fn errors_name_the_entry_and_never_the_value() {
-    let keyring = keyutils();
+    let keyring = keyring_under_test();
     let err = keyring.set_secret("a/b", &Secret::new("v")).unwrap_err();
     assert!(matches!(err, KeyringError::InvalidName { .. }), "{err}");
     assert!(err.to_string().contains("a/b"), "{err}");
@@ -76,7 +93,7 @@ fn errors_name_the_entry_and_never_the_value() {
 #[test]
 fn a_keyring_reference_is_resolved_at_load_and_a_missing_one_names_server_field_and_entry() {
     use mcp_host::config::{ConfigFile, FileFormat, Scope, Transport, load_files};
-    let keyring = keyutils();
+    let keyring = keyring_under_test();
     let name = unique("header");
     let missing = unique("missing");
     keyring
@@ -94,7 +111,7 @@ fn a_keyring_reference_is_resolved_at_load_and_a_missing_one_names_server_field_
         ),
     )
     .unwrap();
-    let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
+    let env = env();
     let loaded = load_files(
         &[ConfigFile::new(
             &file,
@@ -155,11 +172,11 @@ async fn two_processes_refreshing_through_the_keyring_store_refresh_once_and_los
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("mcp-auth.json");
-    let env = Env::new().with("MCP_HOST_KEYRING", "keyutils");
+    let env = env();
     // Each process opens the store itself, as the setting says.
     let open = || AuthStore::open(CredentialsStore::Keyring, &path, &env).unwrap();
     let store = open();
-    assert_eq!(store.keyring(), Some(KeyringKind::Keyutils));
+    assert_eq!(store.keyring(), Some(kind().1));
     let url = Url::parse(&fake.url()).unwrap();
     let login = OAuthContext::new(Some(open())).unwrap();
     let login = login
