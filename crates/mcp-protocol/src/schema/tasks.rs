@@ -38,6 +38,25 @@ pub const RELATED_TASK_META_KEY: &str = "io.modelcontextprotocol/related-task";
 /// `input_required`.
 pub const RESULT_TYPE_TASK: &str = "task";
 
+/// A task shape built from another's members: the four every shape requires, the status
+/// message, and the two durations, which each era names its own way (`ttl`/`pollInterval` in
+/// 2025-11-25, `ttlMs`/`pollIntervalMs` in 2026-07-28). `_meta` stays with the message the
+/// task came in.
+macro_rules! task_from {
+    ($to:ident { $ttl:ident, $poll:ident } <- $from:ident { $from_ttl:ident, $from_poll:ident }) => {{
+        let mut to = $to::new(
+            $from.task_id.clone(),
+            $from.status.clone(),
+            $from.created_at.clone(),
+            $from.last_updated_at.clone(),
+        );
+        to.$ttl = $from.$from_ttl;
+        to.$poll = $from.$from_poll;
+        to.status_message = $from.status_message.clone();
+        to
+    }};
+}
+
 wire_str_enum! {
     /// Where a task is in its life (`schema.ts` `TaskStatus`, the same five values in both
     /// forms).
@@ -151,16 +170,7 @@ impl TaskInfo {
     /// read as `ttlMs` and `pollIntervalMs` (both are milliseconds), so that code that follows
     /// a task handles one type whatever the era. `_meta` stays with the message it came in.
     pub fn from_experimental(task: &ExperimentalTask) -> Self {
-        let mut info = Self::new(
-            task.task_id.clone(),
-            task.status.clone(),
-            task.created_at.clone(),
-            task.last_updated_at.clone(),
-        );
-        info.ttl_ms = task.ttl;
-        info.poll_interval_ms = task.poll_interval;
-        info.status_message = task.status_message.clone();
-        info
+        task_from!(TaskInfo { ttl_ms, poll_interval_ms } <- task { ttl, poll_interval })
     }
 }
 
@@ -250,30 +260,13 @@ impl DetailedTask {
     /// The answer to `tasks/get` with `task`'s members and nothing of what its status calls
     /// for yet: the caller adds the `result`, `error` or `inputRequests`.
     pub fn from_task(task: &TaskInfo) -> Self {
-        let mut detailed = Self::new(
-            task.task_id.clone(),
-            task.status.clone(),
-            task.created_at.clone(),
-            task.last_updated_at.clone(),
-        );
-        detailed.ttl_ms = task.ttl_ms;
-        detailed.poll_interval_ms = task.poll_interval_ms;
-        detailed.status_message = task.status_message.clone();
-        detailed
+        task_from!(DetailedTask { ttl_ms, poll_interval_ms } <- task { ttl_ms, poll_interval_ms })
     }
 
     /// The task's common members.
     pub fn info(&self) -> TaskInfo {
-        let mut info = TaskInfo::new(
-            self.task_id.clone(),
-            self.status.clone(),
-            self.created_at.clone(),
-            self.last_updated_at.clone(),
-        );
-        info.ttl_ms = self.ttl_ms;
-        info.poll_interval_ms = self.poll_interval_ms;
-        info.status_message = self.status_message.clone();
-        info
+        let task = self;
+        task_from!(TaskInfo { ttl_ms, poll_interval_ms } <- task { ttl_ms, poll_interval_ms })
     }
 }
 
@@ -347,16 +340,7 @@ impl ExperimentalTask {
     /// `task` as 2025-11-25 writes it: `ttlMs` and `pollIntervalMs` become `ttl` and
     /// `pollInterval`, the rest is the same. `_meta` stays with the message it came in.
     pub fn from_task(task: &TaskInfo) -> Self {
-        let mut old = Self::new(
-            task.task_id.clone(),
-            task.status.clone(),
-            task.created_at.clone(),
-            task.last_updated_at.clone(),
-        );
-        old.ttl = task.ttl_ms;
-        old.poll_interval = task.poll_interval_ms;
-        old.status_message = task.status_message.clone();
-        old
+        task_from!(ExperimentalTask { ttl, poll_interval } <- task { ttl_ms, poll_interval_ms })
     }
 }
 
