@@ -3,7 +3,8 @@
 //! tools require one); clients of both eras, over a pipe and over HTTP, at once, each see only
 //! their own tasks, under the gateway's ids, never the upstream's; a cancel reaches the
 //! upstream; the upstream's questions reach the task's client; category and meta modes run
-//! their `call-*` tools as tasks too.
+//! their `call-*` tools as tasks too; a 2026-07-28 client sees the upstream's `input_required`
+//! round before the task the upstream makes after it (SEP-2663's composition).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +21,9 @@ use crate::support::{TempDir, answer_requests, load_and_start, over_http, over_p
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// An upstream whose tools run only as tasks of its own (`mcp_session::Tasks`): `build` ends
-/// at once, `wait` runs until cancelled, `ask` asks its client a question first.
+/// at once, `wait` runs until cancelled, `ask` asks its client a question first, `compose`
+/// answers `input_required` first (a multi round-trip result, when the call is stateless) and
+/// makes its task only on the retry that answers it.
 #[derive(Clone, Default)]
 struct Worker {
     tasks: Tasks,
@@ -43,7 +46,8 @@ impl Handler for Worker {
                     json!({"name": name, "description": name, "inputSchema": {"type": "object"},
                            "execution": {"taskSupport": "required"}})
                 };
-                let tools = json!({"tools": [tool("build"), tool("wait"), tool("ask")]});
+                let tools =
+                    json!({"tools": [tool("build"), tool("wait"), tool("ask"), tool("compose")]});
                 Ok(RawJson::encode(&tools).unwrap())
             }
             ClientRequest::CallTool(call) => {
@@ -57,7 +61,27 @@ impl Handler for Worker {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
+                if call.name == "compose" && !call.extra.contains_key("inputResponses") {
+                    let asked = json!({
+                        "resultType": "input_required",
+                        "inputRequests": {"who": {"method": "elicitation/create", "params": {
+                            "mode": "form", "message": "Who is it for?",
+                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                        }}},
+                        "requestState": "compose-round-1",
+                    });
+                    return Ok(RawJson::encode(&asked).unwrap());
+                }
+                let who = call
+                    .extra
+                    .get("inputResponses")
+                    .and_then(|r| r["who"]["content"]["name"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
                 let created = match call.name.as_str() {
+                    "compose" => self.tasks.create(&context, move |_| async move {
+                        Ok(text(&format!("composed for {who}")))
+                    }),
                     "build" => self.tasks.create(&context, move |_| async move {
                         Ok(text(&format!("built {what}")))
                     }),
@@ -162,9 +186,19 @@ fn stateless(client: &Client) -> bool {
 }
 
 async fn raw(client: &Client, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    raw_with(client, method, params, RequestOptions::DEFAULT).await
+}
+
+/// [`raw`] with `options` (an `input_required` result comes back only when they say so).
+async fn raw_with(
+    client: &Client,
+    method: &str,
+    params: Value,
+    options: RequestOptions,
+) -> Result<Value, ErrorObject> {
     let params = RawJson::encode(&params).unwrap();
     match client
-        .request_raw(method, Some(params), RequestOptions::DEFAULT, None)
+        .request_raw(method, Some(params), options, None)
         .await
     {
         Ok(raw) => Ok(raw.decode::<Value>().unwrap()),
@@ -462,4 +496,41 @@ async fn category_and_meta_modes_run_their_calls_as_tasks() {
         }
         assert_eq!(worker.created.lock().unwrap().len(), 2, "{name}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_client_sees_the_upstreams_input_round_before_its_task() {
+    let dir = TempDir::new("tasks-compose");
+    let (gateway, worker) = gateway(&dir, json!({"mode": "passthrough"})).await;
+    let c = over_http(&gateway, client("stateless", true)).await;
+    // Round 1: the upstream's input_required, as it came, and no task anywhere yet.
+    let call = json!({"name": "compose", "arguments": {}});
+    let passing = RequestOptions::DEFAULT
+        .passing_input_required()
+        .timeout(Duration::from_secs(30));
+    let round1 = raw_with(&c, "tools/call", call.clone(), passing)
+        .await
+        .unwrap();
+    assert_eq!(round1["resultType"], "input_required", "{round1}");
+    assert_eq!(round1["requestState"], "compose-round-1", "{round1}");
+    assert_eq!(
+        round1["inputRequests"]["who"]["params"]["message"], "Who is it for?",
+        "{round1}"
+    );
+    assert!(round1.get("taskId").is_none(), "{round1}");
+    assert!(worker.created.lock().unwrap().is_empty());
+    // Round 2 answers it: now the upstream makes its task, and the client gets the gateway's.
+    let mut retry = call;
+    retry["requestState"] = round1["requestState"].clone();
+    retry["inputResponses"] = json!({"who": {"action": "accept", "content": {"name": "Lin"}}});
+    let round2 = raw_with(&c, "tools/call", retry, passing).await.unwrap();
+    assert_eq!(round2["resultType"], "task", "{round2}");
+    assert!(round2.get("requestState").is_none(), "{round2}");
+    assert!(round2.get("inputRequests").is_none(), "{round2}");
+    let id = round2["taskId"].as_str().unwrap().to_owned();
+    let upstream = worker.created.lock().unwrap().clone();
+    assert_eq!(upstream.len(), 1, "one upstream task, made on round 2");
+    assert!(!upstream.contains(&id), "{id} is the upstream's");
+    // Its result carries the answer given in round 1.
+    assert_eq!(first_text(&result_of(&c, &id).await), "composed for Lin");
 }
