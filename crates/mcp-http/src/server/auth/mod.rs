@@ -113,3 +113,6 @@ impl<H: Handler> HttpServer<H> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
