@@ -11,7 +11,8 @@
 //! | macOS | the login Keychain | on disk |
 //! | Windows | the Credential Manager | on disk |
 //!
-//! [`Keyring::open`] takes the first that answers, in that order on Linux, and says which
+//! [`Keyring::open`] takes the first that answers, in that order on Linux (the Secret Service
+//! only where `DBUS_SESSION_BUS_ADDRESS` says a session bus runs), and says which
 //! ([`Keyring::kind`]); `MCP_HOST_KEYRING` (`secret-service`, `keyutils`, `keychain`,
 //! `credential-manager`) names one and takes no other. Only the backends of the target are
 //! compiled in; the Secret Service one needs this crate's `secret-service` feature (pure Rust,
@@ -228,6 +229,18 @@ impl Keyring {
         let mut tried = Vec::new();
         for kind in KeyringKind::ALL {
             if wanted.is_some_and(|w| w != kind) {
+                continue;
+            }
+            // A session runs a bus when it says where (every desktop session does): without
+            // `DBUS_SESSION_BUS_ADDRESS` the Secret Service is not looked for unless named, so
+            // that a process started with a cleared environment (a test, a service) never
+            // lands in the desktop user's keyring by way of zbus's fallback address.
+            if kind == KeyringKind::SecretService
+                && wanted.is_none()
+                && env
+                    .var("DBUS_SESSION_BUS_ADDRESS")
+                    .is_none_or(str::is_empty)
+            {
                 continue;
             }
             match Self::open_kind(kind) {
