@@ -91,6 +91,7 @@ async fn sessions_belong_to_their_caller_and_the_handler_knows_who_calls() {
     let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let mut server = ServerConfig::new(Implementation::new("auth-test".into(), "0".into()));
     server.capabilities.tools = Some(ListChangedCapability::new());
+    server.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
     let mut config = HttpServerConfig::new(server);
     config.authenticator = Some(Arc::new(Names));
     config.json_response = true;
@@ -134,6 +135,20 @@ async fn sessions_belong_to_their_caller_and_the_handler_knows_who_calls() {
     }
     let gone = send(addr, &format!("DELETE /mcp HTTP/1.1\r\n{as_alice}"), "").await;
     assert!(gone.starts_with("HTTP/1.1 200"), "{gone}");
+
+    // A 2026-07-28 request, a session of its own: refused without a token, and its handler
+    // knows its caller too.
+    let stateless = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let modern = "POST /mcp HTTP/1.1\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: x";
+    let r = send(addr, modern, stateless).await;
+    assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+    let r = send(
+        addr,
+        &format!("{modern}\r\nauthorization: Bearer bob"),
+        stateless,
+    )
+    .await;
+    assert!(r.contains(r#""text":"bob""#), "{r}");
 
     // Public documents: at their path, to a GET, without a token.
     let doc = send(addr, "GET /.well-known/doc HTTP/1.1", "").await;
