@@ -137,76 +137,6 @@ impl AuthBlock {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn block(json: serde_json::Value) -> Result<(), String> {
-        let block: AuthBlock = serde_json::from_value(json).map_err(|e| e.to_string())?;
-        block.check()
-    }
-
-    #[test]
-    fn a_bad_block_is_refused_naming_the_field() {
-        let ok = serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp",
-            "algorithms": ["RS256", "ES256"], "requiredScopes": ["mcp:tools"]});
-        assert_eq!(block(ok), Ok(()));
-        assert_eq!(
-            block(serde_json::json!({"issuer": "http://127.0.0.1:4000"})),
-            Ok(())
-        );
-        for (json, field) in [
-            (
-                serde_json::json!({"issuer": "http://id.example"}),
-                "auth.issuer: must be an https URL",
-            ),
-            (
-                serde_json::json!({"issuer": "id.example"}),
-                "auth.issuer: not a URL",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "jwksUri": "http://10.0.0.1/jwks"}),
-                "auth.jwksUri",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "algorithms": ["none"]}),
-                "auth.algorithms: `none` is never accepted",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "algorithms": ["HS256"]}),
-                "auth.algorithms: `HS256` is an HMAC algorithm",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "algorithms": []}),
-                "auth.algorithms: lists no algorithm",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "requiredScopes": ["a b"]}),
-                "auth.requiredScopes",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp?x=1"}),
-                "auth.publicUrl",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "audience": " "}),
-                "auth.audience",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "leewaySeconds": 3600}),
-                "auth.leewaySeconds",
-            ),
-            (
-                serde_json::json!({"issuer": "https://id.example", "isuser": "x"}),
-                "unknown field `isuser`",
-            ),
-        ] {
-            let e = block(json.clone()).expect_err("refused");
-            assert!(e.contains(field), "{json}: {e}");
-        }
-    }
-}
-
 /// The HTTP server's hook over `mcp-host`'s token checks: who calls, and the RFC 9728
 /// document at its well-known paths.
 pub(crate) struct Guard {
@@ -323,4 +253,74 @@ impl mcp_http::Authenticator for Guard {
 /// The caller a request came with, when the HTTP gateway checks tokens.
 pub(crate) fn caller_of(context: &mcp_session::RequestContext) -> Option<&Caller> {
     context.caller.as_ref()?.downcast_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(json: serde_json::Value) -> Result<(), String> {
+        let block: AuthBlock = serde_json::from_value(json).map_err(|e| e.to_string())?;
+        block.check()
+    }
+
+    #[test]
+    fn a_bad_block_is_refused_naming_the_field() {
+        let ok = serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp",
+            "algorithms": ["RS256", "ES256"], "requiredScopes": ["mcp:tools"]});
+        assert_eq!(block(ok), Ok(()));
+        assert_eq!(
+            block(serde_json::json!({"issuer": "http://127.0.0.1:4000"})),
+            Ok(())
+        );
+        for (json, field) in [
+            (
+                serde_json::json!({"issuer": "http://id.example"}),
+                "auth.issuer: must be an https URL",
+            ),
+            (
+                serde_json::json!({"issuer": "id.example"}),
+                "auth.issuer: not a URL",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "jwksUri": "http://10.0.0.1/jwks"}),
+                "auth.jwksUri",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "algorithms": ["none"]}),
+                "auth.algorithms: `none` is never accepted",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "algorithms": ["HS256"]}),
+                "auth.algorithms: `HS256` is an HMAC algorithm",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "algorithms": []}),
+                "auth.algorithms: lists no algorithm",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "requiredScopes": ["a b"]}),
+                "auth.requiredScopes",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp?x=1"}),
+                "auth.publicUrl",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "audience": " "}),
+                "auth.audience",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "leewaySeconds": 3600}),
+                "auth.leewaySeconds",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "isuser": "x"}),
+                "unknown field `isuser`",
+            ),
+        ] {
+            let e = block(json.clone()).expect_err("refused");
+            assert!(e.contains(field), "{json}: {e}");
+        }
+    }
 }
