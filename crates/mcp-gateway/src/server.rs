@@ -258,9 +258,16 @@ impl Gateway {
         http.trace_headers = true;
         // The file's `auth`: every request needs an access token of its issuer.
         if let Some(block) = self.shared.file().auth.clone() {
+            let local = listener.local_addr()?;
             let guard = block
-                .guard(listener.local_addr()?, &http.path)
+                .guard(local, &http.path)
                 .map_err(std::io::Error::other)?;
+            if block.public_url.is_none() && !local.ip().is_loopback() {
+                self.shared.log.line(&format!(
+                    "warning: auth.publicUrl is not set, so tokens must be for http://{local}{}, which clients elsewhere do not use; set it to the URL they reach the gateway by",
+                    http.path
+                ));
+            }
             self.shared.log.line(&format!(
                 "requests need an access token of {} (metadata at {})",
                 block.issuer,
