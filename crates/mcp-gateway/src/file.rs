@@ -62,6 +62,12 @@ pub struct GatewayFile {
     /// read at start, not on reload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<crate::auth::AuthBlock>,
+    /// Who may see and call which upstreams and tools, by the claims of the caller's access
+    /// token, and how often: an ordered list, `deny` and `hide` rules before `allow`, a tool
+    /// no rule allows hidden (docs/gateway.md). None: everything, for every caller. Needs
+    /// `auth`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::rules::Rule>,
 }
 
 /// When the gateway is ready for traffic (`GET /readyz`).
@@ -455,6 +461,15 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
             message,
         })?;
     }
+    crate::rules::check(
+        &file.rules,
+        file.auth.is_some(),
+        file.mcp_servers.keys().map(String::as_str),
+    )
+    .map_err(|message| FileError::Invalid {
+        path: path.to_owned(),
+        message,
+    })?;
     let loaded = upstreams(path, env);
     for problem in &loaded.problems {
         if problem.severity == Severity::Warning {

@@ -23,6 +23,9 @@ pub(crate) enum ErrorKind {
     UpstreamCallError,
     /// The permission rules (or `unattended`) refused the call; it never reached the upstream.
     PermissionDenied,
+    /// The gateway file's rules allow the caller fewer calls a minute; the error says when
+    /// to try again (`retryAfterSeconds`).
+    RateLimited,
     SchemaFetchError,
     InvalidArguments,
 }
@@ -36,6 +39,7 @@ impl ErrorKind {
             Self::UpstreamUnavailable => "UpstreamUnavailable",
             Self::UpstreamCallError => "UpstreamCallError",
             Self::PermissionDenied => "PermissionDenied",
+            Self::RateLimited => "RateLimited",
             Self::SchemaFetchError => "SchemaFetchError",
             Self::InvalidArguments => "InvalidArguments",
         }

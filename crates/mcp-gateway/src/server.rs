@@ -150,6 +150,7 @@ impl Gateway {
             me: me.clone(),
             suspensions: Arc::default(),
             tasks: mcp_session::Tasks::default(),
+            rates: Box::<crate::rules::LocalRates>::default(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
 use mcp_protocol::schema::{
-    CallToolParams, Implementation, ProgressParams, TASKS_EXTENSION_ID, TaskSupport, Tool, meta_key,
+    CallToolParams, CallToolResult, Implementation, ProgressParams, TASKS_EXTENSION_ID,
+    TaskSupport, Tool, meta_key,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson};
 use mcp_session::RequestContext;
@@ -20,6 +21,7 @@ use crate::file::GatewayFile;
 use crate::metrics::{CallOutcome, Metrics};
 use crate::reply;
 use crate::routes::Routes;
+use crate::rules::Refusal;
 use crate::suspend::{self, Outcome, Suspensions, Turn, take_retry};
 use crate::sync::lock;
 use crate::tasks::{self, RunAs};
@@ -53,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) suspensions: Arc<Suspensions>,
     /// The gateway's own tasks, for its clients in every mode (`tasks.rs`).
     pub(crate) tasks: mcp_session::Tasks,
+    /// The counters of the rules' rate limits (`rules/`).
+    pub(crate) rates: Box<dyn crate::rules::RateStore>,
 }
 
 impl Shared {
@@ -89,6 +93,16 @@ impl Shared {
         asked: bool,
         context: &RequestContext,
     ) -> Result<Called, CallError> {
+        // The file's rules for this caller (`rules/`): a hidden tool is an unknown one.
+        match self.admit(context, label, server, tool) {
+            Ok(()) => {}
+            Err(Refusal::Hidden) => {
+                return Err(CallError::UnknownTool {
+                    name: tool.to_owned(),
+                });
+            }
+            Err(Refusal::Refused(result)) => return Ok(Called::Refused(result)),
+        }
         let mut params = CallToolParams::new(tool.to_owned());
         params.arguments = Some(arguments);
         params.extra = retry;
@@ -353,6 +367,8 @@ pub(crate) enum Called {
     /// The client asked for a task: the call runs as a task of the gateway's, and this
     /// result announces it.
     Task(RawJson),
+    /// The file's rules refused the call (`deny`, or a rate limit): this tool error says why.
+    Refused(CallToolResult),
 }
 
 /// The multi round-trip fields of a 2026-07-28 client's retry of a mode's own tool call

@@ -355,6 +355,7 @@ async fn call_tool(
         {
             Ok(Called::Output(output)) => output.result.into(),
             Ok(Called::InputRequired(raw) | Called::Task(raw)) => ToolReply::Raw(raw),
+            Ok(Called::Refused(result)) => result.into(),
             Err(e) => call_error_result(&e).into(),
         },
         Err(refused) => refused.into(),

@@ -44,6 +44,7 @@ use super::upstream::{is_multi, ready, ready_with, upstream_error};
 use super::{Answer, Mode, skills};
 use crate::file;
 use crate::reply::{self, call_error_result, encode};
+use crate::rules::Refusal;
 use crate::shared::{Shared, listed_tool};
 use crate::suspend::Outcome;
 use crate::sync::lock;
@@ -500,7 +501,7 @@ async fn handle(
     let method = request.method().to_owned();
     let mut params = params_of(&request)?;
     match request {
-        ClientRequest::ListTools(_) => list_tools(shared),
+        ClientRequest::ListTools(_) => list_tools(shared, &context),
         ClientRequest::CallTool(call) => call_tool(state, shared, call, &context).await,
         ClientRequest::ListResources(_) => {
             let lists = gather(shared, has_resources, &method, "resources").await?;
@@ -686,7 +687,7 @@ fn split_namespaced(shared: &Shared, name: &str) -> Option<(String, String)> {
 
 /// The tools of the catalogue as the upstreams listed them: the schema back in place, the
 /// name as [`tool_name::shown`] shows it, namespaced when there are several upstreams.
-fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
+fn list_tools(shared: &Shared, context: &RequestContext) -> Result<RawJson, ErrorObject> {
     let catalog = shared.host.catalog();
     let multi = is_multi(shared);
     let ids = configured(shared);
@@ -696,6 +697,8 @@ fn list_tools(shared: &Shared) -> Result<RawJson, ErrorObject> {
         // An upstream being removed (a reload) leaves the catalogue once it has stopped; its
         // tools are gone from the start.
         .filter(|t| ids.contains(&t.server))
+        // What the file's rules hide from this caller.
+        .filter(|t| shared.sees(context, &t.server, &t.tool))
         .map(|t| {
             let mut tool = listed_tool(t);
             let shown = tool_name::shown(&t.tool);
@@ -763,13 +766,19 @@ async fn call_tool(
             }
         }
     }
+    let unknown =
+        || reply::invalid_params(format!("Unknown tool: {}", tool_name::quoted(&call.name)));
     let Some((server, tool)) = resolved else {
-        return Err(reply::invalid_params(format!(
-            "Unknown tool: {}",
-            tool_name::quoted(&call.name)
-        )));
+        return Err(unknown());
     };
     let label = call.name.clone();
+    // The file's rules for this caller (`rules/`): a hidden tool gets the very answer of a
+    // name no upstream has.
+    match shared.admit(context, &label, &server, &tool) {
+        Ok(()) => {}
+        Err(Refusal::Hidden) => return Err(unknown()),
+        Err(Refusal::Refused(result)) => return encode(&result),
+    }
     // Everything else the client sent goes along: a retry's `inputResponses` and
     // `requestState`, and fields this crate does not know.
     let mut params = CallToolParams::new(tool);

@@ -405,6 +405,7 @@ async fn call_tool(shared: &Shared, params: CallToolParams, context: &RequestCon
     {
         Ok(Called::Output(output)) => output.result.into(),
         Ok(Called::InputRequired(raw) | Called::Task(raw)) => ToolReply::Raw(raw),
+        Ok(Called::Refused(result)) => result.into(),
         Err(e) => call_error_result(&e).into(),
     }
 }

@@ -1,0 +1,99 @@
+//! The rules applied to a request: what a mode asks before it lists a tool or calls one, for
+//! the caller of the request's context.
+
+use std::time::Instant;
+
+use mcp_protocol::schema::CallToolResult;
+use mcp_session::RequestContext;
+
+use super::{Verdict, Who, judge, take};
+use crate::reply::{ErrorKind, tool_error};
+use crate::shared::Shared;
+
+/// Why a call is not made.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// The tool is hidden from this caller: the mode answers as for a tool it does not have,
+    /// in the words it uses for one, so that the caller cannot tell the two apart.
+    Hidden,
+    /// Refused by a `deny` rule or a rate limit: the tool error to answer with.
+    Refused(CallToolResult),
+}
+
+impl Shared {
+    /// Whether the caller of `context` sees `server`'s `tool` in its lists.
+    pub(crate) fn sees(&self, context: &RequestContext, server: &str, tool: &str) -> bool {
+        let caller = crate::auth::caller_of(context).map(Who::from);
+        judge(&self.file().rules, caller, server, tool).is_listed()
+    }
+
+    /// Asks the rules whether the caller of `context` may call `server`'s `tool` now, and
+    /// counts the call against its rate limit if so. A refusal is logged with the rule.
+    pub(crate) fn admit(
+        &self,
+        context: &RequestContext,
+        label: &str,
+        server: &str,
+        tool: &str,
+    ) -> Result<(), Refusal> {
+        let Some(caller) = crate::auth::caller_of(context).map(Who::from) else {
+            return Ok(());
+        };
+        let file = self.file();
+        let refused = match judge(&file.rules, Some(caller), server, tool) {
+            Verdict::Allow(None) => return Ok(()),
+            Verdict::Allow(Some(rule)) => {
+                match take(
+                    &file.rules,
+                    rule,
+                    caller,
+                    server,
+                    tool,
+                    &*self.rates,
+                    Instant::now(),
+                ) {
+                    Ok(()) => return Ok(()),
+                    Err(limited) => {
+                        let secs = limited.retry_after_secs();
+                        let message = format!(
+                            "rule `{}` allows {} calls a minute; retry in {secs} s",
+                            limited.rule, limited.calls_per_minute
+                        );
+                        let mut result = tool_error(ErrorKind::RateLimited, &message);
+                        if let Some(error) = result
+                            .structured_content
+                            .as_mut()
+                            .and_then(|c| c.get_mut("error"))
+                            .and_then(|e| e.as_object_mut())
+                        {
+                            error.insert("retryAfterSeconds".to_owned(), secs.into());
+                        }
+                        (format!("rate limited by rule `{}`", limited.rule), result)
+                    }
+                }
+            }
+            Verdict::Deny(rule) => (
+                format!("refused by rule `{rule}`"),
+                tool_error(
+                    ErrorKind::PermissionDenied,
+                    &format!("rule `{rule}` refuses `{label}` to this caller"),
+                ),
+            ),
+            Verdict::Hide => {
+                self.log.call(
+                    context.session,
+                    server,
+                    &format!("call {label} {server}/{tool} hidden by the rules"),
+                );
+                return Err(Refusal::Hidden);
+            }
+        };
+        let (why, result) = refused;
+        self.log.call(
+            context.session,
+            server,
+            &format!("call {label} {server}/{tool} {why}"),
+        );
+        Err(Refusal::Refused(result))
+    }
+}
