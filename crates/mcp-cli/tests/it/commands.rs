@@ -599,3 +599,57 @@ fn the_shells_json_error_does_not_speak_of_args() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The authorization address `login` prints for server `id` with `extra` flags (read from its
+/// stderr; the login is then abandoned).
+fn authorization_address(u: &User, id: &str, extra: &[&str]) -> String {
+    let mut args = vec!["login", id, "--no-browser"];
+    args.extend_from_slice(extra);
+    let mut child = u
+        .command(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no URL in {seen:?}"
+        );
+        seen.push_str(&line);
+        if let Some(rest) = line.trim().strip_prefix("http") {
+            break format!("http{rest}");
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    url
+}
+
+/// `login --scopes a,b` (Codex's spelling) asks the authorization server for those scopes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_scopes_are_the_scopes_asked_for() {
+    use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions};
+    let fake = FakeAuth::start(FakeAuthOptions::default()).await;
+    let url = fake.url();
+    let (plain, scoped) = tokio::task::spawn_blocking(move || {
+        let u = User::new();
+        u.run(&["add", "secure", &url]).code(0);
+        (
+            authorization_address(&u, "secure", &[]),
+            authorization_address(&u, "secure", &["--scopes", "alpha,beta"]),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(plain.contains("response_type=code"), "{plain}");
+    assert!(!plain.contains("alpha"), "{plain}");
+    assert!(
+        scoped.contains("scope=alpha+beta") || scoped.contains("scope=alpha%20beta"),
+        "{scoped}"
+    );
+}
