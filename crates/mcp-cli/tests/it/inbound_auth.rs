@@ -15,6 +15,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
+// A child, to share this module's issuer and HTTP helpers; beside it, as the modules of
+// `it` are files of their own.
+#[path = "inbound_rules.rs"]
+mod rules;
+
 /// base64url without padding (RFC 7515 §2).
 fn b64(bytes: &[u8]) -> String {
     const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
