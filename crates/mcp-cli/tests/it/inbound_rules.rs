@@ -192,3 +192,137 @@ async fn rules_decide_what_each_caller_sees_and_may_call_and_how_often() {
         );
     }
 }
+
+/// A meta tool's JSON answer (its text content, parsed) to the caller holding `token`.
+fn meta(addr: &str, token: &str, session: &str, tool: &str, arguments: Value) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}});
+    let m = message(&post(addr, Some(token), Some(session), &call.to_string()));
+    m["result"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meta_mode_lists_and_finds_only_what_the_rules_show_the_caller() {
+    let public = mcp_testkit::fake_http::FakeHttp::start().await;
+    let secret = mcp_testkit::fake_http::FakeHttp::start().await;
+    let issuer = Issuer::start();
+    let key = Key::new("k1");
+    issuer.publish(&[&key]);
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    let upstream =
+        |url: &str| json!({"type": "http", "url": url, "permission": {"default": "allow"}});
+    std::fs::write(
+        &file,
+        json!({
+            "mode": "meta",
+            "mcpServers": {"public": upstream(&public.url), "secret": upstream(&secret.url)},
+            "auth": {"issuer": issuer.url},
+            "rules": [
+                {"effect": "hide", "when": {"sub": ["bob"]}, "upstreams": ["secret"]},
+                {"effect": "allow"}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (gateway, _user) =
+        tokio::task::spawn_blocking(move || (Gateway::start(&user, &file), user))
+            .await
+            .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    tokio::task::spawn_blocking(move || {
+        let token = |sub: &str| {
+            key.sign(&json!({"iss": issuer.url, "aud": resource, "sub": sub,
+                "exp": now() + 300, "iat": now()}))
+        };
+        let (alice, bob) = (token("alice"), token("bob"));
+        let (a, b) = (session(&addr, &alice), session(&addr, &bob));
+        let text = |r: &Value| -> Value {
+            serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap()
+        };
+        let servers = |token: &str, session: &str| -> Vec<String> {
+            let r = meta(&addr, token, session, "list-servers", json!({}));
+            let mut ids: Vec<String> = text(&r)["servers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["id"].as_str().unwrap().to_owned())
+                .collect();
+            ids.sort();
+            ids
+        };
+        let tools = |token: &str, session: &str| -> Vec<String> {
+            let r = meta(&addr, token, session, "list-tools", json!({}));
+            text(&r)["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{}/{}",
+                        t["server"].as_str().unwrap(),
+                        t["name"].as_str().unwrap()
+                    )
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        };
+        // The upstreams join in the background: ask until alice sees both.
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = tools(&alice, &a);
+            if seen.len() == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(seen, ["public/echo", "secret/echo"]);
+        assert_eq!(servers(&alice, &a), ["public", "secret"]);
+        // Bob is shown neither the hidden upstream nor its tool.
+        assert_eq!(tools(&bob, &b), ["public/echo"]);
+        assert_eq!(servers(&bob, &b), ["public"]);
+        // Calling it, or listing its tools, reads as for a server that does not exist.
+        for (tool, args, other) in [
+            (
+                "call-tool",
+                json!({"server": "secret", "tool": "echo", "arguments": {}}),
+                json!({"server": "nowhere", "tool": "echo", "arguments": {}}),
+            ),
+            (
+                "list-tools",
+                json!({"server": "secret"}),
+                json!({"server": "nowhere"}),
+            ),
+        ] {
+            let hidden = meta(&addr, &bob, &b, tool, args);
+            let missing = meta(&addr, &bob, &b, tool, other);
+            assert_eq!(missing["isError"], json!(true), "{missing}");
+            assert_eq!(
+                hidden.to_string().replace("secret", "NAME"),
+                missing.to_string().replace("nowhere", "NAME"),
+                "{tool}"
+            );
+        }
+        assert!(
+            !secret
+                .seen()
+                .iter()
+                .any(|s| s.body["method"] == "tools/call")
+        );
+        // Alice calls it.
+        let r = meta(
+            &addr,
+            &alice,
+            &a,
+            "call-tool",
+            json!({"server": "secret", "tool": "echo", "arguments": {}}),
+        );
+        assert_eq!(r["content"][0]["text"], "called", "{r}");
+    })
+    .await
+    .unwrap();
+    drop(gateway);
+}

@@ -193,12 +193,12 @@ async fn call(
     let asked = params.task.is_some();
     let args = Args(params.arguments.unwrap_or_default());
     let outcome = match params.name.as_str() {
-        LIST_SERVERS => Ok(list_servers(shared)),
-        LIST_TOOLS => list_tools(cache, shared, &args).await,
+        LIST_SERVERS => Ok(list_servers(shared, context)),
+        LIST_TOOLS => list_tools(cache, shared, &args, context).await,
         CALL_TOOL => return call_tool(cache, shared, &args, retry, asked, context).await,
-        LIST_RESOURCES => list_resources(shared, &args).await,
-        READ_RESOURCE => read_resource(shared, &args).await,
-        RELOAD_CONFIG => reload(cache, shared).await,
+        LIST_RESOURCES => list_resources(shared, &args, context).await,
+        READ_RESOURCE => read_resource(shared, &args, context).await,
+        RELOAD_CONFIG => reload(cache, shared, context).await,
         other => Err(tool_error(
             ErrorKind::UnknownTool,
             &format!(
@@ -226,14 +226,20 @@ fn json_result(value: Value) -> CallToolResult {
 
 /// Checks that `server` is configured; an unknown id is `UpstreamUnavailable` with the ids
 /// there are, so that the model can pick one.
-fn known_server(shared: &Shared, server: &str) -> Result<(), CallToolResult> {
-    if shared.host.server_status(server).is_some() {
+fn known_server(
+    shared: &Shared,
+    server: &str,
+    context: &RequestContext,
+) -> Result<(), CallToolResult> {
+    // An upstream the file's rules hide from this caller is one it does not have.
+    if shared.host.server_status(server).is_some() && shared.sees_upstream(context, server) {
         return Ok(());
     }
     let ids: Vec<String> = shared
         .host
         .status()
         .into_iter()
+        .filter(|s| shared.sees_upstream(context, &s.id))
         .map(|s| format!("`{}`", s.id))
         .collect();
     Err(tool_error(
@@ -252,27 +258,41 @@ fn known_server(shared: &Shared, server: &str) -> Result<(), CallToolResult> {
 
 /// The servers a listing covers: the one named (which must be configured), else every ready
 /// one.
-fn listed_servers(shared: &Shared, one: Option<&str>) -> Result<Vec<String>, CallToolResult> {
+fn listed_servers(
+    shared: &Shared,
+    one: Option<&str>,
+    context: &RequestContext,
+) -> Result<Vec<String>, CallToolResult> {
     if let Some(server) = one {
-        known_server(shared, server)?;
+        known_server(shared, server, context)?;
         return Ok(vec![server.to_owned()]);
     }
     Ok(shared
         .host
         .status()
         .into_iter()
-        .filter(|s| s.state == ServerState::Ready)
+        .filter(|s| s.state == ServerState::Ready && shared.sees_upstream(context, &s.id))
         .map(|s| s.id)
         .collect())
 }
 
-fn list_servers(shared: &Shared) -> CallToolResult {
+fn list_servers(shared: &Shared, context: &RequestContext) -> CallToolResult {
     let file = shared.file();
+    let catalog = shared.host.catalog();
     let servers: Vec<Value> = shared
         .host
         .status()
         .into_iter()
+        .filter(|s| shared.sees_upstream(context, &s.id))
         .map(|s| {
+            // With rules, the count is of the tools this caller sees.
+            let tools = match crate::auth::caller_of(context) {
+                Some(_) if !file.rules.is_empty() => catalog
+                    .server_tools(&s.id)
+                    .filter(|t| shared.sees(context, &s.id, &t.tool))
+                    .count(),
+                _ => s.tools,
+            };
             let description = file
                 .mcp_servers
                 .get(&s.id)
@@ -282,7 +302,7 @@ fn list_servers(shared: &Shared) -> CallToolResult {
                 "description": description,
                 "transport": s.transport.as_str(),
                 "state": s.state.as_str(),
-                "tools": s.tools,
+                "tools": tools,
                 "lastError": s.last_error,
             })
         })
@@ -294,13 +314,14 @@ async fn list_tools(
     cache: &ListCache,
     shared: &Shared,
     args: &Args,
+    context: &RequestContext,
 ) -> Result<CallToolResult, CallToolResult> {
     let one = args.optional_str("server")?;
     if let Some(server) = one {
-        known_server(shared, server)?;
+        known_server(shared, server, context)?;
         upstreams::settle(shared, &[server]).await;
     }
-    let servers = listed_servers(shared, one)?;
+    let servers = listed_servers(shared, one, context)?;
     if let Some(server) = one
         && let Some(status) = shared.host.server_status(server)
         && status.state != ServerState::Ready
@@ -317,7 +338,11 @@ async fn list_tools(
     let catalog = shared.host.catalog();
     let mut tools = Vec::new();
     for server in &servers {
-        for t in catalog.server_tools(server) {
+        // What the file's rules hide from this caller is not listed.
+        for t in catalog
+            .server_tools(server)
+            .filter(|t| shared.sees(context, server, &t.tool))
+        {
             let mut entry = json!({
                 "server": t.server,
                 "name": tool_name::shown(&t.tool),
@@ -348,7 +373,7 @@ async fn call_tool(
     asked: bool,
     context: &RequestContext,
 ) -> ToolReply {
-    match find_tool(cache, shared, args).await {
+    match find_tool(cache, shared, args, context).await {
         Ok((server, tool, arguments)) => match shared
             .call_tool(CALL_TOOL, &server, &tool, arguments, retry, asked, context)
             .await
@@ -368,11 +393,12 @@ async fn find_tool(
     cache: &ListCache,
     shared: &Shared,
     args: &Args,
+    context: &RequestContext,
 ) -> Result<(String, String, JsonObject), CallToolResult> {
     let server = args.required_str("server")?;
     let tool = args.required_str("tool")?;
     let arguments = args.object("arguments")?;
-    known_server(shared, server)?;
+    known_server(shared, server, context)?;
     // A server still connecting is waited for, up to its request timeout.
     upstreams::settle(shared, &[server]).await;
     // Only what the catalogue offers is callable: the file's `enabled_tools` and
@@ -385,6 +411,8 @@ async fn find_tool(
             .catalog()
             .server_tools(server)
             .find(|t| designates(&t.tool, tool))
+            // A tool the file's rules hide from this caller is one the server does not offer.
+            .filter(|t| shared.sees(context, server, &t.tool))
             .map(|t| t.tool.clone())
     };
     let mut raw = offered(shared);
@@ -411,9 +439,13 @@ async fn find_tool(
     Ok((server.to_owned(), raw, arguments))
 }
 
-async fn list_resources(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
+async fn list_resources(
+    shared: &Shared,
+    args: &Args,
+    context: &RequestContext,
+) -> Result<CallToolResult, CallToolResult> {
     let one = args.optional_str("server")?;
-    let servers = listed_servers(shared, one)?;
+    let servers = listed_servers(shared, one, context)?;
     let mut resources = Vec::new();
     let mut templates = Vec::new();
     let mut errors = BTreeMap::new();
@@ -454,10 +486,14 @@ async fn list_resources(shared: &Shared, args: &Args) -> Result<CallToolResult, 
     Ok(json_result(value))
 }
 
-async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, CallToolResult> {
+async fn read_resource(
+    shared: &Shared,
+    args: &Args,
+    context: &RequestContext,
+) -> Result<CallToolResult, CallToolResult> {
     let server = args.required_str("server")?;
     let uri = args.required_str("uri")?;
-    known_server(shared, server)?;
+    known_server(shared, server, context)?;
     upstreams::settle(shared, &[server]).await;
     let read = shared
         .host
@@ -476,7 +512,11 @@ async fn read_resource(shared: &Shared, args: &Args) -> Result<CallToolResult, C
 /// (see `reload`), then waits for the servers it started to settle, to report their states.
 /// The mode stays what it was at start-up (the tools a client was given cannot change under
 /// it); a new mode is reported and waits for a restart.
-async fn reload(cache: &ListCache, shared: &Shared) -> Result<CallToolResult, CallToolResult> {
+async fn reload(
+    cache: &ListCache,
+    shared: &Shared,
+    context: &RequestContext,
+) -> Result<CallToolResult, CallToolResult> {
     let (reloaded, _, _) = reload::reload(shared, file::Mode::Meta)
         .await
         .map_err(|e| invalid(&e.to_string()))?;
@@ -495,7 +535,7 @@ async fn reload(cache: &ListCache, shared: &Shared) -> Result<CallToolResult, Ca
         "removed": reloaded.removed,
         "changed": reloaded.changed,
     });
-    value["servers"] = list_servers(shared)
+    value["servers"] = list_servers(shared, context)
         .structured_content
         .and_then(|v| v.get("servers").cloned())
         .unwrap_or(Value::Null);

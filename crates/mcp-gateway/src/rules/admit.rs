@@ -27,6 +27,22 @@ impl Shared {
         judge(&self.file().rules, caller, server, tool).is_listed()
     }
 
+    /// Whether the caller of `context` sees upstream `server` at all: one of its tools is
+    /// listed for it (for an upstream without tools, one the rules would list). Meta mode's
+    /// `list-servers` and the server it is asked about follow this.
+    pub(crate) fn sees_upstream(&self, context: &RequestContext, server: &str) -> bool {
+        let Some(caller) = crate::auth::caller_of(context).map(Who::from) else {
+            return true;
+        };
+        let file = self.file();
+        let catalog = self.host.catalog();
+        let mut tools = catalog.server_tools(server).peekable();
+        if tools.peek().is_none() {
+            return judge(&file.rules, Some(caller), server, "").is_listed();
+        }
+        tools.any(|t| judge(&file.rules, Some(caller), server, &t.tool).is_listed())
+    }
+
     /// Asks the rules whether the caller of `context` may call `server`'s `tool` now, and
     /// counts the call against its rate limit if so. A refusal is logged with the rule.
     pub(crate) fn admit(
