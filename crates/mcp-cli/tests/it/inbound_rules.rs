@@ -326,3 +326,100 @@ async fn meta_mode_lists_and_finds_only_what_the_rules_show_the_caller() {
     .unwrap();
     drop(gateway);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_category_neither_lists_nor_finds_a_tool_the_rules_hide() {
+    let public = mcp_testkit::fake_http::FakeHttp::start().await;
+    let secret = mcp_testkit::fake_http::FakeHttp::start().await;
+    let issuer = Issuer::start();
+    let key = Key::new("k1");
+    issuer.publish(&[&key]);
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    let upstream =
+        |url: &str| json!({"type": "http", "url": url, "permission": {"default": "allow"}});
+    std::fs::write(
+        &file,
+        json!({
+            "mode": "category",
+            "mcpServers": {"public": upstream(&public.url), "secret": upstream(&secret.url)},
+            "categories": {"all": {"description": "everything", "servers": ["public", "secret"],
+                "tools": {"includePatterns": ["*"]}}},
+            "auth": {"issuer": issuer.url},
+            "rules": [
+                {"effect": "hide", "when": {"sub": ["bob"]}, "upstreams": ["secret"]},
+                {"effect": "allow"}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (gateway, _user) =
+        tokio::task::spawn_blocking(move || (Gateway::start(&user, &file), user))
+            .await
+            .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    tokio::task::spawn_blocking(move || {
+        let token = |sub: &str| {
+            key.sign(&json!({"iss": issuer.url, "aud": resource, "sub": sub,
+                "exp": now() + 300, "iat": now()}))
+        };
+        let (alice, bob) = (token("alice"), token("bob"));
+        let (a, b) = (session(&addr, &alice), session(&addr, &bob));
+        let listed = |token: &str, session: &str| -> Vec<String> {
+            let r = meta(
+                &addr,
+                token,
+                session,
+                "get-category-tools",
+                json!({"category": "all"}),
+            );
+            let mut names: Vec<String> = r["structuredContent"]["tools"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{r}"))
+                .keys()
+                .cloned()
+                .collect();
+            names.sort();
+            names
+        };
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = listed(&alice, &a);
+            if seen.len() == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(seen, ["mcp__public__echo", "mcp__secret__echo"]);
+        assert_eq!(listed(&bob, &b), ["mcp__public__echo"]);
+        let call = |token: &str, session: &str, name: &str| {
+            meta(
+                &addr,
+                token,
+                session,
+                "call-category-tool",
+                json!({"category": "all", "name": name, "args": {}}),
+            )
+        };
+        let hidden = call(&bob, &b, "mcp__secret__echo");
+        let missing = call(&bob, &b, "mcp__secret__nothing");
+        assert_eq!(missing["isError"], json!(true), "{missing}");
+        assert_eq!(
+            hidden.to_string().replace("echo", "NAME"),
+            missing.to_string().replace("nothing", "NAME")
+        );
+        assert!(
+            !secret
+                .seen()
+                .iter()
+                .any(|s| s.body["method"] == "tools/call")
+        );
+        let r = call(&alice, &a, "mcp__secret__echo");
+        assert_eq!(r["content"][0]["text"], "called", "{r}");
+    })
+    .await
+    .unwrap();
+    drop(gateway);
+}

@@ -125,8 +125,9 @@ fn instructions() -> String {
     )
 }
 
-/// The host's view of `servers` now.
-fn upstreams(shared: &Shared, servers: &[&str]) -> Upstreams {
+/// The host's view of `servers` now; for a client's request (`context`), without the tools
+/// the file's rules hide from its caller, so that a category neither lists nor finds them.
+fn upstreams(shared: &Shared, servers: &[&str], context: Option<&RequestContext>) -> Upstreams {
     let catalog = shared.host.catalog();
     let mut out = Upstreams::new();
     for server in servers {
@@ -135,7 +136,11 @@ fn upstreams(shared: &Shared, servers: &[&str]) -> Upstreams {
         };
         let ready = status.state == mcp_host::ServerState::Ready;
         let tools = if ready {
-            catalog.server_tools(server).map(listed_tool).collect()
+            catalog
+                .server_tools(server)
+                .filter(|t| context.is_none_or(|c| shared.sees(c, server, &t.tool)))
+                .map(listed_tool)
+                .collect()
         } else {
             Vec::new()
         };
@@ -158,7 +163,7 @@ fn startup_report(shared: &Shared) -> Vec<String> {
     let (mut tools, mut disabled, mut unresolved, mut unavailable) = (0, 0, 0, 0);
     for (name, category) in &file.categories {
         let servers = category.upstreams();
-        let resolved = resolve(category, &ids(&file), &upstreams(shared, &servers));
+        let resolved = resolve(category, &ids(&file), &upstreams(shared, &servers, None));
         tools += resolved.tools.len();
         disabled += resolved.disabled.len();
         unresolved += resolved.unknown.len();
@@ -194,7 +199,7 @@ async fn handle(
         }
         ClientRequest::CallTool(params) => {
             let result = match params.name.as_str() {
-                GET_TOOLS => get_tools(cache, shared, params).await.into(),
+                GET_TOOLS => get_tools(cache, shared, params, &context).await.into(),
                 CALL_TOOL => call_tool(shared, params, &context).await,
                 other => {
                     return Err(reply::invalid_params(format!(
@@ -253,7 +258,12 @@ fn unavailable_message(upstreams: &Upstreams, servers: &[&str]) -> String {
     states.join("; ")
 }
 
-async fn get_tools(cache: &ListCache, shared: &Shared, params: CallToolParams) -> CallToolResult {
+async fn get_tools(
+    cache: &ListCache,
+    shared: &Shared,
+    params: CallToolParams,
+    context: &RequestContext,
+) -> CallToolResult {
     let args = Args(params.arguments.unwrap_or_default());
     let file = shared.file();
     let (name, category) = match category_arg(&file, &args) {
@@ -277,7 +287,7 @@ async fn get_tools(cache: &ListCache, shared: &Shared, params: CallToolParams) -
             );
         }
     }
-    let upstreams = upstreams(shared, &servers);
+    let upstreams = upstreams(shared, &servers, Some(context));
     if !servers
         .iter()
         .any(|s| upstreams.get(*s).is_some_and(|u| u.ready))
@@ -325,14 +335,14 @@ async fn call_tool(shared: &Shared, params: CallToolParams, context: &RequestCon
     }
     let servers = category.upstreams();
     let (prefix, bare) = parse(name, &ids);
-    let mut upstreams = upstreams(shared, &servers);
+    let mut upstreams = upstreams(shared, &servers, Some(context));
     let mut resolved = resolve(category, &ids, &upstreams);
     if find_served(&resolved, name).is_empty() {
         // Its upstream may be one still connecting: wait for it (up to its request
         // timeout), then look again.
         let candidates: Vec<&str> = prefix.map_or_else(|| servers.clone(), |s| vec![s]);
         upstreams::settle(shared, &candidates).await;
-        upstreams = self::upstreams(shared, &servers);
+        upstreams = self::upstreams(shared, &servers, Some(context));
         resolved = resolve(category, &ids, &upstreams);
     }
     // Before the prefix is checked: an upstream's own name may look prefixed.
