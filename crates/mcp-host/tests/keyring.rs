@@ -236,3 +236,26 @@ async fn two_processes_refreshing_through_the_keyring_store_refresh_once_and_los
     assert_eq!(store.tokens("remote", &url).unwrap(), None);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel keyring entry is its owner's alone: every right for the owner (so a later process
+/// of the same user reads it), none for the group or others, as /proc/keys shows it. (The
+/// Secret Service run, `cargo xtask keyring`, leaves this one out: it has no kernel key.)
+#[test]
+fn a_kernel_keyring_entry_is_opened_to_its_owner_only() {
+    let keyring = keyring_under_test();
+    let name = unique("perms");
+    keyring
+        .set_secret(&name, &Secret::new("perm-value"))
+        .unwrap();
+    let keys = std::fs::read_to_string("/proc/keys").unwrap();
+    keyring.remove_secret(&name).unwrap();
+    let line = keys
+        .lines()
+        .find(|l| l.contains(&format!("mcp-host:secret:{name}")))
+        .unwrap_or_else(|| panic!("no key for {name} in /proc/keys:\n{keys}"));
+    let perm = line.split_whitespace().nth(4).unwrap();
+    assert_eq!(
+        perm, "3f3f0000",
+        "possessor and user all, group and other none: {line}"
+    );
+}
