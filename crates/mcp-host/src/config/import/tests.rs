@@ -400,7 +400,12 @@ fn a_table_of_servers_or_an_entry_that_is_not_one_is_named_in_the_formats_words(
         );
         let path = dir.join(format!("{i}-bad"));
         std::fs::write(&path, bad).unwrap();
-        match read(source, std::slice::from_ref(&path), &env(), Path::new("/PROJECT")) {
+        match read(
+            source,
+            std::slice::from_ref(&path),
+            &env(),
+            Path::new("/PROJECT"),
+        ) {
             Err(ImportError::Shape {
                 path: p,
                 field: f,
