@@ -62,6 +62,7 @@ pub mod budget;
 mod cache;
 mod call_log;
 pub mod file;
+mod glob;
 mod metrics;
 mod mode;
 mod reload;

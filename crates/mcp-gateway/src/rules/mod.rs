@@ -22,7 +22,7 @@ use mcp_host::inbound::Caller;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::mode::category::resolve::glob;
+use crate::glob::glob;
 use crate::sync::lock;
 
 mod admit;
