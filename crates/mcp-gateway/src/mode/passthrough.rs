@@ -596,6 +596,22 @@ async fn handle(
                     template_candidates(state, shared, uri)
                 }
             };
+            // A ready upstream that declared no completions is not asked: it may refuse with
+            // -32601 (rmcp 3.11 does, rust-sdk #1446), and the client was told the gateway
+            // completes. With no one left to ask, the answer is that there are no suggestions.
+            let ready = ready(shared);
+            let candidates: Vec<String> = candidates
+                .into_iter()
+                .filter(|id| {
+                    ready
+                        .iter()
+                        .find(|(r, _)| r == id)
+                        .is_none_or(|(_, c)| has_completions(&c.server_info().capabilities))
+                })
+                .collect();
+            if candidates.is_empty() {
+                return encode(&json!({"completion": {"values": [], "hasMore": false}}));
+            }
             let (_, result) = first_answer(shared, &candidates, &method, &params, &context).await?;
             Ok(result)
         }

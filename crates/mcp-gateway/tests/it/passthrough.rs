@@ -457,6 +457,71 @@ async fn start_mem() -> String {
     format!("http://{addr}/mcp")
 }
 
+/// `Mem` without the completions capability, refusing `completion/complete` with `-32601` as
+/// an rmcp 3.11 server does for a capability it did not declare (rust-sdk #1446).
+#[derive(Clone, Default)]
+struct NoCompletions;
+
+impl Handler for NoCompletions {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        match request {
+            ClientRequest::Complete(_) => Err(ErrorObject::new(
+                code::METHOD_NOT_FOUND,
+                "completion/complete".into(),
+            )),
+            other => Mem.handle(other, context).await,
+        }
+    }
+}
+
+async fn start_no_completions() -> String {
+    let mut config = mem_config();
+    config.capabilities.completions = None;
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let config = mcp_http::HttpServerConfig::new(config);
+        let _ = mcp_http::serve_http(listener, config, NoCompletions).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// The gateway declares completions when one upstream does; a completion for a prompt of
+/// another, which declared none, is the empty answer the gateway's declaration promises, never
+/// that upstream's `-32601` (found with an rmcp 3.11 client: `cargo xtask bench --gateway-check`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_for_an_upstream_without_completions_is_empty_not_refused() {
+    let dir = TempDir::new("no-completions");
+    let upstreams = json!({
+        "mem": http(&start_mem().await),
+        "strict": http(&start_no_completions().await),
+    });
+    let gateway = start(&dir, upstreams).await;
+    let client = over_http(&gateway, plain_client()).await;
+    assert!(client.server_info().capabilities.completions.is_some());
+    let complete = |name: &str| json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "x", "value": "pa"}});
+    let mem = raw(&client, "completion/complete", complete("mcp__mem__greet"))
+        .await
+        .unwrap();
+    assert_eq!(mem["completion"]["values"], json!(["mem-pa"]));
+    let strict = raw(
+        &client,
+        "completion/complete",
+        complete("mcp__strict__greet"),
+    )
+    .await;
+    match strict {
+        Ok(answer) => assert_eq!(answer["completion"]["values"], json!([])),
+        Err(e) => panic!("completion for the upstream without completions: {e:?}"),
+    }
+    gateway.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logging_completion_and_subscriptions_pass_through() {
     let dir = TempDir::new("mem");
