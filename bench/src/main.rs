@@ -12,11 +12,14 @@
 //!   (`bench/ts/client.mjs`, `bench/py/client.py`) take the same spec and print the same line.
 //! - `mcp-bench run ...`: the driver, which runs every row, implementations interleaved per
 //!   repetition, and renders the page.
+//! - `mcp-bench gateway-check <mcp-host>`: not a measurement but a check, our gateway between
+//!   an rmcp client and an rmcp upstream (`gateway_check.rs`).
 
 // A benchmark reports on the terminal, and a failed invariant is a broken run.
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
 mod driver;
+mod gateway_check;
 mod ours;
 mod raw;
 mod render;
@@ -28,7 +31,7 @@ use anyhow::{Context as _, bail};
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(role) = args.first() else {
-        bail!("usage: mcp-bench server|client|run ...");
+        bail!("usage: mcp-bench server|client|run|gateway-check ...");
     };
     match role.as_str() {
         "server" => server(&args[1..]),
@@ -49,6 +52,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         "run" => driver::run(&args[1..]),
+        "gateway-check" => gateway_check::run(&args[1..]),
         other => bail!("unknown role `{other}`"),
     }
 }

@@ -5,8 +5,11 @@
 //! `target/bench/`, and runs its driver, which writes `docs/benchmarks.md`.
 //!
 //! Not part of `cargo xtask ci`: timings on a shared machine are no pass/fail.
+//!
+//! `--gateway-check` measures nothing: it builds the same binary and runs its check of our
+//! gateway between rmcp peers (bench/src/gateway_check.rs), which is a pass/fail.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use xshell::{Shell, cmd};
@@ -19,6 +22,9 @@ const MIN_NODE_MAJOR: u32 = 18;
 impl flags::Bench {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let root = project_root();
+        if self.gateway_check {
+            return gateway_check(sh, &root);
+        }
         let tools = root.join("target/tools");
         let node = crate::interop::node(sh, &tools, MIN_NODE_MAJOR)?;
         let sdk = tools.join("sdk");
@@ -31,14 +37,7 @@ impl flags::Bench {
         )?;
         let python = crate::interop::python_sdk(sh, &tools)?;
 
-        eprintln!("==> building bench/ in release (rmcp included) into target/bench");
-        let manifest = root.join("bench/Cargo.toml");
-        cmd!(sh, "cargo build --release --manifest-path {manifest}")
-            .env("CARGO_TARGET_DIR", root.join("target/bench"))
-            .run()
-            .context("building bench/ failed")?;
-
-        let exe = root.join("target/bench/release/mcp-bench");
+        let exe = build(sh, &root)?;
         let out = self
             .out
             .map(PathBuf::from)
@@ -69,4 +68,29 @@ impl flags::Bench {
             .context("the benchmark failed")?;
         Ok(())
     }
+}
+
+/// Builds `bench/` in release into `target/bench/` and returns its binary.
+fn build(sh: &Shell, root: &Path) -> anyhow::Result<PathBuf> {
+    eprintln!("==> building bench/ in release (rmcp included) into target/bench");
+    let manifest = root.join("bench/Cargo.toml");
+    cmd!(sh, "cargo build --release --manifest-path {manifest}")
+        .env("CARGO_TARGET_DIR", root.join("target/bench"))
+        .run()
+        .context("building bench/ failed")?;
+    Ok(root.join("target/bench/release/mcp-bench"))
+}
+
+/// `--gateway-check`: our gateway between an rmcp client and an rmcp upstream, over stdio and
+/// Streamable HTTP (issue 25 section 6; rmcp 3.11 refuses methods of capabilities a server did
+/// not declare). Needs neither Node nor Python; the `mcp-host` is the workspace's debug build.
+fn gateway_check(sh: &Shell, root: &Path) -> anyhow::Result<()> {
+    let bins = crate::binaries::build(sh)?;
+    let exe = build(sh, root)?;
+    let mcp_host = bins.join("mcp-host");
+    eprintln!("==> rmcp client -> mcp-host serve -> rmcp upstream");
+    cmd!(sh, "{exe} gateway-check {mcp_host}")
+        .run()
+        .context("our gateway between rmcp peers failed")?;
+    Ok(())
 }

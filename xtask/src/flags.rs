@@ -90,6 +90,9 @@ xflags::xflags! {
             optional --note note: String
             /// Write the page here instead of docs/benchmarks.md.
             optional --out out: String
+            /// No measurement: only check our gateway (`mcp-host serve`, stdio and HTTP)
+            /// between an rmcp client and an rmcp upstream (bench/src/gateway_check.rs).
+            optional --gateway-check
         }
     }
 }
