@@ -62,6 +62,10 @@ pub(crate) struct ImportArgs {
     /// and reported).
     #[arg(long)]
     pub(crate) force: bool,
+    /// Read the answers to VS Code's inputs from stdin, one line each in the order asked, when
+    /// stdin is not a terminal (at a terminal they are asked without this flag).
+    #[arg(long)]
+    pub(crate) inputs_from_stdin: bool,
 }
 
 /// A file layer a command edits: Claude Code's scopes, `global` kept as a synonym of `user`.

@@ -1,10 +1,19 @@
 //! `mcp-host import --from <tool>`: the servers another MCP client has configured, written into
 //! one of our files as `add` writes (mcp-host's `config::import` reads them), with what was
 //! imported, from where, what was not and why, and which variables to set.
+//!
+//! VS Code's `${input:ID}` (a value VS Code asks for) is asked here too, at a terminal or with
+//! `--inputs-from-stdin`: the answer goes to the OS keyring as `vscode-input-<ID>`, and the
+//! variable the entry reads (`VSCODE_INPUT_<ID>`) becomes `{"keyring": …}` among the private
+//! `variables` of the user's own file, never a value in the file the servers went to.
 
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
-use mcp_host::config::{self, ImportError, ImportReport, ImportSource, Scope, WriteOutcome};
+use mcp_host::config::{
+    self, ImportError, ImportInput, ImportReport, ImportSource, Scope, Secret, WriteOutcome,
+};
+use mcp_host::keyring::Keyring;
 use serde_json::{Value, json};
 
 use crate::args::{EditScope, ImportArgs};
@@ -43,13 +52,149 @@ pub(crate) fn run(cx: &Context, out: &Out, a: ImportArgs) -> Result<(), Failure>
         }
         written.into_iter().map(|(id, o)| (id, Some(o))).collect()
     };
+    let answered = if a.dry_run || report.servers.is_empty() {
+        Vec::new()
+    } else {
+        answer_inputs(cx, &report.inputs, a.scope, a.inputs_from_stdin)?
+    };
     if out.is_json() {
-        out.json(&as_json(source, &report, &outcomes, &target, a.dry_run));
+        let mut v = as_json(source, &report, &outcomes, &target, a.dry_run);
+        v["answered_inputs"] = answered
+            .iter()
+            .map(|k| json!({"variable": k.variable, "keyring": k.entry, "file": k.file.display().to_string()}))
+            .collect();
+        out.json(&v);
     } else {
         let looked = source.default_files(&cx.env, &cx.paths.project_dir);
-        print(out, source, &report, &outcomes, &target, a.dry_run, &looked);
+        print(
+            out, source, &report, &outcomes, &target, a.dry_run, &looked, &answered,
+        );
     }
     Ok(())
+}
+
+/// An input answered at import: where its answer went.
+struct Answered {
+    variable: String,
+    entry: String,
+    file: PathBuf,
+}
+
+/// The keyring entry that keeps the answer to VS Code's input `id`.
+fn input_entry(id: &str) -> String {
+    let tail: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    format!("vscode-input-{tail}")
+}
+
+/// Asks each input (at a terminal, or one line of stdin each with `from_stdin`), keeps every
+/// non-empty answer in the keyring and points the input's variable at it from the user's own
+/// file: the local one when the servers went to the project's file, else the file they went
+/// to. Neither a terminal nor `from_stdin`: nothing is asked (the report names the variables).
+fn answer_inputs(
+    cx: &Context,
+    inputs: &[ImportInput],
+    scope: EditScope,
+    from_stdin: bool,
+) -> Result<Vec<Answered>, Failure> {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if inputs.is_empty() || !(terminal || from_stdin) {
+        return Ok(Vec::new());
+    }
+    let file = match Scope::from(scope) {
+        Scope::Project => cx.paths.editable(Scope::Local)?,
+        other => cx.paths.editable(other)?,
+    }
+    .to_path_buf();
+    let keyring = Keyring::open(&cx.env).map_err(|e| {
+        Failure::new(
+            Code::Other,
+            format!("import: VS Code's inputs cannot be kept: {e}"),
+        )
+        .hint("MCP_HOST_KEYRING=keyutils uses the kernel keyring, which needs no session bus")
+    })?;
+    let mut answered = Vec::new();
+    for input in inputs {
+        let answer = ask(input, terminal).map_err(|e| {
+            Failure::new(
+                Code::Other,
+                format!(
+                    "import: cannot read the answer to input `{}`: {e}",
+                    input.id
+                ),
+            )
+        })?;
+        let Some(answer) = answer else { continue };
+        let entry = input_entry(&input.id);
+        keyring.set_secret(&entry, &answer).map_err(|e| {
+            Failure::new(
+                Code::Other,
+                format!(
+                    "import: the answer to input `{}` cannot be kept: {e}",
+                    input.id
+                ),
+            )
+        })?;
+        answered.push(Answered {
+            variable: input.variable.clone(),
+            entry,
+            file: file.clone(),
+        });
+    }
+    if !answered.is_empty() {
+        let refs: Vec<(String, String)> = answered
+            .iter()
+            .map(|a| (a.variable.clone(), a.entry.clone()))
+            .collect();
+        config::set_keyring_variables(&file, &refs)?;
+    }
+    Ok(answered)
+}
+
+/// One answer: asked on stderr at a terminal (without echo for a password), else one line of
+/// stdin. `None` when empty (the input is left to its variable).
+fn ask(input: &ImportInput, terminal: bool) -> std::io::Result<Option<Secret>> {
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    if terminal {
+        let mut err = std::io::stderr().lock();
+        let hidden = if input.password { " (not shown)" } else { "" };
+        write!(
+            err,
+            "{} [VS Code input `{}`]{hidden}: ",
+            input.description, input.id
+        )?;
+        err.flush()?;
+        if input.password {
+            use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+            let saved = tcgetattr(&stdin).map_err(std::io::Error::from)?;
+            let mut quiet = saved.clone();
+            quiet.local_flags.remove(LocalFlags::ECHO);
+            tcsetattr(&stdin, SetArg::TCSANOW, &quiet).map_err(std::io::Error::from)?;
+            let read = stdin.lock().read_line(&mut line).map(|_| ());
+            let restored = tcsetattr(&stdin, SetArg::TCSANOW, &saved).map_err(std::io::Error::from);
+            writeln!(err)?;
+            read.and(restored)?;
+        } else {
+            stdin.lock().read_line(&mut line)?;
+        }
+    } else {
+        stdin.lock().read_line(&mut line)?;
+    }
+    let answer = line
+        .strip_suffix("\r\n")
+        .or_else(|| line.strip_suffix('\n'))
+        .unwrap_or(&line);
+    Ok((!answer.is_empty()).then(|| Secret::new(answer)))
 }
 
 /// `add-from-claude-desktop` (Claude Code's spelling): `import --from claude-desktop`, into
@@ -68,6 +213,7 @@ pub(crate) fn from_claude_desktop(
         scope: scope.unwrap_or(EditScope::Local),
         dry_run,
         force,
+        inputs_from_stdin: false,
     };
     run(cx, out, a)
 }
@@ -99,6 +245,7 @@ fn print(
     target: &std::path::Path,
     dry_run: bool,
     looked: &[PathBuf],
+    answered: &[Answered],
 ) {
     if report.files.is_empty() {
         out.text(&format!(
@@ -142,12 +289,44 @@ fn print(
             out.text(&format!("  {n}"));
         }
     }
-    if !report.variables.is_empty() {
+    for a in answered {
+        out.text(&format!(
+            "{} reads the keyring secret `{}` (the answer; `variables` of {})",
+            a.variable,
+            a.entry,
+            a.file.display()
+        ));
+    }
+    let unset: Vec<_> = report
+        .variables
+        .iter()
+        .filter(|v| !answered.iter().any(|a| a.variable == v.name))
+        .collect();
+    if !unset.is_empty() {
         out.text("set these variables (the source held the values, which were not copied):");
-        for v in &report.variables {
+        for v in &unset {
             out.text(&format!(
                 "  {} for `{}` ({}): {}",
                 v.name, v.server, v.field, v.reason
+            ));
+        }
+    }
+    let unasked: Vec<_> = report
+        .inputs
+        .iter()
+        .filter(|i| !answered.iter().any(|a| a.variable == i.variable))
+        .collect();
+    if !unasked.is_empty() && !dry_run {
+        out.text(
+            "or keep an input's answer in the keyring: run the import at a terminal (or with \
+             --inputs-from-stdin), or `mcp-host secret set NAME` and set the variable to \
+             {\"keyring\": \"NAME\"} in `variables` of your own file:",
+        );
+        for i in unasked {
+            out.text(&format!(
+                "  mcp-host secret set {}   (for {})",
+                input_entry(&i.id),
+                i.variable
             ));
         }
     }

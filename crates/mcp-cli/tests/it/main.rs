@@ -14,6 +14,7 @@ mod exit_codes;
 mod gateway_login;
 mod gateway_promises;
 mod import;
+mod import_inputs;
 mod inbound_auth;
 mod install;
 mod keyring;

@@ -441,6 +441,26 @@ pub fn set_variables(path: &Path, vars: &[(String, Secret)]) -> Result<(), Confi
     })
 }
 
+/// Sets private variables (as [`set_variables`]) whose values stay in the OS keyring: each
+/// becomes `{"keyring": "NAME"}`, read when the configuration loads, so the file holds no
+/// value at all (`import --from vscode` keeps an answered input this way).
+pub fn set_keyring_variables(path: &Path, vars: &[(String, String)]) -> Result<(), ConfigError> {
+    let invalid = |message: &str| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message: message.to_owned(),
+    };
+    edit_top(path, true, |top| {
+        let map = top.entry("variables").or_insert_with(|| json!({}));
+        let Value::Object(map) = map else {
+            return Err(invalid("`variables` is not an object"));
+        };
+        for (name, entry) in vars {
+            map.insert(name.clone(), json!({ "keyring": entry }));
+        }
+        Ok(())
+    })
+}
+
 /// Read-modify-write of the top-level object of the native file at `path`.
 fn edit_top(
     path: &Path,

@@ -47,11 +47,12 @@ pub use credentials::CredentialsStore;
 pub use detect::{DetectError, Detected, detect, split_command_line};
 pub use edit::allow_tool;
 pub use edit::{
-    NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled, set_variables,
+    NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled,
+    set_keyring_variables, set_variables,
 };
 pub use import::{
-    ImportError, ImportReport, ImportSource, ImportedServer, NeededVariable, NotCarried,
-    WriteOutcome, read as import_read, write as import_write,
+    ImportError, ImportInput, ImportReport, ImportSource, ImportedServer, NeededVariable,
+    NotCarried, WriteOutcome, read as import_read, write as import_write,
 };
 pub use model::{
     ConfigFile, ConfiguredServer, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_RESULT_BYTES,
@@ -321,28 +322,31 @@ fn config_dir(env: &Env) -> Option<PathBuf> {
 
 /// The effective configuration: every file of `paths`, merged.
 pub fn load(paths: &ConfigPaths, env: &Env) -> LoadedConfig {
-    load_files(
-        &paths.files(),
-        &private_variables(paths, env),
-        &paths.project_dir,
-    )
+    let (env, problems) = private_variables(paths, env);
+    let mut out = load_files(&paths.files(), &env, &paths.project_dir);
+    out.problems.extend(problems);
+    out
 }
 
 /// One layer alone, not merged with the others (for `list --scope local|project|user`).
 pub fn load_scope(paths: &ConfigPaths, env: &Env, scope: Scope) -> LoadedConfig {
-    load_files(
-        &paths.scope_files(scope),
-        &private_variables(paths, env),
-        &paths.project_dir,
-    )
+    let (env, problems) = private_variables(paths, env);
+    let mut out = load_files(&paths.scope_files(scope), &env, &paths.project_dir);
+    out.problems.extend(problems);
+    out
 }
 
 /// `env` with the private `variables` of the user's own files added (global, then local, the
 /// later winning; see [`set_variables`]) where `env` does not set them: the process's
 /// environment always wins, as it does over a `${VAR:-default}`. A project's files are never
 /// read for variables: a value it set would be the project's, not the user's.
-fn private_variables(paths: &ConfigPaths, env: &Env) -> Env {
-    let mut merged = BTreeMap::new();
+///
+/// A variable's value may be `{"keyring": "NAME"}` (what `import --from vscode` writes for an
+/// answered input), read from the keyring here so that `${VAR}` works inside a longer string
+/// ("Bearer ${VAR}"); a missing entry is an error naming the variable and the entry, and the
+/// variable stays unset (so a server reading it fails too, naming the variable).
+fn private_variables(paths: &ConfigPaths, env: &Env) -> (Env, Vec<Problem>) {
+    let mut merged: BTreeMap<String, (PathBuf, serde_json::Value)> = BTreeMap::new();
     for path in paths.global.iter().chain(&paths.local) {
         let Ok(bytes) = std::fs::read(path) else {
             continue;
@@ -352,19 +356,46 @@ fn private_variables(paths: &ConfigPaths, env: &Env) -> Env {
         };
         if let Some(serde_json::Value::Object(vars)) = top.get("variables") {
             for (name, value) in vars {
-                if let Some(value) = value.as_str() {
-                    merged.insert(name.clone(), value.to_owned());
-                }
+                merged.insert(name.clone(), (path.clone(), value.clone()));
             }
         }
     }
     let mut out = env.clone();
-    for (name, value) in merged {
-        if env.var(&name).is_none() {
-            out = out.with(name, value);
+    let mut problems = Vec::new();
+    for (name, (file, value)) in merged {
+        if env.var(&name).is_some() {
+            continue;
         }
+        let value = match &value {
+            serde_json::Value::String(v) => v.clone(),
+            serde_json::Value::Object(o) if o.len() == 1 => {
+                let Some(entry) = o.get("keyring").and_then(serde_json::Value::as_str) else {
+                    continue;
+                };
+                let read = if secret::is_keyring_name(entry) {
+                    secret::read_keyring(env, entry)
+                } else {
+                    Err(format!("`{entry}` cannot name a keyring secret"))
+                };
+                match read {
+                    Ok(v) => v.secret().to_owned(),
+                    Err(message) => {
+                        problems.push(Problem {
+                            severity: Severity::Error,
+                            file,
+                            server: None,
+                            field: Some(format!("variables.{name}")),
+                            message: format!("variable `{name}` is unset: {message}"),
+                        });
+                        continue;
+                    }
+                }
+            }
+            _ => continue,
+        };
+        out = out.with(name, value);
     }
-    out
+    (out, problems)
 }
 
 /// `files` (lowest precedence first) read and merged; relative `cwd` values resolved against

@@ -250,6 +250,24 @@ pub struct ImportReport {
     pub not_carried: Vec<NotCarried>,
     /// The variables the imported entries read that the source held as values.
     pub variables: Vec<NeededVariable>,
+    /// The source's prompts behind some of `variables` (VS Code's `inputs`), once each: what
+    /// the command line may ask the user at import, so that the answer goes to the keyring.
+    pub inputs: Vec<ImportInput>,
+}
+
+/// A value the source would have asked the user for (VS Code's `${input:ID}`): the import
+/// turned it into a variable, and the user may answer it now instead of setting that variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportInput {
+    /// The variable the entries read in its place (one of the report's `variables`).
+    pub variable: String,
+    /// The source's id of the input.
+    pub id: String,
+    /// The question the source would have asked (its `description`, else the id).
+    pub description: String,
+    /// Whether the source hides the answer as it is typed (`password: true`).
+    pub password: bool,
 }
 
 /// Where a source file's relative paths and variables point: the user's home and the
@@ -297,6 +315,7 @@ pub fn read(
             file: &path,
             found: Vec::new(),
             not_carried: Vec::new(),
+            inputs: Vec::new(),
         };
         match source {
             ImportSource::ClaudeDesktop | ImportSource::ClaudeCode => {
@@ -309,11 +328,20 @@ pub fn read(
             ImportSource::Zed => zed::read(&text, &places, &mut sink)?,
         }
         let Sink {
-            found, not_carried, ..
+            found,
+            not_carried,
+            inputs,
+            ..
         } = sink;
         report.not_carried.extend(not_carried);
         for f in found {
             finish(&path, f, project_dir, &mut report);
+        }
+        for input in inputs {
+            let wanted = report.variables.iter().any(|v| v.name == input.variable);
+            if wanted && !report.inputs.iter().any(|i| i.variable == input.variable) {
+                report.inputs.push(input);
+            }
         }
         report.files.push(path);
     }
@@ -341,6 +369,8 @@ pub(crate) struct Sink<'a> {
     pub(crate) file: &'a Path,
     pub(crate) found: Vec<Found>,
     pub(crate) not_carried: Vec<NotCarried>,
+    /// The source's prompts the found entries read (VS Code's `inputs`).
+    pub(crate) inputs: Vec<ImportInput>,
 }
 
 impl Sink<'_> {

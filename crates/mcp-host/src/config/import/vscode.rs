@@ -1,14 +1,15 @@
 //! VS Code's `mcp.json` (the user's, and the project's `.vscode/mcp.json`): `servers` and
 //! `inputs`. `${input:ID}` is a value VS Code asks the user for (a password prompt, usually)
 //! and keeps in its own secret storage, out of our reach: here it becomes the variable
-//! `VSCODE_INPUT_<ID>` and the report asks the user to set it, so the answer never enters our
-//! file. `${env:NAME}`, `${userHome}` and `${workspaceFolder}` are translated.
+//! `VSCODE_INPUT_<ID>` and the report asks the user to set it (or names the input in
+//! [`ImportReport::inputs`](super::ImportReport), for the command line to ask and keep the
+//! answer in the keyring), so the answer never enters the imported file. `${env:NAME}`, `${userHome}` and `${workspaceFolder}` are translated.
 
 use std::cell::RefCell;
 
 use serde_json::Value;
 
-use super::{ImportError, Places, Sink};
+use super::{ImportError, ImportInput, Places, Sink};
 
 /// The members of a VS Code server that have an equivalent here (`envFile`, `dev` and
 /// `gallery` have none).
@@ -38,7 +39,7 @@ pub(super) fn read(
     let Value::Object(top) = doc else {
         return Err(sink.shape_error("", "the file is not a JSON object"));
     };
-    let mut inputs: Vec<(String, String)> = Vec::new();
+    let mut inputs: Vec<(String, String, bool)> = Vec::new();
     match top.get("inputs") {
         None => {}
         Some(Value::Array(list)) => {
@@ -49,7 +50,8 @@ pub(super) fn read(
                         .and_then(Value::as_str)
                         .unwrap_or(id)
                         .to_owned();
-                    inputs.push((id.to_owned(), what));
+                    let password = item.get("password").and_then(Value::as_bool) == Some(true);
+                    inputs.push((id.to_owned(), what, password));
                 }
             }
         }
@@ -62,12 +64,13 @@ pub(super) fn read(
         "an object",
         |sink, id, entry| {
             let failed: RefCell<Option<String>> = RefCell::new(None);
-            let used: RefCell<Vec<(String, String)>> = RefCell::new(Vec::new());
+            let used: RefCell<Vec<(String, String, bool)>> = RefCell::new(Vec::new());
             let translate = |s: &str| -> String {
                 let mut input = |input_id: &str| {
-                    let (_, what) = inputs.iter().find(|(i, _)| i == input_id)?;
+                    let (_, what, password) = inputs.iter().find(|(i, _, _)| i == input_id)?;
                     let var = input_variable(input_id);
-                    used.borrow_mut().push((var.clone(), what.clone()));
+                    used.borrow_mut()
+                        .push((input_id.to_owned(), what.clone(), *password));
                     Some(var)
                 };
                 super::editor_variables(s, places, &mut input).unwrap_or_else(|e| {
@@ -90,7 +93,16 @@ pub(super) fn read(
             if let Some(mut f) = found {
                 let mut used = used.into_inner();
                 used.dedup();
-                for (var, what) in used {
+                for (input_id, what, password) in used {
+                    let var = input_variable(&input_id);
+                    if !sink.inputs.iter().any(|i| i.variable == var) {
+                        sink.inputs.push(ImportInput {
+                            variable: var.clone(),
+                            id: input_id,
+                            description: what.clone(),
+                            password,
+                        });
+                    }
                     f.needs.push((
                         var,
                         "an input".to_owned(),

@@ -1,0 +1,144 @@
+//! `import --from vscode` with VS Code's `${input:ID}` answered at import, through the built
+//! binary and the real Linux kernel keyring (`MCP_HOST_KEYRING=keyutils`, as tests/it/keyring.rs
+//! uses it): the answer goes to the keyring, the user's own file points the input's variable at
+//! it, the project file holds only `${VSCODE_INPUT_…}`, and the server receives the value.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Stdio;
+
+use super::*;
+
+/// Runs with `stdin` piped in and the kernel keyring chosen.
+fn run_piped(user: &User, args: &[&str], stdin: &str) -> Run {
+    let mut child = user
+        .command(args)
+        .env("MCP_HOST_KEYRING", "keyutils")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Every file under `dir`, with its text.
+fn texts(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(texts(&path));
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push((path, text));
+        }
+    }
+    out
+}
+
+#[test]
+fn an_answered_vscode_input_reaches_the_server_through_the_keyring_and_no_file_holds_it() {
+    let user = User::new();
+    // An id no other run uses: the kernel keyring is the user's, shared by every test run.
+    let id = format!("tok-{}", std::process::id());
+    let variable = format!("VSCODE_INPUT_TOK_{}", std::process::id());
+    let entry = format!("vscode-input-{id}");
+    const ANSWER: &str = "answer-planted-51d3";
+    let seen = user.home.path().join("seen-key");
+    let script = format!(
+        "printf %s \"$DEMO_KEY\" > '{}'; exec '{}' demo-server",
+        seen.display(),
+        bin()
+    );
+    let vscode = user.project.path().join(".vscode/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    std::fs::write(
+        &vscode,
+        serde_json::to_vec_pretty(&serde_json::json!({
+            "inputs": [{"type": "promptString", "id": id, "description": "Demo token",
+                        "password": true}],
+            "servers": {"demo": {"type": "stdio", "command": "sh", "args": ["-c", script],
+                                 "env": {"DEMO_KEY": format!("Bearer ${{input:{id}}}")}}}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+
+    // No terminal and no flag: nothing asked, the note names the variable and the secret.
+    let quiet = user.run_with(
+        &["import", "--from", "vscode"],
+        "MCP_HOST_KEYRING",
+        "keyutils",
+    );
+    quiet
+        .code(0)
+        .out_has("added `demo`")
+        .out_has(&variable)
+        .out_has(&format!("mcp-host secret set {entry}"));
+
+    // Answered on stdin: kept in the keyring, pointed at from the user's local file.
+    let answered = run_piped(
+        &user,
+        &["import", "--from", "vscode", "--inputs-from-stdin"],
+        &format!("{ANSWER}\n"),
+    );
+    let test = run_piped(&user, &["test", "demo"], "");
+    let files = texts(user.home.path())
+        .into_iter()
+        .chain(texts(user.project.path()))
+        .collect::<Vec<_>>();
+    run_piped(&user, &["secret", "rm", &entry], "").code(0);
+    let missing = run_piped(&user, &["test", "demo"], "");
+
+    answered
+        .code(0)
+        .out_has(&format!("{variable} reads the keyring secret `{entry}`"));
+    test.code(0);
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        format!("Bearer {ANSWER}")
+    );
+    let project = std::fs::read_to_string(user.project_file()).unwrap();
+    assert!(
+        project.contains(&format!("Bearer ${{{variable}}}")),
+        "{project}"
+    );
+    let reference = serde_json::json!({ "keyring": entry }).to_string();
+    assert!(
+        files.iter().any(|(_, t)| t.contains(&variable)
+            && t.split_whitespace()
+                .collect::<String>()
+                .contains(&reference)),
+        "no file points {variable} at the keyring: {files:#?}"
+    );
+    for (path, text) in &files {
+        if path != &seen {
+            assert!(!text.contains(ANSWER), "{}: {text}", path.display());
+        }
+    }
+    for run in [&answered, &test] {
+        assert!(
+            !run.stdout.contains(ANSWER) && !run.stderr.contains(ANSWER),
+            "{run:#?}"
+        );
+    }
+
+    // The entry gone: loading says which variable and which entry.
+    assert_ne!(missing.code, 0, "{missing:#?}");
+    let all = format!("{}{}", missing.stdout, missing.stderr);
+    assert!(
+        all.contains(&variable) && all.contains(&entry),
+        "{missing:#?}"
+    );
+}
