@@ -65,10 +65,19 @@ pub(crate) fn run(cx: &Context, out: &Out, a: ImportArgs) -> Result<(), Failure>
             .collect();
         out.json(&v);
     } else {
-        let looked = source.default_files(&cx.env, &cx.paths.project_dir);
-        print(
-            out, source, &report, &outcomes, &target, a.dry_run, &looked, &answered,
-        );
+        if report.files.is_empty() {
+            let looked = source.default_files(&cx.env, &cx.paths.project_dir);
+            out.text(&format!(
+                "no {source} configuration found (looked for {}); give one with --path",
+                looked
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        } else {
+            print(out, &report, &outcomes, &target, a.dry_run, &answered);
+        }
     }
     Ok(())
 }
@@ -237,27 +246,15 @@ fn outcome_str(o: Option<WriteOutcome>, dry_run: bool) -> &'static str {
     }
 }
 
+/// The text report of an import that read at least one file.
 fn print(
     out: &Out,
-    source: ImportSource,
     report: &ImportReport,
     outcomes: &[(String, Option<WriteOutcome>)],
     target: &std::path::Path,
     dry_run: bool,
-    looked: &[PathBuf],
     answered: &[Answered],
 ) {
-    if report.files.is_empty() {
-        out.text(&format!(
-            "no {source} configuration found (looked for {}); give one with --path",
-            looked
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        return;
-    }
     for f in &report.files {
         out.text(&format!("read {}", f.display()));
     }

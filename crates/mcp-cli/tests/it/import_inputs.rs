@@ -4,7 +4,7 @@
 //! it, the project file holds only `${VSCODE_INPUT_…}`, and the server receives the value.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use super::*;
@@ -34,7 +34,7 @@ fn run_piped(user: &User, args: &[&str], stdin: &str) -> Run {
 }
 
 /// Every file under `dir`, with its text.
-fn texts(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+fn texts(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
