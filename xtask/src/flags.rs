@@ -94,5 +94,11 @@ xflags::xflags! {
             /// between an rmcp client and an rmcp upstream (bench/src/gateway_check.rs).
             optional --gateway-check
         }
+        /// Instructions per tools/call round trip through each layer (codec, stdio, HTTP,
+        /// gateway hop) under valgrind's callgrind, against xtask/callgrind-baseline.txt.
+        cmd callgrind {
+            /// Write the baseline from this run instead of checking against it.
+            optional --bless
+        }
     }
 }

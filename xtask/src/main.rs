@@ -7,6 +7,7 @@
 mod bench;
 mod binaries;
 mod bounded;
+mod callgrind;
 mod ci;
 mod conformance;
 mod external_types;
@@ -43,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Interop(cmd) => cmd.run(sh),
         flags::XtaskCmd::Conformance(cmd) => cmd.run(sh),
         flags::XtaskCmd::Bench(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Callgrind(cmd) => cmd.run(sh),
         flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
         flags::XtaskCmd::Netfault(cmd) => cmd.run(sh),
         flags::XtaskCmd::Soak(cmd) => cmd.run(sh),
