@@ -175,25 +175,30 @@ fn ask(input: &ImportInput, terminal: bool) -> std::io::Result<Option<Secret>> {
     let stdin = std::io::stdin();
     let mut line = String::new();
     if terminal {
-        let mut err = std::io::stderr().lock();
         let hidden = if input.password { " (not shown)" } else { "" };
-        write!(
-            err,
+        let question = format!(
             "{} [VS Code input `{}`]{hidden}: ",
             input.description, input.id
-        )?;
-        err.flush()?;
+        );
+        let mut err = std::io::stderr().lock();
         if input.password {
+            // Echo goes off before the question shows, so that nothing typed after it is
+            // echoed; it comes back on every path out.
             use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
             let saved = tcgetattr(&stdin).map_err(std::io::Error::from)?;
             let mut quiet = saved.clone();
             quiet.local_flags.remove(LocalFlags::ECHO);
             tcsetattr(&stdin, SetArg::TCSANOW, &quiet).map_err(std::io::Error::from)?;
-            let read = stdin.lock().read_line(&mut line).map(|_| ());
+            let read = err
+                .write_all(question.as_bytes())
+                .and_then(|()| err.flush())
+                .and_then(|()| stdin.lock().read_line(&mut line).map(|_| ()));
             let restored = tcsetattr(&stdin, SetArg::TCSANOW, &saved).map_err(std::io::Error::from);
             writeln!(err)?;
             read.and(restored)?;
         } else {
+            err.write_all(question.as_bytes())?;
+            err.flush()?;
             stdin.lock().read_line(&mut line)?;
         }
     } else {

@@ -142,3 +142,91 @@ fn an_answered_vscode_input_reaches_the_server_through_the_keyring_and_no_file_h
         "{missing:#?}"
     );
 }
+
+/// At a terminal (a pseudo-terminal from util-linux's `script`), a `password: true` input is
+/// asked by its description and typed without echo: the terminal's output shows the question
+/// and never the answer, which still reaches the server.
+#[test]
+fn a_password_input_is_asked_at_a_terminal_without_echo() {
+    use std::io::Read as _;
+    let user = User::new();
+    let id = format!("pty-{}", std::process::id());
+    let entry = format!("vscode-input-{id}");
+    const ANSWER: &str = "typed-planted-8a2f";
+    let seen = user.home.path().join("seen-key");
+    let script = format!(
+        "printf %s \"$DEMO_KEY\" > '{}'; exec '{}' demo-server",
+        seen.display(),
+        bin()
+    );
+    let vscode = user.project.path().join(".vscode/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    std::fs::write(
+        &vscode,
+        serde_json::to_vec_pretty(&serde_json::json!({
+            "inputs": [{"type": "promptString", "id": id, "description": "Pty demo token",
+                        "password": true}],
+            "servers": {"demo": {"type": "stdio", "command": "sh", "args": ["-c", script],
+                                 "env": {"DEMO_KEY": format!("${{input:{id}}}")}}}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut child = Command::new("script")
+        .args([
+            "-qefc",
+            &format!("'{}' import --from vscode", bin()),
+            "/dev/null",
+        ])
+        .current_dir(user.project.path())
+        .env_clear()
+        .env("HOME", user.home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("MCP_HOST_KEYRING", "keyutils")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    // The answer is typed once the question shows, as a person would.
+    let mut screen = Vec::new();
+    while !String::from_utf8_lossy(&screen).contains("Pty demo token") {
+        match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(chunk) => screen.extend(chunk),
+            Err(_) => panic!(
+                "no question: {}",
+                String::from_utf8_lossy(&screen).into_owned()
+            ),
+        }
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{ANSWER}\n").as_bytes()).unwrap();
+    while let Ok(chunk) = rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        screen.extend(chunk);
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let screen = String::from_utf8_lossy(&screen).into_owned();
+    let test = run_piped(&user, &["test", "demo"], "");
+    run_piped(&user, &["secret", "rm", &entry], "").code(0);
+
+    assert!(status.success(), "{status:?}: {screen}");
+    assert!(
+        screen.contains("Pty demo token") && screen.contains("(not shown)"),
+        "{screen}"
+    );
+    assert!(screen.contains(&entry), "{screen}");
+    assert!(!screen.contains(ANSWER), "the answer was echoed: {screen}");
+    test.code(0);
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), ANSWER);
+}
