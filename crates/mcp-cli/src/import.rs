@@ -55,7 +55,7 @@ pub(crate) fn run(cx: &Context, out: &Out, a: ImportArgs) -> Result<(), Failure>
     let answered = if a.dry_run || report.servers.is_empty() {
         Vec::new()
     } else {
-        answer_inputs(cx, &report.inputs, a.scope, a.inputs_from_stdin)?
+        answer_inputs(cx, out, &report.inputs, a.scope, a.inputs_from_stdin)?
     };
     if out.is_json() {
         let mut v = as_json(source, &report, &outcomes, &target, a.dry_run);
@@ -108,9 +108,11 @@ fn input_entry(id: &str) -> String {
 /// Asks each input (at a terminal, or one line of stdin each with `from_stdin`), keeps every
 /// non-empty answer in the keyring and points the input's variable at it from the user's own
 /// file: the local one when the servers went to the project's file, else the file they went
-/// to. Neither a terminal nor `from_stdin`: nothing is asked (the report names the variables).
+/// to. Neither a terminal nor `from_stdin`, or no usable keyring (said on stderr): nothing is
+/// asked, and the report names the variables, as the servers are written already.
 fn answer_inputs(
     cx: &Context,
+    out: &Out,
     inputs: &[ImportInput],
     scope: EditScope,
     from_stdin: bool,
@@ -124,13 +126,16 @@ fn answer_inputs(
         other => cx.paths.editable(other)?,
     }
     .to_path_buf();
-    let keyring = Keyring::open(&cx.env).map_err(|e| {
-        Failure::new(
-            Code::Other,
-            format!("import: VS Code's inputs cannot be kept: {e}"),
-        )
-        .hint("MCP_HOST_KEYRING=keyutils uses the kernel keyring, which needs no session bus")
-    })?;
+    let keyring = match Keyring::open(&cx.env) {
+        Ok(k) => k,
+        Err(e) => {
+            out.note(&format!(
+                "import: VS Code's inputs are not asked: no keyring to keep the answers ({e}); \
+                 MCP_HOST_KEYRING=keyutils uses the kernel keyring, which needs no session bus"
+            ));
+            return Ok(Vec::new());
+        }
+    };
     let mut answered = Vec::new();
     for input in inputs {
         let answer = ask(input, terminal).map_err(|e| {

@@ -87,6 +87,22 @@ fn an_answered_vscode_input_reaches_the_server_through_the_keyring_and_no_file_h
         .out_has(&variable)
         .out_has(&format!("mcp-host secret set {entry}"));
 
+    // A dry run asks nothing, even with the flag: the keyring has no entry yet.
+    run_piped(
+        &user,
+        &[
+            "import",
+            "--from",
+            "vscode",
+            "--dry-run",
+            "--inputs-from-stdin",
+        ],
+        &format!("{ANSWER}\n"),
+    )
+    .code(0)
+    .out_has("would add `demo`");
+    run_piped(&user, &["secret", "get", &entry], "").code(3);
+
     // Answered on stdin: kept in the keyring, pointed at from the user's local file.
     let answered = run_piped(
         &user,
@@ -229,4 +245,51 @@ fn a_password_input_is_asked_at_a_terminal_without_echo() {
     assert!(!screen.contains(ANSWER), "the answer was echoed: {screen}");
     test.code(0);
     assert_eq!(std::fs::read_to_string(&seen).unwrap(), ANSWER);
+}
+
+/// No usable keyring: the servers are still imported, nothing is asked, stderr says why and the
+/// report names the variable and the `secret set` that would keep the answer.
+#[test]
+fn without_a_keyring_inputs_are_not_asked_and_the_import_still_succeeds() {
+    let user = User::new();
+    let vscode = user.project.path().join(".vscode/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    std::fs::write(
+        &vscode,
+        serde_json::to_vec_pretty(&serde_json::json!({
+            "inputs": [{"type": "promptString", "id": "key", "password": true}],
+            "servers": {"demo": {"command": bin(), "args": ["demo-server"],
+                                 "env": {"DEMO_KEY": "${input:key}"}}}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut child = user
+        .command(&["import", "--from", "vscode", "--inputs-from-stdin"])
+        // A keyring this platform does not have.
+        .env("MCP_HOST_KEYRING", "credential-manager")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"never-kept-77c1\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let run = Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    run.code(0)
+        .out_has("added `demo`")
+        .out_has("mcp-host secret set vscode-input-key")
+        .err_has("inputs are not asked");
+    let project = std::fs::read_to_string(user.project_file()).unwrap();
+    assert!(project.contains("${VSCODE_INPUT_KEY}"), "{project}");
+    assert!(!project.contains("never-kept-77c1"), "{project}");
 }
