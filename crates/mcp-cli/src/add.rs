@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use mcp_host::config::{
-    self, NewServer, NewTransport, Scope, Secret, SecretSource, is_secret_name,
+    self, NewServer, NewTransport, Scope, Secret, SecretSource, is_secret_name, variable_name,
 };
 use serde_json::{Value, json};
 
@@ -147,7 +147,7 @@ fn keep_secrets_out(
                 || vars.iter().any(|(k, v)| k == n && v.secret() != value)
         };
         if clash(&preferred) {
-            variable(&format!("{id}_{preferred}"))
+            variable_name(&format!("{id}_{preferred}"))
         } else {
             preferred
         }
@@ -159,7 +159,7 @@ fn keep_secrets_out(
                 if !(is_secret_name(k) || looks_secret(s.secret())) || reads_variable(s.secret()) {
                     continue;
                 }
-                let var = name_for(variable(k), s.secret(), &vars);
+                let var = name_for(variable_name(k), s.secret(), &vars);
                 vars.push((var.clone(), s.clone()));
                 moved.push(Moved {
                     field: format!("env.{k}"),
@@ -184,7 +184,7 @@ fn keep_secrets_out(
                     Some(s) => (text[s.len() + 1..].trim_start().to_owned(), format!("{s} ")),
                     None => (text.clone(), String::new()),
                 };
-                let var = name_for(variable(&format!("{id}_{k}")), &secret, &vars);
+                let var = name_for(variable_name(&format!("{id}_{k}")), &secret, &vars);
                 vars.push((var.clone(), Secret::new(secret)));
                 moved.push(Moved {
                     field: format!("headers.{k}"),
@@ -196,7 +196,11 @@ fn keep_secrets_out(
         _ => {}
     }
     if let Some(SecretSource::Plain(s)) = &server.oauth.client_secret {
-        let var = name_for(variable(&format!("{id}_CLIENT_SECRET")), s.secret(), &vars);
+        let var = name_for(
+            variable_name(&format!("{id}_CLIENT_SECRET")),
+            s.secret(),
+            &vars,
+        );
         vars.push((var.clone(), s.clone()));
         moved.push(Moved {
             field: "oauth.client_secret".to_owned(),
@@ -226,24 +230,6 @@ fn existing_variables(cx: &Context) -> Vec<(String, String)> {
             .collect(),
         _ => Vec::new(),
     }
-}
-
-/// `text` as an environment variable name: upper case, every other character `_`.
-fn variable(text: &str) -> String {
-    let mut name: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        name.insert(0, '_');
-    }
-    name
 }
 
 /// A value that is a credential whatever its name: an HTTP authorization with a scheme.

@@ -425,38 +425,39 @@ fn edit(
 /// secret typed on the command line for a project's server goes, so that the project's file
 /// (in its tree) holds only the reference. The file is made private.
 pub fn set_variables(path: &Path, vars: &[(String, Secret)]) -> Result<(), ConfigError> {
-    let invalid = |message: &str| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        message: message.to_owned(),
-    };
-    edit_top(path, true, |top| {
-        let map = top.entry("variables").or_insert_with(|| json!({}));
-        let Value::Object(map) = map else {
-            return Err(invalid("`variables` is not an object"));
-        };
-        for (name, value) in vars {
-            map.insert(name.clone(), json!(value.secret()));
-        }
-        Ok(())
-    })
+    insert_variables(
+        path,
+        vars.iter()
+            .map(|(name, value)| (name.clone(), json!(value.secret()))),
+    )
 }
 
 /// Sets private variables (as [`set_variables`]) whose values stay in the OS keyring: each
 /// becomes `{"keyring": "NAME"}`, read when the configuration loads, so the file holds no
 /// value at all (`import --from vscode` keeps an answered input this way).
 pub fn set_keyring_variables(path: &Path, vars: &[(String, String)]) -> Result<(), ConfigError> {
-    let invalid = |message: &str| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        message: message.to_owned(),
-    };
+    insert_variables(
+        path,
+        vars.iter()
+            .map(|(name, entry)| (name.clone(), json!({ "keyring": entry }))),
+    )
+}
+
+/// Writes `vars` into the `variables` object of the user's own file at `path` (made private),
+/// the one place both kinds of private variable are written.
+fn insert_variables(
+    path: &Path,
+    vars: impl IntoIterator<Item = (String, Value)>,
+) -> Result<(), ConfigError> {
     edit_top(path, true, |top| {
         let map = top.entry("variables").or_insert_with(|| json!({}));
         let Value::Object(map) = map else {
-            return Err(invalid("`variables` is not an object"));
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: "`variables` is not an object".to_owned(),
+            });
         };
-        for (name, entry) in vars {
-            map.insert(name.clone(), json!({ "keyring": entry }));
-        }
+        map.extend(vars);
         Ok(())
     })
 }

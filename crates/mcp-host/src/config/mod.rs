@@ -62,7 +62,7 @@ pub use model::{
 };
 pub use parse::is_valid_server_id;
 pub(crate) use parse::json_error_text;
-pub use secret::{Env, Secret, SecretSource, is_secret_name};
+pub use secret::{Env, Secret, SecretSource, is_secret_name, variable_name};
 
 use parse::{Entry, Resolve};
 

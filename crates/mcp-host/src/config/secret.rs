@@ -174,6 +174,26 @@ impl fmt::Debug for Env {
     }
 }
 
+/// `text` made a portable environment variable name (upper case, every other character `_`,
+/// never a leading digit): one spelling for the variables that a command line, an import or
+/// an editor's input turns a value into, so that each reads and writes the same name.
+pub fn variable_name(text: &str) -> String {
+    let mut name: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, '_');
+    }
+    name
+}
+
 /// Whether a variable or header named `name` holds a credential, by the words its name is
 /// made of (`GITHUB_TOKEN`, `X-Api-Key`, `Authorization`, `DB_PASSWORD`): such a value given
 /// on the command line must not be written into a project's tree.

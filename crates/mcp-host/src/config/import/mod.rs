@@ -501,21 +501,7 @@ fn has_reference(text: &str) -> bool {
 /// A variable name for header `header` of server `id`: `<ID>_<HEADER>`, upper case, with
 /// every other character an underscore.
 fn header_variable(id: &str, header: &str) -> String {
-    let raw = format!("{id}_{header}");
-    let mut name: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        name.insert(0, '_');
-    }
-    name
+    super::secret::variable_name(&format!("{id}_{header}"))
 }
 
 /// Turns `found` into a native entry, with literal secrets made references; an entry a load

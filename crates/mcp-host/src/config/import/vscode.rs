@@ -17,17 +17,7 @@ const KNOWN: &[&str] = &["type", "command", "args", "env", "url", "headers", "cw
 
 /// The variable an input becomes.
 pub(super) fn input_variable(id: &str) -> String {
-    let tail: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("VSCODE_INPUT_{tail}")
+    crate::config::secret::variable_name(&format!("VSCODE_INPUT_{id}"))
 }
 
 pub(super) fn read(
