@@ -267,6 +267,28 @@ impl Inner {
         state: ServerState,
         error: Option<(Phase, String)>,
     ) {
+        self.record_state(slot, state, error);
+        self.emit_state(slot, state);
+    }
+
+    /// Sets the state of a server whose tools change with it (it became ready, or was lost):
+    /// the catalogue is rebuilt before the state is announced, so that whoever sees the state
+    /// also sees the catalogue that goes with it, never the one before.
+    pub(crate) fn set_state_and_catalog(
+        &self,
+        slot: &Slot,
+        state: ServerState,
+        error: Option<(Phase, String)>,
+    ) {
+        self.record_state(slot, state, error);
+        self.rebuild_catalog();
+        self.emit_state(slot, state);
+        self.emit(HostEvent::Catalog {
+            server: slot.entry.id.clone(),
+        });
+    }
+
+    fn record_state(&self, slot: &Slot, state: ServerState, error: Option<(Phase, String)>) {
         let error = error.map(|(phase, text)| (phase, slot.redactor.text(&text)));
         {
             let mut s = lock(&slot.state);
@@ -281,6 +303,9 @@ impl Inner {
             }
             None => tracing::info!(server = %slot.entry.id, state = state.as_str(), "server state"),
         }
+    }
+
+    fn emit_state(&self, slot: &Slot, state: ServerState) {
         let _ = self.events.send(HostEvent::State {
             server: slot.entry.id.clone(),
             state,

@@ -168,9 +168,10 @@ pub(crate) async fn supervise(
                         };
                         (why.phase(), text)
                     });
-                    inner.set_state(&slot, state, error);
                     if state == ServerState::Ready || why == Some(Why::Lost) {
-                        inner.catalog_changed(&slot.entry.id);
+                        inner.set_state_and_catalog(&slot, state, error);
+                    } else {
+                        inner.set_state(&slot, state, error);
                     }
                     // Waiting for a turn is settled too: it may last as long as the host.
                     if (state != ServerState::Connecting || why == Some(Why::Limit))
