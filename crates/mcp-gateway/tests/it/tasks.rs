@@ -380,12 +380,21 @@ async fn a_cancelled_task_is_cancelled_upstream() {
     ] {
         let id = create(&c, "wait", json!({})).await;
         until(&c, &id, "working").await;
-        // The upstream task exists once the host has made it.
+        // The upstream task exists once the host has made it, and the host follows it once
+        // the upstream's answer announcing it has arrived: from then on dropping the call
+        // cancels it. (A call dropped while that answer is still on its way leaves the
+        // upstream's task to its own expiry: the host does not know its id yet.)
         let upstream_id = loop {
             let last = worker.created.lock().unwrap().last().cloned();
             if let Some(last) = last.filter(|l| {
                 worker.tasks.status(l) == Some(mcp_protocol::schema::TaskStatus::Working)
-            }) {
+            }) && gateway
+                .host()
+                .tasks()
+                .await
+                .iter()
+                .any(|t| t.task_id == last)
+            {
                 break last;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
