@@ -7,31 +7,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use super::keyring::run_piped;
 use super::*;
-
-/// Runs with `stdin` piped in and the kernel keyring chosen.
-fn run_piped(user: &User, args: &[&str], stdin: &str) -> Run {
-    let mut child = user
-        .command(args)
-        .env("MCP_HOST_KEYRING", "keyutils")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// Every file under `dir`, with its text.
 fn texts(dir: &Path) -> Vec<(PathBuf, String)> {

@@ -12,8 +12,8 @@ fn unique(what: &str) -> String {
     format!("cli-{what}-{}", std::process::id())
 }
 
-/// Runs with `stdin` piped in and the kernel keyring chosen.
-fn run_piped(user: &User, args: &[&str], stdin: &str) -> Run {
+/// Runs with `stdin` piped in and the kernel keyring chosen (the import tests use it too).
+pub(super) fn run_piped(user: &User, args: &[&str], stdin: &str) -> Run {
     let mut child = user
         .command(args)
         .env("MCP_HOST_KEYRING", "keyutils")
