@@ -15,7 +15,8 @@ use super::{Algorithm, JwkSet, TokenPolicy};
 pub const MAX_TOKEN_BYTES: usize = 16 << 10;
 
 /// Who a valid token says the caller is, for rules per caller: the claims a gateway decides
-/// on. Built only by [`validate`], so holding one means its token was checked.
+/// on. Built only by [`validate`] and [`IntrospectionAnswer::judge`](super::IntrospectionAnswer::judge), so
+/// holding one means its token was checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Caller {
@@ -72,6 +73,12 @@ pub enum Rejection {
     IssuedInFuture,
     /// Valid, but without these scopes the resource requires: a 403.
     InsufficientScope(Vec<String>),
+    /// The issuer's introspection endpoint (RFC 7662) says the token is not active: revoked,
+    /// expired, unknown, or not to be shown to this resource.
+    Inactive,
+    /// The issuer says the token is bound to a key (`cnf`) or of a `token_type` other than
+    /// `Bearer`: it proves nothing without a proof this resource does not ask for.
+    NotBearer,
 }
 
 impl Rejection {
@@ -113,6 +120,8 @@ impl fmt::Display for Rejection {
             Self::InsufficientScope(missing) => {
                 write!(f, "the token lacks the scopes {}", missing.join(" "))
             }
+            Self::Inactive => f.write_str("the issuer says the token is not active"),
+            Self::NotBearer => f.write_str("the token is not a bearer token"),
         }
     }
 }
@@ -144,7 +153,7 @@ fn audience_contains(aud: Option<&Value>, want: &str) -> bool {
 /// The claims read, each as any JSON so that a claim of the wrong type is judged by the rule
 /// it breaks (another issuer, no audience) rather than failing the whole set.
 #[derive(Deserialize)]
-struct Claims {
+pub(super) struct Claims {
     #[serde(default)]
     iss: Option<Value>,
     #[serde(default)]
@@ -257,8 +266,25 @@ pub fn validate(
     }
     let claims: Claims = serde_json::from_slice(&part(p)?)
         .map_err(|_| Rejection::Malformed("the claims are not a JWT claims set"))?;
-    if claims.iss.as_ref().and_then(Value::as_str) != Some(policy.issuer.as_str()) {
-        return Err(Rejection::Issuer);
+    caller_of(claims, policy, now, true)
+}
+
+/// Judges a claims set, from a verified JWT or an introspection answer, against `policy` at
+/// `now`: `iss` (required when `require_issuer`, else checked only when present), `aud`,
+/// `exp`, `nbf`, `iat`, then the required scopes.
+pub(super) fn caller_of(
+    claims: Claims,
+    policy: &TokenPolicy,
+    now: u64,
+    require_issuer: bool,
+) -> Result<Caller, Rejection> {
+    match claims.iss.as_ref() {
+        None if !require_issuer => {}
+        iss => {
+            if iss.and_then(Value::as_str) != Some(policy.issuer.as_str()) {
+                return Err(Rejection::Issuer);
+            }
+        }
     }
     if !audience_contains(claims.aud.as_ref(), &policy.audience) {
         return Err(Rejection::Audience);

@@ -11,12 +11,16 @@
 //! - [`validate`] checks a JWS-signed JWT access token against it and returns the [`Caller`];
 //!   a refusal is a [`Rejection`], which says whether it is a 401 (`invalid_token`) or a 403
 //!   (`insufficient_scope`), and never quotes the token or its claims.
+//! - An opaque token is asked about at the issuer's RFC 7662 introspection endpoint:
+//!   [`introspection_request`] is the question, [`IntrospectionAnswer`] the answer, judged by
+//!   the same policy, and [`IntrospectionCache`] keeps positive answers a short while.
 //! - [`ResourceMetadata`] is the RFC 9728 document, [`challenge`] the `WWW-Authenticate`
 //!   value of a refusal.
 //!
 //! Parsing is bounded and total: a token longer than [`MAX_TOKEN_BYTES`], bad base64, bad
 //! JSON, a claim of the wrong type, all are rejections, never panics.
 
+mod introspection;
 mod jwk;
 mod jwt;
 mod keys;
@@ -25,6 +29,9 @@ mod metadata;
 #[cfg(test)]
 mod tests;
 
+pub use introspection::{
+    IntrospectionAnswer, IntrospectionCache, MAX_INTROSPECTION_BYTES, introspection_request,
+};
 pub use jwk::JwkSet;
 pub use jwt::{Caller, MAX_TOKEN_BYTES, Rejection, validate};
 pub use keys::KeyCache;
