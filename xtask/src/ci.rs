@@ -81,6 +81,9 @@ impl flags::Ci {
             }
             .run(sh)
         })?;
+        // Instructions per `tools/call` through each layer against the committed baseline
+        // (issue 25 §5): counts, not time, so added work fails whatever the machine's mood.
+        times.run("callgrind", || flags::Callgrind { bless: false }.run(sh))?;
         // The gateway under 40 clients for 30 s while its upstreams are killed in turn (the
         // long run, `cargo xtask soak`, is not part of `ci`).
         times.run("soak", || crate::soak::short(sh))?;
