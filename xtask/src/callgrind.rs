@@ -139,6 +139,37 @@ fn parse_baseline(text: &str) -> anyhow::Result<Vec<(String, u64)>> {
         .collect()
 }
 
+/// The section `cargo xtask bench` adds to docs/benchmarks.md: the committed baseline, which
+/// `xtask ci` holds every change to, so the page shows the counts CI checks.
+pub(crate) fn page_section() -> anyhow::Result<String> {
+    let path = project_root().join("xtask/callgrind-baseline.txt");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let baseline = parse_baseline(&text)?;
+    let mut out = format!(
+        "\n## Instructions per call (callgrind)\n\n\
+         Instructions per `tools/call` round trip through each layer, counted by \
+         `valgrind --tool=callgrind` in the debug build (`cargo xtask callgrind`; the program is \
+         `crates/mcp-gateway/examples/callgrind.rs`, one thread, {CALLS} calls counted after one \
+         uncounted). Unlike the timings above, a count repeats run to run (within about 0.1%), \
+         so `cargo xtask ci` checks every change against these, the committed baseline \
+         (`xtask/callgrind-baseline.txt`): {TOLERANCE_PERCENT}% more work per call in any layer \
+         fails CI until the baseline is renewed with `--bless` and the commit says why.\n\n\
+         | layer | what a call crosses | instructions per call |\n| --- | --- | --- |\n"
+    );
+    for (layer, count) in &baseline {
+        let what = match layer.as_str() {
+            "protocol" => "request and result encoded and decoded (mcp-protocol), no session",
+            "stdio" => "client and server sessions over an in-memory pipe (mcp-stdio)",
+            "http" => "client and server over loopback TCP (mcp-http)",
+            "gateway" => "the http client through a passthrough gateway to an http upstream",
+            _ => "",
+        };
+        out.push_str(&format!("| {layer} | {what} | {count} |\n"));
+    }
+    Ok(out)
+}
+
 /// The table to print, and the layers over the tolerance.
 struct Verdict {
     table: String,
