@@ -10,7 +10,9 @@
 
 use std::future::Future;
 
-use mcp_host::inbound::{Algorithm, Caller, InboundAuth, InboundSettings};
+use mcp_host::inbound::{
+    Algorithm, Caller, ClientSecret, InboundAuth, InboundSettings, Introspection,
+};
 use mcp_host::oauth::Url;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -52,6 +54,61 @@ pub struct AuthBlock {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 300))]
     pub leeway_seconds: Option<u64>,
+    /// Tokens the gateway cannot read itself (opaque ones) are asked about at the issuer's
+    /// RFC 7662 introspection endpoint; without it, only signed JWTs are accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection: Option<IntrospectionBlock>,
+}
+
+/// `auth.introspection`: where and as whom the gateway asks about a token.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[non_exhaustive]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IntrospectionBlock {
+    /// The issuer's introspection endpoint (its metadata's `introspection_endpoint`): `https`,
+    /// or `http` on loopback, fetched under the same address rules as its keys.
+    pub endpoint: String,
+    /// The gateway's client id at the issuer: an introspection endpoint answers only clients
+    /// it knows.
+    pub client_id: String,
+    /// The gateway's client secret, sent in HTTP Basic: `${VAR}` (or `${VAR:-default}`) reads
+    /// it from the gateway's environment, so that the file need not hold it, or
+    /// `{"env": "VAR"}`.
+    pub client_secret: crate::file::ConfigValue,
+    /// `true` asks about every token, JWTs too; by default only a token that is not a JWT
+    /// (three dot-separated parts) is asked about, and a JWT is checked with the issuer's keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_tokens: Option<bool>,
+    /// How long a positive answer is kept, in seconds (default 60, at most 300; never past the
+    /// token's `exp`; 0 asks every time): a token revoked at the issuer is still taken that
+    /// long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 300))]
+    pub cache_seconds: Option<u64>,
+}
+
+impl IntrospectionBlock {
+    /// The secret, read from `env` where the file refers to it.
+    fn secret(&self, env: &mcp_host::config::Env) -> Result<ClientSecret, String> {
+        let value = match &self.client_secret {
+            crate::file::ConfigValue::Text(text) => {
+                mcp_host::config::expand_variables(text, env)
+                    .map_err(|e| format!("auth.introspection.clientSecret: {e}"))?
+            }
+            crate::file::ConfigValue::Env { env: name } => env
+                .var(name)
+                .ok_or_else(|| {
+                    format!(
+                        "auth.introspection.clientSecret: environment variable `{name}` is not set"
+                    )
+                })?
+                .to_owned(),
+        };
+        if value.is_empty() {
+            return Err("auth.introspection.clientSecret: is empty".to_owned());
+        }
+        Ok(ClientSecret::new(value))
+    }
 }
 
 /// An issuer, key set or endpoint URL that may be trusted: absolute, `https` or `http` to a
@@ -133,6 +190,15 @@ impl AuthBlock {
         if self.leeway_seconds.is_some_and(|s| s > 300) {
             return Err("auth.leewaySeconds: at most 300".to_owned());
         }
+        if let Some(introspection) = &self.introspection {
+            trusted_url("introspection.endpoint", &introspection.endpoint, true)?;
+            if introspection.client_id.trim().is_empty() {
+                return Err("auth.introspection.clientId: must not be empty".to_owned());
+            }
+            if introspection.cache_seconds.is_some_and(|s| s > 300) {
+                return Err("auth.introspection.cacheSeconds: at most 300".to_owned());
+            }
+        }
         Ok(())
     }
 }
@@ -155,8 +221,14 @@ impl std::fmt::Debug for Guard {
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 impl AuthBlock {
-    /// The hook for a gateway whose endpoint is `path` on `local` (the public URL's default).
-    pub(crate) fn guard(&self, local: std::net::SocketAddr, path: &str) -> Result<Guard, String> {
+    /// The hook for a gateway whose endpoint is `path` on `local` (the public URL's default);
+    /// `env` holds the variables the introspection secret may name.
+    pub(crate) fn guard(
+        &self,
+        local: std::net::SocketAddr,
+        path: &str,
+        env: &mcp_host::config::Env,
+    ) -> Result<Guard, String> {
         self.check()?;
         let public = match &self.public_url {
             Some(url) => Url::parse(url).map_err(|e| format!("auth.publicUrl: {e}"))?,
@@ -180,6 +252,17 @@ impl AuthBlock {
         }
         if let Some(leeway) = self.leeway_seconds {
             settings.leeway_secs = leeway;
+        }
+        if let Some(block) = &self.introspection {
+            let endpoint = Url::parse(&block.endpoint)
+                .map_err(|e| format!("auth.introspection.endpoint: {e}"))?;
+            let mut introspection =
+                Introspection::new(endpoint, block.client_id.clone(), block.secret(env)?);
+            introspection.every_token = block.all_tokens.unwrap_or(false);
+            if let Some(secs) = block.cache_seconds {
+                introspection.cache_secs = secs;
+            }
+            settings.introspection = Some(introspection);
         }
         let auth = InboundAuth::new(settings);
         let mut paths = vec![WELL_KNOWN.to_owned()];
@@ -259,6 +342,41 @@ pub(crate) fn caller_of(context: &mcp_session::RequestContext) -> Option<&Caller
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_introspection_secret_is_read_from_the_environment_and_never_shown() {
+        let block: IntrospectionBlock = serde_json::from_value(serde_json::json!({
+            "endpoint": "https://id.example/introspect", "clientId": "gw",
+            "clientSecret": "${GW_SECRET}"}))
+        .unwrap();
+        let env = mcp_host::config::Env::new().with("GW_SECRET", "hunter2-secret");
+        let secret = block.secret(&env).expect("read");
+        assert_eq!(secret.secret(), "hunter2-secret");
+        assert!(!format!("{secret:?} {secret}").contains("hunter2"));
+        let e = block
+            .secret(&mcp_host::config::Env::new())
+            .expect_err("unset");
+        assert!(
+            e.contains("auth.introspection.clientSecret") && e.contains("GW_SECRET"),
+            "{e}"
+        );
+        let by_name: IntrospectionBlock = serde_json::from_value(serde_json::json!({
+            "endpoint": "https://id.example/introspect", "clientId": "gw",
+            "clientSecret": {"env": "GW_SECRET"}}))
+        .unwrap();
+        assert_eq!(
+            by_name.secret(&env).expect("read").secret(),
+            "hunter2-secret"
+        );
+        // The block as shown (Debug) names the variable, never a value written in the file.
+        let written: IntrospectionBlock = serde_json::from_value(serde_json::json!({
+            "endpoint": "https://id.example/introspect", "clientId": "gw",
+            "clientSecret": "written-in-file"}))
+        .unwrap();
+        let shown = format!("{written:?}");
+        assert!(shown.contains("client_secret"), "{shown}");
+        assert!(!shown.contains("written-in-file"), "{shown}");
+    }
+
     fn block(json: serde_json::Value) -> Result<(), String> {
         let block: AuthBlock = serde_json::from_value(json).map_err(|e| e.to_string())?;
         block.check()
@@ -267,7 +385,9 @@ mod tests {
     #[test]
     fn a_bad_block_is_refused_naming_the_field() {
         let ok = serde_json::json!({"issuer": "https://id.example", "publicUrl": "https://gw.example/mcp",
-            "algorithms": ["RS256", "ES256"], "requiredScopes": ["mcp:tools"]});
+            "algorithms": ["RS256", "ES256"], "requiredScopes": ["mcp:tools"],
+            "introspection": {"endpoint": "https://id.example/introspect", "clientId": "gw",
+                "clientSecret": "${GW_SECRET}", "allTokens": true, "cacheSeconds": 30}});
         assert_eq!(block(ok), Ok(()));
         assert_eq!(
             block(serde_json::json!({"issuer": "http://127.0.0.1:4000"})),
@@ -317,6 +437,26 @@ mod tests {
             (
                 serde_json::json!({"issuer": "https://id.example", "isuser": "x"}),
                 "unknown field `isuser`",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "introspection":
+                    {"endpoint": "http://id.example/introspect", "clientId": "gw", "clientSecret": "s"}}),
+                "auth.introspection.endpoint: must be an https URL",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "introspection":
+                    {"endpoint": "https://id.example/introspect", "clientId": " ", "clientSecret": "s"}}),
+                "auth.introspection.clientId",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "introspection":
+                    {"endpoint": "https://id.example/introspect", "clientId": "gw", "clientSecret": "s", "cacheSeconds": 3600}}),
+                "auth.introspection.cacheSeconds",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "introspection":
+                    {"endpoint": "https://id.example/introspect", "clientId": "gw"}}),
+                "missing field `clientSecret`",
             ),
         ] {
             let e = block(json.clone()).expect_err("refused");

@@ -80,7 +80,7 @@ mod upstream_state;
 mod upstreams;
 
 // The public interface is:
-pub use auth::AuthBlock;
+pub use auth::{AuthBlock, IntrospectionBlock};
 pub use cache::DEFAULT_CACHE_TTL;
 pub use call_log::open_log_file;
 pub use file::{FileError, GatewayFile, Loaded, Mode, Ready, ReadyRule, load, schema, upstreams};

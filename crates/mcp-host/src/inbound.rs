@@ -7,14 +7,24 @@
 //! key it lacks, never twice within 30 s, so a flood of made-up key ids costs the issuer one
 //! request per interval).
 //!
-//! What it never does: pass a client's token anywhere. The token is read, checked and dropped;
+//! A resource may also take tokens it cannot read (opaque ones): with [`Introspection`]
+//! settings, a token that is not a JWT (or every token) is asked about at the issuer's RFC 7662
+//! introspection endpoint, through the same fetcher, and a positive answer is kept a short
+//! while ([`IntrospectionCache`]). An endpoint that cannot answer makes the request a 503, not a
+//! 401: the token may be good, and a 401 would send the client to log in again for nothing.
+//!
+//! What it never does: pass a client's token anywhere but to its issuer's introspection
+//! endpoint. The token is read, checked and dropped;
 //! an upstream server gets the host's own credentials for it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_oauth::discovery::{authorization_server_metadata_urls, canonical_resource};
-use mcp_oauth::resource::{self, JwkSet, KeyCache, Rejection, ResourceMetadata, TokenPolicy};
+use mcp_oauth::resource::{
+    self, IntrospectionAnswer, IntrospectionCache, JwkSet, KeyCache, Rejection, ResourceMetadata,
+    TokenPolicy,
+};
 use mcp_oauth::{HttpClient, HttpRequest, Url};
 use serde::Deserialize;
 
@@ -23,6 +33,7 @@ use crate::reach::{PolicyFetch, ServerPlace};
 // The public interface of inbound authentication, so that a consumer (the gateway) does not
 // depend on mcp-oauth itself.
 pub use mcp_http::AddressClass;
+pub use mcp_oauth::ClientSecret;
 pub use mcp_oauth::resource::{Algorithm, AlgorithmError, Caller};
 
 /// What tokens the resource accepts and how it describes itself.
@@ -49,6 +60,40 @@ pub struct InboundSettings {
     /// [`OAuthContext::server_class`](crate::oauth::OAuthContext::server_class) does for
     /// servers): what its key set's URL may reach follows from it.
     pub issuer_class: Option<AddressClass>,
+    /// Where tokens the resource cannot read are asked about (RFC 7662); `None` takes JWTs
+    /// only.
+    pub introspection: Option<Introspection>,
+}
+
+/// The issuer's introspection endpoint, and how the resource authenticates to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Introspection {
+    /// The endpoint (RFC 7662 §2), fetched under the same rules as the key set.
+    pub endpoint: Url,
+    /// The resource's client id at the issuer.
+    pub client_id: String,
+    /// Its secret, sent in HTTP Basic.
+    pub client_secret: ClientSecret,
+    /// Whether JWTs are asked about too (default: only tokens that are not a JWT, so that a
+    /// signed token costs no request).
+    pub every_token: bool,
+    /// How long a positive answer is kept, in seconds (never past the token's `exp`; 0
+    /// keeps none).
+    pub cache_secs: u64,
+}
+
+impl Introspection {
+    /// Tokens that are not JWTs asked about at `endpoint` as `client_id`, answers kept 60 s.
+    pub fn new(endpoint: Url, client_id: impl Into<String>, client_secret: ClientSecret) -> Self {
+        Self {
+            endpoint,
+            client_id: client_id.into(),
+            client_secret,
+            every_token: false,
+            cache_secs: 60,
+        }
+    }
 }
 
 impl InboundSettings {
@@ -65,6 +110,7 @@ impl InboundSettings {
             algorithms: Algorithm::ALL.to_vec(),
             leeway_secs: 60,
             issuer_class: None,
+            introspection: None,
         }
     }
 }
@@ -73,7 +119,8 @@ impl InboundSettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Refusal {
-    /// 401 (no token, or an invalid one) or 403 (insufficient scope).
+    /// 401 (no token, or an invalid one), 403 (insufficient scope) or 503 (the introspection
+    /// endpoint did not answer).
     pub status: u16,
     /// The `WWW-Authenticate` value.
     pub challenge: String,
@@ -93,6 +140,8 @@ pub struct InboundAuth {
     fetching: tokio::sync::Mutex<()>,
     /// The key set's URL, once known.
     jwks_uri: Mutex<Option<Url>>,
+    /// Positive introspection answers.
+    introspected: Mutex<IntrospectionCache>,
 }
 
 impl std::fmt::Debug for InboundAuth {
@@ -135,7 +184,12 @@ impl InboundAuth {
         };
         let issuer = Url::parse(&settings.issuer).unwrap_or_else(|_| settings.resource.clone());
         let place = Arc::new(ServerPlace::new(&issuer, settings.issuer_class));
+        let mut introspected = IntrospectionCache::new();
+        if let Some(i) = &settings.introspection {
+            introspected.max_age_secs = i.cache_secs;
+        }
         Self {
+            introspected: Mutex::new(introspected),
             metadata_url: resource::metadata_url(&settings.resource),
             document: document.to_json(),
             client: PolicyFetch::new(place),
@@ -168,6 +222,11 @@ impl InboundAuth {
         let Some(token) = authorization.and_then(bearer_token) else {
             return Err(self.refusal(None));
         };
+        if let Some(introspection) = &self.settings.introspection
+            && (introspection.every_token || !looks_like_jwt(token))
+        {
+            return self.introspect(introspection, token).await;
+        }
         if self.cache().should_fetch(now_ms(), false) {
             self.refresh(false).await;
         }
@@ -179,6 +238,74 @@ impl InboundAuth {
             outcome = self.check(token);
         }
         outcome.map_err(|r| self.refusal(Some(&r)))
+    }
+
+    /// Asks the issuer about `token`, unless a positive answer about it is kept.
+    async fn introspect(
+        &self,
+        introspection: &Introspection,
+        token: &str,
+    ) -> Result<Caller, Refusal> {
+        if token.len() > resource::MAX_TOKEN_BYTES {
+            return Err(self.refusal(Some(&Rejection::Malformed("longer than the limit"))));
+        }
+        let kept = self
+            .introspected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(token, now_ms() / 1000);
+        if let Some(caller) = kept {
+            return Ok(caller);
+        }
+        let answer = match self.ask(introspection, token).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(
+                    target: "mcp_host::inbound",
+                    "cannot introspect a token at {} (issuer {}): {e}",
+                    shown(&introspection.endpoint),
+                    self.settings.issuer
+                );
+                return Err(Refusal {
+                    status: 503,
+                    challenge: resource::challenge(
+                        &self.metadata_url,
+                        &self.settings.required_scopes,
+                        None,
+                    ),
+                    reason: "the issuer's introspection endpoint did not answer".to_owned(),
+                });
+            }
+        };
+        let now = now_ms() / 1000;
+        let caller = answer
+            .judge(&self.policy, now)
+            .map_err(|r| self.refusal(Some(&r)))?;
+        self.introspected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token, caller.clone(), now);
+        Ok(caller)
+    }
+
+    /// One introspection request, whose answer must be 200 with an introspection answer.
+    async fn ask(
+        &self,
+        introspection: &Introspection,
+        token: &str,
+    ) -> Result<IntrospectionAnswer, String> {
+        let request = resource::introspection_request(
+            introspection.endpoint.as_str(),
+            &introspection.client_id,
+            &introspection.client_secret,
+            token,
+        )
+        .map_err(|e| e.to_string())?;
+        let response = self.client.send(request).await.map_err(|e| e.to_string())?;
+        if response.status() != http::StatusCode::OK {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        IntrospectionAnswer::parse(response.body()).map_err(|e| e.to_string())
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, KeyCache> {
@@ -309,6 +436,12 @@ fn shown(url: &Url) -> String {
     format!("{}{}", url.origin().ascii_serialization(), url.path())
 }
 
+/// Whether `token` has the shape of a compact JWS (three dot-separated parts): the tokens
+/// checked here with the issuer's keys rather than asked about.
+fn looks_like_jwt(token: &str) -> bool {
+    token.split('.').count() == 3
+}
+
 /// The token of a `Bearer` header value (scheme without case, RFC 9110 §11.1).
 fn bearer_token(value: &[u8]) -> Option<&str> {
     let value = std::str::from_utf8(value).ok()?;
@@ -323,6 +456,15 @@ fn bearer_token(value: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_three_part_token_is_taken_for_a_jwt() {
+        assert!(looks_like_jwt("eyJh.eyJi.c2ln"));
+        assert!(looks_like_jwt("a.b."));
+        for opaque in ["abc", "a.b", "a.b.c.d", "a.b.c.d.e"] {
+            assert!(!looks_like_jwt(opaque), "{opaque}");
+        }
+    }
 
     #[test]
     fn only_a_bearer_value_gives_a_token() {

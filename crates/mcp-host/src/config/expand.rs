@@ -75,6 +75,16 @@ pub(crate) fn is_var_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `text` with its `${NAME}` and `${NAME:-default}` read from `env`, by the rules above, for
+/// a setting read outside the server entries (the gateway file's `auth.introspection`
+/// secret). The error names the variable or the position, never the text, which may be a
+/// secret.
+pub fn expand_variables(text: &str, env: &Env) -> Result<String, String> {
+    expand(text, Some(env))
+        .map(|e| e.text)
+        .map_err(|e| e.to_string())
+}
+
 /// `text` with its references replaced from `env`. With no environment (an edit only checks
 /// the shape of an entry) an unset variable is not an error: it reads as its default, or as
 /// empty.

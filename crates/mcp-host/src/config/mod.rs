@@ -62,6 +62,7 @@ pub use model::{
 };
 pub use parse::is_valid_server_id;
 pub(crate) use parse::json_error_text;
+pub use expand::expand_variables;
 pub use secret::{Env, Secret, SecretSource, is_secret_name, variable_name};
 
 use parse::{Entry, Resolve};

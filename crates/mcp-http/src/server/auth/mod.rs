@@ -47,7 +47,8 @@ pub enum Verdict {
     },
     /// The request is answered with `status` and this `WWW-Authenticate` value.
     Refuse {
-        /// 401 or 403.
+        /// 401 or 403; or 503 when the caller cannot be checked now (then without the
+        /// challenge).
         status: StatusCode,
         /// The challenge.
         challenge: HeaderValue,
@@ -83,10 +84,15 @@ impl<H: Handler> HttpServer<H> {
             } => {
                 let message = match status {
                     StatusCode::FORBIDDEN => format!("Forbidden: {reason}"),
+                    StatusCode::SERVICE_UNAVAILABLE => format!("Service Unavailable: {reason}"),
                     _ => format!("Unauthorized: {reason}"),
                 };
                 let mut r = rpc_error(status, -32600, &message);
-                r.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+                // A 503 (the token could not be checked now) challenges nobody: the client's
+                // token may be good, and a challenge would send it to log in again.
+                if status.is_client_error() {
+                    r.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+                }
                 Err(r)
             }
         }
