@@ -23,6 +23,7 @@ mod listen;
 mod observe;
 mod queue;
 mod routes;
+mod seal;
 mod security;
 mod stateless;
 mod trace_headers;
@@ -54,6 +55,9 @@ pub use auth::{Authenticator, Verdict};
 pub use body::SseBody;
 pub use observe::{Observer, Readiness};
 pub use queue::StreamCut;
+pub use seal::{
+    KEY_LEN, LocalShare, SealError, SessionSeal, SessionShare, ShareError, ShareFuture,
+};
 
 /// The body of every answer: a whole JSON body, or an SSE stream.
 pub type ResponseBody = http_body_util::Either<Full<Bytes>, SseBody>;
@@ -115,6 +119,10 @@ pub struct HttpServerConfig {
     /// The application's metrics and readiness, for `GET /metrics` and `GET /readyz`
     /// (without one, `/metrics` has the server's own series and `/readyz` is always 200).
     pub observer: Option<Arc<dyn Observer>>,
+    /// When set, session ids are sealed with these keys (`seal`): any replica holding them
+    /// serves any session, and ends of sessions are shared through its store. Without it, ids
+    /// are random and a session lives in this process only.
+    pub sealed_sessions: Option<Arc<SessionSeal>>,
     /// How long a POST's SSE head waits for the stream's first event to leave with it in one
     /// write ([`HEAD_WAIT`]; tests lengthen it).
     pub(crate) head_wait: Duration,
@@ -158,6 +166,7 @@ impl HttpServerConfig {
             retry_ms: 1000,
             trace_headers: false,
             observer: None,
+            sealed_sessions: None,
             head_wait: HEAD_WAIT,
         }
     }
@@ -185,6 +194,7 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("max_buffer_bytes", &self.max_buffer_bytes)
             .field("trace_headers", &self.trace_headers)
             .field("observer", &self.observer.is_some())
+            .field("sealed_sessions", &self.sealed_sessions)
             .finish_non_exhaustive()
     }
 }
@@ -311,8 +321,8 @@ impl<H: Handler> HttpServer<H> {
         };
         match *req.method() {
             Method::POST => self.post(req, caller).await,
-            Method::GET => self.get(&req, caller.as_ref()),
-            Method::DELETE => self.delete(&req, caller.as_ref()),
+            Method::GET => self.get(&req, caller.as_ref()).await,
+            Method::DELETE => self.delete(&req, caller.as_ref()).await,
             _ => {
                 let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
                 r.headers_mut()
@@ -362,25 +372,50 @@ impl<H: Handler> HttpServer<H> {
         None
     }
 
-    /// The session a request names, if its caller is the one who started it.
-    fn session_of(
+    /// The session a request names, if its caller is the one who started it. With sealed ids
+    /// (`seal`), the id must open, be young enough and not have ended at any replica; a
+    /// session this process does not hold is revived from it.
+    async fn session_of(
         &self,
-        req: &Request<Incoming>,
+        headers: &http::HeaderMap,
         caller: Option<&auth::Allowed>,
     ) -> Result<(String, Arc<Session<H>>), NoSession> {
-        let id = req
-            .headers()
+        let id = headers
             .get(&SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .ok_or(NoSession::Missing)?;
-        let sessions = lock(&self.sessions);
-        let session = sessions.get(id).ok_or(NoSession::Unknown)?;
+        let subject = caller.map(|c| c.subject.as_str());
+        let found = lock(&self.sessions).get(id).cloned();
+        let session = match &self.config.sealed_sessions {
+            None => found.ok_or(NoSession::Unknown)?,
+            Some(seal) => {
+                let opened = seal.open(id, seal::unix_now()).ok_or(NoSession::Unknown)?;
+                if opened.subject.as_deref() != subject {
+                    return Err(NoSession::Unknown);
+                }
+                match seal.share().is_ended(&seal::share_key(id)).await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        if let Some(ended) = lock(&self.sessions).remove(id) {
+                            ended.core.close("the client ended the session");
+                            lock(&ended.routes.state).close_all();
+                        }
+                        return Err(NoSession::Unknown);
+                    }
+                    Err(_) => return Err(NoSession::StoreDown),
+                }
+                match found {
+                    Some(session) => session,
+                    None => self.revive(id, opened)?,
+                }
+            }
+        };
         // Another caller's session is, to this one, no session at all.
-        if session.subject.as_deref() != caller.map(|c| c.subject.as_str()) {
+        if session.subject.as_deref() != subject {
             return Err(NoSession::Unknown);
         }
         *lock(&session.last_used) = Instant::now();
-        Ok((id.to_owned(), Arc::clone(session)))
+        Ok((id.to_owned(), session))
     }
 
     async fn post(
@@ -415,10 +450,11 @@ impl<H: Handler> HttpServer<H> {
         if stateless::is_stateless(req.headers()) {
             return self.post_stateless(req, caller).await;
         }
-        let existing = req
-            .headers()
-            .contains_key(&SESSION_ID)
-            .then(|| self.session_of(&req, caller.as_ref()));
+        let existing = if req.headers().contains_key(&SESSION_ID) {
+            Some(self.session_of(req.headers(), caller.as_ref()).await)
+        } else {
+            None
+        };
         let version = req
             .headers()
             .get(&PROTOCOL_VERSION)
@@ -445,8 +481,8 @@ impl<H: Handler> HttpServer<H> {
             matches!(&decoded, Decoded::Single(Message::Request(r)) if r.method == "initialize");
         let (session_id, session) = match existing {
             Some(Ok(found)) => found,
-            Some(Err(refusal)) => return refusal.response(),
-            None if is_initialize => match self.new_session(caller.as_ref()) {
+            Some(Err(refusal)) => return refusal.response(self.config.max_sessions),
+            None if is_initialize => match self.new_session(caller.as_ref(), &decoded) {
                 Ok(created) => created,
                 Err(refusal) => return refusal.response(self.config.max_sessions),
             },
@@ -565,27 +601,31 @@ impl<H: Handler> HttpServer<H> {
     fn new_session(
         &self,
         caller: Option<&auth::Allowed>,
+        initialize: &Decoded,
     ) -> Result<(String, Arc<Session<H>>), NoNewSession> {
         let limit = self.config.max_sessions;
         if lock(&self.sessions).len() >= limit {
             self.metrics.refused_session();
             return Err(NoNewSession::Full);
         }
-        let id = session_id().map_err(|_| NoNewSession::NoRandomness)?;
-        let routes = Arc::new(Routes::default());
-        let core = ServerCore::with_options(
-            self.config.server.clone(),
-            Arc::clone(&self.handler),
-            RoutedTransport(Arc::clone(&routes)),
-            CoreOptions::new().sessions(&self.registry),
-        );
-        let session = Arc::new(Session {
-            core,
-            routes,
-            last_used: Mutex::new(Instant::now()),
-            subject: caller.map(|c| c.subject.clone()),
-            buffer: Budget::new(self.config.max_session_buffer_bytes),
-        });
+        let subject = caller.map(|c| c.subject.clone());
+        let id = match &self.config.sealed_sessions {
+            None => session_id().map_err(|_| NoNewSession::NoRandomness)?,
+            Some(seal) => {
+                let Decoded::Single(Message::Request(request)) = initialize else {
+                    return Err(NoNewSession::NoRandomness);
+                };
+                let initialize = seal::initialize_kept(request.params.as_ref())
+                    .ok_or(NoNewSession::NoRandomness)?;
+                seal.seal(&seal::Opened {
+                    made: seal::unix_now(),
+                    subject: subject.clone(),
+                    initialize,
+                })
+                .ok_or(NoNewSession::NoRandomness)?
+            }
+        };
+        let session = self.make_session(subject);
         {
             // Checked again under the lock that inserts: two `initialize` calls at once must
             // not both take the last place.
@@ -601,7 +641,59 @@ impl<H: Handler> HttpServer<H> {
         Ok((id, session))
     }
 
-    fn get(
+    /// A session this process does not hold, made again from its sealed id: its core is
+    /// told the sealed `initialize` and `notifications/initialized` (their answers go
+    /// nowhere: no stream is open yet), so it serves as the one the client began elsewhere.
+    fn revive(&self, id: &str, opened: seal::Opened) -> Result<Arc<Session<H>>, NoSession> {
+        if lock(&self.sessions).len() >= self.config.max_sessions {
+            self.metrics.refused_session();
+            return Err(NoSession::Full);
+        }
+        let session = self.make_session(opened.subject);
+        session
+            .core
+            .receive(Decoded::Single(Message::Request(mcp_protocol::Request {
+                id: RequestId::String("revived".to_owned()),
+                method: "initialize".to_owned(),
+                params: Some(opened.initialize),
+            })));
+        session.core.receive(Decoded::Single(Message::Notification(
+            mcp_protocol::Notification {
+                method: "notifications/initialized".to_owned(),
+                params: None,
+            },
+        )));
+        let mut sessions = lock(&self.sessions);
+        // Two requests of one session may revive it at once: the first kept wins.
+        if let Some(kept) = sessions.get(id) {
+            let kept = Arc::clone(kept);
+            drop(sessions);
+            session.core.close("revived twice");
+            return Ok(kept);
+        }
+        sessions.insert(id.to_owned(), Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// A session's state, before anything reached its core.
+    fn make_session(&self, subject: Option<String>) -> Arc<Session<H>> {
+        let routes = Arc::new(Routes::default());
+        let core = ServerCore::with_options(
+            self.config.server.clone(),
+            Arc::clone(&self.handler),
+            RoutedTransport(Arc::clone(&routes)),
+            CoreOptions::new().sessions(&self.registry),
+        );
+        Arc::new(Session {
+            core,
+            routes,
+            last_used: Mutex::new(Instant::now()),
+            subject,
+            buffer: Budget::new(self.config.max_session_buffer_bytes),
+        })
+    }
+
+    async fn get(
         &self,
         req: &Request<Incoming>,
         caller: Option<&auth::Allowed>,
@@ -624,9 +716,9 @@ impl<H: Handler> HttpServer<H> {
                 .insert(ALLOW, HeaderValue::from_static("POST, DELETE"));
             return r;
         }
-        let (id, session) = match self.session_of(req, caller) {
+        let (id, session) = match self.session_of(req.headers(), caller).await {
             Ok(found) => found,
-            Err(refusal) => return refusal.response(),
+            Err(refusal) => return refusal.response(self.config.max_sessions),
         };
         let (tx, rx) = queue::channel(self.limits(&session.buffer));
         {
@@ -654,15 +746,25 @@ impl<H: Handler> HttpServer<H> {
         with_session_id(r, &id)
     }
 
-    fn delete(
+    async fn delete(
         &self,
         req: &Request<Incoming>,
         caller: Option<&auth::Allowed>,
     ) -> Response<ResponseBody> {
-        let (id, session) = match self.session_of(req, caller) {
+        let (id, session) = match self.session_of(req.headers(), caller).await {
             Ok(found) => found,
-            Err(refusal) => return refusal.response(),
+            Err(refusal) => return refusal.response(self.config.max_sessions),
         };
+        // Every replica is told first: a session is ended everywhere or not at all.
+        if let Some(seal) = &self.config.sealed_sessions
+            && seal
+                .share()
+                .end(&seal::share_key(&id), seal.max_age())
+                .await
+                .is_err()
+        {
+            return NoSession::StoreDown.response(self.config.max_sessions);
+        }
         lock(&self.sessions).remove(&id);
         session.core.close("the client ended the session");
         lock(&session.routes.state).close_all();
@@ -697,11 +799,27 @@ enum NoSession {
     Missing,
     /// It named one that ended or never was (404): the client must start a new one.
     Unknown,
+    /// It named a sealed one this process would revive, but holds `max_sessions` (503).
+    Full,
+    /// The store the replicas share did not answer whether it ended (503): it is not served
+    /// until it does, since it may have ended elsewhere.
+    StoreDown,
 }
 
 impl NoSession {
-    fn response(self) -> Response<ResponseBody> {
+    fn response(self, limit: usize) -> Response<ResponseBody> {
         match self {
+            Self::Full => NoNewSession::Full.response(limit),
+            Self::StoreDown => {
+                let mut r = rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    SERVER_BUSY,
+                    "Service Unavailable: the session store did not answer",
+                );
+                r.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+                r
+            }
             Self::Missing => rpc_error(
                 StatusCode::BAD_REQUEST,
                 -32600,

@@ -1,0 +1,58 @@
+//! Where replicas share what a sealed id cannot carry: which sessions ended. A trait, so that
+//! this crate knows no store: the gateway implements it over Redis, tests and a single
+//! process use [`LocalShare`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::super::lock;
+
+/// What a [`SessionShare`] call returns: boxed, so that the trait stays object-safe.
+pub type ShareFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ShareError>> + Send + 'a>>;
+
+/// Session state the replicas of a server share (issue 24 §3). Sessions are named by a digest
+/// of their id, never by the id itself.
+pub trait SessionShare: Send + Sync + 'static {
+    /// Records that `session` ended (the client sent DELETE), for `ttl`: past it the session's
+    /// id is refused for its age anyway, so the record may go.
+    fn end<'a>(&'a self, session: &'a str, ttl: Duration) -> ShareFuture<'a, ()>;
+
+    /// Whether `session` ended. Asked before every request to a sealed session, so that a
+    /// session ended at one replica is refused by every other.
+    fn is_ended<'a>(&'a self, session: &'a str) -> ShareFuture<'a, bool>;
+}
+
+/// Why the share could not answer (the store is down, say). The request it was for is
+/// answered 503: a session must not come back to life because the store was unreachable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the session store: {0}")]
+pub struct ShareError(pub String);
+
+/// The ends of sessions kept in this process: enough for one replica, or for several servers
+/// in one process (tests).
+#[derive(Debug, Default)]
+pub struct LocalShare {
+    ended: Mutex<HashMap<String, Instant>>,
+}
+
+impl SessionShare for LocalShare {
+    fn end<'a>(&'a self, session: &'a str, ttl: Duration) -> ShareFuture<'a, ()> {
+        let now = Instant::now();
+        let mut ended = lock(&self.ended);
+        // Records past their time go whenever one is added: the map holds no more than the
+        // sessions ended within the maximum age.
+        ended.retain(|_, until| *until > now);
+        ended.insert(session.to_owned(), now + ttl);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn is_ended<'a>(&'a self, session: &'a str) -> ShareFuture<'a, bool> {
+        let ended = lock(&self.ended)
+            .get(session)
+            .is_some_and(|until| *until > Instant::now());
+        Box::pin(std::future::ready(Ok(ended)))
+    }
+}

@@ -1,0 +1,209 @@
+//! Sealed ids: what opens and what does not, and two servers sharing keys and a share in one
+//! process serving one session.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::schema::{
+    CallToolResult, ClientRequest, ContentBlock, Implementation, ListChangedCapability,
+};
+use mcp_protocol::{ErrorObject, RawJson, ServerConfig};
+use mcp_session::{Handler, RequestContext};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::*;
+use crate::server::{HttpServerConfig, bind, serve_http};
+
+const KEY_A: [u8; KEY_LEN] = [7; KEY_LEN];
+const KEY_B: [u8; KEY_LEN] = [9; KEY_LEN];
+
+fn opened(subject: Option<&str>, made: u64) -> Opened {
+    Opened {
+        made,
+        subject: subject.map(str::to_owned),
+        initialize: RawJson::from_string(
+            r#"{"capabilities":{},"clientInfo":{"name":"c","version":"1"},"protocolVersion":"2025-11-25"}"#
+                .to_owned(),
+        )
+        .unwrap(),
+    }
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+#[test]
+fn a_sealed_id_opens_with_its_key_and_reveals_nothing_readable() {
+    let seal = SessionSeal::new(&[KEY_A], HOUR).unwrap();
+    let id = seal.seal(&opened(Some("alice"), 1000)).unwrap();
+    assert!(id.starts_with("s1."), "{id}");
+    assert!(id.bytes().all(|b| b.is_ascii_graphic()), "{id}");
+    assert!(!id.contains("alice") && !id.contains("2025"), "{id}");
+    assert_eq!(seal.open(&id, 1000), Some(opened(Some("alice"), 1000)));
+    // Each id is new, even for the same handshake: the nonce is random.
+    assert_ne!(id, seal.seal(&opened(Some("alice"), 1000)).unwrap());
+}
+
+#[test]
+fn a_tampered_id_or_one_of_an_unknown_key_or_too_old_does_not_open() {
+    let seal = SessionSeal::new(&[KEY_A], HOUR).unwrap();
+    let id = seal.seal(&opened(None, 1000)).unwrap();
+    assert!(seal.open(&id, 1000).is_some());
+    // One character changed anywhere after the prefix.
+    for at in [3, id.len() / 2, id.len() - 1] {
+        let mut bytes = id.clone().into_bytes();
+        bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(bytes).unwrap();
+        assert!(seal.open(&tampered, 1000).is_none(), "{tampered}");
+    }
+    let other = SessionSeal::new(&[KEY_B], HOUR).unwrap();
+    assert!(other.open(&id, 1000).is_none());
+    assert!(seal.open(&id, 1000 + 3600).is_some());
+    assert!(seal.open(&id, 1000 + 3601).is_none());
+    assert!(
+        seal.open("0123456789abcdef0123456789abcdef", 1000)
+            .is_none()
+    );
+}
+
+#[test]
+fn the_first_key_seals_and_every_listed_one_opens() {
+    let old = SessionSeal::new(&[KEY_A], HOUR).unwrap();
+    let rotated = SessionSeal::new(&[KEY_B, KEY_A], HOUR).unwrap();
+    let by_old = old.seal(&opened(None, 5)).unwrap();
+    assert!(rotated.open(&by_old, 5).is_some());
+    let by_new = rotated.seal(&opened(None, 5)).unwrap();
+    assert!(old.open(&by_new, 5).is_none(), "the new key sealed it");
+    assert!(
+        SessionSeal::new(&[KEY_B], HOUR)
+            .unwrap()
+            .open(&by_new, 5)
+            .is_some()
+    );
+}
+
+#[test]
+fn a_key_of_the_wrong_length_or_none_is_refused_without_showing_it() {
+    let keys: [&[u8]; 2] = [&KEY_A, b"short"];
+    let e = SessionSeal::new(&keys, HOUR).unwrap_err();
+    assert_eq!(e, SealError::BadKey { index: 1, len: 5 });
+    assert!(!e.to_string().contains("short"));
+    assert_eq!(
+        SessionSeal::new::<&[u8]>(&[], HOUR).unwrap_err(),
+        SealError::NoKeys
+    );
+    let debug = format!("{:?}", SessionSeal::new(&[KEY_A], HOUR).unwrap());
+    assert!(
+        debug.contains("keys: 1") && !debug.contains("7, 7"),
+        "{debug}"
+    );
+}
+
+/// Answers `who` with the client's name and the version its session settled on.
+struct Who;
+
+impl Handler for Who {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let ClientRequest::CallTool(_) = request else {
+            return Err(ErrorObject::new(-32601, "no".into()));
+        };
+        let who = context.client.as_ref().map_or("nobody".to_owned(), |c| {
+            format!("{} {}", c.implementation.name, c.protocol_version)
+        });
+        RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(who)]))
+            .map_err(|e| ErrorObject::new(-32603, e.to_string()))
+    }
+}
+
+/// A server with `keys` and `share`, on a port of its own.
+async fn server(keys: &[[u8; KEY_LEN]], share: &Arc<LocalShare>) -> SocketAddr {
+    let mut config = ServerConfig::new(Implementation::new("seal".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    let mut http = HttpServerConfig::new(config);
+    http.json_response = true;
+    let share: Arc<dyn SessionShare> = share.clone();
+    http.sealed_sessions = Some(Arc::new(
+        SessionSeal::new(keys, HOUR).unwrap().with_share(share),
+    ));
+    let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    tokio::spawn(serve_http(listener, http, Who));
+    addr
+}
+
+/// One request on a connection of its own: the response's status line, session id and body.
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    session: Option<&str>,
+    body: &str,
+) -> (String, Option<String>, String) {
+    let session = session
+        .map(|s| format!("mcp-session-id: {s}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\n{session}connection: close\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut all = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut all))
+        .await
+        .expect("the response stalled")
+        .unwrap();
+    let all = String::from_utf8(all).unwrap();
+    let (head, body) = all.split_once("\r\n\r\n").unwrap();
+    let status = head.lines().next().unwrap().to_owned();
+    let id = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .map(str::to_owned);
+    (status, id, body.to_owned())
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sealtest","version":"0","icons":[{"src":"data:image/png;base64,AAAA"}]}}}"#;
+const CALL: &str =
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"who","arguments":{}}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_made_at_one_server_is_served_at_another_until_it_is_deleted() {
+    let share = Arc::new(LocalShare::default());
+    let a = server(&[KEY_A], &share).await;
+    let b = server(&[KEY_A], &share).await;
+    let (status, id, _) = send(a, "POST", None, INIT).await;
+    assert!(status.contains("200"), "{status}");
+    let id = id.expect("a session id");
+    assert!(id.starts_with("s1.") && !id.contains("AAAA"), "{id}");
+    // B never saw the handshake: it revives the session from its id, with what the client
+    // declared and the version it settled on.
+    let (status, _, body) = send(b, "POST", Some(&id), CALL).await;
+    assert!(status.contains("200"), "{status} {body}");
+    assert!(body.contains("sealtest 2025-06-18"), "{body}");
+    // Ended at A, refused at B (which holds it now) and at A.
+    let (status, _, _) = send(a, "DELETE", Some(&id), "").await;
+    assert!(status.contains("200"), "{status}");
+    for at in [b, a] {
+        let (status, _, body) = send(at, "POST", Some(&id), CALL).await;
+        assert!(status.contains("404"), "{status} {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_the_key_refuses_a_sealed_id() {
+    let share = Arc::new(LocalShare::default());
+    let a = server(&[KEY_A], &share).await;
+    let b = server(&[KEY_B], &share).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.unwrap();
+    let (status, _, body) = send(a, "POST", Some(&id), CALL).await;
+    assert!(status.contains("200"), "{status} {body}");
+    let (status, _, body) = send(b, "POST", Some(&id), CALL).await;
+    assert!(status.contains("404"), "{status} {body}");
+}
