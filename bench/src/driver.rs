@@ -8,7 +8,9 @@
 //!
 //! Flags: `--out PATH` (the page), `--node NODE`, `--sdk PREFIX` (the TypeScript SDK's npm
 //! prefix), `--python PYTHON` (the venv with the Python SDK), `--quick` (one short
-//! repetition: a smoke run), `--reps N`, `--note TEXT` (said at the top of the page).
+//! repetition: a smoke run), `--reps N`, `--note TEXT` (said at the top of the page); the
+//! gateway rows' `--mcp-host`, `--supergateway`, `--mcp-proxy-ts`, `--mcp-proxy-py`
+//! (`gateways.rs`), and `--only gateways|ready` (those rows alone, for iterating on them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -118,6 +120,10 @@ struct Setup {
     warmup_ms: u64,
     measure_ms: u64,
     reps: usize,
+    /// The gateways of the gateway rows, and `--only` (`gateways` or `ready`: those rows alone).
+    peers: crate::gateways::Peers,
+    quick: bool,
+    only: Option<String>,
 }
 
 impl Setup {
@@ -275,6 +281,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut quick = false;
     let mut reps = None;
     let mut note = String::new();
+    let mut peers = crate::gateways::Peers::default();
+    let mut only = None;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || {
@@ -290,7 +298,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "--reps" => reps = Some(value()?.parse()?),
             "--note" => note = value()?,
             "--quick" => quick = true,
-            other => bail!("unknown flag {other}"),
+            "--only" => only = Some(value()?),
+            other => {
+                if !peers.flag(other, value)? {
+                    bail!("unknown flag {other}")
+                }
+            }
         }
     }
     let bench = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
@@ -303,6 +316,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         warmup_ms: if quick { 50 } else { 150 },
         measure_ms: if quick { 200 } else { 500 },
         reps: reps.unwrap_or(if quick { 1 } else { 3 }),
+        peers,
+        quick,
+        only,
     };
     let started = Instant::now();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -365,6 +381,32 @@ fn memory_cells(transport: &'static str) -> Vec<Cell> {
 
 async fn all(setup: &Setup) -> anyhow::Result<Results> {
     let mut results = Results::new();
+    let only = setup.only.as_deref();
+    if only.is_none_or(|o| o == "gateways") {
+        let gateways = crate::gateways::Setup {
+            exe: &setup.exe,
+            node: &setup.node,
+            peers: &setup.peers,
+            warmup_ms: setup.warmup_ms,
+            measure_ms: setup.measure_ms,
+            reps: setup.reps,
+            quick: setup.quick,
+        };
+        crate::gateways::all(&gateways, &mut results).await;
+    }
+    if only.is_none_or(|o| o == "ready") {
+        let ready = crate::ready::Setup {
+            exe: &setup.exe,
+            bench: &setup.bench,
+            sdk: &setup.sdk,
+            python: &setup.python,
+            reps: setup.reps,
+        };
+        crate::ready::all(&ready, &mut results).await;
+    }
+    if only.is_some() {
+        return Ok(results);
+    }
     let servers = [Raw, Ours, Rmcp, Ts, Py, OursLocal];
 
     let stdio: Vec<Cell> = [

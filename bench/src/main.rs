@@ -12,6 +12,8 @@
 //!   (`bench/ts/client.mjs`, `bench/py/client.py`) take the same spec and print the same line.
 //! - `mcp-bench run ...`: the driver, which runs every row, implementations interleaved per
 //!   repetition, and renders the page.
+//! - `mcp-bench crowd ours <spec>` and `mcp-bench ready <ours|raw> <spec>`: the clients of
+//!   the gateway rows (`gateways.rs`) and of the time-to-ready row (`ready.rs`).
 //! - `mcp-bench gateway-check <mcp-host>`: not a measurement but a check, our gateway between
 //!   an rmcp client and an rmcp upstream (`gateway_check.rs`).
 
@@ -20,8 +22,11 @@
 
 mod driver;
 mod gateway_check;
+mod gateways;
+mod gateways_page;
 mod ours;
 mod raw;
+mod ready;
 mod render;
 mod rmcp_sdk;
 mod workload;
@@ -48,6 +53,23 @@ fn main() -> anyhow::Result<()> {
                     other => bail!("unknown client `{other}`"),
                 }
             })?;
+            println!("{result}");
+            Ok(())
+        }
+        "crowd" => {
+            let [_, spec] = &args[1..] else {
+                bail!("usage: mcp-bench crowd ours <spec json>");
+            };
+            let spec = workload::Spec::parse(spec)?;
+            let result = runtime()?.block_on(gateways::crowd(&spec))?;
+            println!("{result}");
+            Ok(())
+        }
+        "ready" => {
+            let [how, spec] = &args[1..] else {
+                bail!("usage: mcp-bench ready <ours|raw> <spec json>");
+            };
+            let result = runtime()?.block_on(ready::run(how, spec))?;
             println!("{result}");
             Ok(())
         }

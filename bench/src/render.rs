@@ -210,6 +210,8 @@ pub(crate) fn page(cx: &Context<'_>) -> String {
         time,
     );
     memory(w, cx);
+    crate::gateways_page::gateways(w, cx.results);
+    crate::gateways_page::ready(w, cx.results);
     method(w, cx);
     o
 }

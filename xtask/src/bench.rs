@@ -6,6 +6,10 @@
 //!
 //! Not part of `cargo xtask ci`: timings on a shared machine are no pass/fail.
 //!
+//! The gateway rows also install supergateway and the TypeScript `mcp-proxy` from the npm
+//! registry and the Python `mcp-proxy` from PyPI (pinned below), and build `mcp-host` in
+//! release beside the benchmark.
+//!
 //! `--gateway-check` measures nothing: it builds the same binary and runs its check of our
 //! gateway between rmcp peers (bench/src/gateway_check.rs), which is a pass/fail.
 
@@ -18,6 +22,12 @@ use crate::{flags, project_root};
 
 /// The TypeScript SDK needs Node 18 or newer.
 const MIN_NODE_MAJOR: u32 = 18;
+
+/// The gateways the gateway rows put beside ours (issue 25 section 1), pinned: the two from
+/// the npm registry (package, version, entry script) and the one from PyPI.
+const SUPERGATEWAY: (&str, &str, &str) = ("supergateway", "4.0.0", "dist/index.js");
+const MCP_PROXY_TS: (&str, &str, &str) = ("mcp-proxy", "6.7.19", "dist/bin/mcp-proxy.mjs");
+const MCP_PROXY_PY: (&str, &str) = ("mcp-proxy", "0.13.0");
 
 impl flags::Bench {
     pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
@@ -36,7 +46,22 @@ impl flags::Bench {
             "package.json",
         )?;
         let python = crate::interop::python_sdk(sh, &tools)?;
+        let mut gateways = Vec::new();
+        for (flag, dir, (name, version, entry)) in [
+            ("--supergateway", "gw-supergateway", SUPERGATEWAY),
+            ("--mcp-proxy-ts", "gw-mcp-proxy", MCP_PROXY_TS),
+        ] {
+            let script = crate::interop::npm_package(sh, &tools.join(dir), name, version, entry)?;
+            gateways.extend([flag.to_owned(), script.display().to_string()]);
+        }
+        let (name, version) = MCP_PROXY_PY;
+        let proxy_py =
+            crate::interop::pip_package(sh, &tools.join("gw-mcp-proxy-py"), name, version)?;
+        let script = proxy_py.with_file_name("mcp-proxy");
+        gateways.extend(["--mcp-proxy-py".to_owned(), script.display().to_string()]);
 
+        let mcp_host = build_mcp_host(sh, &root)?;
+        gateways.extend(["--mcp-host".to_owned(), mcp_host.display().to_string()]);
         let exe = build(sh, &root)?;
         let out = self
             .out
@@ -62,6 +87,10 @@ impl flags::Bench {
         if let Some(note) = self.note {
             args.extend(["--note".to_owned(), note]);
         }
+        if let Some(only) = self.only {
+            args.extend(["--only".to_owned(), only]);
+        }
+        args.extend(gateways);
         eprintln!("==> running the benchmark (progress below; under 15 minutes on 2 cores)");
         cmd!(sh, "{exe} {args...}")
             .run()
@@ -83,6 +112,20 @@ fn build(sh: &Shell, root: &Path) -> anyhow::Result<PathBuf> {
         .run()
         .context("building bench/ failed")?;
     Ok(root.join("target/bench/release/mcp-bench"))
+}
+
+/// `mcp-host` in release (as a user installs it) into `target/bench/`, for the gateway rows.
+fn build_mcp_host(sh: &Shell, root: &Path) -> anyhow::Result<PathBuf> {
+    eprintln!("==> building mcp-host in release into target/bench");
+    let manifest = root.join("Cargo.toml");
+    cmd!(
+        sh,
+        "cargo build --release --manifest-path {manifest} -p mcp-cli --bin mcp-host"
+    )
+    .env("CARGO_TARGET_DIR", root.join("target/bench"))
+    .run()
+    .context("building mcp-host in release failed")?;
+    Ok(root.join("target/bench/release/mcp-host"))
 }
 
 /// `--gateway-check`: our gateway between an rmcp client and an rmcp upstream, over stdio and

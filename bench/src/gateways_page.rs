@@ -1,0 +1,332 @@
+//! The page's sections for the gateway rows (`gateways.rs`) and time to ready (`ready.rs`),
+//! each with the goals of issue 25 marked met or not.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::driver::{CellKey, Results};
+use crate::gateways::{
+    CROWD, GATEWAYS, GOAL_BYTES_PER_SESSION, GOAL_P50_OF_FLOOR, GOAL_RATE_OF_DIRECT, HOPS, Hop,
+    MANY_SESSIONS, PROXY_PY, PROXY_TS, SUPERGATEWAY,
+};
+use crate::ready::{self, CELLS, GOAL_ADDED, LATE, SERVERS};
+
+/// The median of `metric` over the runs that gave one, and the first failure if none did.
+fn median(
+    results: &Results,
+    key: CellKey,
+    metric: impl Fn(&Value) -> Option<f64>,
+) -> Result<f64, String> {
+    let Some(runs) = results.get(&key) else {
+        return Err("not run".into());
+    };
+    let mut values: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .filter_map(metric)
+        .collect();
+    values.sort_by(f64::total_cmp);
+    match values.get(values.len() / 2) {
+        Some(v) => Ok(*v),
+        None => Err(runs
+            .iter()
+            .find_map(|r| r.as_ref().err().cloned())
+            .unwrap_or_else(|| "no data".into())),
+    }
+}
+
+fn phase(c: u64, what: &'static str) -> impl Fn(&Value) -> Option<f64> {
+    move |v| {
+        let p = v["phases"].as_array()?.iter().find(|p| p["c"] == c)?;
+        if what == "rate" {
+            Some(p["calls"].as_f64()? / p["secs"].as_f64()?)
+        } else {
+            p[what].as_f64()
+        }
+    }
+}
+
+/// The resident set (`field`) of the crowd's checkpoint with `clients` connected.
+fn at(clients: u64, field: &'static str) -> impl Fn(&Value) -> Option<f64> {
+    move |v| {
+        v["at"]
+            .as_array()?
+            .iter()
+            .find(|a| a["clients"] == clients)?[field]
+            .as_f64()
+    }
+}
+
+fn us(v: f64) -> String {
+    if v < 1000.0 {
+        format!("{v:.0} µs")
+    } else if v < 1_000_000.0 {
+        format!("{:.2} ms", v / 1000.0)
+    } else {
+        format!("{:.2} s", v / 1e6)
+    }
+}
+
+fn mib(kib: f64) -> String {
+    format!("{:.1} MiB", kib / 1024.0)
+}
+
+fn shown(value: &Result<f64, String>, base: Option<f64>, show: fn(f64) -> String) -> String {
+    match (value, base) {
+        (Ok(v), Some(b)) if b > 0.0 => format!("{} ×{:.2}", show(*v), v / b),
+        (Ok(v), _) => show(*v),
+        (Err(e), _) => format!("failed: {}", short(e)),
+    }
+}
+
+fn short(e: &str) -> String {
+    let e = e.replace('|', "/").replace('\n', " ");
+    if e.chars().count() > 100 {
+        format!("{}…", e.chars().take(100).collect::<String>())
+    } else {
+        e
+    }
+}
+
+/// One line of a goals table.
+fn goal(
+    w: &mut String,
+    what: &str,
+    measured: Option<(f64, String)>,
+    bound: &str,
+    met: impl Fn(f64) -> bool,
+) {
+    let (text, verdict) = match measured {
+        Some((v, text)) => (text, if met(v) { "met" } else { "**not met**" }),
+        None => ("no data".to_owned(), "**not measured**"),
+    };
+    let _ = writeln!(w, "| {what} | {text} | {bound} | {verdict} |");
+}
+
+/// Bytes per idle session on our gateway: its own resident set at `MANY_SESSIONS` clients
+/// less at one, over the sessions added.
+fn bytes_per_session(results: &Results) -> Result<f64, String> {
+    let key = Hop::Ours.cell("crowd", MANY_SESSIONS);
+    let runs = results.get(&key).ok_or("not run")?;
+    let v = runs.iter().find_map(|r| r.as_ref().ok()).ok_or_else(|| {
+        runs.iter()
+            .find_map(|r| r.as_ref().err().cloned())
+            .unwrap_or_default()
+    })?;
+    let points = v["at"].as_array().ok_or("no checkpoints")?;
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Err("no checkpoints".into());
+    };
+    let (n0, n1) = (first["clients"].as_f64(), last["clients"].as_f64());
+    let (r0, r1) = (first["rss_kib"].as_f64(), last["rss_kib"].as_f64());
+    match (n0, n1, r0, r1) {
+        (Some(n0), Some(n1), Some(r0), Some(r1)) if n1 > n0 => Ok((r1 - r0) * 1024.0 / (n1 - n0)),
+        _ => Err("one checkpoint only".into()),
+    }
+}
+
+pub(crate) fn gateways(w: &mut String, results: &Results) {
+    if !results.keys().any(|k| k.1.starts_with("gw:")) {
+        return;
+    }
+    let _ = writeln!(w, "## The gateway: one hop between a client and a server\n");
+    let _ = writeln!(
+        w,
+        "The same upstream (our benchmark server over stdio, started by the gateway) behind each gateway and the same client (ours, over Streamable HTTP) in front: ours is `mcp-host serve --gateway F --http` in passthrough mode; beside it {SUPERGATEWAY} (`--stateful`, stdio to Streamable HTTP, which starts one upstream per session), {PROXY_TS} and {PROXY_PY} (each one upstream for every session), with their defaults otherwise. Rows marked none are our client straight to our server; the floor of a hop is their two p50s added, what a gateway (a server of one and a client of the other) cannot beat. Calls as in the call rows, one gateway process for all of them. For memory, a gateway is started afresh and one client process opens sessions on it, each with its standalone GET stream as a listening client keeps; the resident set is the gateway's (in brackets, with the processes it started: the upstreams) half a second after the 1st and the {CROWD}th session opened; then calls one at a time on one session while all stay connected. `×N` is the value over ours's.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| between client and server | p50, 1 in flight | calls/s, 16 | RSS, 1 client | RSS, {CROWD} clients | p50, 1 in flight, {CROWD} connected | p99, 1 in flight, {CROWD} connected |"
+    );
+    let _ = writeln!(w, "| --- | --- | --- | --- | --- | --- | --- |");
+    let p50 = |hop: Hop| median(results, hop.cell("call", 1), phase(1, "p50_us"));
+    let floor = match (p50(Hop::DirectHttp), p50(Hop::DirectStdio)) {
+        (Ok(a), Ok(b)) => Ok(a + b),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    let ours_p50 = p50(Hop::Ours).ok();
+    let _ = writeln!(
+        w,
+        "| floor of a hop: none over HTTP + none over stdio, p50 | {} | n/a | n/a | n/a | n/a | n/a |",
+        shown(&floor, ours_p50, us)
+    );
+    let crowd = CROWD as u64;
+    for hop in HOPS {
+        let mut line = format!("| {} |", hop.label());
+        let call = hop.cell("call", 1);
+        let ours_call = Hop::Ours.cell("call", 1);
+        for (c, what, show) in [(1, "p50_us", us as fn(f64) -> String), (16, "rate", rate)] {
+            let b = median(results, ours_call, phase(c, what)).ok();
+            let _ = write!(
+                line,
+                " {} |",
+                shown(&median(results, call, phase(c, what)), b, show)
+            );
+        }
+        if hop == Hop::DirectStdio {
+            let _ = write!(line, " n/a: no server of its own | n/a | n/a | n/a |");
+        } else {
+            let key = hop.cell("crowd", CROWD);
+            let ours_key = Hop::Ours.cell("crowd", CROWD);
+            for clients in [1, crowd] {
+                let own = median(results, key, at(clients, "rss_kib"));
+                let tree = median(results, key, at(clients, "tree_rss_kib"));
+                let b = median(results, ours_key, at(clients, "rss_kib")).ok();
+                let mut text = shown(&own, b, mib);
+                if let Ok(t) = tree {
+                    let _ = write!(text, " ({})", mib(t));
+                }
+                let _ = write!(line, " {text} |");
+            }
+            for what in ["p50_us", "p99_us"] {
+                let b = median(results, ours_key, phase(1, what)).ok();
+                let _ = write!(
+                    line,
+                    " {} |",
+                    shown(&median(results, key, phase(1, what)), b, us)
+                );
+            }
+        }
+        let _ = writeln!(w, "{line}");
+    }
+    let _ = writeln!(w);
+    let bytes = bytes_per_session(results);
+    let _ = writeln!(
+        w,
+        "Bytes per idle session of our gateway: its resident set with {MANY_SESSIONS} sessions (each with its GET stream) less with one, over the sessions added: {}.\n",
+        match &bytes {
+            Ok(b) => format!("{b:.0} bytes"),
+            Err(e) => format!("not measured ({})", short(e)),
+        }
+    );
+    let _ = writeln!(w, "Goals of issue 25 for the gateway:\n");
+    let _ = writeln!(w, "| goal | measured | bar | |");
+    let _ = writeln!(w, "| --- | --- | --- | --- |");
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some((a / b, format!("×{:.2}", a / b))),
+        _ => None,
+    };
+    goal(
+        w,
+        "ours p50 ÷ the floor of a hop",
+        ratio(ours_p50, floor.clone().ok()),
+        &format!("≤ ×{GOAL_P50_OF_FLOOR}"),
+        |r| r <= GOAL_P50_OF_FLOOR,
+    );
+    let rate16 = |hop: Hop| median(results, hop.cell("call", 1), phase(16, "rate")).ok();
+    goal(
+        w,
+        "ours calls/s at 16 ÷ none over HTTP",
+        ratio(rate16(Hop::Ours), rate16(Hop::DirectHttp)),
+        &format!("≥ ×{GOAL_RATE_OF_DIRECT}"),
+        |r| r >= GOAL_RATE_OF_DIRECT,
+    );
+    goal(
+        w,
+        &format!("bytes per idle session, {MANY_SESSIONS} sessions"),
+        bytes.ok().map(|b| (b, format!("{b:.0} bytes"))),
+        &format!("≤ {GOAL_BYTES_PER_SESSION:.0} bytes"),
+        |b| b <= GOAL_BYTES_PER_SESSION,
+    );
+    for hop in GATEWAYS.into_iter().skip(1) {
+        let theirs = p50(hop).ok();
+        let _ = writeln!(
+            w,
+            "| (for comparison) {} p50 ÷ the floor of a hop | {} | none | |",
+            hop.label(),
+            ratio(theirs, floor.clone().ok()).map_or("no data".into(), |r| r.1)
+        );
+    }
+    let _ = writeln!(w);
+}
+
+fn rate(v: f64) -> String {
+    format!("{v:.0}/s")
+}
+
+pub(crate) fn ready(w: &mut String, results: &Results) {
+    if !results.keys().any(|k| k.0 == "ready") {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "## Time to ready: {SERVERS} servers that start like real ones\n"
+    );
+    let _ = writeln!(
+        w,
+        "Half of them the benchmark's TypeScript SDK server launched through `npx` (`npx node server.mjs`), half its Python SDK server through the Python interpreter, all started at once; ready means initialized with their tools listed. Ours is `mcp_host::Host::start` until every server is ready and in the catalogue. The floor is a bare harness that starts the same processes at once and writes initialize, initialized and tools/list to their pipes, reading the answers, with no MCP library: what the servers themselves take on this machine. Then the same again with one Python server started {} s late, so that it is the slowest by far: what we add must not grow with it. Each server alone is timed through the harness too; on two cores, twenty start-ups at once share the CPU, so the floor lies between the longest alone and the sum.\n",
+        LATE.as_secs()
+    );
+    let _ = writeln!(w, "| run | wall |");
+    let _ = writeln!(w, "| --- | --- |");
+    let wall = |cell: &'static str| median(results, ready::key(cell), |v| v["wall_us"].as_f64());
+    for (cell, what) in CELLS {
+        let _ = writeln!(w, "| {what} | {} |", shown(&wall(cell), None, us));
+    }
+    let (ts, py) = (wall("ready:alone-ts"), wall("ready:alone-py"));
+    if let (Ok(ts), Ok(py)) = (&ts, &py) {
+        let half = (SERVERS / 2) as f64;
+        let _ = writeln!(
+            w,
+            "| each alone: sum over the {SERVERS} ({} × {half:.0} + {} × {half:.0}) | {} |",
+            us(*ts),
+            us(*py),
+            us(half * (ts + py))
+        );
+        let _ = writeln!(w, "| each alone: the longest | {} |", us(ts.max(*py)));
+    }
+    let _ = writeln!(w);
+    let added = |ours: &'static str, raw: &'static str| match (wall(ours), wall(raw)) {
+        (Ok(o), Ok(r)) if r > 0.0 => Some((
+            (o - r) / r,
+            format!("{:+.1}% ({})", 100.0 * (o - r) / r, signed(o - r)),
+        )),
+        _ => None,
+    };
+    let _ = writeln!(w, "| goal | measured | bar | |");
+    let _ = writeln!(w, "| --- | --- | --- | --- |");
+    let base = added("ready:ours", "ready:raw");
+    goal(
+        w,
+        "what ours adds to the floor, all at once",
+        base.clone(),
+        &format!("< {:.0}%", GOAL_ADDED * 100.0),
+        |r| r < GOAL_ADDED,
+    );
+    let late = added("ready:ours-late", "ready:raw-late");
+    let late_abs = match (
+        wall("ready:ours-late"),
+        wall("ready:raw-late"),
+        wall("ready:ours"),
+        wall("ready:raw"),
+    ) {
+        (Ok(ol), Ok(rl), Ok(o), Ok(r)) if r > 0.0 => {
+            Some((((ol - rl) - (o - r)) / r, signed((ol - rl) - (o - r))))
+        }
+        _ => None,
+    };
+    goal(
+        w,
+        &format!("what ours adds, one server {} s late", LATE.as_secs()),
+        late,
+        &format!("< {:.0}%", GOAL_ADDED * 100.0),
+        |r| r < GOAL_ADDED,
+    );
+    goal(
+        w,
+        "growth of what ours adds with the late server (late less on time), over the floor",
+        late_abs.map(|(r, s)| (r, format!("{s} ({:+.1}%)", 100.0 * r))),
+        &format!("< {:.0}%", GOAL_ADDED * 100.0),
+        |r| r < GOAL_ADDED,
+    );
+    let _ = writeln!(w);
+}
+
+fn signed(v: f64) -> String {
+    if v < 0.0 {
+        format!("−{}", us(-v))
+    } else {
+        format!("+{}", us(v))
+    }
+}
