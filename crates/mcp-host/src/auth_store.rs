@@ -29,6 +29,18 @@
 //! whatever holds it. A file left from before the keyring was used is read until the first
 //! write, which moves its contents into the keyring and deletes it.
 //!
+//! # In Redis
+//!
+//! [`AuthStore::in_redis`] keeps the same document as one Redis key (`<prefix>:oauth`), for
+//! gateway replicas on several machines (the gateway file's `store` block). One document
+//! rather than a key per server, so that the format, its migration and its checks stay
+//! those of the file (an export is one `GET`), and registrations, which servers share, stay
+//! beside the tokens; updates are rare (a login, a refresh), so one lock is no contention.
+//! The locks are Redis lease locks then (`<prefix>:oauth:lock` around each
+//! read-modify-write, `<prefix>:oauth:refresh:<server>` for the refresh turns), renewed
+//! while held and released only by their holder, so a replica that dies holding one frees
+//! it after one lease.
+//!
 //! The calls block (file I/O, a keyring round trip, and waiting for another process's lock,
 //! which is held only for one read-modify-write); async callers run them with
 //! `tokio::task::spawn_blocking`.
@@ -45,6 +57,7 @@ use crate::config::{ConfigPaths, CredentialsStore, Env, shown_url};
 use crate::fs::{self, FileLock, PRIVATE_MODE};
 #[cfg(feature = "keyring")]
 use crate::keyring::{Keyring, KeyringError, KeyringKind};
+use crate::redis::{Redis, RedisError, RedisLock};
 
 /// Registrations by issuer.
 type Clients = BTreeMap<String, ClientRegistration>;
@@ -94,6 +107,14 @@ pub enum AuthStoreError {
         #[source]
         source: KeyringError,
     },
+    /// Redis, holding the store, could not be used (it names Redis's address and the
+    /// phase, never the password or a value).
+    #[error("cannot use the token store in Redis: {source}")]
+    Redis {
+        /// The cause.
+        #[source]
+        source: RedisError,
+    },
     /// The setting `keyring` in a build without the `keyring` feature.
     #[error("mcp.credentials_store is \"keyring\" but this build has no OS keyring support")]
     NoKeyringSupport,
@@ -139,6 +160,29 @@ enum Place {
     /// One entry of the OS keyring, named after the path.
     #[cfg(feature = "keyring")]
     Keyring(Keyring),
+    /// One Redis key, shared by processes on several machines.
+    Redis {
+        /// The server.
+        redis: Redis,
+        /// The document's key; the locks' keys start with it.
+        key: String,
+    },
+}
+
+/// How long a Redis lock around one read-modify-write of the document is leased (renewed
+/// while held).
+const STORE_LEASE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a refresh turn is leased (renewed while held: a login may take minutes).
+const TURN_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long one waits for a Redis lock another holds before giving up: longer than a
+/// refresh or a read-modify-write takes, shorter than a login.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A lock held on the store: a file's, or Redis's. Dropping it releases it.
+#[derive(Debug)]
+pub(crate) enum Held {
+    File(#[allow(dead_code)] FileLock),
+    Redis(#[allow(dead_code)] RedisLock),
 }
 
 /// The token store at one path: the file there, or the OS keyring entry named after it (see
@@ -182,6 +226,15 @@ impl AuthStore {
         Self {
             path: path.into(),
             place: Place::Keyring(keyring),
+        }
+    }
+
+    /// The store in Redis, as one key `<prefix>:oauth` (see the module doc).
+    pub fn in_redis(redis: Redis, prefix: &str) -> Self {
+        let key = format!("{prefix}:oauth");
+        Self {
+            path: PathBuf::from(format!("{redis}/{key}")),
+            place: Place::Redis { redis, key },
         }
     }
 
@@ -243,6 +296,7 @@ impl AuthStore {
             Place::File => format!("the file {}", self.path.display()),
             #[cfg(feature = "keyring")]
             Place::Keyring(k) => format!("the {} keyring", k.kind()),
+            Place::Redis { redis, key } => format!("Redis at {} (key {key})", redis.address()),
         }
     }
 
@@ -250,7 +304,7 @@ impl AuthStore {
     #[cfg(feature = "keyring")]
     pub fn keyring(&self) -> Option<KeyringKind> {
         match &self.place {
-            Place::File => None,
+            Place::File | Place::Redis { .. } => None,
             Place::Keyring(k) => Some(k.kind()),
         }
     }
@@ -276,7 +330,7 @@ impl AuthStore {
         }
     }
 
-    /// The file.
+    /// The file (for a store in Redis, `redis://host:port/db/key`, which names no file).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -309,7 +363,7 @@ impl AuthStore {
         if registrations.is_empty() {
             return Ok(());
         }
-        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let _lock = self.lock()?;
         let (entries, mut clients) = self.read()?;
         clients.extend(registrations);
         self.write(&entries, &clients)
@@ -328,7 +382,7 @@ impl AuthStore {
     where
         F: FnOnce(Option<&ServerTokens>) -> Option<ServerTokens>,
     {
-        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let _lock = self.lock()?;
         let (mut entries, clients) = self.read()?;
         let current = entries.get(id).filter(|s| s.is_for(url)).map(|s| &s.tokens);
         let new = change(current);
@@ -357,13 +411,54 @@ impl AuthStore {
     /// Removes server `id`'s entry whatever its URL (logout). Returns whether there was one.
     /// Registrations stay: they belong to the authorization server, not to this server.
     pub fn remove(&self, id: &str) -> Result<bool, AuthStoreError> {
-        let _lock = FileLock::acquire(&self.path).map_err(|e| self.write_err(e))?;
+        let _lock = self.lock()?;
         let (mut entries, clients) = self.read()?;
         let found = entries.remove(id).is_some();
         if found {
             self.write(&entries, &clients)?;
         }
         Ok(found)
+    }
+
+    /// The lock around one read-modify-write of the document.
+    fn lock(&self) -> Result<Held, AuthStoreError> {
+        if let Place::Redis { redis, key } = &self.place {
+            return redis
+                .lock(&format!("{key}:lock"), STORE_LEASE, LOCK_WAIT)
+                .map(Held::Redis)
+                .map_err(|source| AuthStoreError::Redis { source });
+        }
+        FileLock::acquire(&self.path)
+            .map(Held::File)
+            .map_err(|e| self.write_err(e))
+    }
+
+    /// Server `server`'s refresh turn among the processes sharing this store: held from
+    /// before a refresh or a login until its tokens are written (`oauth.rs`). A file lock
+    /// `<path>.<server>.refresh.lock` beside the file (or the keyring's path), or a Redis
+    /// lease lock `<key>:refresh:<server>`. Blocks while another process holds it.
+    pub(crate) fn refresh_turn(&self, server: &str) -> Result<Held, AuthStoreError> {
+        let name: String = server
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if let Place::Redis { redis, key } = &self.place {
+            return redis
+                .lock(&format!("{key}:refresh:{name}"), TURN_LEASE, LOCK_WAIT)
+                .map(Held::Redis)
+                .map_err(|source| AuthStoreError::Redis { source });
+        }
+        let mut base = self.path.as_os_str().to_owned();
+        base.push(format!(".{name}.refresh"));
+        FileLock::acquire(Path::new(&base))
+            .map(Held::File)
+            .map_err(|e| self.write_err(e))
     }
 
     fn write_err(&self, source: io::Error) -> AuthStoreError {
@@ -375,6 +470,13 @@ impl AuthStore {
 
     /// The server entries and the registrations.
     fn read(&self) -> Result<(BTreeMap<String, StoredTokens>, Clients), AuthStoreError> {
+        if let Place::Redis { redis, key } = &self.place {
+            return match redis.get(key) {
+                Ok(Some(bytes)) => self.parse(&bytes),
+                Ok(None) => Ok((BTreeMap::new(), BTreeMap::new())),
+                Err(source) => Err(AuthStoreError::Redis { source }),
+            };
+        }
         #[cfg(feature = "keyring")]
         if let Place::Keyring(k) = &self.place {
             let name = self.entry_name();
@@ -444,6 +546,11 @@ impl AuthStore {
         let mut bytes =
             serde_json::to_vec_pretty(&doc).map_err(|e| self.write_err(io::Error::other(e)))?;
         bytes.push(b'\n');
+        if let Place::Redis { redis, key } = &self.place {
+            return redis
+                .set(key, &bytes, None)
+                .map_err(|source| AuthStoreError::Redis { source });
+        }
         #[cfg(feature = "keyring")]
         if let Place::Keyring(k) = &self.place {
             k.set_entry(&self.entry_name(), "the token store", &bytes)

@@ -102,6 +102,7 @@ pub mod permission;
 #[cfg(feature = "oauth")]
 mod reach;
 mod redact;
+pub mod redis;
 #[cfg(feature = "oauth")]
 mod refresh;
 mod server_requests;

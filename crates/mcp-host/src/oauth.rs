@@ -30,8 +30,7 @@ use mcp_oauth::{
 use mcp_protocol::Secrets;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 
-use crate::auth_store::{AuthStore, AuthStoreError};
-use crate::fs::FileLock;
+use crate::auth_store::{AuthStore, AuthStoreError, Held};
 use crate::reach::{PolicyFetch, ServerPlace};
 
 // What a consumer needs from mcp-oauth to set up a server's authorization, so that it does
@@ -400,30 +399,18 @@ impl OAuthHook {
     }
 
     /// Takes this server's turn among processes sharing the token store, before anything that
-    /// may refresh or log in: an exclusive lock on `<store>.<server>.refresh.lock`, held by the
-    /// caller until the new tokens are written. Under it the stored tokens are read again; if
+    /// may refresh or log in: an exclusive lock on `<store>.<server>.refresh.lock` (in Redis,
+    /// a lease lock `<key>:refresh:<server>`: `AuthStore::refresh_turn`), held by the caller
+    /// until the new tokens are written. Under it the stored tokens are read again; if
     /// another process changed them meanwhile (a rotated refresh token: ours is now dead),
     /// they are adopted and `true` comes back. Without a store there is no one to wait for.
-    async fn take_turn(&self, authorizer: &mut Authorizer) -> (Option<FileLock>, bool) {
+    async fn take_turn(&self, authorizer: &mut Authorizer) -> (Option<Held>, bool) {
         let Some(store) = self.store.clone() else {
             return (None, false);
         };
-        let name: String = self
-            .server
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let mut base = store.path().as_os_str().to_owned();
-        base.push(format!(".{name}.refresh"));
         let (server, url) = (self.server.clone(), self.url.clone());
         let taken = blocking(move || {
-            let turn = FileLock::acquire(std::path::Path::new(&base)).map_err(|e| e.to_string())?;
+            let turn = store.refresh_turn(&server).map_err(|e| e.to_string())?;
             let stored = store.tokens(&server, &url).map_err(|e| e.to_string())?;
             let registrations = store.registrations().map_err(|e| e.to_string())?;
             Ok((turn, stored, registrations))
