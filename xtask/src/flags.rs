@@ -79,6 +79,21 @@ xflags::xflags! {
             /// How many clients (default 200).
             optional --clients clients: usize
         }
+        /// N gateway replicas behind nginx (round robin, no affinity) sharing one Redis, under
+        /// clients of both eras while one replica is killed and started again: calls made and
+        /// failed, sessions lost, token refreshes, each replica's memory (xtask/src/cluster.rs).
+        /// Not part of `ci` (which runs 25 s of it).
+        cmd cluster {
+            /// How many replicas (default 3).
+            optional --replicas replicas: usize
+            /// How long the load runs (default 2).
+            optional --minutes minutes: f64
+            /// How many clients, half of each era (default 100).
+            optional --clients clients: usize
+            /// Leave out the gateway file's `store` and `cluster` blocks: each replica keeps
+            /// its own tokens and sessions (the run should then fail: a check of the judge).
+            optional --unshared
+        }
         /// Our crates beside rmcp and the TypeScript and Python SDKs (installed into
         /// target/tools/); writes docs/benchmarks.md. Not part of `ci`.
         cmd bench {

@@ -9,6 +9,7 @@ mod binaries;
 mod bounded;
 mod callgrind;
 mod ci;
+mod cluster;
 mod conformance;
 mod external_types;
 mod features;
@@ -48,6 +49,7 @@ fn main() -> anyhow::Result<()> {
         flags::XtaskCmd::Fuzz(cmd) => cmd.run(sh),
         flags::XtaskCmd::Netfault(cmd) => cmd.run(sh),
         flags::XtaskCmd::Soak(cmd) => cmd.run(sh),
+        flags::XtaskCmd::Cluster(cmd) => cmd.run(sh),
         flags::XtaskCmd::Keyring(_) => keyring::run(sh),
         flags::XtaskCmd::Publish(cmd) => publish::check(sh, cmd.verify),
     }

@@ -1,0 +1,610 @@
+//! `cargo xtask cluster [--replicas 3] [--minutes 2] [--clients 100] [--unshared]`: N gateway
+//! replicas behind nginx, sharing one Redis, under load while one replica is killed and
+//! started again (issue 24 section 3). `cargo xtask ci` runs a short version.
+//!
+//! What runs, all on loopback, in `target/cluster/`:
+//! - redis-server and nginx, Debian's (installed with apt-get when missing, as the keyring leg
+//!   installs gnome-keyring); Redis keeps nothing on disk.
+//! - the testkit's `mcp-cluster`, started first: it serves the OAuth-protected upstream (the
+//!   testkit's fake authorization server and MCP endpoint, short-lived access tokens, rotating
+//!   refresh tokens), then drives the load through nginx and judges (see its header).
+//! - one `mcp-host login --gateway FILE remote`, with this task as the browser, so that the
+//!   tokens are in the store before any replica starts.
+//! - N replicas, `mcp-host serve --gateway FILE --http 127.0.0.1:PORT`, on the same gateway
+//!   file: upstream `fake` (the testkit's `mcp-fake-server` over stdio, a process per replica)
+//!   and upstream `remote` (the protected one, shared by all). The file's `store` block names
+//!   the Redis and its `cluster` block the shared session key. Each replica is supervised as
+//!   systemd's `Restart=always` would: when it dies it is started again on its port.
+//! - nginx in front: round robin, no affinity, HTTP/1.1 keep-alive to the replicas,
+//!   `proxy_buffering off` (answers stream as SSE), long read timeouts for the GET streams.
+//!
+//! `proxy_next_upstream` is nginx's default, `error timeout`, without `non_idempotent`: a
+//! request nginx could not deliver (the connection to a dead replica refused) goes to the next
+//! replica, but a POST already sent to a replica that then dies is answered `502` and never
+//! sent twice, since a tools/call is not idempotent; the client sees a `502` it may retry, and
+//! `mcp-cluster` allows exactly those failures, for calls in flight when the replica died.
+//! Every nginx answer of 400 or more is logged (status, method, replica) in
+//! `target/cluster/nginx-failed.log`, which `mcp-cluster` reads to tie each failure to the
+//! replica that was killed.
+//!
+//! `--unshared` leaves out the `store` and `cluster` blocks and gives each replica a token
+//! store file of its own (a copy of the one login's): what N machines without a shared store
+//! would have. The run must then fail (sessions lost, refreshes refused or repeated): a check
+//! that the judge can fail.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::json;
+use xshell::{Shell, cmd};
+
+use crate::flags;
+
+/// What one run is made of.
+struct Plan {
+    replicas: usize,
+    seconds: f64,
+    clients: usize,
+    /// The access tokens' lifetime at the authorization server, in seconds: short, so that a
+    /// run sees many refreshes.
+    token_lifetime: u64,
+    /// With the `store` and `cluster` blocks (the normal case).
+    shared: bool,
+}
+
+impl flags::Cluster {
+    pub(crate) fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        run(
+            sh,
+            &Plan {
+                replicas: self.replicas.unwrap_or(3),
+                seconds: self.minutes.unwrap_or(2.0) * 60.0,
+                clients: self.clients.unwrap_or(100),
+                token_lifetime: 20,
+                shared: !self.unshared,
+            },
+        )
+    }
+}
+
+/// The short run of `ci`: 3 replicas, 30 clients, 25 s, tokens living 8 s.
+// Joins `ci` once the gateway file's store and cluster blocks have landed.
+#[allow(dead_code)]
+pub(crate) fn short(sh: &Shell) -> anyhow::Result<()> {
+    run(
+        sh,
+        &Plan {
+            replicas: 3,
+            seconds: 25.0,
+            clients: 30,
+            token_lifetime: 8,
+            shared: true,
+        },
+    )
+}
+
+fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
+    let nginx = debian_binary(sh, "/usr/sbin/nginx", "nginx")?;
+    let redis = debian_binary(sh, "/usr/bin/redis-server", "redis-server")?;
+    eprintln!("==> cluster: building the binaries");
+    let bin = crate::binaries::build(sh)?;
+    let dir = crate::target_dir().join("cluster");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("nginx-temp"))?;
+
+    let redis_port = free_port()?;
+    let nginx_port = free_port()?;
+    let ports: Vec<u16> = (0..plan.replicas)
+        .map(|_| free_port())
+        .collect::<anyhow::Result<_>>()?;
+
+    eprintln!("==> cluster: redis-server on 127.0.0.1:{redis_port}");
+    let redis_child = Command::new(&redis)
+        .args(["--port", &redis_port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"))
+        .stdin(Stdio::null())
+        .spawn()
+        .context("starting redis-server")?;
+    let _redis = Ended(redis_child.id(), "TERM");
+    wait_for_port(redis_port, "redis-server")?;
+
+    // The load process first: it serves the protected upstream the gateway file names.
+    let replica_list = ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut load = Command::new(bin.join("mcp-cluster"))
+        .args(["--url", &format!("http://127.0.0.1:{nginx_port}/mcp")])
+        .args(["--replicas", &replica_list])
+        .args(["--clients", &plan.clients.to_string()])
+        .args(["--seconds", &plan.seconds.to_string()])
+        .args(["--token-lifetime", &plan.token_lifetime.to_string()])
+        .arg("--failed-log")
+        .arg(dir.join("nginx-failed.log"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting mcp-cluster")?;
+    let load_guard = Ended(load.id(), "KILL");
+    let mut load_in = load.stdin.take().context("mcp-cluster's stdin")?;
+    let mut load_out = BufReader::new(load.stdout.take().context("mcp-cluster's stdout")?);
+    let mut first = String::new();
+    load_out.read_line(&mut first)?;
+    let remote = first
+        .trim()
+        .strip_prefix("upstream ")
+        .with_context(|| format!("mcp-cluster did not name its upstream: {first:?}"))?
+        .to_owned();
+    let copier = std::thread::spawn(move || {
+        for line in load_out.lines().map_while(Result::ok) {
+            println!("{line}");
+        }
+    });
+
+    let file = dir.join("gateway.json");
+    let mut gateway = json!({
+        "mode": "passthrough",
+        "mcpServers": {
+            "fake": {"command": bin.join("mcp-fake-server"), "permission": {"default": "allow"}},
+            "remote": {"type": "http", "url": remote, "permission": {"default": "allow"}},
+        },
+    });
+    if plan.shared {
+        shared_blocks(&mut gateway, redis_port);
+    }
+    std::fs::write(&file, serde_json::to_vec_pretty(&gateway)?)?;
+
+    let mcp_host = bin.join("mcp-host");
+    let seed = Home::new(&dir.join("login"))?;
+    eprintln!(
+        "==> cluster: mcp-host login --gateway {} remote",
+        file.display()
+    );
+    login(&mcp_host, &file, &seed)?;
+    let homes: Vec<Home> = (0..plan.replicas)
+        .map(|i| {
+            if plan.shared {
+                Ok(seed.clone())
+            } else {
+                let home = Home::new(&dir.join(format!("replica-{i}")))?;
+                std::fs::copy(&seed.auth_file, &home.auth_file)
+                    .context("copying the token store")?;
+                Ok(home)
+            }
+        })
+        .collect::<anyhow::Result<_>>()?;
+
+    eprintln!(
+        "==> cluster: {} replicas on ports {replica_list}{}",
+        plan.replicas,
+        if plan.shared {
+            ", sharing the store and session key"
+        } else {
+            ", each with its own tokens and sessions (--unshared)"
+        }
+    );
+    let replicas = Replicas::start(&mcp_host, &file, &ports, &homes, &dir)?;
+    for port in &ports {
+        wait_ready(*port)?;
+    }
+    eprintln!("==> cluster: nginx on 127.0.0.1:{nginx_port}, round robin");
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(&dir, nginx_port, &ports))?;
+    let nginx_child = Command::new(&nginx)
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("starting nginx")?;
+    let _nginx = Ended(nginx_child.id(), "QUIT");
+    wait_for_port(nginx_port, "nginx")?;
+
+    eprintln!(
+        "==> cluster: {} clients for {} s through nginx, one replica killed halfway",
+        plan.clients, plan.seconds
+    );
+    writeln!(load_in, "go")?;
+    let status = load.wait().context("waiting for mcp-cluster")?;
+    // Reaped: its id may be another process's from now on.
+    std::mem::forget(load_guard);
+    let _ = copier.join();
+    let restarts = replicas.stop();
+    eprintln!("==> cluster: replicas started again after dying: {restarts}");
+    if !status.success() {
+        bail!(
+            "xtask cluster: the run failed (see above; logs in {})",
+            dir.display()
+        );
+    }
+    if restarts == 0 {
+        bail!("xtask cluster: no replica was killed and started again");
+    }
+    Ok(())
+}
+
+/// The gateway file's blocks that make the replicas one service: the shared store (upstream
+/// OAuth tokens, the refresh lock, rate counters) in Redis, and the key sealing session ids.
+fn shared_blocks(gateway: &mut serde_json::Value, redis_port: u16) {
+    gateway["store"] = json!({"redis": format!("redis://127.0.0.1:{redis_port}")});
+    gateway["cluster"] = json!({"sessionKeys": ["${MCP_CLUSTER_SESSION_KEY}"]});
+}
+
+/// The session key the replicas share (`cluster.sessionKeys`), 32 bytes as hex: a throwaway
+/// value for this run, from the clock and the process id (no cryptographic strength needed
+/// for a test of sharing).
+fn session_key() -> String {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+        ^ u128::from(std::process::id());
+    let mut x = seed | 1;
+    (0..32)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("{:02x}", (x & 0xff) as u8)
+        })
+        .collect()
+}
+
+/// Where one `mcp-host` keeps its configuration and tokens.
+#[derive(Clone)]
+struct Home {
+    root: PathBuf,
+    auth_file: PathBuf,
+}
+
+impl Home {
+    fn new(root: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(root.join("config"))?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            auth_file: root.join("mcp-auth.json"),
+        })
+    }
+
+    /// An environment of its own: no user files, the file token store, no session bus.
+    fn apply(&self, cmd: &mut Command) {
+        cmd.env("HOME", &self.root)
+            .env("XDG_CONFIG_HOME", self.root.join("config"))
+            .env("MCP_HOST_AUTH_FILE", &self.auth_file)
+            .env("MCP_HOST_CREDENTIALS_STORE", "file")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    }
+}
+
+/// `mcp-host login --gateway FILE remote`, with this task as the browser: it opens the
+/// address the command prints and follows the authorization server's redirect back to it.
+fn login(mcp_host: &Path, file: &Path, home: &Home) -> anyhow::Result<()> {
+    let mut cmd = Command::new(mcp_host);
+    cmd.args(["login", "--gateway"])
+        .arg(file)
+        .arg("remote")
+        // A browser that does nothing: the address is followed from here.
+        .env("BROWSER", "true")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    home.apply(&mut cmd);
+    let mut child = cmd.spawn().context("starting mcp-host login")?;
+    let guard = Ended(child.id(), "KILL");
+    let mut stderr = BufReader::new(child.stderr.take().context("login's stderr")?);
+    let mut said = String::new();
+    let url = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line)? == 0 {
+            bail!("mcp-host login printed no address to open: {said}");
+        }
+        said.push_str(&line);
+        if let Some(rest) = line.trim().strip_prefix("http") {
+            break format!("http{rest}");
+        }
+    };
+    let (status, callback) = browse(&url)?;
+    anyhow::ensure!(status == 302, "the authorization page answered {status}");
+    let callback = callback.context("the authorization page redirected nowhere")?;
+    let (status, _) = browse(&callback)?;
+    anyhow::ensure!(status == 200, "the login's callback answered {status}");
+    stderr.read_to_string(&mut said)?;
+    let out = child.wait_with_output()?;
+    std::mem::forget(guard);
+    if !out.status.success() {
+        bail!("mcp-host login failed: {said}");
+    }
+    Ok(())
+}
+
+/// A browser's GET of an `http://127.0.0.1:PORT/...` address: the status and the absolute
+/// `Location`, if any.
+fn browse(url: &str) -> anyhow::Result<(u16, Option<String>)> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("not a plain http address: {url}"))?;
+    let (authority, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (status, head) = get(authority, if target.is_empty() { "/" } else { target })?;
+    let location = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_owned())
+        })
+        .map(|l| {
+            if l.starts_with('/') {
+                format!("http://{authority}{l}")
+            } else {
+                l
+            }
+        });
+    Ok((status, location))
+}
+
+/// One HTTP/1.1 GET over a fresh connection: the status and the head.
+fn get(authority: &str, target: &str) -> anyhow::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(authority)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let head = answer
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("no HTTP status from {authority}"))?;
+    Ok((status, head))
+}
+
+/// Waits until a replica's `/readyz` answers 200: both upstreams ready.
+fn wait_ready(port: u16) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let authority = format!("127.0.0.1:{port}");
+    loop {
+        if let Ok((200, _)) = get(&authority, "/readyz") {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let said = get(&authority, "/readyz")
+                .map_or_else(|e| e.to_string(), |(s, h)| format!("{s} {h}"));
+            bail!("the replica on port {port} was not ready within 60 s: {said}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn wait_for_port(port: u16, what: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            bail!("{what} did not listen on 127.0.0.1:{port} within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A port free now (the kernel's choice), for a process started next to bind.
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// nginx's configuration: see the module header for the choices.
+fn nginx_conf(dir: &Path, port: u16, replicas: &[u16]) -> String {
+    let servers: String = replicas
+        .iter()
+        .map(|p| format!("        server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n"))
+        .collect();
+    let dir = dir.display();
+    format!(
+        r#"daemon off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    client_body_temp_path {dir}/nginx-temp/body;
+    proxy_temp_path {dir}/nginx-temp/proxy;
+    fastcgi_temp_path {dir}/nginx-temp/fastcgi;
+    uwsgi_temp_path {dir}/nginx-temp/uwsgi;
+    scgi_temp_path {dir}/nginx-temp/scgi;
+    map $status $failed {{ ~^[45] 1; default 0; }}
+    log_format failed '$msec $status $request_method $upstream_addr $upstream_status';
+    access_log {dir}/nginx-failed.log failed if=$failed;
+    upstream gateway {{
+{servers}        keepalive 64;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://gateway;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_cache off;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 1h;
+            proxy_send_timeout 1h;
+            proxy_next_upstream error timeout;
+            proxy_next_upstream_tries 3;
+        }}
+    }}
+}}
+"#
+    )
+}
+
+/// The replicas, each kept running by a thread of its own that starts it again when it dies.
+struct Replicas {
+    stop: Arc<AtomicBool>,
+    pids: Vec<Arc<AtomicU32>>,
+    threads: Vec<JoinHandle<u32>>,
+}
+
+impl Replicas {
+    fn start(
+        mcp_host: &Path,
+        file: &Path,
+        ports: &[u16],
+        homes: &[Home],
+        dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let key = session_key();
+        let mut pids = Vec::new();
+        let mut threads = Vec::new();
+        for (i, (port, home)) in ports.iter().zip(homes).enumerate() {
+            let mut cmd = Command::new(mcp_host);
+            cmd.args(["serve", "--gateway"])
+                .arg(file)
+                .args(["--http", &format!("127.0.0.1:{port}")])
+                // Each client holds two or three connections through nginx's pool; the
+                // default of 512 is not what this run is about.
+                .args(["--max-connections", "2048"])
+                .env("MCP_CLUSTER_SESSION_KEY", &key)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            home.apply(&mut cmd);
+            let log = dir.join(format!("replica-{i}.log"));
+            let pid = Arc::new(AtomicU32::new(0));
+            let (started_tx, started_rx) = mpsc::channel();
+            let thread = {
+                let (stop, pid) = (Arc::clone(&stop), Arc::clone(&pid));
+                let port = *port;
+                std::thread::spawn(move || supervise(cmd, &log, port, &stop, &pid, &started_tx))
+            };
+            started_rx
+                .recv_timeout(Duration::from_secs(20))
+                .with_context(|| format!("replica {i} did not start"))?;
+            pids.push(pid);
+            threads.push(thread);
+        }
+        Ok(Self {
+            stop,
+            pids,
+            threads,
+        })
+    }
+
+    /// Ends every replica (SIGTERM) and returns how many times one was started again.
+    fn stop(self) -> u32 {
+        self.stop.store(true, Ordering::SeqCst);
+        for pid in &self.pids {
+            let pid = pid.load(Ordering::SeqCst);
+            if pid != 0 {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        }
+        self.threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or(0))
+            .sum()
+    }
+}
+
+/// Runs one replica until `stop`, starting it again whenever it dies; returns how many times
+/// it was started again.
+fn supervise(
+    mut cmd: Command,
+    log: &Path,
+    port: u16,
+    stop: &AtomicBool,
+    pid: &AtomicU32,
+    started: &mpsc::Sender<()>,
+) -> u32 {
+    let mut restarts = 0;
+    loop {
+        let child = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|f| cmd.stderr(f).spawn());
+        let mut child: Child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("cluster: replica on port {port} could not start: {e}");
+                return restarts;
+            }
+        };
+        pid.store(child.id(), Ordering::SeqCst);
+        let _ = started.send(());
+        let status = child.wait();
+        if stop.load(Ordering::SeqCst) {
+            return restarts;
+        }
+        eprintln!(
+            "cluster: replica on port {port} ended ({}); starting it again",
+            status.map_or_else(|e| e.to_string(), |s| s.to_string())
+        );
+        restarts += 1;
+        // A port still held by the dying process is retried shortly.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Debian's `package`, installed with apt-get when `path` is missing (as root on Debian).
+fn debian_binary(sh: &Shell, path: &str, package: &str) -> anyhow::Result<PathBuf> {
+    let path = Path::new(path);
+    if path.exists() {
+        return Ok(path.to_path_buf());
+    }
+    eprintln!("==> installing {package} with apt-get (the cluster leg)");
+    let _frontend = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
+    let wait = ["-o", "DPkg::Lock::Timeout=300"];
+    let install = || {
+        cmd!(
+            sh,
+            "apt-get install -y --no-install-recommends {wait...} {package}"
+        )
+        .run()
+    };
+    if install().is_err() {
+        cmd!(sh, "apt-get update {wait...}")
+            .run()
+            .with_context(|| format!("apt-get update failed: {package} cannot be installed"))?;
+        install().with_context(|| {
+            format!("apt-get could not install {package} (run as root on Debian)")
+        })?;
+    }
+    anyhow::ensure!(
+        path.exists(),
+        "apt-get installed {package}, but {} is missing",
+        path.display()
+    );
+    Ok(path.to_path_buf())
+}
+
+/// Sends a signal to a process of this run however the run ends.
+struct Ended(u32, &'static str);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(format!("-{}", self.1))
+            .arg(self.0.to_string())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
