@@ -20,6 +20,12 @@ use super::*;
 #[path = "inbound_rules.rs"]
 mod rules;
 
+#[path = "inbound_introspection.rs"]
+mod introspection;
+
+#[path = "inbound_cluster.rs"]
+mod cluster;
+
 /// base64url without padding (RFC 7515 §2).
 fn b64(bytes: &[u8]) -> String {
     const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -226,6 +232,11 @@ struct Gateway {
 
 impl Gateway {
     fn start(user: &User, file: &Path) -> Self {
+        Self::start_with(user, file, &[])
+    }
+
+    /// With these variables in the gateway's environment.
+    fn start_with(user: &User, file: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = user
             .command(&[
                 "serve",
@@ -234,6 +245,7 @@ impl Gateway {
                 "--http",
                 "127.0.0.1:0",
             ])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
