@@ -11,6 +11,9 @@
 //
 //   node peer.mjs serve AUTH_PORT MCP_PORT [OPTIONS]   runs them until killed; OPTIONS:
 //       --gateway URL          also issue tokens for this resource (our gateway's /mcp)
+//       --opaque URL           a resource indicator whose tokens are opaque, for the gateway's
+//                              audience (its RFC 7662 introspection path); the client
+//                              INTROSPECTOR may introspect them
 //       --second PORT          a second provider at that port: another issuer, the same keys
 //       --mint PORT            a loopback endpoint handing out tokens the gateway must refuse
 //       --suite-callback PORT  a pre-registered public client `conformance-suite` whose
@@ -49,6 +52,9 @@ const SCOPE = 'mcp:tools';
 // The confidential client that mints, with client credentials, the real tokens the gateway
 // must refuse.
 const MINTER = { id: 'refusals', secret: 'refusals-only-on-loopback' };
+// The confidential client the gateway introspects opaque tokens as (RFC 7662 §2.1); xtask
+// gives the gateway its secret through the environment.
+const INTROSPECTOR = { id: 'gateway-introspection', secret: 'introspection-only-on-loopback' };
 const [mode, ...args] = process.argv.slice(2);
 
 if (mode === 'serve') {
@@ -76,8 +82,9 @@ function options(list) {
 }
 
 // The provider's configuration, for `issuer`: tokens are JWTs signed with `jwk`, for the
-// resources of `audiences` alone (resource indicators); `clients` are registered beforehand.
-function providerFor(issuer, jwk, audiences, clients) {
+// resources of `audiences` alone (resource indicators), but for `opaque` (an indicator whose
+// tokens are opaque, with the audience `opaque.audience`); `clients` are registered beforehand.
+function providerFor(issuer, jwk, audiences, clients, opaque) {
   const provider = new Provider(issuer, {
     jwks: { keys: [jwk] },
     clients,
@@ -89,6 +96,8 @@ function providerFor(issuer, jwk, audiences, clients) {
       devInteractions: { enabled: true },
       registration: { enabled: true },
       revocation: { enabled: true },
+      // For the gateway's opaque tokens (RFC 7662).
+      introspection: { enabled: true },
       deviceFlow: { enabled: true },
       // For the tokens the gateway must refuse (another resource's, another issuer's).
       clientCredentials: { enabled: true },
@@ -103,6 +112,14 @@ function providerFor(issuer, jwk, audiences, clients) {
         enabled: true,
         // Tokens only for the resources we serve, as JWTs they check themselves.
         getResourceServerInfo: async (_ctx, indicator) => {
+          if (opaque && indicator === opaque.indicator) {
+            return {
+              scope: SCOPE,
+              audience: opaque.audience,
+              accessTokenTTL: 3600,
+              accessTokenFormat: 'opaque',
+            };
+          }
           if (!audiences.includes(indicator)) {
             throw new errors.InvalidTarget(`unknown resource ${indicator}`);
           }
@@ -143,7 +160,16 @@ async function serve(authPort, mcpPort, opts) {
       redirect_uris: [],
       response_types: [],
     },
+    {
+      client_id: INTROSPECTOR.id,
+      client_secret: INTROSPECTOR.secret,
+      grant_types: [],
+      redirect_uris: [],
+      response_types: [],
+    },
   ];
+  const opaque = opts.opaque && opts.gateway
+    ? { indicator: opts.opaque, audience: opts.gateway } : undefined;
   if (opts['suite-callback']) {
     // The conformance suite's authorization-code scenario: a public client with PKCE whose
     // redirect URI is the suite's loopback callback.
@@ -156,7 +182,7 @@ async function serve(authPort, mcpPort, opts) {
       redirect_uris: [`http://127.0.0.1:${opts['suite-callback']}/callback`],
     });
   }
-  const provider = providerFor(issuer, jwk, audiences, clients);
+  const provider = providerFor(issuer, jwk, audiences, clients, opaque);
   provider.listen(authPort, '127.0.0.1');
 
   // The MCP server: RFC 9728 metadata naming the provider, and bearer tokens checked against
@@ -234,7 +260,7 @@ async function serve(authPort, mcpPort, opts) {
     const mint = express();
     mint.get('/tokens', async (_req, res, next) => {
       try {
-        res.json(await refusedTokens(issuer, second, resource, opts.gateway, privateKey));
+        res.json(await refusedTokens(issuer, second, resource, opts.gateway, privateKey, opaque));
       } catch (e) {
         next(e);
       }
@@ -270,8 +296,10 @@ async function clientCredentials(at, indicator, scope = SCOPE) {
 // from a valid one where it does not: `expired` (re-signed with the provider's own key, its
 // times an hour in the past), `none` (`alg: none`, no signature), `key` (signed with another
 // key under the provider's key id). And `scopeless`, the provider's token for the gateway
-// without the scope the gateway requires.
-async function refusedTokens(issuer, second, peerResource, gateway, privateKey) {
+// without the scope the gateway requires. With `opaque`, the provider's opaque tokens for the
+// gateway, which it introspects: `opaque` (taken), `opaqueRevoked` (revoked at the provider
+// first: inactive), `opaqueScopeless` (without the scope).
+async function refusedTokens(issuer, second, peerResource, gateway, privateKey, opaque) {
   const valid = await clientCredentials(issuer, gateway);
   const claims = decodeJwt(valid);
   const header = { alg: 'RS256', typ: 'at+jwt', kid: 'peer-1' };
@@ -293,6 +321,23 @@ async function refusedTokens(issuer, second, peerResource, gateway, privateKey) 
   if (second) tokens.issuer = await clientCredentials(second, gateway);
   // The provider's token for the gateway without the scope it requires (403, not 401).
   tokens.scopeless = await clientCredentials(issuer, gateway, '');
+  if (opaque) {
+    tokens.opaque = await clientCredentials(issuer, opaque.indicator);
+    if (tokens.opaque.split('.').length === 3) {
+      throw new Error('the provider made a JWT where an opaque token was configured');
+    }
+    tokens.opaqueRevoked = await clientCredentials(issuer, opaque.indicator);
+    const revoked = await fetch(`${issuer}/token/revocation`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${MINTER.id}:${MINTER.secret}`).toString('base64')}`,
+      },
+      body: new URLSearchParams({ token: tokens.opaqueRevoked }).toString(),
+    });
+    if (!revoked.ok) throw new Error(`revocation: ${revoked.status}`);
+    tokens.opaqueScopeless = await clientCredentials(issuer, opaque.indicator, '');
+  }
   return tokens;
 }
 

@@ -9,8 +9,11 @@
 //!   `WWW-Authenticate: Bearer` naming the gateway's RFC 9728 document (and `invalid_token`
 //!   when a token came), whose `resource` is the gateway and whose authorization server is the
 //!   provider; the provider's token for the gateway without the required scope is answered 403
-//!   `insufficient_scope`; the gateway's log gives each refusal its own reason and holds no
-//!   token;
+//!   `insufficient_scope`; the provider's opaque tokens for the gateway (made so for one
+//!   resource indicator), which the gateway introspects at the provider (RFC 7662) as a
+//!   client of its own: one is taken (200), one revoked at the provider first is refused with
+//!   401 (not active), one without the scope with 403; the gateway's log gives each refusal
+//!   its own reason and holds no token and not the introspection secret;
 //! - `mcp-host login` finds the provider from the gateway's challenge and logs in, in the
 //!   browser, then with the device flow, each followed by a tool call through the gateway;
 //! - the TypeScript SDK's OAuth client does the same (`peer.mjs sdk-login`).
@@ -28,6 +31,11 @@ use crate::oidc::Leg;
 
 /// The gateway's id in the leg user's configuration.
 const ID: &str = "gw";
+
+/// The gateway's introspection client at the provider (peer.mjs's `INTROSPECTOR`), whose
+/// secret reaches the gateway through this variable of its environment, never its file.
+const INTROSPECTOR: (&str, &str) = ("gateway-introspection", "introspection-only-on-loopback");
+const SECRET_VAR: &str = "OIDC_INTROSPECTION_SECRET";
 
 /// The ports the provider must know of when it starts: the gateway's (its tokens name the
 /// gateway's resource), the second issuer's and the token mint's.
@@ -51,11 +59,19 @@ impl Ports {
         format!("http://127.0.0.1:{}/mcp", self.gateway)
     }
 
+    /// The resource indicator for which the provider makes opaque tokens, with the gateway's
+    /// audience.
+    fn opaque(&self) -> String {
+        format!("http://127.0.0.1:{}/opaque", self.gateway)
+    }
+
     /// `peer.mjs serve`'s options for them.
     pub(crate) fn peer_options(&self) -> Vec<String> {
         vec![
             "--gateway".to_owned(),
             self.url(),
+            "--opaque".to_owned(),
+            self.opaque(),
             "--second".to_owned(),
             self.second.to_string(),
             "--mint".to_owned(),
@@ -95,6 +111,11 @@ pub(crate) fn run(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()
             "issuer": leg.issuer,
             "requiredScopes": ["mcp:tools"],
             "publicUrl": url,
+            "introspection": {
+                "endpoint": format!("{}/token/introspection", leg.issuer),
+                "clientId": INTROSPECTOR.0,
+                "clientSecret": format!("${{{SECRET_VAR}}}"),
+            },
         },
         "logFile": log,
     });
@@ -107,6 +128,7 @@ pub(crate) fn run(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()
             .arg(&file)
             .args(["--http", &format!("127.0.0.1:{}", ports.gateway)])
             .env("HOME", dir.join("home"))
+            .env(SECRET_VAR, INTROSPECTOR.1)
             .env_remove("MCP_HOST_CONFIG")
             .env_remove("XDG_CONFIG_HOME")
             .stdin(Stdio::null())
@@ -129,6 +151,7 @@ pub(crate) fn run(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()
         "the token's algorithm is not accepted",
         "the token's signature does not verify",
         "the token lacks the scopes mcp:tools",
+        "the issuer says the token is not active",
     ] {
         wait_logged(&log, &format!("refused a request: {reason}")).with_context(context)?;
     }
@@ -178,9 +201,9 @@ pub(crate) fn run(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()
     );
     // A JWT starts `eyJ` (`{"` in base64url): none of the tokens sent may be in the log.
     let logged = std::fs::read_to_string(&log)?;
-    if !logged.contains("call echo") || logged.contains("eyJ") {
+    if !logged.contains("call echo") || logged.contains("eyJ") || logged.contains(INTROSPECTOR.1) {
         bail!(
-            "the gateway's log shows no call, or holds a token: {}",
+            "the gateway's log shows no call, or holds a token or the introspection secret: {}",
             log.display()
         );
     }
@@ -257,6 +280,31 @@ fn refusals(leg: &Leg<'_>, sh: &Shell, ports: &Ports) -> anyhow::Result<()> {
             leg.issuer
         );
     }
+    // The provider's opaque tokens, which the gateway introspects.
+    for (name, status, error, what) in [
+        ("opaque", 200, "", "opaque token for the gateway"),
+        (
+            "opaqueRevoked",
+            401,
+            "error=\"invalid_token\"",
+            "opaque token, revoked at the provider",
+        ),
+        (
+            "opaqueScopeless",
+            403,
+            "error=\"insufficient_scope\"",
+            "opaque token without the scope",
+        ),
+    ] {
+        let answer = &seen[name];
+        let challenge = answer["wwwAuthenticate"].as_str().unwrap_or_default();
+        if answer["status"] != status || !challenge.contains(error) {
+            bail!("the provider's {what}: the gateway answered {answer} (wanted {status} {error})");
+        }
+    }
+    eprintln!(
+        "    the provider's opaque tokens, introspected: taken; revoked refused with 401, without the scope with 403"
+    );
     eprintln!(
         "    the provider's token for the gateway taken; none, expired, another resource's, another issuer's, unsigned and another key's each refused with 401 and the challenge; one without the scope with 403"
     );
