@@ -68,6 +68,11 @@ pub struct GatewayFile {
     /// `auth`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<crate::rules::Rule>,
+    /// Over HTTP, what replicas behind one load balancer share so that any of them serves any
+    /// session: the keys that seal session ids (docs/gateway.md "Many replicas"); read at
+    /// start, not on reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterBlock>,
 }
 
 /// When the gateway is ready for traffic (`GET /readyz`).
@@ -457,6 +462,12 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
     }
     if let Some(auth) = &file.auth {
         auth.check().map_err(|message| FileError::Invalid {
+            path: path.to_owned(),
+            message,
+        })?;
+    }
+    if let Some(cluster) = &file.cluster {
+        cluster.seal(env).map_err(|message| FileError::Invalid {
             path: path.to_owned(),
             message,
         })?;

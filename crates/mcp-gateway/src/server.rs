@@ -276,6 +276,16 @@ impl Gateway {
             ));
             http.authenticator = Some(Arc::new(guard));
         }
+        // The file's `cluster`: session ids sealed with the replicas' keys.
+        if let Some(block) = self.shared.file().cluster.clone() {
+            let seal = crate::cluster::sealed_sessions(&block, &self.shared.env, None)
+                .map_err(std::io::Error::other)?;
+            self.shared.log.line(&format!(
+                "session ids are sealed; a session lives at most {} s, whichever replica serves it",
+                seal.max_age().as_secs()
+            ));
+            http.sealed_sessions = Some(seal);
+        }
         self.shared.traces.set_transport("tcp");
         http.observer = Some(Arc::new(self.clone()));
         mcp_http::serve_http(listener, http, self).await
