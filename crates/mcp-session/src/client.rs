@@ -3,7 +3,11 @@
 
 use std::any::Any;
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Wake, Waker};
 
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, GetPromptParams, GetPromptResult, ListPromptsResult,
@@ -220,8 +224,8 @@ impl Client {
         progress: Option<mpsc::UnboundedSender<ProgressParams>>,
         tag: Option<u64>,
     ) -> Result<RawJson> {
-        let (tx, rx) = oneshot::channel();
-        let sent = self.core.with_session(|state| {
+        let (tx, mut rx) = oneshot::channel();
+        let (sent, sending) = self.core.with_session_sending(|state| {
             let id = state.session.send_request(now(), method, params, options)?;
             state.waiters.insert(id.clone(), tx);
             if let Some(p) = progress {
@@ -232,12 +236,26 @@ impl Client {
             }
             Ok(id)
         });
+        let exchange = match &sent {
+            Ok(id) => self.core.own_sending(id, sending),
+            Err(_) => {
+                self.core.start(sending);
+                None
+            }
+        };
         let id = sent.map_err(|e| Error::new(&self.core.name, with_reason(e, &self.core)))?;
         let mut guard = CancelOnDrop {
             core: &self.core,
             id: Some(id),
         };
-        let outcome = rx.await;
+        // The caller drives its request's exchange (an HTTP POST) itself, until the answer
+        // comes, whichever way it comes; if the exchange ends first (the answer delivered, or
+        // the request failed, or its stream gone to be resumed elsewhere), the answer is
+        // awaited alone.
+        let outcome = match exchange {
+            Some(exchange) => answer_while_driving(exchange, &mut rx).await,
+            None => rx.await,
+        };
         guard.id = None;
         match outcome {
             Ok(Ok(raw)) => Ok(raw),
@@ -426,6 +444,75 @@ fn with_reason(error: mcp_protocol::Error, core: &Core) -> mcp_protocol::Error {
 async fn close(core: &Arc<Core>) -> String {
     core.with_session(|state| state.session.close("closed by the host"));
     core.transport().close().await
+}
+
+/// Where a caller waits for its answer.
+type Answer = oneshot::Receiver<std::result::Result<RawJson, mcp_protocol::Error>>;
+
+/// Drives a request's exchange until it ends, and waits for the request's answer, whichever
+/// comes first: the answer usually comes through the exchange, but may come another way (on
+/// another stream, or as a timeout or the end of the session).
+///
+/// An answer the exchange itself delivers, while this task is polling it, does not wake this
+/// task: the answer is looked at right after anyway, and waking a task that is running makes
+/// tokio hand it to another worker thread (a yield), which is a context switch per call.
+/// Answers delivered any other way wake it as usual.
+async fn answer_while_driving(
+    exchange: Pin<Box<dyn Future<Output = ()> + Send>>,
+    answer: &mut Answer,
+) -> std::result::Result<std::result::Result<RawJson, mcp_protocol::Error>, oneshot::error::RecvError>
+{
+    let quiet = Arc::new(Quiet {
+        polling_exchange: AtomicBool::new(false),
+        task: Mutex::new(None),
+    });
+    let quiet_waker = Waker::from(Arc::clone(&quiet));
+    let mut exchange = Some(exchange);
+    std::future::poll_fn(|cx| {
+        {
+            let mut task = quiet.task.lock().unwrap_or_else(PoisonError::into_inner);
+            if !task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
+                *task = Some(cx.waker().clone());
+            }
+        }
+        if let Some(running) = exchange.as_mut() {
+            quiet.polling_exchange.store(true, Ordering::SeqCst);
+            let ended = running.as_mut().poll(cx).is_ready();
+            quiet.polling_exchange.store(false, Ordering::SeqCst);
+            // Pairs with the fence in `Quiet::wake_by_ref`: an answer delivered while the flag
+            // was up is seen by the poll below.
+            fence(Ordering::SeqCst);
+            if ended {
+                exchange = None;
+            }
+        }
+        Pin::new(&mut *answer).poll(&mut Context::from_waker(&quiet_waker))
+    })
+    .await
+}
+
+/// The waker the answer's channel holds while its caller drives the exchange: it passes wakes
+/// on to the caller's task, except while that task is polling the exchange.
+struct Quiet {
+    polling_exchange: AtomicBool,
+    task: Mutex<Option<Waker>>,
+}
+
+impl Wake for Quiet {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        fence(Ordering::SeqCst);
+        if self.polling_exchange.load(Ordering::SeqCst) {
+            return;
+        }
+        let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(task) = task.as_ref() {
+            task.wake_by_ref();
+        }
+    }
 }
 
 /// Cancels a request whose future was dropped before its answer came.

@@ -64,12 +64,44 @@ pub enum Incoming {
     Diagnostic(String),
 }
 
+/// The rest of sending one request, handed back by a transport whose sending is more than a
+/// write: a Streamable HTTP POST, and the stream that brings its answer. The caller waiting for
+/// that request's answer drives it in its own task, so a call crosses no task of ours on its
+/// way out and back (only the connection's own, hyper's); a request nobody waits on that way
+/// (the handshake, a retry the session makes by itself) runs on a task of its own. Dropping it
+/// abandons the exchange, as dropping the caller's future cancels the request.
+pub struct Sending {
+    id: RequestId,
+    exchange: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl Sending {
+    /// The exchange that carries the request `id` and delivers its answer to the core.
+    pub fn new(id: RequestId, exchange: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self {
+            id,
+            exchange: Box::pin(exchange),
+        }
+    }
+}
+
+impl std::fmt::Debug for Sending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sending")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a transport does for the core. Every method is called with the session locked and
-/// must not block: a transport hands bytes to its own tasks.
+/// must not block: a transport hands bytes to its own tasks, or hands back what its caller
+/// drives ([`Sending`]).
 pub trait Transport: Send + Sync + 'static {
     /// Sends everything the session has queued (`session.poll_transmit()` until `None`), in
-    /// order. The core calls this after every change that may queue a message.
-    fn transmit(&self, core: &Arc<Core>, session: &mut ClientSession);
+    /// order. The core calls this after every change that may queue a message. A request
+    /// whose sending must be awaited may be pushed to `sending` instead of started: the core
+    /// gives it to the caller waiting for its answer, or to a task of its own.
+    fn transmit(&self, core: &Arc<Core>, session: &mut ClientSession, sending: &mut Vec<Sending>);
 
     /// Called after every [`transmit`](Self::transmit), once the session lock is released:
     /// a transport that writes without waiting makes its system call here, so that the lock
@@ -116,6 +148,8 @@ pub(crate) struct State {
     /// Answers taken from `waiters`, handed over once the lock is released: waking a caller
     /// may wake a thread, and the lock is not held across that.
     answered: Vec<(Waiter, Result<RawJson, mcp_protocol::Error>)>,
+    /// What the transport handed back to be driven, taken once the lock is released.
+    sending: Vec<Sending>,
     pub(crate) progress: HashMap<RequestId, mpsc::UnboundedSender<ProgressParams>>,
     /// The caller's tags of requests in flight, by the id `send_request` gave them.
     pub(crate) tags: HashMap<RequestId, u64>,
@@ -286,6 +320,7 @@ impl Core {
                 session: ClientSession::new(session),
                 waiters: HashMap::new(),
                 answered: Vec::new(),
+                sending: Vec::new(),
                 progress: HashMap::new(),
                 tags: HashMap::new(),
                 arrived_under: None,
@@ -317,22 +352,66 @@ impl Core {
     /// Applies `f` to the session, then delivers events, sends what was queued, and re-arms
     /// the timer: the one way anything changes the session.
     pub(crate) fn with_session<R>(self: &Arc<Self>, f: impl FnOnce(&mut State) -> R) -> R {
-        let (r, answered) = {
+        let (r, sending) = self.with_session_sending(f);
+        self.start(sending);
+        r
+    }
+
+    /// [`with_session`](Self::with_session), handing back what the transport left to be
+    /// driven instead of starting it: for a caller that drives its own request's.
+    pub(crate) fn with_session_sending<R>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut State) -> R,
+    ) -> (R, Vec<Sending>) {
+        let (r, answered, sending) = {
             let mut guard = self.lock();
             let state = &mut *guard;
             let r = f(state);
             state.dispatch();
-            self.transport.transmit(self, &mut state.session);
+            self.transport
+                .transmit(self, &mut state.session, &mut state.sending);
             state
                 .armed
                 .wake_if_needed(&mut state.session, &self.wake_timer);
-            (r, std::mem::take(&mut state.answered))
+            (
+                r,
+                std::mem::take(&mut state.answered),
+                std::mem::take(&mut state.sending),
+            )
         };
         self.transport.flush();
         for (waiter, outcome) in answered {
             let _ = waiter.send(outcome);
         }
-        r
+        (r, sending)
+    }
+
+    /// Runs exchanges no caller drives, each on a task of its own. Without a runtime to run
+    /// them on (a handle used after its runtime ended), their requests fail now rather than at
+    /// their timeouts.
+    pub(crate) fn start(self: &Arc<Self>, sending: Vec<Sending>) {
+        for Sending { id, exchange } in sending {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(exchange)),
+                Err(_) => {
+                    self.fail_request(&id, "there is no tokio runtime to send it on");
+                }
+            }
+        }
+    }
+
+    /// Splits off the exchange of request `id`, starting the others.
+    pub(crate) fn own_sending(
+        self: &Arc<Self>,
+        id: &RequestId,
+        mut sending: Vec<Sending>,
+    ) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
+        let own = sending
+            .iter()
+            .position(|s| &s.id == id)
+            .map(|i| sending.remove(i).exchange);
+        self.start(sending);
+        own
     }
 
     /// Starts the handshake; the answer arrives through `ready`.

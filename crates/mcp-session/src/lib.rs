@@ -88,7 +88,7 @@ mod timer;
 
 // The public interface is:
 pub use client::{Client, Pending};
-pub use core::{Core, Incoming, Transport};
+pub use core::{Core, Incoming, Sending, Transport};
 pub use error::{Error, Result};
 pub use server::{
     CoreOptions, Handler, Identity, Peer, RequestContext, ServerCore, ServerTransport, SessionKey,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::{ClientConfig, ClientSession};
-use mcp_session::{Client, Core, Pending, Transport};
+use mcp_session::{Client, Core, Pending, Sending, Transport};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 use tokio::net::unix::pipe;
 use tokio::sync::{Notify, watch};
@@ -136,7 +136,7 @@ struct Inner {
 struct StdioTransport(Arc<Inner>);
 
 impl Transport for StdioTransport {
-    fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
+    fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession, _: &mut Vec<Sending>) {
         self.0.out.push(|bytes| {
             while let Some(message) = session.poll_transmit() {
                 encode_line(&message, bytes);

@@ -13,7 +13,7 @@ use http::{Method, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming as Body;
 use mcp_protocol::{ClientConfig, ClientSession, Message};
-use mcp_session::{Client, Core, Pending, Transport};
+use mcp_session::{Client, Core, Pending, Sending, Transport};
 use tokio::sync::{mpsc, watch};
 
 use super::{ACCEPT_BOTH, ACCEPT_SSE, Base, HttpConfig, chain, read_body};
@@ -153,7 +153,7 @@ struct Inner {
 struct LegacyTransport(Arc<Inner>);
 
 impl Transport for LegacyTransport {
-    fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
+    fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession, _: &mut Vec<Sending>) {
         while let Some(message) = session.poll_transmit() {
             let _ = self.0.queue.send(message);
         }

@@ -18,7 +18,7 @@ mod tls;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -32,8 +32,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use mcp_protocol::schema::{CancelledParams, NotificationMethod, RequestMethod, method};
 use mcp_protocol::{ClientConfig, ClientSession, Decoded, Era, Message, RequestId};
-use mcp_session::{Client, Core, Pending, Transport};
-use tokio::sync::{mpsc, watch};
+use mcp_session::{Client, Core, Pending, Sending, Transport};
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub use auth::{AuthHook, Challenge, StaticAuth};
 pub use eras::EraCache;
@@ -354,6 +354,8 @@ async fn streamable(
         init_refused: Mutex::new(None),
         tool_headers: Mutex::default(),
         in_flight: Mutex::default(),
+        queued: AtomicUsize::new(0),
+        handshake_done: AtomicBool::new(false),
     });
     let pending = Pending::new(
         &inner.config.name,
@@ -397,8 +399,16 @@ struct Inner {
     init_refused: Mutex<Option<StatusCode>>,
     /// The stateless era's `Mcp-Param-*` headers, by tool, from the last `tools/list`.
     tool_headers: Mutex<HashMap<String, ToolHeaders>>,
-    /// The stateless era's requests in flight: cancelling one closes its stream.
-    in_flight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
+    /// The stateless era's requests in flight: cancelling one drops its sender, which ends
+    /// its exchange and so closes its stream.
+    in_flight: Mutex<HashMap<RequestId, oneshot::Sender<()>>>,
+    /// Messages handed to the send loop and not yet sent (or, for a request, started) by it.
+    /// A request goes straight to its caller only when this is zero, so that it never
+    /// overtakes a notification or a response queued before it.
+    queued: AtomicUsize,
+    /// Set by the send loop once the handshake is over (and the standalone stream opened):
+    /// from then on a request's POST is driven by its caller.
+    handshake_done: AtomicBool,
 }
 
 /// A message to POST, with the version it was stamped with in the stateless era (`None` in
@@ -413,7 +423,7 @@ impl Inner {
         self.ids.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn in_flight(&self) -> MutexGuard<'_, HashMap<RequestId, tokio::task::AbortHandle>> {
+    fn in_flight(&self) -> MutexGuard<'_, HashMap<RequestId, oneshot::Sender<()>>> {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -556,7 +566,11 @@ impl Transport for HttpTransport {
             .map(str::to_owned)
     }
 
-    fn transmit(&self, _core: &Arc<Core>, session: &mut ClientSession) {
+    /// A request's POST is handed back to be driven by its caller ([`Sending`]) in the
+    /// stateless era, and in the handshake era once the handshake is over and nothing queued
+    /// before it is still being sent; everything else goes to the send loop, in order.
+    fn transmit(&self, core: &Arc<Core>, session: &mut ClientSession, sending: &mut Vec<Sending>) {
+        let inner = &self.0;
         let stamped = session
             .stamped_version()
             .and_then(|v| HeaderValue::from_str(v.as_str()).ok());
@@ -566,9 +580,36 @@ impl Transport for HttpTransport {
                 && let Some(info) = session.server_info()
                 && let Ok(v) = HeaderValue::from_str(info.protocol_version.as_str())
             {
-                self.0.ids().version = Some(v);
+                inner.ids().version = Some(v);
             }
-            let _ = self.0.queue.send(Outgoing {
+            let message = match (message, &stamped) {
+                (Message::Request(request), Some(version)) => {
+                    let id = request.id.clone();
+                    let exchange = stateless_post(inner, core, request, version.clone());
+                    sending.push(Sending::new(id, exchange));
+                    continue;
+                }
+                (Message::Request(request), None)
+                    if inner.handshake_done.load(Ordering::SeqCst)
+                        && inner.queued.load(Ordering::SeqCst) == 0 =>
+                {
+                    if inner.is_closing() {
+                        continue;
+                    }
+                    let id = request.id.clone();
+                    let exchange = post(
+                        Arc::clone(inner),
+                        Arc::clone(core),
+                        Message::Request(request),
+                        None,
+                    );
+                    sending.push(Sending::new(id, exchange));
+                    continue;
+                }
+                (message, _) => message,
+            };
+            inner.queued.fetch_add(1, Ordering::SeqCst);
+            let _ = inner.queue.send(Outgoing {
                 message,
                 stamped: stamped.clone(),
             });
@@ -606,82 +647,108 @@ impl Transport for HttpTransport {
 
 /// Sends the queued messages in order. Until the handshake is over, and for notifications and
 /// responses, each POST completes before the next starts, so the server sees them in order;
-/// requests after the handshake run concurrently. In the stateless era every request is its
-/// own POST from the start, and a cancellation closes the request's stream instead of being
-/// sent (streamable-http §Cancellation); nothing else goes to the server.
+/// requests after the handshake run concurrently (and, once nothing is queued before them,
+/// skip this loop: their callers drive their POSTs). In the stateless era every request is
+/// its own POST from the start, driven by its caller, and a cancellation closes the
+/// request's stream instead of being sent (streamable-http §Cancellation); nothing else goes
+/// to the server.
 async fn send_loop(
     inner: Arc<Inner>,
     core: Arc<Core>,
     mut queue: mpsc::UnboundedReceiver<Outgoing>,
 ) {
-    let mut handshake_done = false;
-    while let Some(Outgoing { message, stamped }) = queue.recv().await {
-        if inner.is_closing() {
-            continue;
+    while let Some(outgoing) = queue.recv().await {
+        send_queued(&inner, &core, outgoing).await;
+        inner.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Sends one message of the send loop's.
+async fn send_queued(inner: &Arc<Inner>, core: &Arc<Core>, outgoing: Outgoing) {
+    let Outgoing { message, stamped } = outgoing;
+    if inner.is_closing() {
+        return;
+    }
+    if let Some(version) = stamped {
+        return stateless_send(inner, core, message, version);
+    }
+    let is_request = matches!(message, Message::Request(_));
+    let finishes_handshake =
+        message.method() == Some(<method::Initialized as NotificationMethod>::METHOD);
+    if is_request && inner.handshake_done.load(Ordering::SeqCst) {
+        tokio::spawn(post(Arc::clone(inner), Arc::clone(core), message, None));
+    } else {
+        post(Arc::clone(inner), Arc::clone(core), message, None).await;
+    }
+    if finishes_handshake {
+        if inner.config.standalone_stream {
+            // The stream is open before the first request goes out, so that the server
+            // knows where to send what is not an answer; a server slow to answer the GET
+            // delays the first request by at most a second.
+            let (opened_tx, opened) = oneshot::channel();
+            tokio::spawn(standalone_stream(
+                Arc::clone(inner),
+                Arc::clone(core),
+                opened_tx,
+            ));
+            let _ = tokio::time::timeout(Duration::from_secs(1), opened).await;
         }
-        if let Some(version) = stamped {
-            stateless_send(&inner, &core, message, version);
-            continue;
-        }
-        let is_request = matches!(message, Message::Request(_));
-        let finishes_handshake =
-            message.method() == Some(<method::Initialized as NotificationMethod>::METHOD);
-        if is_request && handshake_done {
-            tokio::spawn(post(Arc::clone(&inner), Arc::clone(&core), message, None));
-        } else {
-            post(Arc::clone(&inner), Arc::clone(&core), message, None).await;
-        }
-        if finishes_handshake {
-            handshake_done = true;
-            if inner.config.standalone_stream {
-                // The stream is open before the first request goes out, so that the server
-                // knows where to send what is not an answer; a server slow to answer the GET
-                // delays the first request by at most a second.
-                let (opened_tx, opened) = tokio::sync::oneshot::channel();
-                tokio::spawn(standalone_stream(
-                    Arc::clone(&inner),
-                    Arc::clone(&core),
-                    opened_tx,
-                ));
-                let _ = tokio::time::timeout(Duration::from_secs(1), opened).await;
-            }
+        inner.handshake_done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A stateless-era request's exchange, for its caller to drive (or a task, if none does): it
+/// ends when the POST does, when it is dropped, or when the request is cancelled (its entry in
+/// `in_flight` dropped), and in each case its stream is closed.
+fn stateless_post(
+    inner: &Arc<Inner>,
+    core: &Arc<Core>,
+    request: mcp_protocol::Request,
+    version: HeaderValue,
+) -> impl Future<Output = ()> + Send + 'static {
+    let (cancel, cancelled) = oneshot::channel();
+    let id = request.id.clone();
+    inner.in_flight().insert(id.clone(), cancel);
+    let (inner, core) = (Arc::clone(inner), Arc::clone(core));
+    async move {
+        let _entry = InFlight {
+            inner: Arc::clone(&inner),
+            id,
+        };
+        tokio::select! {
+            () = post(inner, core, Message::Request(request), Some(version)) => {}
+            _ = cancelled => {}
         }
     }
 }
 
-/// One stateless-era message: a request is POSTed on its own task, which a cancellation
-/// aborts (dropping the response closes its stream); anything else stays here.
+/// A stateless-era request's entry in `in_flight`, removed however its exchange ends.
+struct InFlight {
+    inner: Arc<Inner>,
+    id: RequestId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.inner.in_flight().remove(&self.id);
+    }
+}
+
+/// One stateless-era message of the send loop's: a cancellation closes its request's stream;
+/// anything else stays here. (Requests do not come this way: their callers drive them.)
 fn stateless_send(inner: &Arc<Inner>, core: &Arc<Core>, message: Message, version: HeaderValue) {
     match message {
         Message::Request(request) => {
-            let id = request.id.clone();
-            // Held across the spawn, so that the task's own removal comes after the insertion.
-            let mut in_flight = inner.in_flight();
-            let task = tokio::spawn({
-                let (inner, core) = (Arc::clone(inner), Arc::clone(core));
-                let id = id.clone();
-                async move {
-                    post(
-                        Arc::clone(&inner),
-                        core,
-                        Message::Request(request),
-                        Some(version),
-                    )
-                    .await;
-                    inner.in_flight().remove(&id);
-                }
-            });
-            in_flight.insert(id, task.abort_handle());
+            tokio::spawn(stateless_post(inner, core, request, version));
         }
         Message::Notification(n)
             if n.method == <method::Cancelled as NotificationMethod>::METHOD =>
         {
             let cancelled: Option<CancelledParams> =
                 n.params.as_ref().and_then(|p| p.decode().ok());
-            if let Some(id) = cancelled.and_then(|c| c.request_id)
-                && let Some(task) = inner.in_flight().remove(&id)
-            {
-                task.abort();
+            if let Some(id) = cancelled.and_then(|c| c.request_id) {
+                // Dropping the sender ends the exchange.
+                drop(inner.in_flight().remove(&id));
             }
         }
         other => core.diagnostic(format!(
@@ -1054,11 +1121,7 @@ async fn read_events(
 }
 
 /// The optional GET stream for server-initiated messages. 405 means there is none.
-async fn standalone_stream(
-    inner: Arc<Inner>,
-    core: Arc<Core>,
-    opened: tokio::sync::oneshot::Sender<()>,
-) {
+async fn standalone_stream(inner: Arc<Inner>, core: Arc<Core>, opened: oneshot::Sender<()>) {
     let req = inner.request(Method::GET, ACCEPT_SSE, None, None);
     let answer = inner.base.pool().request(req).await;
     let _ = opened.send(());

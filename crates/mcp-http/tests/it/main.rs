@@ -14,5 +14,7 @@ mod server;
 mod abuse;
 // The client against the testkit's fake HTTP server, one HTTP-layer fault at a time.
 mod faults;
+// Who drives a call's POST: its caller, with no task of ours per call.
+mod caller;
 // The plain-request `Fetcher` (for OAuth) against a tiny server on loopback, HTTP and HTTPS.
 mod fetch;

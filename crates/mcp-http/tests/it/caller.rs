@@ -1,0 +1,148 @@
+//! Who drives a call's POST: the caller, in its own task. The client runs on a one-threaded
+//! runtime of its own and the server on another, so the client runtime's count of live tasks
+//! is exact and holds only the client's: while calls are held open by the server, it may have
+//! grown by one task per caller and one per connection hyper opened for them, and by nothing
+//! of ours per call.
+
+use std::sync::Arc;
+
+use mcp_http::{HttpConfig, HttpServerConfig};
+use mcp_protocol::schema::{
+    CallToolParams, CallToolResult, ClientRequest, ContentBlock, Implementation,
+    ListChangedCapability,
+};
+use mcp_protocol::{
+    ClientConfig, Era, ErrorObject, ProtocolVersion, RawJson, RequestOptions, ServerConfig,
+};
+use mcp_session::{Handler, RequestContext};
+use tokio::sync::Semaphore;
+
+/// How many calls are held open at once.
+const HELD: usize = 8;
+
+/// `hold` says it arrived, then answers once released; anything else answers at once.
+struct Hold {
+    arrived: Arc<Semaphore>,
+    release: Arc<Semaphore>,
+}
+
+impl Handler for Hold {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        _context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let ClientRequest::CallTool(call) = request else {
+            return Err(ErrorObject::new(-32601, "no".into()));
+        };
+        if call.name == "hold" {
+            self.arrived.add_permits(1);
+            self.release.acquire().await.unwrap().forget();
+        }
+        Ok(RawJson::encode(&CallToolResult::new(vec![ContentBlock::text("held")])).unwrap())
+    }
+}
+
+/// Holds [`HELD`] calls open in the given era and returns how many tasks the client runtime
+/// gained meanwhile.
+fn tasks_gained_while_calls_are_held(stateless: bool) -> usize {
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let arrived = Arc::new(Semaphore::new(0));
+    let release = Arc::new(Semaphore::new(0));
+    let mut server = ServerConfig::new(Implementation::new("holder".into(), "1".into()));
+    server.capabilities.tools = Some(ListChangedCapability::new());
+    server.supported_versions = ProtocolVersion::KNOWN.to_vec();
+    let config = HttpServerConfig::new(server);
+    let handler = Hold {
+        arrived: Arc::clone(&arrived),
+        release: Arc::clone(&release),
+    };
+    let url = server_rt.block_on(async {
+        let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        tokio::spawn(mcp_http::serve_http(listener, config, handler));
+        format!("http://127.0.0.1:{}/mcp", addr.port())
+    });
+
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gained = client_rt.block_on(async {
+        let mut session = ClientConfig::new(Implementation::new("it".into(), "0".into()));
+        session.supported_versions = if stateless {
+            vec![ProtocolVersion::V2026_07_28]
+        } else {
+            ProtocolVersion::HANDSHAKE.to_vec()
+        };
+        let client = mcp_http::connect(HttpConfig::new("holder", url), session)
+            .await
+            .unwrap();
+        let era = if stateless {
+            Era::Stateless
+        } else {
+            Era::Handshake
+        };
+        assert_eq!(client.server_info().era, era);
+        let call = |name: &str| {
+            let client = client.clone();
+            let params = CallToolParams::new(name.into());
+            async move { client.call_tool(params, RequestOptions::DEFAULT).await }
+        };
+        // A first call, so that what lives for the whole connection (a pooled connection and
+        // its task, the pool's idle timer) is there before counting.
+        assert_eq!(
+            call("quick").await.unwrap().content,
+            [ContentBlock::text("held")]
+        );
+
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let before = metrics.num_alive_tasks();
+        let callers: Vec<_> = (0..HELD).map(|_| tokio::spawn(call("hold"))).collect();
+        // Every call has reached the server and waits there.
+        arrived.acquire_many(HELD as u32).await.unwrap().forget();
+        let during = metrics.num_alive_tasks();
+        release.add_permits(HELD);
+        for caller in callers {
+            let result = caller.await.unwrap().unwrap();
+            assert_eq!(result.content, [ContentBlock::text("held")]);
+        }
+        client.close().await;
+        during - before
+    });
+    drop(client_rt);
+    drop(server_rt);
+    gained
+}
+
+#[test]
+fn a_calls_post_runs_in_its_callers_task_in_the_handshake_era() {
+    let gained = tasks_gained_while_calls_are_held(false);
+    // The callers, and at most one new connection each (one was pooled already).
+    assert!(
+        gained >= HELD,
+        "{gained} tasks: the callers were not counted"
+    );
+    assert!(
+        gained <= 2 * HELD,
+        "{gained} tasks for {HELD} calls held open: more than a caller and a connection each"
+    );
+}
+
+#[test]
+fn a_calls_post_runs_in_its_callers_task_in_the_stateless_era() {
+    let gained = tasks_gained_while_calls_are_held(true);
+    assert!(
+        gained >= HELD,
+        "{gained} tasks: the callers were not counted"
+    );
+    assert!(
+        gained <= 2 * HELD,
+        "{gained} tasks for {HELD} calls held open: more than a caller and a connection each"
+    );
+}
