@@ -185,6 +185,7 @@ async fn opaque_tokens_are_introspected_kept_a_while_and_an_endpoint_down_is_a_5
         let r = post(&addr, Some("opaque-while-down"), None, &initialize());
         assert_eq!(r.status, 503, "{r:?}");
         assert!(r.header("www-authenticate").is_none(), "{r:?}");
+        assert_eq!(r.header("retry-after").as_deref(), Some("5"), "{r:?}");
         assert!(
             r.body.contains("introspection endpoint did not answer"),
             "{r:?}"

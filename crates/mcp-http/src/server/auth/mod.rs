@@ -14,12 +14,16 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use mcp_session::{Handler, Identity};
 
 use super::{HttpServer, ResponseBody, rpc_error};
+
+/// The `Retry-After` of a request refused with 503 because its caller could not be checked
+/// (the authorization server did not answer): long enough for a blip to pass.
+const AUTH_RETRY_AFTER_SECS: &str = "5";
 
 /// Decides who may use the server, for [`HttpServerConfig::authenticator`](super::HttpServerConfig::authenticator).
 pub trait Authenticator: Send + Sync + 'static {
@@ -48,7 +52,7 @@ pub enum Verdict {
     /// The request is answered with `status` and this `WWW-Authenticate` value.
     Refuse {
         /// 401 or 403; or 503 when the caller cannot be checked now (then without the
-        /// challenge).
+        /// challenge, with `Retry-After`).
         status: StatusCode,
         /// The challenge.
         challenge: HeaderValue,
@@ -89,9 +93,13 @@ impl<H: Handler> HttpServer<H> {
                 };
                 let mut r = rpc_error(status, -32600, &message);
                 // A 503 (the token could not be checked now) challenges nobody: the client's
-                // token may be good, and a challenge would send it to log in again.
+                // token may be good, and a challenge would send it to log in again. It says
+                // when to try again instead.
                 if status.is_client_error() {
                     r.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+                } else if status == StatusCode::SERVICE_UNAVAILABLE {
+                    r.headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from_static(AUTH_RETRY_AFTER_SECS));
                 }
                 Err(r)
             }
