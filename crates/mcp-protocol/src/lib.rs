@@ -79,6 +79,7 @@
 mod error;
 mod jsonrpc;
 mod redact;
+mod scan;
 pub mod schema;
 mod session;
 mod skills;

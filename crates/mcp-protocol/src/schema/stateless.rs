@@ -204,7 +204,25 @@ pub(crate) struct Envelope {
 
 impl Envelope {
     /// Peeks at `resultType` without decoding the rest of the result.
+    ///
+    /// Every stateless-era answer is peeked at before it reaches its caller, so the common
+    /// case (an object whose `resultType`, if any, is a plain string) is found by structure
+    /// alone, without the full decode serde would make of a 1 MiB text it then drops; the
+    /// rest, errors included, goes through serde.
     pub(crate) fn peek(raw: &RawJson) -> Result<Self, serde_json::Error> {
+        match crate::scan::top_level_string(raw.get(), "resultType") {
+            Some(crate::scan::Member::Absent) => {
+                return Ok(Self {
+                    result_type: ResultType::Complete,
+                });
+            }
+            Some(crate::scan::Member::Plain(s)) => {
+                return Ok(Self {
+                    result_type: ResultType::from(s),
+                });
+            }
+            None => {}
+        }
         #[derive(serde::Deserialize)]
         struct Peek<'a> {
             #[serde(rename = "resultType", borrow, default)]
