@@ -292,7 +292,42 @@ fn gateway(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
         )
         .with_context(|| format!("gateway log: {}", dir.join("gateway.log").display()))?;
     }
-    Ok(())
+    cluster(sh, node, &prefix, &mcp_host, &dir)
+}
+
+/// The TypeScript SDK's client (`xtask/interop/cluster-client.mjs`) in front of two
+/// replicas sharing a `cluster` session key, its requests spread over them in turn with no
+/// affinity, one replica killed with SIGKILL midway: every call is answered in the session it
+/// began (docs/gateway.md "Many replicas"). A few seconds.
+fn cluster(
+    sh: &Shell,
+    node: &Path,
+    prefix: &Path,
+    mcp_host: &Path,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let file = dir.join("cluster.json");
+    let gateway_file = serde_json::json!({
+        "mode": "passthrough",
+        "mcpServers": {
+            "demo": {
+                "command": mcp_host,
+                "args": ["demo-server"],
+                "permission": {"default": "allow"}
+            }
+        },
+        "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]},
+        "logFile": dir.join("cluster.log"),
+    });
+    std::fs::write(&file, serde_json::to_vec_pretty(&gateway_file)?)?;
+    let client = project_root().join("xtask/interop/cluster-client.mjs");
+    eprintln!("==> {SDK}@{SDK_VERSION} client across two gateway replicas sharing a session key");
+    bounded::run(
+        cmd!(sh, "{node} {client} {prefix} {mcp_host} {file}"),
+        "the TypeScript client's checks across two replicas",
+        PEER_STEP,
+    )
+    .with_context(|| format!("gateway log: {}", dir.join("cluster.log").display()))
 }
 
 /// As a new user would: `mcp-host add` then `mcp-host test` against the everything server over
