@@ -172,17 +172,22 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
         "==> cluster: mcp-host login --gateway {} remote",
         file.display()
     );
-    login(&mcp_host, &file, &seed)?;
+    // The replicas' session key, in the environment of every command that reads the file.
+    let key = session_key()?;
+    login(&mcp_host, &file, &seed, &key)?;
+    if plan.shared {
+        seed_redis(redis_port, &seed.auth_file)?;
+    }
+    // A home each, as on machines of their own: with the blocks, what they share is in Redis
+    // only; without, each starts from a copy of the login's token file.
     let homes: Vec<Home> = (0..plan.replicas)
         .map(|i| {
-            if plan.shared {
-                Ok(seed.clone())
-            } else {
-                let home = Home::new(&dir.join(format!("replica-{i}")))?;
+            let home = Home::new(&dir.join(format!("replica-{i}")))?;
+            if !plan.shared {
                 std::fs::copy(&seed.auth_file, &home.auth_file)
                     .context("copying the token store")?;
-                Ok(home)
             }
+            Ok(home)
         })
         .collect::<anyhow::Result<_>>()?;
 
@@ -195,7 +200,7 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
             ", each with its own tokens and sessions (--unshared)"
         }
     );
-    let replicas = Replicas::start(&mcp_host, &file, &ports, &homes, &dir)?;
+    let replicas = Replicas::start(&mcp_host, &file, &ports, &homes, &dir, &key)?;
     for port in &ports {
         wait_ready(*port)?;
     }
@@ -240,30 +245,75 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
 /// OAuth tokens, the refresh lock, rate counters) in Redis, and the key sealing session ids.
 fn shared_blocks(gateway: &mut serde_json::Value, redis_port: u16) {
     gateway["store"] = json!({"redis": format!("redis://127.0.0.1:{redis_port}")});
-    gateway["cluster"] = json!({"sessionKeys": ["${MCP_CLUSTER_SESSION_KEY}"]});
+    gateway["cluster"] = json!({"sessionKeys": [{"env": "MCP_CLUSTER_SESSION_KEY"}]});
 }
 
-/// The session key the replicas share (`cluster.sessionKeys`), 32 bytes as hex: a throwaway
-/// value for this run, from the clock and the process id (no cryptographic strength needed
-/// for a test of sharing).
-fn session_key() -> String {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-        ^ u128::from(std::process::id());
-    let mut x = seed | 1;
-    (0..32)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            format!("{:02x}", (x & 0xff) as u8)
-        })
-        .collect()
+/// The session key the replicas share (`cluster.sessionKeys`): 32 random bytes from the
+/// kernel, in base64 as the block wants them, given to the replicas in their environment.
+fn session_key() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading /dev/urandom for the session key")?;
+    Ok(base64(&bytes))
+}
+
+/// Standard base64 with padding (RFC 4648 section 4).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The token store's key in Redis, with the `store` block's default prefix.
+const REDIS_TOKENS: &str = "mcp-host:oauth";
+
+/// Puts the login's tokens where the replicas look for them: the store block's Redis key
+/// holds the same document as the token file. Left alone when the login wrote it already.
+fn seed_redis(port: u16, auth_file: &Path) -> anyhow::Result<()> {
+    if redis(port, &[b"EXISTS", REDIS_TOKENS.as_bytes()])? == ":1" {
+        eprintln!("==> cluster: the login put the tokens in Redis");
+        return Ok(());
+    }
+    let document = std::fs::read(auth_file)
+        .with_context(|| format!("the login wrote no token file at {}", auth_file.display()))?;
+    let reply = redis(port, &[b"SET", REDIS_TOKENS.as_bytes(), &document])?;
+    anyhow::ensure!(reply == "+OK", "Redis refused the tokens: {reply}");
+    eprintln!("==> cluster: the login's token file copied to Redis ({REDIS_TOKENS})");
+    Ok(())
+}
+
+/// One Redis command (RESP2) over a fresh connection: the reply's first line. The arguments
+/// travel on the socket, never on a command line.
+fn redis(port: u16, args: &[&[u8]]) -> anyhow::Result<String> {
+    let mut request = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        request.extend_from_slice(arg);
+        request.extend_from_slice(b"\r\n");
+    }
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).context("connecting to Redis")?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.write_all(&request)?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line)?;
+    Ok(line.trim_end().to_owned())
 }
 
 /// Where one `mcp-host` keeps its configuration and tokens.
-#[derive(Clone)]
 struct Home {
     root: PathBuf,
     auth_file: PathBuf,
@@ -290,13 +340,14 @@ impl Home {
 
 /// `mcp-host login --gateway FILE remote`, with this task as the browser: it opens the
 /// address the command prints and follows the authorization server's redirect back to it.
-fn login(mcp_host: &Path, file: &Path, home: &Home) -> anyhow::Result<()> {
+fn login(mcp_host: &Path, file: &Path, home: &Home, key: &str) -> anyhow::Result<()> {
     let mut cmd = Command::new(mcp_host);
     cmd.args(["login", "--gateway"])
         .arg(file)
         .arg("remote")
         // A browser that does nothing: the address is followed from here.
         .env("BROWSER", "true")
+        .env("MCP_CLUSTER_SESSION_KEY", key)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -470,9 +521,9 @@ impl Replicas {
         ports: &[u16],
         homes: &[Home],
         dir: &Path,
+        key: &str,
     ) -> anyhow::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let key = session_key();
         let mut pids = Vec::new();
         let mut threads = Vec::new();
         for (i, (port, home)) in ports.iter().zip(homes).enumerate() {
@@ -483,7 +534,7 @@ impl Replicas {
                 // Each client holds two or three connections through nginx's pool; the
                 // default of 512 is not what this run is about.
                 .args(["--max-connections", "2048"])
-                .env("MCP_CLUSTER_SESSION_KEY", &key)
+                .env("MCP_CLUSTER_SESSION_KEY", key)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
             home.apply(&mut cmd);
@@ -606,5 +657,27 @@ impl Drop for Ended {
             .arg(self.0.to_string())
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_rfc_4648s() {
+        // RFC 4648 section 10's test vectors.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), encoded, "{plain:?}");
+        }
+        assert_eq!(base64(&[0xff; 32]).len(), 44);
     }
 }
