@@ -6,6 +6,9 @@
 
 use super::*;
 
+#[path = "inbound_rules_resources.rs"]
+mod resources;
+
 /// The JSON-RPC response of an answer, sent as JSON or as an SSE event (after the
 /// upstream's notifications, if any).
 fn message(r: &Reply) -> Value {

@@ -507,7 +507,7 @@ async fn handle(
             let lists = gather(shared, has_resources, &method, "resources").await?;
             let mut map = lock(&state.resources);
             let mut all = Vec::new();
-            for (id, items) in lists {
+            for (id, items) in permitted_lists(shared, &context, lists) {
                 for item in items {
                     if let Some(uri) = item.get("uri").and_then(Value::as_str) {
                         map.insert(uri.to_owned(), id.clone());
@@ -521,7 +521,7 @@ async fn handle(
             let lists = gather(shared, has_resources, &method, "resourceTemplates").await?;
             let mut map = lock(&state.templates);
             let mut all = Vec::new();
-            for (id, items) in lists {
+            for (id, items) in permitted_lists(shared, &context, lists) {
                 for item in items {
                     if let Some(t) = item.get("uriTemplate").and_then(Value::as_str) {
                         map.insert(t.to_owned(), id.clone());
@@ -532,7 +532,12 @@ async fn handle(
             encode(&json!({ "resourceTemplates": all }))
         }
         ClientRequest::ReadResource(p) => {
-            let candidates = resource_candidates(state, shared, &p.uri, has_resources);
+            let candidates = permitted(
+                shared,
+                &context,
+                resource_candidates(state, shared, &p.uri, has_resources),
+            )
+            .ok_or_else(|| resource_not_found(&context, &p.uri))?;
             let (id, result) =
                 first_answer(shared, &candidates, &method, &params, &context).await?;
             lock(&state.resources).insert(p.uri, id);
@@ -541,7 +546,12 @@ async fn handle(
         ClientRequest::Subscribe(p) => {
             let _turn = state.subscribing.lock().await;
             // Through the host, which subscribes the way the upstream's era has.
-            let candidates = resource_candidates(state, shared, &p.uri, has_subscribe);
+            let candidates = permitted(
+                shared,
+                &context,
+                resource_candidates(state, shared, &p.uri, has_subscribe),
+            )
+            .ok_or_else(|| resource_not_found(&context, &p.uri))?;
             let uri = &p.uri;
             first_ok(&candidates, &method, |id| async move {
                 shared
@@ -568,7 +578,7 @@ async fn handle(
             let multi = is_multi(shared);
             let lists = gather(shared, has_prompts, &method, "prompts").await?;
             let mut all = Vec::new();
-            for (id, items) in lists {
+            for (id, items) in permitted_lists(shared, &context, lists) {
                 for mut item in items {
                     if multi && let Some(name) = item.get("name").and_then(Value::as_str) {
                         item["name"] = Value::String(tool_name::prefixed(&id, name));
@@ -580,20 +590,29 @@ async fn handle(
         }
         ClientRequest::GetPrompt(p) => {
             let (server, name) = resolve_prompt(shared, &p.name)?;
+            if !shared.may_use_upstream(&context, &server) {
+                return Err(unknown_prompt(&p.name));
+            }
             params["name"] = Value::String(name);
             forward(shared, &server, &method, &params, &context).await
         }
         ClientRequest::Complete(_) => {
-            let candidates = match params["ref"]["type"].as_str() {
+            let candidates: Vec<String> = match params["ref"]["type"].as_str() {
                 Some("ref/prompt") => {
                     let name = params["ref"]["name"].as_str().unwrap_or_default();
                     let (server, name) = resolve_prompt(shared, name)?;
                     params["ref"]["name"] = Value::String(name);
                     vec![server]
+                        .into_iter()
+                        .filter(|id| shared.may_use_upstream(&context, id))
+                        .collect()
                 }
                 _ => {
                     let uri = params["ref"]["uri"].as_str().unwrap_or_default();
                     template_candidates(state, shared, uri)
+                        .into_iter()
+                        .filter(|id| shared.may_use_upstream(&context, id))
+                        .collect()
                 }
             };
             // A ready upstream that declared no completions is not asked: it may refuse with
@@ -672,7 +691,9 @@ async fn relay_other(
         _ => None,
     };
     match only {
-        Some(id) if !is_task => forward(shared, &id, method, params, context).await,
+        Some(id) if !is_task && shared.may_use_upstream(context, &id) => {
+            forward(shared, &id, method, params, context).await
+        }
         _ => Err(reply::method_not_found(format!(
             "Method not found: {method}"
         ))),
@@ -867,12 +888,55 @@ fn resolve_prompt(shared: &Shared, name: &str) -> Result<(String, String), Error
             .ok_or_else(no_upstream)?;
         return Ok((only, name.to_owned()));
     }
-    split_namespaced(shared, name).ok_or_else(|| {
-        reply::invalid_params(format!(
-            "Unknown prompt: {} (prompts are named mcp__<server>__<name>)",
-            tool_name::quoted(name)
-        ))
-    })
+    split_namespaced(shared, name).ok_or_else(|| unknown_prompt(name))
+}
+
+/// The answer to a prompt name no upstream has, and to one of an upstream the caller may not
+/// use (the rules), alike: the caller cannot tell the two apart.
+fn unknown_prompt(name: &str) -> ErrorObject {
+    reply::invalid_params(format!(
+        "Unknown prompt: {} (prompts are named mcp__<server>__<name>)",
+        tool_name::quoted(name)
+    ))
+}
+
+/// The answer to a resource none of the upstreams the caller may use can have, whether
+/// another upstream has it or not: the era's "not found" (-32002 before 2026-07-28, -32602
+/// since).
+fn resource_not_found(context: &RequestContext, uri: &str) -> ErrorObject {
+    let code = if context.era == Some(Era::Stateless) {
+        mcp_protocol::code::INVALID_PARAMS
+    } else {
+        mcp_protocol::code::RESOURCE_NOT_FOUND
+    };
+    ErrorObject::new(
+        code,
+        format!("Resource not found: {}", tool_name::quoted(uri)),
+    )
+}
+
+/// The candidates the caller of `context` may use (the file's rules), or `None` when none is.
+fn permitted(
+    shared: &Shared,
+    context: &RequestContext,
+    candidates: Vec<String>,
+) -> Option<Vec<String>> {
+    let kept: Vec<String> = candidates
+        .into_iter()
+        .filter(|id| shared.may_use_upstream(context, id))
+        .collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+/// The upstreams' lists that the caller of `context` may see (the file's rules).
+fn permitted_lists(
+    shared: &Shared,
+    context: &RequestContext,
+    lists: Vec<(String, Vec<Value>)>,
+) -> impl Iterator<Item = (String, Vec<Value>)> {
+    lists
+        .into_iter()
+        .filter(move |(id, _)| shared.may_use_upstream(context, id))
 }
 
 fn no_upstream() -> ErrorObject {

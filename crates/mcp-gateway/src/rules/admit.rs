@@ -43,6 +43,30 @@ impl Shared {
         tools.any(|t| judge(&file.rules, Some(caller), server, &t.tool).is_listed())
     }
 
+    /// Whether the caller of `context` may use upstream `server`'s resources, resource
+    /// templates and prompts, which rules do not name: it may when it may call at least one
+    /// of the upstream's tools (for an upstream without tools, one the rules would let it
+    /// call). A caller denied or hidden the whole upstream, or that no `allow` rule reaches,
+    /// neither sees them nor reads them.
+    pub(crate) fn may_use_upstream(&self, context: &RequestContext, server: &str) -> bool {
+        let Some(caller) = crate::auth::caller_of(context).map(Who::from) else {
+            return true;
+        };
+        let file = self.file();
+        let allowed = |tool: &str| {
+            matches!(
+                judge(&file.rules, Some(caller), server, tool),
+                Verdict::Allow(_)
+            )
+        };
+        let catalog = self.host.catalog();
+        let mut tools = catalog.server_tools(server).peekable();
+        if tools.peek().is_none() {
+            return allowed("");
+        }
+        tools.any(|t| allowed(&t.tool))
+    }
+
     /// Asks the rules whether the caller of `context` may call `server`'s `tool` now, and
     /// counts the call against its rate limit if so. A refusal is logged with the rule.
     pub(crate) fn admit(

@@ -1,0 +1,173 @@
+//! The gateway file's `rules` over resources and prompts, through the built binary: a caller
+//! that may call none of an upstream's tools neither sees nor reads its resources, resource
+//! templates and prompts, and its reads and gets are answered exactly as for ones that do not
+//! exist. A child of `inbound_rules`, whose helpers it uses.
+
+use super::*;
+
+fn ask(addr: &str, token: &str, session: &str, method: &str, params: Value) -> Value {
+    let request = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    message(&post(
+        addr,
+        Some(token),
+        Some(session),
+        &request.to_string(),
+    ))
+}
+
+/// The `key` field of each item of `list` in a list result.
+fn listed(answer: &Value, list: &str, key: &str) -> Vec<String> {
+    let mut names: Vec<String> = answer["result"][list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|i| i[key].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_denied_an_upstream_neither_sees_nor_reads_its_resources_and_prompts() {
+    let public = mcp_testkit::fake_http::FakeHttp::start().await;
+    let issuer = Issuer::start();
+    let key = Key::new("k1");
+    issuer.publish(&[&key]);
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        json!({
+            "mode": "passthrough",
+            "mcpServers": {
+                "demo": {"command": bin(), "args": ["demo-server"],
+                    "permission": {"default": "allow"}},
+                "public": {"type": "http", "url": public.url,
+                    "permission": {"default": "allow"}}
+            },
+            "auth": {"issuer": issuer.url},
+            "rules": [
+                {"name": "engineers", "effect": "allow", "when": {"groups": ["eng"]}},
+                {"name": "support", "effect": "allow", "when": {"groups": ["support"]},
+                 "upstreams": ["public"]}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (gateway, _user) =
+        tokio::task::spawn_blocking(move || (Gateway::start(&user, &file), user))
+            .await
+            .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    tokio::task::spawn_blocking(move || {
+        let token = |sub: &str, group: &str| {
+            key.sign(&json!({"iss": issuer.url, "aud": resource, "sub": sub,
+                "groups": [group], "exp": now() + 300, "iat": now()}))
+        };
+        let (alice, bob) = (token("alice", "eng"), token("bob", "support"));
+        let (a, b) = (session(&addr, &alice), session(&addr, &bob));
+        // The upstreams join in the background: ask until alice sees the demo server's notes.
+        let notes = ["demo://notes/ideas", "demo://notes/shopping"];
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = listed(
+                &ask(&addr, &alice, &a, "resources/list", json!({})),
+                "resources",
+                "uri",
+            );
+            if seen == notes {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(
+            seen, notes,
+            "alice, an engineer, sees the demo server's notes"
+        );
+        let templates = |t: &str, s: &str| {
+            listed(
+                &ask(&addr, t, s, "resources/templates/list", json!({})),
+                "resourceTemplates",
+                "uriTemplate",
+            )
+        };
+        let prompts = |t: &str, s: &str| {
+            listed(
+                &ask(&addr, t, s, "prompts/list", json!({})),
+                "prompts",
+                "name",
+            )
+        };
+        assert_eq!(templates(&alice, &a), ["demo://notes/{name}"]);
+        assert_eq!(prompts(&alice, &a), ["mcp__demo__review"]);
+        let read =
+            |t: &str, s: &str, uri: &str| ask(&addr, t, s, "resources/read", json!({"uri": uri}));
+        let got = read(&alice, &a, "demo://notes/shopping");
+        assert!(got.to_string().contains("coffee"), "{got}");
+        let get = |t: &str, s: &str, name: &str| {
+            ask(
+                &addr,
+                t,
+                s,
+                "prompts/get",
+                json!({"name": name, "arguments": {"topic": "gateways"}}),
+            )
+        };
+        let got = get(&alice, &a, "mcp__demo__review");
+        assert!(got["result"]["messages"].is_array(), "{got}");
+
+        // Bob, allowed only `public`, sees none of it.
+        assert!(
+            listed(
+                &ask(&addr, &bob, &b, "resources/list", json!({})),
+                "resources",
+                "uri"
+            )
+            .is_empty()
+        );
+        assert!(templates(&bob, &b).is_empty());
+        assert!(prompts(&bob, &b).is_empty());
+        // A read of a note that exists reads as one of a note that does not, word for word
+        // but for the URI, and so does a get of the prompt.
+        let unname = |v: &Value, name: &str| v.to_string().replace(name, "NAME");
+        let existing = read(&bob, &b, "demo://notes/shopping");
+        assert!(existing["error"]["message"].is_string(), "{existing}");
+        assert!(!existing.to_string().contains("coffee"), "{existing}");
+        assert_eq!(
+            unname(&existing, "demo://notes/shopping"),
+            unname(
+                &read(&bob, &b, "demo://notes/nothing"),
+                "demo://notes/nothing"
+            )
+        );
+        let prompt = get(&bob, &b, "mcp__demo__review");
+        assert!(prompt["error"]["message"].is_string(), "{prompt}");
+        assert_eq!(
+            unname(&prompt, "mcp__demo__review"),
+            unname(
+                &get(&bob, &b, "mcp__nothing__review"),
+                "mcp__nothing__review"
+            )
+        );
+        // Completing the prompt's argument suggests nothing.
+        let completed = ask(
+            &addr,
+            &bob,
+            &b,
+            "completion/complete",
+            json!({
+            "ref": {"type": "ref/prompt", "name": "mcp__demo__review"},
+            "argument": {"name": "topic", "value": ""}}),
+        );
+        assert_eq!(
+            completed["result"]["completion"]["values"],
+            json!([]),
+            "{completed}"
+        );
+    })
+    .await
+    .unwrap();
+    gateway.stop();
+}
