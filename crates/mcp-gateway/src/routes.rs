@@ -10,7 +10,7 @@
 //! calls wait on that upstream; with calls of several clients waiting it is refused, since
 //! guessing would show one client another's request.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,7 +74,7 @@ pub(crate) struct Routes {
     /// Calls that ended lately, by tag: the client's peer for messages tied to no request, and
     /// when. What the upstream wrote during a call travels apart from its answer through the
     /// host, and may come just after it; it still belongs to that client.
-    ended: Mutex<HashMap<u64, (Peer, Instant)>>,
+    ended: Mutex<Ended<Peer>>,
     next: AtomicU64,
     /// The session registry of each server in front (one gateway may be served over stdio
     /// and HTTP at once), known from their first request: notifications for all clients go
@@ -225,10 +225,7 @@ impl Routes {
                 return true;
             }
         }
-        let late = lock(&self.ended)
-            .get(&tag)
-            .filter(|(_, at)| at.elapsed() < LATE_ENTRY)
-            .map(|(peer, _)| peer.clone());
+        let late = lock(&self.ended).get(tag, Instant::now()).cloned();
         match late {
             Some(peer) => {
                 let _ = peer.notify(method, params);
@@ -308,6 +305,63 @@ const STATELESS: &str = "the client waiting on it speaks the stateless era, wher
 /// How long after a call a log entry its upstream tied to it is still passed on.
 const LATE_ENTRY: Duration = Duration::from_secs(1);
 
+/// What is kept of the calls that ended within [`LATE_ENTRY`], by tag. A call that ends
+/// forgets those that ended before the window from the oldest on, stopping at the first still
+/// in it, so the work is what expired: a sweep of every entry on each call (as a `retain`
+/// over the map did) cost as many clock reads per call as calls ended in the last second,
+/// which was most of the gateway's CPU at 16 calls in flight.
+#[derive(Debug)]
+struct Ended<T> {
+    by_tag: HashMap<u64, (T, Instant)>,
+    /// Tags in the order they ended; each entry's time is never earlier than the one before,
+    /// since both are taken under the lock that holds this.
+    order: VecDeque<u64>,
+}
+
+impl<T> Default for Ended<T> {
+    fn default() -> Self {
+        Self {
+            by_tag: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Ended<T> {
+    /// Drops what ended [`LATE_ENTRY`] or more before `now`.
+    fn forget_before(&mut self, now: Instant) {
+        while let Some(tag) = self.order.front() {
+            match self.by_tag.get(tag) {
+                Some((_, at)) if now.duration_since(*at) < LATE_ENTRY => break,
+                _ => {
+                    self.by_tag.remove(tag);
+                    self.order.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Keeps `value` for the call `tag`, which ended at `at` (not earlier than any kept).
+    fn insert(&mut self, tag: u64, value: T, at: Instant) {
+        if self.by_tag.insert(tag, (value, at)).is_none() {
+            self.order.push_back(tag);
+        }
+    }
+
+    /// What is kept for `tag`, if it ended within [`LATE_ENTRY`] of `now`.
+    fn get(&self, tag: u64, now: Instant) -> Option<&T> {
+        self.by_tag
+            .get(&tag)
+            .filter(|(_, at)| now.duration_since(*at) < LATE_ENTRY)
+            .map(|(value, _)| value)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_tag.len()
+    }
+}
+
 /// Where an upstream's request goes.
 enum Target {
     /// A handshake client: sent on this peer.
@@ -369,9 +423,10 @@ impl Drop for Tracked {
                 Some(calls.remove(at))
             });
         let mut recent = lock(&self.routes.ended);
-        recent.retain(|_, (_, at)| at.elapsed() < LATE_ENTRY);
+        let now = Instant::now();
+        recent.forget_before(now);
         if let Some(call) = ended {
-            recent.insert(self.id, (call.peer.unrelated(), Instant::now()));
+            recent.insert(self.id, call.peer.unrelated(), now);
         }
     }
 }
@@ -529,6 +584,35 @@ fn refuse_undeclared(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ended_calls_are_forgotten_once_late_oldest_first() {
+        let t0 = Instant::now();
+        let mut ended: Ended<u64> = Ended::default();
+        for tag in 0..1000u64 {
+            ended.insert(tag, tag, t0 + Duration::from_millis(tag));
+        }
+        assert_eq!(ended.len(), 1000);
+        // 1.5 s on, the calls that ended in the first half second are past the window.
+        let now = t0 + Duration::from_millis(1500);
+        assert_eq!(ended.get(501, now), Some(&501));
+        assert_eq!(
+            ended.get(500, now),
+            None,
+            "past the window even before it is swept"
+        );
+        ended.forget_before(now);
+        assert_eq!(ended.len(), 499);
+        assert_eq!(ended.order.len(), 499);
+        assert_eq!(ended.order.front(), Some(&501));
+        assert_eq!(ended.get(501, now), Some(&501));
+        assert_eq!(ended.get(999, now), Some(&999));
+        // Another call ending later keeps its place at the back.
+        ended.insert(1000, 1000, now);
+        ended.forget_before(t0 + Duration::from_millis(2100));
+        assert_eq!(ended.order.front(), Some(&1000));
+        assert_eq!(ended.len(), 1);
+    }
 
     fn caps(json: serde_json::Value) -> ClientCapabilities {
         serde_json::from_value(json).expect("capabilities")
