@@ -228,17 +228,18 @@ async fn read_loop<R: AsyncRead + Unpin>(
     max_line: usize,
 ) {
     let mut decoder = LineDecoder::new(max_line);
-    let mut chunk = vec![0u8; 64 << 10];
     let end = loop {
         let read = tokio::select! {
-            read = reader.read(&mut chunk) => read,
+            // Straight into the decoder's buffer: a large answer is copied by nobody on its
+            // way from the pipe to the session.
+            read = reader.read_buf(decoder.read_buffer(64 << 10)) => read,
             // Nobody is left to take what the server says.
             () = inner.dropped.notified() => return,
         };
         match read {
             Ok(0) => break "the server closed its stdout".to_owned(),
-            Ok(n) => {
-                decoder.push(&chunk[..n]);
+            Ok(_) => {
+                decoder.appended();
                 while let Some(line) = decoder.next_line() {
                     match line {
                         Line::Frame(bytes) => core.receive_frame(&bytes),

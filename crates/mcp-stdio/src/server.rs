@@ -146,7 +146,6 @@ where
         Some(writer) => tokio::spawn(outbox::write_stream(writer, Arc::clone(&out))),
     });
     let mut decoder = LineDecoder::new(max_line_bytes);
-    let mut chunk = vec![0u8; 64 << 10];
     let result = loop {
         // Each line read is taken only once the answers waiting are under the bound: one
         // read may hold a thousand small requests, each of whose answers may be large. While
@@ -161,9 +160,10 @@ where
                 None => break,
             }
         }
-        match reader.read(&mut chunk).await {
+        // Straight into the decoder's buffer, with no copy on the way.
+        match reader.read_buf(decoder.read_buffer(64 << 10)).await {
             Ok(0) => break Ok(()),
-            Ok(n) => decoder.push(&chunk[..n]),
+            Ok(_) => decoder.appended(),
             Err(e) => break Err(e),
         }
     };

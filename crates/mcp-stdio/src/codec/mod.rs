@@ -1,7 +1,9 @@
 //! Newline-delimited JSON framing, without I/O (spec `basic/transports.mdx#stdio`).
 //!
-//! Bytes go in with [`LineDecoder::push`]; complete lines come out of
-//! [`LineDecoder::next_line`]. A line longer than the limit is never buffered whole: its first
+//! Bytes go in with [`LineDecoder::push`], or are read straight into the decoder's buffer
+//! ([`LineDecoder::read_buffer`], then [`LineDecoder::appended`]); complete lines come out of
+//! [`LineDecoder::next_line`]. A line that fills most of the buffer leaves in the buffer
+//! itself, not in a copy: a 1 MiB answer is copied by no one between the read and the decoder. A line longer than the limit is never buffered whole: its first
 //! bytes are kept for diagnosis, the rest is skipped up to the next newline, and the stream
 //! goes on. A peer that never sends a newline therefore costs at most the limit in memory.
 
@@ -10,6 +12,14 @@ mod tests;
 
 /// How many bytes of an oversized line are kept, to report it and to find its request id.
 pub const OVERSIZE_HEAD: usize = 256;
+
+/// From this length on, a line that is at least as long as what follows it in the buffer
+/// leaves in the buffer itself (what follows is copied into a new one instead). Shorter lines
+/// are copied out: cheaper than a new buffer for what follows, which may be many lines.
+const HAND_OVER: usize = 4 << 10;
+
+/// A UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One item out of the decoder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,9 +53,9 @@ pub struct LineDecoder {
     max_len: usize,
     /// Set while skipping the rest of an oversized line.
     skipping: Option<Skip>,
-    /// The first bytes, held until it is known whether they are a UTF-8 BOM (which may arrive
-    /// split across reads); `None` once decided.
-    start: Option<Vec<u8>>,
+    /// Whether it is still undecided if the stream starts with a UTF-8 BOM (which may arrive
+    /// split across reads); meanwhile `buf` holds only a prefix of one.
+    bom_pending: bool,
 }
 
 impl LineDecoder {
@@ -56,24 +66,39 @@ impl LineDecoder {
             scanned: 0,
             max_len,
             skipping: None,
-            start: Some(Vec::new()),
+            bom_pending: true,
         }
     }
 
     /// Appends bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        self.appended();
+    }
+
+    /// The buffer, with room for at least `room` more bytes, for a read that appends to it
+    /// in place (tokio's `AsyncReadExt::read_buf`, say) and so saves the copy [`push`]
+    /// makes. Append only; then call [`appended`](Self::appended).
+    ///
+    /// [`push`]: Self::push
+    pub fn read_buffer(&mut self, room: usize) -> &mut Vec<u8> {
+        self.buf.reserve(room);
+        &mut self.buf
+    }
+
+    /// Takes in what was appended to [`read_buffer`](Self::read_buffer).
+    pub fn appended(&mut self) {
+        // Only appending was asked for; anything else is treated as a new start of the scan.
+        self.scanned = self.scanned.min(self.buf.len());
         // A BOM before the first message is tolerated, never required.
-        match self.start.take() {
-            None => self.buf.extend_from_slice(bytes),
-            Some(mut start) => {
-                start.extend_from_slice(bytes);
-                const BOM: &[u8] = b"\xEF\xBB\xBF";
-                if start.len() < BOM.len() && BOM.starts_with(&start) {
-                    self.start = Some(start);
-                    return;
-                }
-                self.buf
-                    .extend_from_slice(start.strip_prefix(BOM).unwrap_or(&start));
+        if self.bom_pending {
+            if self.buf.len() < BOM.len() && BOM.starts_with(&self.buf) {
+                return;
+            }
+            self.bom_pending = false;
+            if self.buf.starts_with(BOM) {
+                self.buf.drain(..BOM.len());
+                self.scanned = 0;
             }
         }
         // While no line end has arrived, hold at most the limit: the memory a peer that never
@@ -96,7 +121,13 @@ impl LineDecoder {
                 }
                 Some(offset) => {
                     let end = self.scanned + offset;
-                    let mut line: Vec<u8> = self.buf.drain(..=end).collect();
+                    let rest = self.buf.len() - (end + 1);
+                    let mut line: Vec<u8> = if end >= HAND_OVER && end >= rest {
+                        let rest = self.buf.split_off(end + 1);
+                        std::mem::replace(&mut self.buf, rest)
+                    } else {
+                        self.buf.drain(..=end).collect()
+                    };
                     self.scanned = 0;
                     line.pop();
                     if let Some(skip) = self.skipping.take() {
@@ -119,9 +150,13 @@ impl LineDecoder {
                         line.pop();
                     }
                     if line.len() > self.max_len {
-                        let len = line.len();
-                        line.truncate(OVERSIZE_HEAD);
-                        return Some(Line::Oversize { head: line, len });
+                        // A copy of the head, not the line cut short: that would keep the
+                        // line's whole allocation.
+                        let head = line[..OVERSIZE_HEAD.min(line.len())].to_vec();
+                        return Some(Line::Oversize {
+                            head,
+                            len: line.len(),
+                        });
                     }
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
@@ -135,6 +170,12 @@ impl LineDecoder {
     /// Bytes held for an unfinished line.
     pub fn buffered(&self) -> usize {
         self.buf.len()
+    }
+
+    /// The buffer's allocation, for the tests of what a taken line leaves behind.
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.buf.capacity()
     }
 
     /// Once a partial line passes the limit, keep its head and drop the rest as it comes. One

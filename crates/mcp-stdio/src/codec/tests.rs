@@ -66,6 +66,41 @@ fn a_complete_oversized_line_in_one_push() {
     );
 }
 
+#[test]
+fn a_large_line_leaves_in_the_buffer_and_takes_its_memory_along() {
+    let mut d = LineDecoder::new(4 << 20);
+    let big = vec![b'x'; 1 << 20];
+    // Read in place, as the transports do, in pieces.
+    for piece in big.chunks(60_000) {
+        d.read_buffer(64 << 10).extend_from_slice(piece);
+        d.appended();
+        assert_eq!(d.next_line(), None);
+    }
+    d.push(b"\r\n{\"next\":");
+    assert_eq!(d.next_line(), Some(Line::Frame(big.clone())));
+    assert_eq!(d.buffered(), 8, "what follows the line stays");
+    assert!(
+        d.capacity() < 64 << 10,
+        "the decoder kept {} bytes of the line's buffer",
+        d.capacity()
+    );
+    d.push(b"1}\n");
+    assert_eq!(d.next_line(), Some(Line::Frame(b"{\"next\":1}".to_vec())));
+
+    // Over the limit, only the head is kept, not the line's buffer.
+    let mut d = LineDecoder::new(10_000);
+    d.push(&[b'y'; 20_000]);
+    d.push(b"\nok\n");
+    assert_eq!(
+        d.next_line(),
+        Some(Line::Oversize {
+            head: vec![b'y'; OVERSIZE_HEAD],
+            len: 20_000
+        })
+    );
+    assert_eq!(d.next_line(), Some(Line::Frame(b"ok".to_vec())));
+}
+
 proptest! {
     #[test]
     fn chunking_does_not_matter(
@@ -73,6 +108,7 @@ proptest! {
         lines in prop::collection::vec(prop::collection::vec(prop::sample::select(b"ab{}\" \r".to_vec()), 0..40), 0..12),
         cuts in prop::collection::vec(0usize..400, 0..10),
         limit in 1usize..30,
+        in_place in any::<bool>(),
     ) {
         let mut stream = Vec::new();
         if bom {
@@ -91,8 +127,14 @@ proptest! {
         let mut pieces = LineDecoder::new(limit);
         let mut got = Vec::new();
         let mut at = 0;
-        for c in cuts.into_iter().chain([stream.len()]) {
-            pieces.push(&stream[at..c]);
+        for (i, c) in cuts.into_iter().chain([stream.len()]).enumerate() {
+            // Both ways in: a copy, and a read in place.
+            if (i + usize::from(in_place)) % 2 == 0 {
+                pieces.push(&stream[at..c]);
+            } else {
+                pieces.read_buffer(c - at).extend_from_slice(&stream[at..c]);
+                pieces.appended();
+            }
             at = c;
             got.extend(all(&mut pieces));
             prop_assert!(pieces.buffered() <= limit + 2, "buffered {} over limit {}", pieces.buffered(), limit);
