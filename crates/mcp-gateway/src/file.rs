@@ -57,6 +57,11 @@ pub struct GatewayFile {
     /// ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<Ready>,
+    /// Where replicas of this gateway keep what they share: `{"redis": "redis://…"}` (the
+    /// password as `${VAR}`). Upstream OAuth tokens, the rules' rate counters and sessions go
+    /// there instead of this machine (docs/gateway.md); read at start, not on reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::store::StoreBlock>,
     /// Over HTTP, accept only requests with an OAuth access token from this authorization
     /// server, minted for this gateway (the gateway as an OAuth 2.1 protected resource);
     /// read at start, not on reload.
@@ -373,6 +378,8 @@ pub struct Loaded {
     /// reads it the same way.
     pub(crate) env: Env,
     pub(crate) oauth: Option<OAuthContext>,
+    /// The file's `store`, opened.
+    pub(crate) store: Option<crate::store::Store>,
 }
 
 /// Reads and checks the gateway file at `path`. Relative `cwd`s are taken from the file's
@@ -394,6 +401,16 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
         Mode::Category
     });
     let mut warnings = Vec::new();
+    // The file's `store`: the upstreams' tokens go there, not to this machine's store.
+    let store = match &file.store {
+        Some(block) => Some(block.open(env).map_err(|message| FileError::Invalid {
+            path: path.to_owned(),
+            message,
+        })?),
+        None => None,
+    };
+    let shared_oauth = store.as_ref().zip(oauth).map(|(s, o)| s.oauth(o));
+    let oauth = shared_oauth.as_ref().or(oauth);
     if mode == Mode::Category && file.categories.is_empty() {
         return Err(FileError::Invalid {
             path: path.to_owned(),
@@ -501,6 +518,7 @@ pub fn load(path: &Path, env: &Env, oauth: Option<&OAuthContext>) -> Result<Load
         warnings,
         env: env.clone(),
         oauth: oauth.cloned(),
+        store,
     })
 }
 

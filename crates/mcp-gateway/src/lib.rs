@@ -72,6 +72,7 @@ mod routes;
 mod rules;
 mod server;
 mod shared;
+pub mod store;
 mod suspend;
 mod sync;
 mod tasks;

@@ -109,6 +109,7 @@ impl Gateway {
             warnings,
             env,
             oauth,
+            store,
         } = loaded;
         let log_path = file.log_file.clone().or(options.log_file.clone());
         let log = CallLog::open(log_path.as_deref(), options.write_log_file)?;
@@ -150,7 +151,7 @@ impl Gateway {
             me: me.clone(),
             suspensions: Arc::default(),
             tasks: mcp_session::Tasks::default(),
-            rates: Box::<crate::rules::LocalRates>::default(),
+            rates: crate::store::rates(store.as_ref()),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));

@@ -94,7 +94,7 @@ impl Shared {
         context: &RequestContext,
     ) -> Result<Called, CallError> {
         // The file's rules for this caller (`rules/`): a hidden tool is an unknown one.
-        match self.admit(context, label, server, tool) {
+        match self.admit(context, label, server, tool).await {
             Ok(()) => {}
             Err(Refusal::Hidden) => {
                 return Err(CallError::UnknownTool {

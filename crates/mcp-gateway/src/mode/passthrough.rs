@@ -811,7 +811,7 @@ async fn call_tool(
     let label = call.name.clone();
     // The file's rules for this caller (`rules/`): a hidden tool gets the very answer of a
     // name no upstream has.
-    match shared.admit(context, &label, &server, &tool) {
+    match shared.admit(context, &label, &server, &tool).await {
         Ok(()) => {}
         Err(Refusal::Hidden) => return Err(unknown()),
         Err(Refusal::Refused(result)) => return encode(&result),

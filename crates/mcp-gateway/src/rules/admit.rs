@@ -69,7 +69,7 @@ impl Shared {
 
     /// Asks the rules whether the caller of `context` may call `server`'s `tool` now, and
     /// counts the call against its rate limit if so. A refusal is logged with the rule.
-    pub(crate) fn admit(
+    pub(crate) async fn admit(
         &self,
         context: &RequestContext,
         label: &str,
@@ -91,14 +91,23 @@ impl Shared {
                     tool,
                     &*self.rates,
                     Instant::now(),
-                ) {
+                )
+                .await
+                {
                     Ok(()) => return Ok(()),
                     Err(limited) => {
                         let secs = limited.retry_after_secs();
-                        let message = format!(
-                            "rule `{}` allows {} calls a minute; retry in {secs} s",
-                            limited.rule, limited.calls_per_minute
-                        );
+                        let message = match &limited.unavailable {
+                            None => format!(
+                                "rule `{}` allows {} calls a minute; retry in {secs} s",
+                                limited.rule, limited.calls_per_minute
+                            ),
+                            // Refused rather than let through uncounted (`RateStore`).
+                            Some(why) => format!(
+                                "rule `{}` limits calls, and they cannot be counted now ({why}); retry in {secs} s",
+                                limited.rule
+                            ),
+                        };
                         let mut result = tool_error(ErrorKind::RateLimited, &message);
                         if let Some(error) = result
                             .structured_content
@@ -108,7 +117,13 @@ impl Shared {
                         {
                             error.insert("retryAfterSeconds".to_owned(), secs.into());
                         }
-                        (format!("rate limited by rule `{}`", limited.rule), result)
+                        let why = match &limited.unavailable {
+                            None => format!("rate limited by rule `{}`", limited.rule),
+                            Some(why) => {
+                                format!("refused: rule `{}` cannot count it: {why}", limited.rule)
+                            }
+                        };
+                        (why, result)
                     }
                 }
             }

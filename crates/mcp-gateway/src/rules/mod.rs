@@ -10,8 +10,9 @@
 //! rule. No rules at all: everything is allowed, as before rules existed.
 //!
 //! An `allow` rule may carry a rate limit (calls per minute, per tool or per upstream, for
-//! each caller). The counters are behind [`RateStore`], in this process for now
-//! ([`LocalRates`]); a store shared by several gateways can take its place.
+//! each caller). The counters are behind [`RateStore`]: in this process ([`LocalRates`]), or
+//! in Redis when the file has a `store` block ([`RedisRates`], `redis.rs`), so that replicas
+//! share one count per caller.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -26,10 +27,12 @@ use crate::glob::glob;
 use crate::sync::lock;
 
 mod admit;
+mod redis;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use admit::Refusal;
+pub(crate) use redis::RedisRates;
 
 /// One rule of `rules`: whom it is about (`when`), what (`upstreams`, `tools`), and its effect.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -292,12 +295,15 @@ fn caller_key(who: Who<'_>) -> String {
     )
 }
 
-/// A call over its rate limit: the rule that sets it, and how long until one is free.
+/// A call over its rate limit: the rule that sets it, and how long until one is free (or,
+/// `unavailable`, why the count could not be kept: the call is refused then, see
+/// [`RateStore`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Limited {
     pub(crate) rule: String,
     pub(crate) calls_per_minute: u32,
     pub(crate) retry_after: Duration,
+    pub(crate) unavailable: Option<String>,
 }
 
 impl Limited {
@@ -310,7 +316,7 @@ impl Limited {
 
 /// Takes one call of `caller` on `server`'s `tool` from the allowance of the `allow` rule
 /// that let it through (`rule`), if that rule limits rates.
-pub(crate) fn take(
+pub(crate) async fn take(
     rules: &[Rule],
     rule: usize,
     caller: Who<'_>,
@@ -327,23 +333,46 @@ pub(crate) fn take(
         Per::Upstream => "",
     };
     let key = format!("{rule}\n{}\n{server}\n{tool}", caller_key(caller));
-    store
-        .take(&key, limit.calls_per_minute, MINUTE, now)
-        .map_err(|retry_after| Limited {
-            rule: rule_name(rules, rule),
-            calls_per_minute: limit.calls_per_minute,
-            retry_after,
-        })
+    let limited = |retry_after, unavailable| Limited {
+        rule: rule_name(rules, rule),
+        calls_per_minute: limit.calls_per_minute,
+        retry_after,
+        unavailable,
+    };
+    match store.take(&key, limit.calls_per_minute, MINUTE, now).await {
+        Ok(()) => Ok(()),
+        Err(Over::Limit(retry_after)) => Err(limited(retry_after, None)),
+        Err(Over::Unavailable(why)) => Err(limited(UNAVAILABLE_RETRY, Some(why))),
+    }
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// Where the rate-limit counters live: in this process ([`LocalRates`]), or (issue 24 §3) a
-/// store several gateways share, so that a caller's minute is the same whichever it reaches.
+/// What a caller refused because the counters cannot be reached is told to wait.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(5);
+
+/// Why a call is not counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Over {
+    /// The limit is reached; one call leaves the window after this long.
+    Limit(Duration),
+    /// The shared counters cannot be reached (why, naming the store and the phase).
+    Unavailable(String),
+}
+
+/// What [`RateStore::take`] returns.
+pub(crate) type Taken<'a> = std::pin::Pin<Box<dyn Future<Output = Result<(), Over>> + Send + 'a>>;
+
+/// Where the rate-limit counters live: in this process ([`LocalRates`]), or in Redis
+/// ([`RedisRates`]), shared by several gateways so that a caller's minute is the same
+/// whichever it reaches. A store that cannot count says so ([`Over::Unavailable`]) and the
+/// call is refused: a limit is a protection, and letting calls through uncounted while the
+/// store is down would lift every limit silently.
 pub(crate) trait RateStore: fmt::Debug + Send + Sync {
     /// Counts one call under `key` if fewer than `limit` were counted in the `window` before
-    /// `now`; otherwise counts nothing and says how long until one leaves the window.
-    fn take(&self, key: &str, limit: u32, window: Duration, now: Instant) -> Result<(), Duration>;
+    /// `now`; otherwise counts nothing and says how long until one leaves the window. Never
+    /// blocks the runtime (a shared store waits for its network on a blocking thread).
+    fn take<'a>(&'a self, key: &'a str, limit: u32, window: Duration, now: Instant) -> Taken<'a>;
 }
 
 /// Above this many counters, those with no call left in their window are dropped.
@@ -357,7 +386,21 @@ pub(crate) struct LocalRates {
 }
 
 impl RateStore for LocalRates {
-    fn take(&self, key: &str, limit: u32, window: Duration, now: Instant) -> Result<(), Duration> {
+    fn take<'a>(&'a self, key: &'a str, limit: u32, window: Duration, now: Instant) -> Taken<'a> {
+        Box::pin(std::future::ready(
+            self.take_now(key, limit, window, now).map_err(Over::Limit),
+        ))
+    }
+}
+
+impl LocalRates {
+    fn take_now(
+        &self,
+        key: &str,
+        limit: u32,
+        window: Duration,
+        now: Instant,
+    ) -> Result<(), Duration> {
         let mut calls = lock(&self.calls);
         if calls.len() > PRUNE_ABOVE {
             calls.retain(|_, c| c.back().is_some_and(|t| now.duration_since(*t) < window));

@@ -137,6 +137,22 @@ fn a_bad_rule_is_refused_naming_the_rule_and_field() {
     }
 }
 
+/// [`take`], waited for (the local store answers at once).
+fn taken(
+    rules: &[Rule],
+    rule: usize,
+    caller: Who<'_>,
+    server: &str,
+    tool: &str,
+    store: &dyn RateStore,
+    now: Instant,
+) -> Result<(), Limited> {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(take(rules, rule, caller, server, tool, store, now))
+}
+
 #[test]
 fn a_rate_limit_refuses_the_call_after_the_last_allowed_with_the_wait() {
     let rules = rules(serde_json::json!([
@@ -149,26 +165,26 @@ fn a_rate_limit_refuses_the_call_after_the_last_allowed_with_the_wait() {
     for i in 0..3 {
         let now = start + Duration::from_secs(i * 10);
         assert_eq!(
-            take(&rules, 0, alice, "a", "t", &store, now),
+            taken(&rules, 0, alice, "a", "t", &store, now),
             Ok(()),
             "call {i}"
         );
     }
     let now = start + Duration::from_secs(25);
-    let limited = take(&rules, 0, alice, "a", "t", &store, now).expect_err("the fourth");
+    let limited = taken(&rules, 0, alice, "a", "t", &store, now).expect_err("the fourth");
     assert_eq!(limited.rule, "metered");
     assert_eq!(limited.calls_per_minute, 3);
     assert_eq!(limited.retry_after, Duration::from_secs(35));
     assert_eq!(limited.retry_after_secs(), 35);
     // Another tool, another caller and a rule without a limit have their own allowance.
-    assert_eq!(take(&rules, 0, alice, "a", "u", &store, now), Ok(()));
+    assert_eq!(taken(&rules, 0, alice, "a", "u", &store, now), Ok(()));
     assert_eq!(
-        take(&rules, 0, who("bob", &[]), "a", "t", &store, now),
+        taken(&rules, 0, who("bob", &[]), "a", "t", &store, now),
         Ok(())
     );
-    assert_eq!(take(&rules, 1, alice, "free", "t", &store, now), Ok(()));
+    assert_eq!(taken(&rules, 1, alice, "free", "t", &store, now), Ok(()));
     // Once the first call leaves the window, one more is allowed.
     let later = start + Duration::from_secs(60);
-    assert_eq!(take(&rules, 0, alice, "a", "t", &store, later), Ok(()));
-    assert!(take(&rules, 0, alice, "a", "t", &store, later).is_err());
+    assert_eq!(taken(&rules, 0, alice, "a", "t", &store, later), Ok(()));
+    assert!(taken(&rules, 0, alice, "a", "t", &store, later).is_err());
 }

@@ -483,6 +483,28 @@ impl Redis {
         self.command(&all)
     }
 
+    /// Counts one event under `key` if fewer than `limit` were counted in the `window` before
+    /// now, as one script (atomic, however many processes count): `Ok(Ok(()))` when counted,
+    /// `Ok(Err(wait))` with how long until the oldest leaves the window when not. A sliding
+    /// window over a sorted set of the events' times, judged by Redis's clock (`TIME`), so
+    /// that processes whose clocks differ still share one window; the key expires with it.
+    pub fn take_in_window(
+        &self,
+        key: &str,
+        limit: u32,
+        window: Duration,
+    ) -> Result<Result<(), Duration>, RedisError> {
+        let micros = window.as_micros().max(1).to_string();
+        let limit = limit.to_string();
+        let member = unique_token();
+        let args: [&[u8]; 3] = [micros.as_bytes(), limit.as_bytes(), member.as_bytes()];
+        match self.eval(SLIDING_WINDOW, &[key], &args)? {
+            Reply::Integer(n) if n < 0 => Ok(Ok(())),
+            Reply::Integer(n) => Ok(Err(Duration::from_micros(n.unsigned_abs().max(1)))),
+            other => Err(self.unexpected("EVAL", &other)),
+        }
+    }
+
     /// Subscribes to `channels` on a connection of its own (a subscribed connection takes
     /// no other command), and returns once the server confirmed each.
     pub fn subscribe(&self, channels: &[&str]) -> Result<Subscription, RedisError> {
@@ -582,6 +604,22 @@ fn unique_token() -> String {
     }
     format!("{:016x}{:016x}", halves[0], halves[1])
 }
+
+/// One event in a sliding window (see [`Redis::take_in_window`]): microseconds of Redis's
+/// clock; -1 when counted, else the wait.
+const SLIDING_WINDOW: &str = "\
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return tonumber(oldest[2]) + window - now
+end
+redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
+return -1
+";
 
 /// Deletes the key only if it still holds our token.
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
