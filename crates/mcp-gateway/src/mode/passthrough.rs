@@ -536,6 +536,7 @@ async fn handle(
                 shared,
                 &context,
                 resource_candidates(state, shared, &p.uri, has_resources),
+                has_resources,
             )
             .ok_or_else(|| resource_not_found(&context, &p.uri))?;
             let (id, result) =
@@ -550,6 +551,7 @@ async fn handle(
                 shared,
                 &context,
                 resource_candidates(state, shared, &p.uri, has_subscribe),
+                has_subscribe,
             )
             .ok_or_else(|| resource_not_found(&context, &p.uri))?;
             let uri = &p.uri;
@@ -658,7 +660,7 @@ async fn handle(
             encode(&json!({}))
         }
         other if skills::handles(shared, other.method()) => {
-            skills::handle(&state.skills, shared, other.method(), &params).await
+            skills::handle(&state.skills, shared, other.method(), &params, &context).await
         }
         other => relay_other(shared, other, &params, &context).await,
     }
@@ -915,16 +917,30 @@ fn resource_not_found(context: &RequestContext, uri: &str) -> ErrorObject {
     )
 }
 
-/// The candidates the caller of `context` may use (the file's rules), or `None` when none is.
+/// The candidates for a URI that the caller of `context` may use (the file's rules). When the
+/// URI was routed only to upstreams it may not use, the ones a URI nobody listed is asked of
+/// (every ready upstream that `has` the capability, of those it may use), so that the answer
+/// is the one for a resource that does not exist; `None` when it may use none of those either.
 fn permitted(
     shared: &Shared,
     context: &RequestContext,
     candidates: Vec<String>,
+    has: fn(&ServerCapabilities) -> bool,
 ) -> Option<Vec<String>> {
-    let kept: Vec<String> = candidates
-        .into_iter()
-        .filter(|id| shared.may_use_upstream(context, id))
-        .collect();
+    let usable = |ids: Vec<String>| -> Vec<String> {
+        ids.into_iter()
+            .filter(|id| shared.may_use_upstream(context, id))
+            .collect()
+    };
+    let mut kept = usable(candidates);
+    if kept.is_empty() && is_multi(shared) {
+        kept = usable(
+            ready_with(shared, has)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect(),
+        );
+    }
     (!kept.is_empty()).then_some(kept)
 }
 

@@ -24,7 +24,7 @@ use mcp_protocol::schema::{
     SkillsCapability, method, skill_folder,
 };
 use mcp_protocol::{ErrorObject, RawJson, RequestOptions, code};
-use mcp_session::Client;
+use mcp_session::{Client, RequestContext};
 use serde_json::{Value, json};
 
 use super::upstream::{is_multi, ready_with, upstream_error};
@@ -100,18 +100,29 @@ pub(crate) fn declare_while_connecting(caps: &mut ServerCapabilities) {
 }
 
 /// Answers a skills request for several upstreams ([`handles`]).
+///
+/// The file's rules apply as to resources: only the skills of upstreams the caller may use
+/// are listed, and a skill of another is asked for as one nobody listed (of the upstreams it
+/// may use), so the answer does not tell whether it exists.
 pub(crate) async fn handle(
     routes: &SkillRoutes,
     shared: &Shared,
     method: &str,
     params: &Value,
+    context: &RequestContext,
 ) -> Result<RawJson, ErrorObject> {
     if method == method::ListSkills::METHOD {
-        return list(routes, shared, params["cursor"].as_str()).await;
+        return list(routes, shared, params["cursor"].as_str(), context).await;
     }
     let uri = params["uri"].as_str().unwrap_or_default();
-    let upstreams = with_skills(shared);
-    let candidates: Vec<&(String, Client)> = match routes.upstream_of(uri) {
+    let upstreams: Vec<(String, Client)> = with_skills(shared)
+        .into_iter()
+        .filter(|(id, _)| shared.may_use_upstream(context, id))
+        .collect();
+    let routed = routes
+        .upstream_of(uri)
+        .filter(|id| upstreams.iter().any(|(i, _)| i == id));
+    let candidates: Vec<&(String, Client)> = match routed {
         Some(id) => upstreams.iter().filter(|(i, _)| *i == id).collect(),
         None => upstreams.iter().collect(),
     };
@@ -144,9 +155,13 @@ async fn list(
     routes: &SkillRoutes,
     shared: &Shared,
     cursor: Option<&str>,
+    context: &RequestContext,
 ) -> Result<RawJson, ErrorObject> {
     let mut all = ListSkillsResult::new(Vec::new());
     for (id, client) in with_skills(shared) {
+        if !shared.may_use_upstream(context, &id) {
+            continue;
+        }
         match list_upstream(&client).await {
             Ok(listed) => {
                 let mut folders = lock(&routes.folders);
