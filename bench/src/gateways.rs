@@ -66,6 +66,10 @@ pub(crate) const MANY_SESSIONS: usize = 10_000;
 pub(crate) const GOAL_P50_OF_FLOOR: f64 = 1.15;
 pub(crate) const GOAL_RATE_OF_DIRECT: f64 = 0.6;
 pub(crate) const GOAL_BYTES_PER_SESSION: f64 = 2048.0;
+/// The variable that pins our client to the handshake era (2025-11-25) in every gateway row:
+/// every gateway here speaks it, and it is the era in which a gateway keeps a session per
+/// client (a 2026-07-28 client has none to keep), which is what the crowds measure.
+pub(crate) const ERA_VAR: &str = "MCP_BENCH_ERA";
 /// The pinned peers, installed by `cargo xtask bench`.
 pub(crate) const SUPERGATEWAY: &str = "supergateway 4.0.0 (npm)";
 pub(crate) const PROXY_TS: &str = "mcp-proxy 6.7.19 (npm)";
@@ -218,6 +222,8 @@ impl Setup<'_> {
                     format!("127.0.0.1:{port}"),
                     "--max-connections".into(),
                     (4 * MANY_SESSIONS).to_string(),
+                    "--max-sessions".into(),
+                    (4 * MANY_SESSIONS).to_string(),
                 ]
             }
             Supergateway => {
@@ -306,6 +312,7 @@ impl Setup<'_> {
             spec.to_string(),
         ];
         let mut c = unlimited(&argv);
+        c.env(ERA_VAR, "handshake");
         c.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -351,7 +358,7 @@ pub(crate) async fn all(setup: &Setup<'_>, results: &mut Results) {
     for rep in 0..setup.reps {
         for hop in &HOPS[1..] {
             let t = Instant::now();
-            let outcome = crowd_cell(setup, *hop, crowd).await;
+            let outcome = crowd_cell(setup, *hop, crowd, true).await;
             report(rep, "crowd", *hop, crowd, &outcome, t);
             results
                 .entry(hop.cell("crowd", CROWD))
@@ -359,10 +366,11 @@ pub(crate) async fn all(setup: &Setup<'_>, results: &mut Results) {
                 .push(outcome);
         }
     }
-    // Our gateway's bytes per session: once, it is memory, not time.
+    // Our gateway's bytes per idle session, holding no connection: once, it is memory, not
+    // time.
     let many = if setup.quick { 500 } else { MANY_SESSIONS };
     let t = Instant::now();
-    let outcome = crowd_cell(setup, Ours, many).await;
+    let outcome = crowd_cell(setup, Ours, many, false).await;
     report(0, "crowd", Ours, many, &outcome, t);
     results
         .entry(Ours.cell("crowd", MANY_SESSIONS))
@@ -432,13 +440,23 @@ async fn call(setup: &Setup<'_>, hop: Hop, port: Option<u16>) -> Result<Value, S
 
 /// A gateway started for this crowd alone: its resident set (and its process tree's: the
 /// upstreams it started) at one client and at `count`, then calls timed with all connected.
-async fn crowd_cell(setup: &Setup<'_>, hop: Hop, count: usize) -> Result<Value, String> {
-    crowd_at(setup, hop, count)
+async fn crowd_cell(
+    setup: &Setup<'_>,
+    hop: Hop,
+    count: usize,
+    streams: bool,
+) -> Result<Value, String> {
+    crowd_at(setup, hop, count, streams)
         .await
         .map_err(|e| format!("{e:#}"))
 }
 
-async fn crowd_at(setup: &Setup<'_>, hop: Hop, count: usize) -> anyhow::Result<Value> {
+async fn crowd_at(
+    setup: &Setup<'_>,
+    hop: Hop,
+    count: usize,
+    streams: bool,
+) -> anyhow::Result<Value> {
     let running = setup.start(hop).await?;
     let pid = running.child.id().context("the gateway has exited")?;
     let spec = json!({
@@ -448,6 +466,7 @@ async fn crowd_at(setup: &Setup<'_>, hop: Hop, count: usize) -> anyhow::Result<V
         "count": count,
         "warmup_ms": setup.warmup_ms,
         "measure_ms": setup.measure_ms,
+        "streams": streams,
     });
     let mut child = setup
         .client("crowd", &spec)
@@ -539,16 +558,19 @@ fn rss_kib(pid: u32) -> (u64, u64) {
     (own, tree)
 }
 
-/// `mcp-bench crowd ours <spec>`: opens `count` sessions, 64 at a time, each with its
-/// standalone stream; prints `{"connected": 1}` and `{"connected": count}`, each time waiting
+/// `mcp-bench crowd ours <spec>`: opens `count` sessions of the handshake era, 64 at a time,
+/// each with its standalone stream when the spec's `streams` says so; prints `{"connected": 1}` and `{"connected": count}`, each time waiting
 /// for a line on stdin; then times calls, one in flight, on the first session while the
 /// others stay connected, and prints the phase.
-pub(crate) async fn crowd(spec: &Spec) -> anyhow::Result<Value> {
+pub(crate) async fn crowd(spec: &Spec, streams: bool) -> anyhow::Result<Value> {
     let eras = EraCache::new();
     let connect = |i: usize| {
         let mut config = HttpConfig::new(format!("c{i}"), spec.url.clone());
         config.eras = eras.clone();
-        let session = ClientConfig::new(Implementation::new("mcp-bench".into(), "0.0.0".into()));
+        config.standalone_stream = streams;
+        let mut session =
+            ClientConfig::new(Implementation::new("mcp-bench".into(), "0.0.0".into()));
+        session.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();
         async move {
             mcp_http::connect(config, session)
                 .await

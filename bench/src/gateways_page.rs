@@ -47,22 +47,22 @@ fn phase(c: u64, what: &'static str) -> impl Fn(&Value) -> Option<f64> {
     }
 }
 
-/// The resident set (`field`) of the crowd's checkpoint with `clients` connected.
-fn at(clients: u64, field: &'static str) -> impl Fn(&Value) -> Option<f64> {
+/// The resident set (`field`) at the crowd's first checkpoint (one client) or its last (all).
+fn at(last: bool, field: &'static str) -> impl Fn(&Value) -> Option<f64> {
     move |v| {
-        v["at"]
-            .as_array()?
-            .iter()
-            .find(|a| a["clients"] == clients)?[field]
-            .as_f64()
+        let points = v["at"].as_array()?;
+        let point = if last { points.last() } else { points.first() };
+        point?[field].as_f64()
     }
 }
 
 fn us(v: f64) -> String {
     if v < 1000.0 {
         format!("{v:.0} µs")
-    } else if v < 1_000_000.0 {
+    } else if v < 100_000.0 {
         format!("{:.2} ms", v / 1000.0)
+    } else if v < 1_000_000.0 {
+        format!("{:.0} ms", v / 1000.0)
     } else {
         format!("{:.2} s", v / 1e6)
     }
@@ -106,8 +106,7 @@ fn goal(
 
 /// Bytes per idle session on our gateway: its own resident set at `MANY_SESSIONS` clients
 /// less at one, over the sessions added.
-fn bytes_per_session(results: &Results) -> Result<f64, String> {
-    let key = Hop::Ours.cell("crowd", MANY_SESSIONS);
+fn bytes_per_session(results: &Results, key: CellKey) -> Result<f64, String> {
     let runs = results.get(&key).ok_or("not run")?;
     let v = runs.iter().find_map(|r| r.as_ref().ok()).ok_or_else(|| {
         runs.iter()
@@ -133,7 +132,7 @@ pub(crate) fn gateways(w: &mut String, results: &Results) {
     let _ = writeln!(w, "## The gateway: one hop between a client and a server\n");
     let _ = writeln!(
         w,
-        "The same upstream (our benchmark server over stdio, started by the gateway) behind each gateway and the same client (ours, over Streamable HTTP) in front: ours is `mcp-host serve --gateway F --http` in passthrough mode; beside it {SUPERGATEWAY} (`--stateful`, stdio to Streamable HTTP, which starts one upstream per session), {PROXY_TS} and {PROXY_PY} (each one upstream for every session), with their defaults otherwise. Rows marked none are our client straight to our server; the floor of a hop is their two p50s added, what a gateway (a server of one and a client of the other) cannot beat. Calls as in the call rows, one gateway process for all of them. For memory, a gateway is started afresh and one client process opens sessions on it, each with its standalone GET stream as a listening client keeps; the resident set is the gateway's (in brackets, with the processes it started: the upstreams) half a second after the 1st and the {CROWD}th session opened; then calls one at a time on one session while all stay connected. `×N` is the value over ours's.\n"
+        "The same upstream (our benchmark server over stdio, started by the gateway) behind each gateway and the same client (ours, over Streamable HTTP, pinned to the 2025-11-25 handshake era, which every gateway here speaks and in which a gateway keeps a session per client) in front: ours is `mcp-host serve --gateway F --http` in passthrough mode; beside it {SUPERGATEWAY} (`--stateful`, stdio to Streamable HTTP, which starts one upstream per session), {PROXY_TS} and {PROXY_PY} (each one upstream for every session), with their defaults otherwise. Rows marked none are our client straight to our server; the floor of a hop is their two p50s added, what a gateway (a server of one and a client of the other) cannot beat. Calls as in the call rows, one gateway process for all of them. For memory, a gateway is started afresh and one client process opens sessions on it, each with its standalone GET stream as a listening client keeps; the resident set is the gateway's (in brackets, with the processes it started: the upstreams) half a second after the 1st and the {CROWD}th session opened; then calls one at a time on one session while all stay connected. `×N` is the value over ours's.\n"
     );
     let _ = writeln!(
         w,
@@ -151,7 +150,6 @@ pub(crate) fn gateways(w: &mut String, results: &Results) {
         "| floor of a hop: none over HTTP + none over stdio, p50 | {} | n/a | n/a | n/a | n/a | n/a |",
         shown(&floor, ours_p50, us)
     );
-    let crowd = CROWD as u64;
     for hop in HOPS {
         let mut line = format!("| {} |", hop.label());
         let call = hop.cell("call", 1);
@@ -169,10 +167,10 @@ pub(crate) fn gateways(w: &mut String, results: &Results) {
         } else {
             let key = hop.cell("crowd", CROWD);
             let ours_key = Hop::Ours.cell("crowd", CROWD);
-            for clients in [1, crowd] {
-                let own = median(results, key, at(clients, "rss_kib"));
-                let tree = median(results, key, at(clients, "tree_rss_kib"));
-                let b = median(results, ours_key, at(clients, "rss_kib")).ok();
+            for last in [false, true] {
+                let own = median(results, key, at(last, "rss_kib"));
+                let tree = median(results, key, at(last, "tree_rss_kib"));
+                let b = median(results, ours_key, at(last, "rss_kib")).ok();
                 let mut text = shown(&own, b, mib);
                 if let Ok(t) = tree {
                     let _ = write!(text, " ({})", mib(t));
@@ -191,13 +189,17 @@ pub(crate) fn gateways(w: &mut String, results: &Results) {
         let _ = writeln!(w, "{line}");
     }
     let _ = writeln!(w);
-    let bytes = bytes_per_session(results);
+    let bytes = bytes_per_session(results, Hop::Ours.cell("crowd", MANY_SESSIONS));
     let _ = writeln!(
         w,
-        "Bytes per idle session of our gateway: its resident set with {MANY_SESSIONS} sessions (each with its GET stream) less with one, over the sessions added: {}.\n",
+        "Bytes per idle session of our gateway: its resident set with {MANY_SESSIONS} handshake-era sessions that hold no connection (initialized, then quiet, as a client between calls) less with one, over the sessions added: {}. With its GET stream open, each also holds a connection: the crowd above gives {} per client for ours ({CROWD} clients less one).\n",
         match &bytes {
             Ok(b) => format!("{b:.0} bytes"),
             Err(e) => format!("not measured ({})", short(e)),
+        },
+        match bytes_per_session(results, Hop::Ours.cell("crowd", CROWD)) {
+            Ok(b) => format!("{b:.0} bytes"),
+            Err(e) => format!("no figure ({})", short(&e)),
         }
     );
     let _ = writeln!(w, "Goals of issue 25 for the gateway:\n");

@@ -60,8 +60,9 @@ fn main() -> anyhow::Result<()> {
             let [_, spec] = &args[1..] else {
                 bail!("usage: mcp-bench crowd ours <spec json>");
             };
+            let streams = serde_json::from_str::<serde_json::Value>(spec)?["streams"] == true;
             let spec = workload::Spec::parse(spec)?;
-            let result = runtime()?.block_on(gateways::crowd(&spec))?;
+            let result = runtime()?.block_on(gateways::crowd(&spec, streams))?;
             println!("{result}");
             Ok(())
         }

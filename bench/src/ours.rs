@@ -54,7 +54,11 @@ impl Imp for Ours {
     type Conn = Client;
 
     async fn connect(spec: Spec) -> anyhow::Result<Client> {
-        let session = ClientConfig::new(info());
+        let mut session = ClientConfig::new(info());
+        // The gateway rows pin the handshake era, which every gateway speaks (`gateways.rs`).
+        if std::env::var_os(crate::gateways::ERA_VAR).is_some_and(|v| v == "handshake") {
+            session.supported_versions = mcp_protocol::ProtocolVersion::HANDSHAKE.to_vec();
+        }
         Ok(if spec.is_stdio() {
             mcp_stdio::spawn(stdio_config(&spec, "bench")?, session).await?
         } else {
