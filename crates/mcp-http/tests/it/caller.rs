@@ -2,11 +2,11 @@
 //! runtime of its own and the server on another, so the client runtime's count of live tasks
 //! is exact and holds only the client's: while calls are held open by the server, it may have
 //! grown by one task per caller and one per connection hyper opened for them, and by nothing
-//! of ours per call.
+//! of ours per call. And how many connections a client keeps once many calls are over.
 
 use std::sync::Arc;
 
-use mcp_http::{HttpConfig, HttpServerConfig};
+use mcp_http::{FetchOptions, Fetcher, HttpConfig, HttpServerConfig};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, ClientRequest, ContentBlock, Implementation,
     ListChangedCapability,
@@ -43,9 +43,14 @@ impl Handler for Hold {
     }
 }
 
-/// Holds [`HELD`] calls open in the given era and returns how many tasks the client runtime
-/// gained meanwhile.
-fn tasks_gained_while_calls_are_held(stateless: bool) -> usize {
+/// Starts the `hold` server on a runtime of its own; returns the runtime, the endpoint and the
+/// two semaphores (arrived, release).
+fn holder() -> (
+    tokio::runtime::Runtime,
+    String,
+    Arc<Semaphore>,
+    Arc<Semaphore>,
+) {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -68,7 +73,13 @@ fn tasks_gained_while_calls_are_held(stateless: bool) -> usize {
         tokio::spawn(mcp_http::serve_http(listener, config, handler));
         format!("http://127.0.0.1:{}/mcp", addr.port())
     });
+    (server_rt, url, arrived, release)
+}
 
+/// Holds [`HELD`] calls open in the given era and returns how many tasks the client runtime
+/// gained meanwhile.
+fn tasks_gained_while_calls_are_held(stateless: bool) -> usize {
+    let (server_rt, url, arrived, release) = holder();
     let client_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -145,4 +156,73 @@ fn a_calls_post_runs_in_its_callers_task_in_the_stateless_era() {
         gained <= 2 * HELD,
         "{gained} tasks for {HELD} calls held open: more than a caller and a connection each"
     );
+}
+
+/// The connections the server counts as open (`mcp_http_connections` on `/metrics`), the
+/// fetch's own included.
+async fn open_connections(fetcher: &Fetcher, url: &str) -> u64 {
+    let metrics = url.replace("/mcp", "/metrics");
+    let request = http::Request::get(metrics).body(Vec::new()).unwrap();
+    let response = fetcher.send(request).await.unwrap();
+    let text = String::from_utf8(response.into_body()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("mcp_http_connections "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn spare_connections_are_closed_once_many_calls_are_over() {
+    // Twice the spares the pool keeps.
+    const MANY: usize = 64;
+    let (server_rt, url, arrived, release) = holder();
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    client_rt.block_on(async {
+        let mut session = ClientConfig::new(Implementation::new("it".into(), "0".into()));
+        session.supported_versions = ProtocolVersion::HANDSHAKE.to_vec();
+        let client = mcp_http::connect(HttpConfig::new("holder", url.clone()), session)
+            .await
+            .unwrap();
+        let fetcher = Fetcher::new(FetchOptions::new()).unwrap();
+        let callers: Vec<_> = (0..MANY)
+            .map(|_| {
+                let client = client.clone();
+                let params = CallToolParams::new("hold".into());
+                tokio::spawn(async move { client.call_tool(params, RequestOptions::DEFAULT).await })
+            })
+            .collect();
+        arrived.acquire_many(MANY as u32).await.unwrap().forget();
+        // A connection per call held open, the standalone stream's and the fetch's.
+        let held = open_connections(&fetcher, &url).await;
+        assert!(
+            held >= MANY as u64 + 2,
+            "{held} connections for {MANY} calls"
+        );
+        release.add_permits(MANY);
+        for caller in callers {
+            caller.await.unwrap().unwrap();
+        }
+        // The pool keeps 32 of the calls' connections and closes the rest; the server sees
+        // them close a moment later.
+        let mut open = held;
+        for _ in 0..250 {
+            open = open_connections(&fetcher, &url).await;
+            if open <= 32 + 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            open <= 32 + 2,
+            "{open} connections still open after {MANY} calls ended"
+        );
+        client.close().await;
+    });
+    drop(client_rt);
+    drop(server_rt);
 }
