@@ -11,8 +11,6 @@ use mcp_host::config::Env;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::file::ConfigValue;
-
 /// The longest a sealed session id lives by default: a day, long past any idle timeout a
 /// client would meet at one process (30 minutes).
 pub const DEFAULT_MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -23,11 +21,11 @@ pub const DEFAULT_MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterBlock {
     /// Keys that seal `Mcp-Session-Id` (AES-256-GCM), each 32 random bytes in base64 (`openssl
-    /// rand -base64 32`), usually `${VAR}` or `{"env": "VAR"}`: the first seals, every one
-    /// opens. To rotate, put the new key first and keep the old one until its sessions have
-    /// aged out (`maxSessionAgeSeconds`). An entry that expands to nothing is skipped, so
-    /// `${MCP_SESSION_KEY_OLD:-}` may stay listed between rotations.
-    pub session_keys: Vec<ConfigValue>,
+    /// rand -base64 32`), usually `${VAR}` read from the gateway's environment: the first
+    /// seals, every one opens. To rotate, put the new key first and keep the old one until its
+    /// sessions have aged out (`maxSessionAgeSeconds`). An entry that expands to nothing is
+    /// skipped, so `${MCP_SESSION_KEY_OLD:-}` may stay listed between rotations.
+    pub session_keys: Vec<String>,
     /// How long a session lives from its `initialize`, in seconds, whichever replica serves
     /// it (default 86400); after it the client gets 404 and starts a new session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,14 +50,8 @@ impl ClusterBlock {
         let mut keys = Vec::new();
         for (index, value) in self.session_keys.iter().enumerate() {
             let field = format!("cluster.sessionKeys[{index}]");
-            let text = match value {
-                ConfigValue::Text(text) => mcp_host::config::expand_variables(text, env)
-                    .map_err(|e| format!("{field}: {e}"))?,
-                ConfigValue::Env { env: name } => env
-                    .var(name)
-                    .ok_or_else(|| format!("{field}: environment variable `{name}` is not set"))?
-                    .to_owned(),
-            };
+            let text = mcp_host::config::expand_variables(value, env)
+                .map_err(|e| format!("{field}: {e}"))?;
             let text = text.trim();
             if text.is_empty() {
                 continue;
