@@ -4,10 +4,7 @@ use super::*;
 
 fn block(keys: &[&str]) -> ClusterBlock {
     ClusterBlock {
-        session_keys: keys
-            .iter()
-            .map(|k| ConfigValue::Text((*k).to_owned()))
-            .collect(),
+        session_keys: keys.iter().map(|k| (*k).to_owned()).collect(),
         max_session_age_seconds: None,
     }
 }
