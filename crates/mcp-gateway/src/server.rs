@@ -277,13 +277,26 @@ impl Gateway {
             ));
             http.authenticator = Some(Arc::new(guard));
         }
-        // The file's `cluster`: session ids sealed with the replicas' keys.
-        if let Some(block) = self.shared.file().cluster.clone() {
-            let seal = crate::cluster::sealed_sessions(&block, &self.shared.env, None)
+        // The file's `cluster`: session ids sealed with the replicas' keys, the ends of
+        // sessions in the file's `store` (opened here again: a pool of its own).
+        let file = self.shared.file();
+        if let Some(block) = &file.cluster {
+            let store = file
+                .store
+                .as_ref()
+                .map(|store| store.open(&self.shared.env))
+                .transpose()
+                .map_err(std::io::Error::other)?;
+            let seal = crate::cluster::sealed_sessions(block, &self.shared.env, store.as_ref())
                 .map_err(std::io::Error::other)?;
             self.shared.log.line(&format!(
-                "session ids are sealed; a session lives at most {} s, whichever replica serves it",
-                seal.max_age().as_secs()
+                "session ids are sealed; a session lives at most {} s, whichever replica serves it; ends of sessions are kept {}",
+                seal.max_age().as_secs(),
+                if store.is_some() {
+                    "in the store"
+                } else {
+                    "in this process only"
+                }
             ));
             http.sealed_sessions = Some(seal);
         }

@@ -1,7 +1,9 @@
 //! The gateway file's `cluster` block: what replicas of one gateway share so that any of them
 //! serves any session (issue 24 §3, docs/gateway.md "Many replicas"). Its keys seal session ids
-//! (`mcp_http::SessionSeal`); the ends of sessions go to the file's store when it has one,
-//! else they stay in the process.
+//! (`mcp_http::SessionSeal`); the ends of sessions go to the file's store when it has one
+//! (`share.rs`), else they stay in the process.
+
+mod share;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,16 +86,19 @@ impl ClusterBlock {
     }
 }
 
-/// The seal for `serve --http`, with the ends of sessions shared through `share` when the
-/// replicas have a store.
+/// The seal for `serve --http`, with the ends of sessions in `store` when the replicas have
+/// one (under its prefix), else in this process.
 pub(crate) fn sealed_sessions(
     block: &ClusterBlock,
     env: &Env,
-    share: Option<Arc<dyn mcp_http::SessionShare>>,
+    store: Option<&crate::store::Store>,
 ) -> Result<Arc<mcp_http::SessionSeal>, String> {
     let seal = block.seal(env)?;
-    Ok(Arc::new(match share {
-        Some(share) => seal.with_share(share),
+    Ok(Arc::new(match store {
+        Some(store) => seal.with_share(Arc::new(share::RedisShare::new(
+            store.redis.clone(),
+            &store.prefix,
+        ))),
         None => seal,
     }))
 }
