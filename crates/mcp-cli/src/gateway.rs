@@ -238,9 +238,30 @@ fn file_failure(e: &mcp_gateway::FileError) -> Failure {
 }
 
 /// The upstream servers of the gateway file at `path`, after checking that it is a gateway
-/// file and that `id` is one of them.
-fn upstream(cx: &Context, path: &Path, id: &str) -> Result<mcp_host::LoadedConfig, Failure> {
+/// file and that `id` is one of them, and the token store its `store` block names (Redis),
+/// where the gateway looks for their tokens.
+fn upstream(
+    cx: &Context,
+    path: &Path,
+    id: &str,
+) -> Result<
+    (
+        mcp_host::LoadedConfig,
+        Option<mcp_host::auth_store::AuthStore>,
+    ),
+    Failure,
+> {
     let checked = mcp_gateway::load(path, &cx.env, None).map_err(|e| file_failure(&e))?;
+    let store = match &checked.file.store {
+        Some(block) => {
+            let store = block.open(&cx.env).map_err(Failure::config)?;
+            Some(mcp_host::auth_store::AuthStore::in_redis(
+                store.redis,
+                &store.prefix,
+            ))
+        }
+        None => None,
+    };
     if !checked.file.mcp_servers.contains_key(id) {
         let ids: Vec<&str> = checked
             .file
@@ -258,7 +279,7 @@ fn upstream(cx: &Context, path: &Path, id: &str) -> Result<mcp_host::LoadedConfi
             failure.hint(format!("its upstream servers: {}", ids.join(", ")))
         });
     }
-    Ok(mcp_gateway::upstreams(path, &cx.env))
+    Ok((mcp_gateway::upstreams(path, &cx.env), store))
 }
 
 /// `login --gateway FILE ID`: the login of `mcp-host login` (browser, `--no-browser` or
@@ -271,14 +292,14 @@ pub(crate) async fn login(
     no_browser: bool,
     device: bool,
 ) -> Result<(), Failure> {
-    let loaded = upstream(cx, path, id)?;
-    live::login_to(cx, out, loaded, id, no_browser, device).await
+    let (loaded, store) = upstream(cx, path, id)?;
+    live::login_to_store(cx, out, loaded, id, no_browser, device, store).await
 }
 
 /// `logout --gateway FILE ID`: forgets the upstream's tokens in the store the gateway reads.
 pub(crate) fn logout(cx: &Context, out: &Out, path: &Path, id: &str) -> Result<(), Failure> {
-    upstream(cx, path, id)?;
-    live::forget(cx, out, id)
+    let (_, store) = upstream(cx, path, id)?;
+    live::forget_in(cx, out, id, store)
 }
 
 /// Prints the gateway file's JSON Schema.

@@ -44,6 +44,8 @@ pub(crate) struct Setup {
     pub(crate) device_agent: Option<Arc<dyn mcp_host::oauth::DeviceUserAgent>>,
     /// What the spinner says while the servers connect.
     pub(crate) spinner: SpinnerText,
+    /// The token store to use instead of this user's (a gateway file's `store`).
+    pub(crate) store: Option<AuthStore>,
 }
 
 /// The spinner's line while servers connect.
@@ -129,6 +131,9 @@ pub(crate) async fn start(
     }
     let approvals = crate::trust::review(cx, out, &loaded, only).await?;
     let mut oauth = oauth(cx)?;
+    if let Some(store) = setup.store {
+        oauth.store = Some(store);
+    }
     if let Some(agent) = setup.user_agent {
         oauth = oauth.with_user_agent(agent);
     }
@@ -1167,6 +1172,20 @@ pub(crate) async fn login_to(
     no_browser: bool,
     device: bool,
 ) -> Result<(), Failure> {
+    login_to_store(cx, out, loaded, id, no_browser, device, None).await
+}
+
+/// [`login_to`], the tokens kept in `store` when given (a gateway file's `store`) instead
+/// of this user's token store.
+pub(crate) async fn login_to_store(
+    cx: &Context,
+    out: &Out,
+    loaded: LoadedConfig,
+    id: &str,
+    no_browser: bool,
+    device: bool,
+    store: Option<AuthStore>,
+) -> Result<(), Failure> {
     known(&loaded, id)?;
     let Some(server) = loaded.server(id) else {
         return Err(Failure::config(format!(
@@ -1236,6 +1255,7 @@ pub(crate) async fn login_to(
         } else {
             SpinnerText::Say("connecting; log in in the browser if asked (up to 5 minutes)")
         },
+        store,
         ..Setup::default()
     };
     let live = start(cx, out, loaded, Some(id), setup).await?;
@@ -1321,7 +1341,21 @@ pub(crate) fn logout(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
 /// Removes server `id`'s tokens from the token store, and says so (`logout`, also of a
 /// gateway's upstream).
 pub(crate) fn forget(cx: &Context, out: &Out, id: &str) -> Result<(), Failure> {
-    let Some(store) = token_store(cx)? else {
+    forget_in(cx, out, id, None)
+}
+
+/// [`forget`], in `store` when given (a gateway file's `store`).
+pub(crate) fn forget_in(
+    cx: &Context,
+    out: &Out,
+    id: &str,
+    store: Option<AuthStore>,
+) -> Result<(), Failure> {
+    let store = match store {
+        Some(store) => Some(store),
+        None => token_store(cx)?,
+    };
+    let Some(store) = store else {
         return Err(Failure::config(
             "no token store: set MCP_HOST_CONFIG, XDG_CONFIG_HOME or HOME",
         ));

@@ -13,6 +13,8 @@
 //! Each test starts its own redis-server on a free loopback port, in a directory of its own,
 //! with a password and an ACL user, and kills it at the end.
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -20,15 +22,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_host::auth_store::AuthStore;
-use mcp_host::oauth::{AutoFollow, OAuthContext, Settings, Url};
+use mcp_host::oauth::{OAuthContext, Settings, Url};
 use mcp_host::redis::{Redis, RedisError};
 use mcp_testkit::TempDir;
 use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions, PrmLocation};
 use serde_json::{Value, json};
-
-// Sealed sessions whose ends are kept in Redis (SEAL24), beside this file.
-#[path = "redis_sessions.rs"]
-mod sessions;
 
 const ROOT_PASSWORD: &str = "root-pw-7f3a";
 const APP_PASSWORD: &str = "app-pw-91c2";
@@ -246,6 +244,72 @@ fn the_client_logs_in_selects_and_shares_values_messages_locks_and_windows() {
     assert!(!e.to_string().contains(ROOT_PASSWORD));
 }
 
+/// A browser's GET: the status and the absolute `Location`, if any.
+fn browse(url: &str) -> (u16, Option<String>) {
+    use std::io::Read as _;
+    let url = Url::parse(url).unwrap();
+    let mut stream =
+        std::net::TcpStream::connect((url.host_str().unwrap(), url.port().unwrap())).unwrap();
+    let target = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        url.host_str().unwrap()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let location = answer
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("location:"))
+        .map(|l| url.join(l["location:".len()..].trim()).unwrap().to_string());
+    (status, location)
+}
+
+/// `mcp-host login --gateway FILE remote`, the test as the browser: it opens the address
+/// the command prints and follows the redirect back. Returns what the command said.
+fn login_gateway(file: &std::path::Path, home: &std::path::Path) -> String {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-host"))
+        .args(["login", "--gateway", file.to_str().unwrap(), "remote"])
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("BROWSER", "true")
+        .env("MCP_HOST_CREDENTIALS_STORE", "file")
+        .env("REDIS_PASSWORD", ROOT_PASSWORD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no URL in {said:?}"
+        );
+        said.push_str(&line);
+        if let Some(rest) = line.trim().strip_prefix("http") {
+            break format!("http{rest}");
+        }
+    };
+    let (status, callback) = browse(&url);
+    assert_eq!(status, 302, "{url}");
+    assert_eq!(browse(&callback.unwrap()).0, 200);
+    stderr.read_to_string(&mut said).unwrap();
+    let output = child.wait_with_output().unwrap();
+    said.push_str(&String::from_utf8_lossy(&output.stdout));
+    assert!(output.status.success(), "{said}");
+    said
+}
+
 /// `mcp-host serve --gateway FILE` over stdio, as a client: its stdout's answers by id, its
 /// stderr kept.
 struct Gateway {
@@ -387,8 +451,35 @@ async fn two_gateways_share_tokens_in_redis_and_refresh_once_per_expiry() {
     let home = TempDir::new("home");
     let url = Url::parse(&fake.url()).unwrap();
 
-    // A person logs in once; the tokens go to Redis, where the gateways look.
+    let file = home.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec_pretty(&json!({
+            "mcpServers": {"remote": {"type": "http", "url": fake.url()}},
+            "store": {
+                "redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}/0", server.port),
+                "prefix": "gw-test"
+            }
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+
+    // A person logs in once with `login --gateway`; the tokens go to Redis, where the
+    // gateways look, and not to this user's token store file.
     let redis = server.client("");
+    let said = tokio::task::spawn_blocking({
+        let (file, home) = (file.clone(), home.path().to_owned());
+        move || login_gateway(&file, &home)
+    })
+    .await
+    .unwrap();
+    assert!(said.contains("logged in to `remote`"), "{said}");
+    assert!(!said.contains(ROOT_PASSWORD), "{said}");
+    assert!(
+        !home.path().join(".config/mcp-host/mcp-auth.json").exists(),
+        "the tokens went to the local file"
+    );
     let store = AuthStore::in_redis(redis.clone(), "gw-test");
     assert!(
         store.describe().starts_with("Redis at 127.0.0.1:"),
@@ -397,10 +488,11 @@ async fn two_gateways_share_tokens_in_redis_and_refresh_once_per_expiry() {
     );
     assert!(!format!("{store:?}").contains(ROOT_PASSWORD));
     let context = OAuthContext::new(Some(store.clone())).unwrap();
-    let follow = AutoFollow::new(context.fetcher().clone());
-    let context = context.with_user_agent(Arc::new(follow));
     let hook = context.hook_for("remote", url.clone(), Settings::new(url.clone()));
-    hook.login().await.unwrap();
+    assert!(
+        hook.expires_at_ms().is_some(),
+        "the gateway's tokens are in Redis"
+    );
     let stored = redis.get("gw-test:oauth").unwrap().expect("the document");
     let doc: Value = serde_json::from_slice(&stored).unwrap();
     assert_eq!(doc["servers"]["remote"]["url"], url.as_str(), "{doc}");
@@ -437,20 +529,6 @@ async fn two_gateways_share_tokens_in_redis_and_refresh_once_per_expiry() {
         header(&hook_b),
         "both use the refreshed token"
     );
-
-    let file = home.path().join("gateway.json");
-    std::fs::write(
-        &file,
-        serde_json::to_vec_pretty(&json!({
-            "mcpServers": {"remote": {"type": "http", "url": fake.url()}},
-            "store": {
-                "redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}/0", server.port),
-                "prefix": "gw-test"
-            }
-        }))
-        .unwrap(),
-    )
-    .unwrap();
 
     // Two gateways call the upstream over several token lifetimes.
     let (file2, home2) = (file.clone(), home.path().to_owned());
