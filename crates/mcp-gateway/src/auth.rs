@@ -9,6 +9,7 @@
 //! [`Authenticator`](mcp_http::Authenticator) hook, implemented here.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use mcp_host::inbound::{
     Algorithm, Caller, ClientSecret, InboundAuth, InboundSettings, Introspection,
@@ -204,8 +205,18 @@ impl AuthBlock {
 }
 
 /// The HTTP server's hook over `mcp-host`'s token checks: who calls, and the RFC 9728
-/// document at its well-known paths.
+/// document at its well-known paths. What it checks against is replaced when a reload
+/// brings another `auth` block ([`Guard::reload`], kept in `Shared::auth`).
 pub(crate) struct Guard {
+    current: std::sync::RwLock<Arc<Checker>>,
+    /// The block the checker was made from, and what a new one is made with.
+    block: std::sync::Mutex<AuthBlock>,
+    local: std::net::SocketAddr,
+    path: String,
+}
+
+/// One `auth` block's checks.
+struct Checker {
     auth: InboundAuth,
     /// `/.well-known/oauth-protected-resource`, and that followed by the endpoint's path as
     /// served and as public.
@@ -214,21 +225,42 @@ pub(crate) struct Guard {
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard").field("paths", &self.paths).finish()
+        f.debug_struct("Guard")
+            .field("paths", &self.checker().paths)
+            .finish()
     }
 }
 
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 impl AuthBlock {
-    /// The hook for a gateway whose endpoint is `path` on `local` (the public URL's default);
-    /// `env` holds the variables the introspection secret may name.
+    /// The hook for a gateway whose endpoint is `path` on `local` (the public URL's default),
+    /// kept in `shared` for reloads; the introspection secret's variables are read from its
+    /// environment.
     pub(crate) fn guard(
         &self,
         local: std::net::SocketAddr,
         path: &str,
+        shared: &crate::shared::Shared,
+    ) -> Result<Arc<Guard>, String> {
+        let guard = Arc::new(Guard {
+            current: std::sync::RwLock::new(Arc::new(self.checker(local, path, &shared.env)?)),
+            block: std::sync::Mutex::new(self.clone()),
+            local,
+            path: path.to_owned(),
+        });
+        // Only one HTTP server per gateway: a second would not be reloaded.
+        let _ = shared.auth.set(Arc::clone(&guard));
+        Ok(guard)
+    }
+
+    /// The checks of this block.
+    fn checker(
+        &self,
+        local: std::net::SocketAddr,
+        path: &str,
         env: &mcp_host::config::Env,
-    ) -> Result<Guard, String> {
+    ) -> Result<Checker, String> {
         self.check()?;
         let public = match &self.public_url {
             Some(url) => Url::parse(url).map_err(|e| format!("auth.publicUrl: {e}"))?,
@@ -272,14 +304,48 @@ impl AuthBlock {
                 paths.push(format!("{WELL_KNOWN}{p}"));
             }
         }
-        Ok(Guard { auth, paths })
+        Ok(Checker { auth, paths })
     }
 }
 
 impl Guard {
+    fn checker(&self) -> Arc<Checker> {
+        Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     /// Where clients are sent to discover the gateway's authorization.
-    pub(crate) fn metadata_url(&self) -> &str {
-        self.auth.metadata_url()
+    pub(crate) fn metadata_url(&self) -> String {
+        self.checker().auth.metadata_url().to_owned()
+    }
+
+    /// Checks against `block` from now on, if it differs from the one in use: `Ok(true)` when
+    /// it was taken, `Ok(false)` when it is the same. A block that cannot be used (a variable
+    /// of its secret unset) leaves the one in use in place. The issuer's keys and the kept
+    /// introspection answers are fetched anew.
+    pub(crate) fn reload(
+        &self,
+        block: &AuthBlock,
+        env: &mcp_host::config::Env,
+    ) -> Result<bool, String> {
+        let mut current = self
+            .block
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *current == *block {
+            return Ok(false);
+        }
+        let checker = block.checker(self.local, &self.path, env)?;
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(checker);
+        *current = block.clone();
+        Ok(true)
     }
 }
 
@@ -301,7 +367,8 @@ impl mcp_http::Authenticator for Guard {
         authorization: Option<&'a [u8]>,
     ) -> std::pin::Pin<Box<dyn Future<Output = mcp_http::Verdict> + Send + 'a>> {
         Box::pin(async move {
-            match self.auth.authenticate(authorization).await {
+            let checker = self.checker();
+            match checker.auth.authenticate(authorization).await {
                 Ok(caller) => mcp_http::Verdict::Allow {
                     subject: subject_key(&caller),
                     caller: mcp_session::Identity::new(caller),
@@ -326,10 +393,12 @@ impl mcp_http::Authenticator for Guard {
     }
 
     fn document(&self, path: &str) -> Option<Vec<u8>> {
-        self.paths
+        let checker = self.checker();
+        checker
+            .paths
             .iter()
             .any(|p| p == path)
-            .then(|| self.auth.metadata_document().to_vec())
+            .then(|| checker.auth.metadata_document().to_vec())
     }
 }
 

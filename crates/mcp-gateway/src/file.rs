@@ -64,7 +64,7 @@ pub struct GatewayFile {
     pub store: Option<crate::store::StoreBlock>,
     /// Over HTTP, accept only requests with an OAuth access token from this authorization
     /// server, minted for this gateway (the gateway as an OAuth 2.1 protected resource);
-    /// read at start, not on reload.
+    /// read again on reload, but turned on or off only by a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<crate::auth::AuthBlock>,
     /// Who may see and call which upstreams and tools, by the claims of the caller's access

@@ -69,6 +69,22 @@ pub(crate) async fn reload(
                 .to_owned(),
         );
     }
+    // The `auth` block: the HTTP server's checks take a changed one; turning it on or off
+    // waits for a restart (whether requests are checked at all is set when serving starts).
+    match (shared.auth.get(), &loaded.file.auth) {
+        (Some(guard), Some(block)) => match guard.reload(block, &shared.env) {
+            Ok(true) => shared.log.line("auth: the changed block is in use"),
+            Ok(false) => {}
+            Err(e) => notes.push(format!("{e}; the previous `auth` is kept")),
+        },
+        (Some(_), None) => notes.push(
+            "`auth` was removed: requests are checked until the gateway is restarted".to_owned(),
+        ),
+        (None, Some(_)) if before.auth.is_none() => {
+            notes.push("`auth` was added: it takes effect when the gateway is restarted".to_owned())
+        }
+        _ => {}
+    }
     shared.set_file(loaded.file);
     upstreams::apply(shared, loaded.entries, &change).await;
     shared.log.line(&format!(

@@ -152,6 +152,7 @@ impl Gateway {
             suspensions: Arc::default(),
             tasks: mcp_session::Tasks::default(),
             rates: crate::store::rates(store.as_ref()),
+            auth: std::sync::OnceLock::new(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));
@@ -262,7 +263,7 @@ impl Gateway {
         if let Some(block) = self.shared.file().auth.clone() {
             let local = listener.local_addr()?;
             let guard = block
-                .guard(local, &http.path, &self.shared.env)
+                .guard(local, &http.path, &self.shared)
                 .map_err(std::io::Error::other)?;
             if block.public_url.is_none() && !local.ip().is_loopback() {
                 self.shared.log.line(&format!(
@@ -275,7 +276,7 @@ impl Gateway {
                 block.issuer,
                 guard.metadata_url()
             ));
-            http.authenticator = Some(Arc::new(guard));
+            http.authenticator = Some(guard);
         }
         // The file's `cluster`: session ids sealed with the replicas' keys, the ends of
         // sessions in the file's `store` (opened here again: a pool of its own).

@@ -57,6 +57,9 @@ pub(crate) struct Shared {
     pub(crate) tasks: mcp_session::Tasks,
     /// The counters of the rules' rate limits (`rules/`).
     pub(crate) rates: Box<dyn crate::rules::RateStore>,
+    /// The HTTP server's token checks, when the file has `auth`: what a reload gives a new
+    /// block to.
+    pub(crate) auth: std::sync::OnceLock<Arc<crate::auth::Guard>>,
 }
 
 impl Shared {

@@ -215,3 +215,66 @@ async fn opaque_tokens_are_introspected_kept_a_while_and_an_endpoint_down_is_a_5
         assert!(!stderr.contains(secret), "{secret} was logged: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_takes_a_changed_auth_block() {
+    let issuer = Issuer::start();
+    let key = Key::new("k1");
+    issuer.publish(&[&key]);
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    let issuer_url = issuer.url.clone();
+    let written = file.clone();
+    let write = move |scope: &str| {
+        std::fs::write(
+            &written,
+            json!({"mcpServers": {},
+                "auth": {"issuer": issuer_url, "requiredScopes": [scope]}})
+            .to_string(),
+        )
+        .unwrap();
+    };
+    write("mcp:a");
+    let started = file.clone();
+    let (gateway, _user) =
+        tokio::task::spawn_blocking(move || (Gateway::start(&user, &started), user))
+            .await
+            .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    let token = |scope: &str| {
+        key.sign(&json!({"iss": issuer.url, "aud": resource, "sub": "alice",
+            "scope": scope, "exp": now() + 300, "iat": now()}))
+    };
+    let (a, b) = (token("mcp:a"), token("mcp:b"));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(gateway.child.id()).unwrap());
+    let gateway = tokio::task::spawn_blocking(move || {
+        assert_eq!(post(&addr, Some(&a), None, &initialize()).status, 200);
+        assert_eq!(post(&addr, Some(&b), None, &initialize()).status, 403);
+        write("mcp:b");
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+        // The reload is applied in the background: ask until the old scope is refused.
+        let mut refused = None;
+        for _ in 0..100 {
+            let r = post(&addr, Some(&a), None, &initialize());
+            if r.status != 200 {
+                refused = Some(r);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let r = refused.expect("the reload never took the new block");
+        assert_eq!(r.status, 403, "{r:?}");
+        let challenge = r.header("www-authenticate").unwrap();
+        assert!(challenge.contains(r#"scope="mcp:b""#), "{challenge}");
+        assert_eq!(post(&addr, Some(&b), None, &initialize()).status, 200);
+        gateway
+    })
+    .await
+    .unwrap();
+    let stderr = gateway.stop();
+    assert!(
+        stderr.contains("auth: the changed block is in use"),
+        "{stderr}"
+    );
+}
