@@ -113,7 +113,12 @@ pub(super) async fn serve<H: Handler, L: Listener>(
                     let handler = Arc::clone(&server);
                     let service = hyper::service::service_fn(move |req| {
                         let server = Arc::clone(&handler);
-                        async move { Ok::<_, Infallible>(server.respond(req).await) }
+                        // Boxed: hyper sets aside room for one service future per connection
+                        // for as long as the connection lives (some 3.7 KB for ours), so every
+                        // idle kept-alive connection and every open event stream held it.
+                        // Boxed, that room is a pointer, and the future's own memory lives only
+                        // while its request is answered.
+                        Box::pin(async move { Ok::<_, Infallible>(server.respond(req).await) })
                     });
                     let _ = server
                         .http1
