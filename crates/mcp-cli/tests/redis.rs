@@ -603,6 +603,21 @@ async fn two_gateways_share_tokens_in_redis_and_refresh_once_per_expiry() {
     // and does not take that for an empty store.
     let port = server.port;
     drop(server);
+    // A replica whose token is due does not refresh without its turn: a rotated refresh
+    // token it could not store would leave the others with a dead one.
+    let before = fake.token_requests("refresh_token");
+    hook_a.prepare().await;
+    assert_eq!(
+        fake.token_requests("refresh_token"),
+        before,
+        "refreshed without a turn"
+    );
+    let status = hook_a.last_error().unwrap_or_default();
+    assert!(
+        status.contains(&format!("Redis at 127.0.0.1:{port}/0")),
+        "{status}"
+    );
+    assert!(!status.contains(ROOT_PASSWORD), "{status}");
     let said = tokio::task::spawn_blocking(move || {
         let mut gateway = Gateway::start(&file, home.path());
         let started = Instant::now();
