@@ -238,6 +238,12 @@ impl AuthStore {
         }
     }
 
+    /// Whether processes on several machines share this store (Redis): one that cannot take
+    /// its refresh turn must not refresh (see `oauth.rs`).
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self.place, Place::Redis { .. })
+    }
+
     /// The store `setting` asks for at `path`: for `auto`, the OS keyring when one answers
     /// ([`Keyring::open`] with `env`) and keeps its secrets across reboots (the Secret
     /// Service, the Keychain, the Credential Manager), else the file (the kernel keyring

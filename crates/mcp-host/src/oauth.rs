@@ -315,9 +315,14 @@ impl OAuthHook {
     pub async fn prepare(&self) {
         self.place.class().await;
         let mut authorizer = self.authorizer.lock().await;
-        let (_turn, newer) = self.take_turn(&mut authorizer).await;
-        // Tokens another process just wrote are as fresh as the server gives: keep them.
-        if !newer && let Err(e) = authorizer.refresh_if_needed().await {
+        let (turn, newer) = self.take_turn(&mut authorizer).await;
+        // Tokens another process just wrote are as fresh as the server gives: keep them. A
+        // shared store (Redis) that gave no turn is not refreshed around: a rotated refresh
+        // token this process could not store would leave the others with a dead one.
+        if !newer
+            && !self.without_shared_turn(turn.as_ref())
+            && let Err(e) = authorizer.refresh_if_needed().await
+        {
             self.failed(&e);
         }
         // A store that cannot be written is in the status; the connection goes on.
@@ -431,9 +436,16 @@ impl OAuthHook {
             Err(e) => {
                 let text = format!("authorization: the token store could not be locked: {e}");
                 tracing::warn!(server = %self.server, "{text}");
+                lock(&self.state).store_problem = Some(text);
                 (None, false)
             }
         }
+    }
+
+    /// Whether the store is shared by several machines (Redis) and gave no turn: nothing may
+    /// then refresh or log in (the reason is in the status, from `take_turn`).
+    fn without_shared_turn(&self, turn: Option<&Held>) -> bool {
+        turn.is_none() && self.store.as_ref().is_some_and(AuthStore::is_shared)
     }
 
     /// Whether this server's tokens may go in a request to `uri` (not in plain http off
@@ -604,7 +616,11 @@ impl AuthHook for OAuthHook {
             {
                 authorizer.request_succeeded();
             }
-            let (_turn, newer) = self.take_turn(&mut authorizer).await;
+            let (turn, newer) = self.take_turn(&mut authorizer).await;
+            if self.without_shared_turn(turn.as_ref()) {
+                // As in `prepare`: no refresh or login that the other replicas cannot see.
+                return false;
+            }
             if newer && challenge.status == http::StatusCode::UNAUTHORIZED {
                 // Another process refreshed or logged in meanwhile: try its token first.
                 let _ = self.after(&mut authorizer).await;
