@@ -27,6 +27,10 @@
 //! `target/cluster/nginx-failed.log`, which `mcp-cluster` reads to tie each failure to the
 //! replica that was killed.
 //!
+//! `--file-store` leaves out the `store` block and has the replicas share one token file (the
+//! single-machine store, with its file locks), to tell a fault of the Redis store from one of
+//! the host's refresh logic.
+//!
 //! `--unshared` leaves out the `store` and `cluster` blocks and gives each replica a token
 //! store file of its own (a copy of the one login's): what N machines without a shared store
 //! would have. The run must then fail (sessions lost, refreshes refused or repeated): a check
@@ -47,6 +51,19 @@ use xshell::{Shell, cmd};
 
 use crate::flags;
 
+/// What the replicas share.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    /// The gateway file's `store` (Redis: upstream tokens, their refresh turns, rate counters,
+    /// ended sessions) and `cluster` (the session key) blocks: the normal case.
+    Redis,
+    /// The `cluster` block, and one token file for all (as on one machine): to compare with
+    /// Redis.
+    File,
+    /// Neither: a check that the judge fails.
+    Nothing,
+}
+
 /// What one run is made of.
 struct Plan {
     replicas: usize,
@@ -55,8 +72,8 @@ struct Plan {
     /// The access tokens' lifetime at the authorization server, in seconds: short, so that a
     /// run sees many refreshes.
     token_lifetime: u64,
-    /// With the `store` and `cluster` blocks (the normal case).
-    shared: bool,
+    /// What the replicas share.
+    sharing: Sharing,
 }
 
 impl flags::Cluster {
@@ -68,26 +85,40 @@ impl flags::Cluster {
                 seconds: self.minutes.unwrap_or(2.0) * 60.0,
                 clients: self.clients.unwrap_or(100),
                 token_lifetime: 20,
-                shared: !self.unshared,
+                sharing: if self.unshared {
+                    Sharing::Nothing
+                } else if self.file_store {
+                    Sharing::File
+                } else {
+                    Sharing::Redis
+                },
             },
         )
     }
 }
 
-/// The short run of `ci`: 3 replicas, 30 clients, 25 s, tokens living 8 s.
-// Joins `ci` once the gateway file's store and cluster blocks have landed.
-#[allow(dead_code)]
+/// The leg of `ci`: 3 replicas, 30 clients, 25 s, tokens living 8 s; then the Redis tests
+/// of `mcp-cli` (`tests/redis.rs`, left out of the plain `cargo test` because they need
+/// redis-server), against the same Debian redis-server.
 pub(crate) fn short(sh: &Shell) -> anyhow::Result<()> {
-    run(
+    let cluster = run(
         sh,
         &Plan {
             replicas: 3,
             seconds: 25.0,
             clients: 30,
             token_lifetime: 8,
-            shared: true,
+            sharing: Sharing::Redis,
         },
-    )
+    );
+    // The tests run whatever the cluster did, so that one failure does not hide the other.
+    let redis = debian_binary(sh, "/usr/bin/redis-server", "redis-server")?;
+    eprintln!("==> cluster: mcp-cli's Redis tests");
+    let _redis = sh.push_env("MCP_HOST_TEST_REDIS_SERVER", &redis);
+    let tests = cmd!(sh, "cargo test --quiet -p mcp-cli --test redis")
+        .run()
+        .context("mcp-cli's Redis tests failed (their output is above)");
+    cluster.and(tests)
 }
 
 fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
@@ -161,8 +192,11 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
             "remote": {"type": "http", "url": remote, "permission": {"default": "allow"}},
         },
     });
-    if plan.shared {
-        shared_blocks(&mut gateway, redis_port);
+    if plan.sharing == Sharing::Redis {
+        gateway["store"] = json!({"redis": format!("redis://127.0.0.1:{redis_port}")});
+    }
+    if plan.sharing != Sharing::Nothing {
+        gateway["cluster"] = json!({"sessionKeys": ["${MCP_CLUSTER_SESSION_KEY}"]});
     }
     std::fs::write(&file, serde_json::to_vec_pretty(&gateway)?)?;
 
@@ -175,29 +209,32 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
     // The replicas' session key, in the environment of every command that reads the file.
     let key = session_key()?;
     login(&mcp_host, &file, &seed, &key)?;
-    if plan.shared {
+    if plan.sharing == Sharing::Redis {
         seed_redis(redis_port, &seed.auth_file)?;
     }
-    // A home each, as on machines of their own: with the blocks, what they share is in Redis
-    // only; without, each starts from a copy of the login's token file.
+    // A home each, as on machines of their own: with the store block, what they share is in
+    // Redis only; without it, each starts from a copy of the login's token file, or (with
+    // --file-store) they all use that file.
     let homes: Vec<Home> = (0..plan.replicas)
-        .map(|i| {
-            let home = Home::new(&dir.join(format!("replica-{i}")))?;
-            if !plan.shared {
+        .map(|i| match plan.sharing {
+            Sharing::File => Ok(seed.clone()),
+            Sharing::Redis => Home::new(&dir.join(format!("replica-{i}"))),
+            Sharing::Nothing => {
+                let home = Home::new(&dir.join(format!("replica-{i}")))?;
                 std::fs::copy(&seed.auth_file, &home.auth_file)
                     .context("copying the token store")?;
+                Ok(home)
             }
-            Ok(home)
         })
         .collect::<anyhow::Result<_>>()?;
 
     eprintln!(
         "==> cluster: {} replicas on ports {replica_list}{}",
         plan.replicas,
-        if plan.shared {
-            ", sharing the store and session key"
-        } else {
-            ", each with its own tokens and sessions (--unshared)"
+        match plan.sharing {
+            Sharing::Redis => ", sharing Redis (tokens) and the session key",
+            Sharing::File => ", sharing one token file and the session key (--file-store)",
+            Sharing::Nothing => ", each with its own tokens and sessions (--unshared)",
         }
     );
     let replicas = Replicas::start(&mcp_host, &file, &ports, &homes, &dir, &key)?;
@@ -239,13 +276,6 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
         bail!("xtask cluster: no replica was killed and started again");
     }
     Ok(())
-}
-
-/// The gateway file's blocks that make the replicas one service: the shared store (upstream
-/// OAuth tokens, the refresh lock, rate counters) in Redis, and the key sealing session ids.
-fn shared_blocks(gateway: &mut serde_json::Value, redis_port: u16) {
-    gateway["store"] = json!({"redis": format!("redis://127.0.0.1:{redis_port}")});
-    gateway["cluster"] = json!({"sessionKeys": [{"env": "MCP_CLUSTER_SESSION_KEY"}]});
 }
 
 /// The session key the replicas share (`cluster.sessionKeys`): 32 random bytes from the
@@ -314,6 +344,7 @@ fn redis(port: u16, args: &[&[u8]]) -> anyhow::Result<String> {
 }
 
 /// Where one `mcp-host` keeps its configuration and tokens.
+#[derive(Clone)]
 struct Home {
     root: PathBuf,
     auth_file: PathBuf,

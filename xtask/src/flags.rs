@@ -93,6 +93,9 @@ xflags::xflags! {
             /// Leave out the gateway file's `store` and `cluster` blocks: each replica keeps
             /// its own tokens and sessions (the run should then fail: a check of the judge).
             optional --unshared
+            /// Leave out the `store` block: the replicas share one token file (the
+            /// single-machine store), to compare with Redis.
+            optional --file-store
         }
         /// Our crates beside rmcp and the TypeScript and Python SDKs (installed into
         /// target/tools/); writes docs/benchmarks.md. Not part of `ci`.

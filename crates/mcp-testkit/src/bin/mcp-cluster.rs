@@ -243,11 +243,25 @@ async fn run(a: Args) -> bool {
             .or_default() += 1;
     }
     let repeated: usize = presented.values().map(|n| n - 1).sum();
-    let unauthorized = fake
+    // The MCP requests the protected upstream refused, by method and by whether they carried
+    // a token at all (counts only: no token is shown).
+    let refused_mcp: Vec<_> = fake
         .seen_at("/mcp")
-        .iter()
+        .into_iter()
         .filter(|r| r.status == 401)
-        .count();
+        .collect();
+    let unauthorized = refused_mcp.len();
+    let mut unauthorized_by: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &refused_mcp {
+        let carried = if r.headers.contains_key(http::header::AUTHORIZATION) {
+            "with a token"
+        } else {
+            "without a token"
+        };
+        *unauthorized_by
+            .entry(format!("{} {carried}", r.method))
+            .or_default() += 1;
+    }
     let span = born.elapsed().as_secs_f64();
     let life = lifetime.as_secs_f64();
     let expiries = (span / life).floor() as usize;
@@ -315,7 +329,7 @@ async fn run(a: Args) -> bool {
     }
     println!("  sessions:        {sessions} opened (2025-11-25), {lost} lost");
     println!(
-        "  token refreshes: {} ({refused} refused, {repeated} refresh tokens presented twice), tokens living {} s over {span:.0} s: {expiries} expiries, {fewest} to {most} refreshes expected; {unauthorized} MCP requests answered 401",
+        "  token refreshes: {} ({refused} refused, {repeated} refresh tokens presented twice), tokens living {} s over {span:.0} s: {expiries} expiries, {fewest} to {most} refreshes expected; {unauthorized} MCP requests answered 401 {unauthorized_by:?}",
         refreshes.len(),
         a.token_lifetime
     );
@@ -343,7 +357,7 @@ async fn run(a: Args) -> bool {
             "sessions": sessions, "sessions_lost": lost,
             "token_refreshes": refreshes.len(), "token_refreshes_refused": refused,
             "refresh_tokens_presented_twice": repeated, "token_lifetime_s": a.token_lifetime,
-            "expiries": expiries, "mcp_401": unauthorized,
+            "expiries": expiries, "mcp_401": unauthorized, "mcp_401_by": unauthorized_by,
             "killed_ready_again_s": back_after.map(|t| t.as_secs_f64()),
             "rss_kib_end": rss_end, "rss_kib_max": rss_max,
             "nginx_failed": by_status,
@@ -401,13 +415,14 @@ async fn client_loop(
     'connect: while !stop.load(Ordering::Relaxed) {
         let mut session =
             ClientConfig::new(Implementation::new(format!("cluster-{i}"), "0".into()));
-        let version = if stateless {
+        let era = if stateless {
             ProtocolVersion::V2026_07_28
         } else {
             ProtocolVersion::V2025_11_25
         };
-        session.protocol_version = version.clone();
-        session.supported_versions = vec![version];
+        let version = era.to_string();
+        session.protocol_version = era.clone();
+        session.supported_versions = vec![era];
         session.request_timeout = Duration::from_secs(30);
         let began = Instant::now();
         let client = match mcp_http::connect(
@@ -475,14 +490,14 @@ async fn client_loop(
                 tally.sessions_lost.fetch_add(1, Ordering::Relaxed);
                 note(
                     tally,
-                    &format!("[{tool}] session lost: {}", shape(&text)),
+                    &format!("[{tool}, {version}] session lost: {}", shape(&text)),
                     false,
                 );
                 tally.failed_bad.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue 'connect;
             }
-            judge_failure(tally, kill, tool, began, &text);
+            judge_failure(tally, kill, &format!("{tool}, {version}"), began, &text);
         }
     }
 }
@@ -492,14 +507,15 @@ async fn client_loop(
 /// closed (the request then reached the dead replica: `502`, tied to it by nginx's log).
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// Counts one failure: allowed only with a retryable error, ending between the kill and
-/// [`KILL_GRACE`] after it.
+/// Counts one failure: allowed only with a retryable error, for a call in flight when the
+/// replica was killed, or begun after it and failed within [`KILL_GRACE`].
 fn judge_failure(tally: &Tally, kill: &Mutex<Kill>, what: &str, began: Instant, text: &str) {
     let ended = Instant::now();
     let at = kill.lock().unwrap().at;
-    let in_flight = at.is_some_and(|k| ended >= k && ended <= k + KILL_GRACE);
-    let allowed = in_flight && retryable(text);
-    if allowed && at.is_some_and(|k| began > k) {
+    let in_flight = at.is_some_and(|k| began <= k && ended >= k);
+    let just_after = at.is_some_and(|k| began > k && ended <= k + KILL_GRACE);
+    let allowed = (in_flight || just_after) && retryable(text);
+    if allowed && just_after {
         tally.sent_after_kill.fetch_add(1, Ordering::Relaxed);
     }
     let counter = if allowed {
@@ -512,13 +528,16 @@ fn judge_failure(tally: &Tally, kill: &Mutex<Kill>, what: &str, began: Instant, 
 }
 
 /// An error a client may retry: the balancer's `502`/`504` for a request a dead replica never
-/// answered, or the connection to the balancer closing under the request.
+/// answered, the connection to the balancer closing under the request, or the resumption of
+/// a call's SSE answer cut with the replica, refused by the replica it reached (a stream is
+/// held by the replica that opened it: docs/gateway.md, "Many replicas").
 fn retryable(text: &str) -> bool {
     [
         "HTTP 502",
         "HTTP 504",
         "connection closed",
         "Connection reset",
+        "resuming the SSE stream",
     ]
     .iter()
     .any(|s| text.contains(s))
