@@ -19,9 +19,13 @@ fn find_from(bytes: &[u8], from: usize, hit: impl Fn(u8) -> bool + Copy) -> Opti
     let mut blocks = rest.chunks_exact(BLOCK);
     let mut at = from;
     for block in &mut blocks {
-        // `fold` with `|` over a block of fixed width, not `any`: no early exit inside the
-        // block, so it becomes a handful of vector compares.
-        if block.iter().fold(false, |acc, &b| acc | hit(b)) {
+        // A block of fixed width, each byte's hit OR-ed in with no early exit: this becomes a
+        // handful of vector compares. Only a block with a hit is searched byte by byte.
+        let mut any = 0u8;
+        for &b in block {
+            any |= u8::from(hit(b));
+        }
+        if any != 0 {
             return block.iter().position(|&b| hit(b)).map(|i| at + i);
         }
         at += BLOCK;
@@ -41,6 +45,16 @@ pub(crate) fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
 /// The index of the `"` that closes the string whose contents start at `from`; `None` if the
 /// text ends first.
 fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
+    // Most strings of a result are short (keys, names): a plain loop over their first bytes
+    // costs less than setting up blocks.
+    let short = (from + BLOCK).min(bytes.len());
+    while from < short {
+        match bytes[from] {
+            b'"' => return Some(from),
+            b'\\' => from += 2,
+            _ => from += 1,
+        }
+    }
     loop {
         let at = quote_or_backslash(bytes, from)?;
         if bytes[at] == b'"' {
