@@ -73,12 +73,13 @@ async def phase(client: Client, c: int, length: float) -> tuple[list[int], float
     return lat, (end - start) / 1e9
 
 
-def rss_kib() -> int:
+def status_kib(field: str = "VmRSS") -> int:
+    """VmRSS (resident now) or VmHWM (the peak) of this process, in KiB."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {field}")
 
 
 async def main() -> None:
@@ -98,6 +99,7 @@ async def main() -> None:
         big = workload == "big"
         want = BIG_BYTES if big else spec["tools"] + 2
         async with connect(spec) as client:
+            connected = status_kib("VmRSS")
             lat = []
             start = time.perf_counter()
             while len(lat) < 3 or time.perf_counter() - start < measure:
@@ -106,9 +108,10 @@ async def main() -> None:
                 lat.append(time.perf_counter_ns() - t)
                 if n != want:
                     raise RuntimeError(f"got {n}, expected {want}")
+            peak = status_kib("VmHWM")
         runs = len(lat)
         lat.sort()
-        out = {"runs": runs, "p50_us": pct(lat, 50)}
+        out = {"runs": runs, "p50_us": pct(lat, 50), "connected_kib": connected, "peak_kib": peak}
     elif workload in ("connect", "idle"):
         # Each connection lives in a task of its own (anyio's scopes end in the task that
         # opened them): it connects, lists the tools, reports, and waits to be let go.
@@ -139,7 +142,7 @@ async def main() -> None:
             out = {"wall_us": wall // 1000}
         else:
             await asyncio.sleep(0.5)
-            out = {"rss_kib": rss_kib()}
+            out = {"rss_kib": status_kib("VmRSS")}
         release.set()
         await asyncio.gather(*tasks)
     else:

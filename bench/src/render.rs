@@ -197,6 +197,7 @@ pub(crate) fn page(cx: &Context<'_>) -> String {
         |v| v["p50_us"].as_f64(),
         time,
     );
+    peaks(w, cx);
     single(
         w,
         cx,
@@ -375,6 +376,40 @@ fn single(
             let base = stat(cx, workload, t, Imp::Ours, Imp::Ours, count, metric).value;
             let s = stat(cx, workload, t, client, server, count, metric);
             let _ = write!(line, " {} |", cell(&s, base, show));
+        }
+        let _ = writeln!(w, "{line}");
+    }
+    let _ = writeln!(w);
+}
+
+/// The peak memory of the client in the big-result and list rows, beside what it held once
+/// connected: the difference is what the payloads cost it.
+fn peaks(w: &mut String, cx: &Context<'_>) {
+    let _ = writeln!(w, "## Peak memory of the client in these two rows\n");
+    let _ = writeln!(
+        w,
+        "The most the client process was ever resident (`VmHWM` in `/proc/self/status`) by the end of the runs of the two tables above, and in parentheses how much that is over what it held once connected (`VmRSS` before the first run): what the payloads cost it. The servers are other processes and do not count. `×N` compares the peaks.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| client → server | 1 MiB result, stdio | 1 MiB result, Streamable HTTP | {LIST_TOOLS} tools, stdio | {LIST_TOOLS} tools, Streamable HTTP |"
+    );
+    let _ = writeln!(w, "| --- | --- | --- | --- | --- |");
+    for &(client, server) in MCP_PAIRS {
+        let mut line = format!("| {} |", pair(client, server));
+        for workload in ["big", "list"] {
+            for (t, _) in TRANSPORTS {
+                let base = stat(cx, workload, t, Imp::Ours, Imp::Ours, 1, field("peak_kib")).value;
+                let s = stat(cx, workload, t, client, server, 1, field("peak_kib"));
+                let growth = stat(cx, workload, t, client, server, 1, |v| {
+                    Some(v["peak_kib"].as_f64()? - v["connected_kib"].as_f64()?)
+                });
+                let mut text = cell(&s, base, mib);
+                if let (Some(_), Some(g)) = (s.value, growth.value) {
+                    let _ = write!(text, " (+{})", mib(g));
+                }
+                let _ = write!(line, " {text} |");
+            }
         }
         let _ = writeln!(w, "{line}");
     }

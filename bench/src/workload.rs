@@ -145,6 +145,9 @@ pub(crate) async fn run<I: Imp>(spec: &Spec) -> anyhow::Result<Value> {
         "big" | "list" => {
             let big = spec.workload == "big";
             let conn = I::connect(spec.clone()).await?;
+            // What the connected client holds before the first run, and (below) the most
+            // it ever held: the peak minus this is what the payloads cost it.
+            let connected = rss_kib()?;
             let mut lat = Vec::new();
             let start = Instant::now();
             // At least three runs, then until the measuring time is up.
@@ -159,10 +162,16 @@ pub(crate) async fn run<I: Imp>(spec: &Spec) -> anyhow::Result<Value> {
                 let want = if big { BIG_BYTES } else { spec.tools + 2 };
                 ensure!(n == want, "got {n}, expected {want}");
             }
+            let peak = status_kib("VmHWM")?;
             conn.close().await;
             let runs = lat.len();
             lat.sort_unstable();
-            Ok(json!({ "runs": runs, "p50_us": pct(&lat, 50) }))
+            Ok(json!({
+                "runs": runs,
+                "p50_us": pct(&lat, 50),
+                "connected_kib": connected,
+                "peak_kib": peak,
+            }))
         }
         "connect" => {
             let start = Instant::now();
@@ -248,12 +257,18 @@ pub(crate) fn pct(sorted: &[u64], p: usize) -> f64 {
 
 /// This process's resident set size, from `/proc/self/status`.
 pub(crate) fn rss_kib() -> anyhow::Result<u64> {
+    status_kib("VmRSS")
+}
+
+/// A size of this process from `/proc/self/status`, in KiB: `VmRSS` (resident now) or
+/// `VmHWM` (the most it was ever resident: its peak).
+pub(crate) fn status_kib(field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS in /proc/self/status")
+        .with_context(|| format!("no {field} in /proc/self/status"))
 }
 
 /// The generated tools a server with `--tools N` lists after `echo` and `big`: the same

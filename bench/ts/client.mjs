@@ -76,9 +76,10 @@ async function phase(client, c, ms) {
 
 const sortBig = (a) => a.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
 
-function rssKib() {
+// VmRSS (resident now) or VmHWM (the peak) of this process, in KiB.
+function statusKib(field = "VmRSS") {
   const status = require("node:fs").readFileSync("/proc/self/status", "utf8");
-  return Number(status.match(/VmRSS:\s+(\d+)/)[1]);
+  return Number(status.match(new RegExp(`${field}:\\s+(\\d+)`))[1]);
 }
 
 let out;
@@ -97,6 +98,7 @@ if (spec.workload === "call") {
   const big = spec.workload === "big";
   const want = big ? BIG_BYTES : spec.tools + 2;
   const client = await connect();
+  const connected = statusKib("VmRSS");
   const lat = [];
   const start = now();
   while (lat.length < 3 || Number(now() - start) / 1e6 < spec.measure_ms) {
@@ -105,9 +107,10 @@ if (spec.workload === "call") {
     lat.push(now() - t);
     if (n !== want) throw new Error(`got ${n}, expected ${want}`);
   }
+  const peak = statusKib("VmHWM");
   await client.close();
   sortBig(lat);
-  out = { runs: lat.length, p50_us: pct(lat, 50) };
+  out = { runs: lat.length, p50_us: pct(lat, 50), connected_kib: connected, peak_kib: peak };
 } else if (spec.workload === "connect" || spec.workload === "idle") {
   const start = now();
   const clients = await Promise.all(
@@ -123,7 +126,7 @@ if (spec.workload === "call") {
     out = { wall_us: Math.round(wall) };
   } else {
     await new Promise((r) => setTimeout(r, 500));
-    out = { rss_kib: rssKib() };
+    out = { rss_kib: statusKib("VmRSS") };
   }
   await Promise.all(clients.map(([c]) => c.close()));
 } else {
