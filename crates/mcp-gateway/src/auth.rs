@@ -62,7 +62,7 @@ pub struct AuthBlock {
 }
 
 /// `auth.introspection`: where and as whom the gateway asks about a token.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[non_exhaustive]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IntrospectionBlock {
@@ -73,9 +73,8 @@ pub struct IntrospectionBlock {
     /// it knows.
     pub client_id: String,
     /// The gateway's client secret, sent in HTTP Basic: `${VAR}` (or `${VAR:-default}`) reads
-    /// it from the gateway's environment, so that the file need not hold it, or
-    /// `{"env": "VAR"}`.
-    pub client_secret: crate::file::ConfigValue,
+    /// it from the gateway's environment, so that the file need not hold it.
+    pub client_secret: String,
     /// `true` asks about every token, JWTs too; by default only a token that is not a JWT
     /// (three dot-separated parts) is asked about, and a JWT is checked with the issuer's keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,23 +87,24 @@ pub struct IntrospectionBlock {
     pub cache_seconds: Option<u64>,
 }
 
+// The secret may be written in the file: never shown.
+impl std::fmt::Debug for IntrospectionBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntrospectionBlock")
+            .field("endpoint", &self.endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"[redacted]")
+            .field("all_tokens", &self.all_tokens)
+            .field("cache_seconds", &self.cache_seconds)
+            .finish()
+    }
+}
+
 impl IntrospectionBlock {
     /// The secret, read from `env` where the file refers to it.
     fn secret(&self, env: &mcp_host::config::Env) -> Result<ClientSecret, String> {
-        let value = match &self.client_secret {
-            crate::file::ConfigValue::Text(text) => {
-                mcp_host::config::expand_variables(text, env)
-                    .map_err(|e| format!("auth.introspection.clientSecret: {e}"))?
-            }
-            crate::file::ConfigValue::Env { env: name } => env
-                .var(name)
-                .ok_or_else(|| {
-                    format!(
-                        "auth.introspection.clientSecret: environment variable `{name}` is not set"
-                    )
-                })?
-                .to_owned(),
-        };
+        let value = mcp_host::config::expand_variables(&self.client_secret, env)
+            .map_err(|e| format!("auth.introspection.clientSecret: {e}"))?;
         if value.is_empty() {
             return Err("auth.introspection.clientSecret: is empty".to_owned());
         }
@@ -235,22 +235,22 @@ const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 impl AuthBlock {
     /// The hook for a gateway whose endpoint is `path` on `local` (the public URL's default),
-    /// kept in `shared` for reloads; the introspection secret's variables are read from its
-    /// environment.
+    /// kept in `slot` for reloads; the introspection secret's variables are read from `env`.
     pub(crate) fn guard(
         &self,
         local: std::net::SocketAddr,
         path: &str,
-        shared: &crate::shared::Shared,
+        env: &mcp_host::config::Env,
+        slot: &std::sync::OnceLock<Arc<Guard>>,
     ) -> Result<Arc<Guard>, String> {
         let guard = Arc::new(Guard {
-            current: std::sync::RwLock::new(Arc::new(self.checker(local, path, &shared.env)?)),
+            current: std::sync::RwLock::new(Arc::new(self.checker(local, path, env)?)),
             block: std::sync::Mutex::new(self.clone()),
             local,
             path: path.to_owned(),
         });
         // Only one HTTP server per gateway: a second would not be reloaded.
-        let _ = shared.auth.set(Arc::clone(&guard));
+        let _ = slot.set(Arc::clone(&guard));
         Ok(guard)
     }
 
@@ -427,14 +427,6 @@ mod tests {
         assert!(
             e.contains("auth.introspection.clientSecret") && e.contains("GW_SECRET"),
             "{e}"
-        );
-        let by_name: IntrospectionBlock = serde_json::from_value(serde_json::json!({
-            "endpoint": "https://id.example/introspect", "clientId": "gw",
-            "clientSecret": {"env": "GW_SECRET"}}))
-        .unwrap();
-        assert_eq!(
-            by_name.secret(&env).expect("read").secret(),
-            "hunter2-secret"
         );
         // The block as shown (Debug) names the variable, never a value written in the file.
         let written: IntrospectionBlock = serde_json::from_value(serde_json::json!({

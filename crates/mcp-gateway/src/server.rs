@@ -263,7 +263,7 @@ impl Gateway {
         if let Some(block) = self.shared.file().auth.clone() {
             let local = listener.local_addr()?;
             let guard = block
-                .guard(local, &http.path, &self.shared)
+                .guard(local, &http.path, &self.shared.env, &self.shared.auth)
                 .map_err(std::io::Error::other)?;
             if block.public_url.is_none() && !local.ip().is_loopback() {
                 self.shared.log.line(&format!(
