@@ -96,3 +96,49 @@ pub(crate) fn rates(store: Option<&Store>) -> Box<dyn crate::rules::RateStore> {
         None => Box::<crate::rules::LocalRates>::default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(redis: &str, prefix: Option<&str>) -> StoreBlock {
+        StoreBlock {
+            redis: redis.to_owned(),
+            prefix: prefix.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_bad_store_is_an_error_naming_the_field_and_never_the_password() {
+        let env = Env::new().with("REDIS_PASSWORD", "s3cret-pw-77");
+        let store = block("redis://:${REDIS_PASSWORD}@10.0.0.5:6380/2", None)
+            .open(&env)
+            .expect("opens");
+        assert_eq!(store.prefix, DEFAULT_PREFIX);
+        assert_eq!(store.redis.to_string(), "redis://10.0.0.5:6380/2");
+        for (b, says) in [
+            (
+                block("rediss://:${REDIS_PASSWORD}@h/0", None),
+                "store.redis: ",
+            ),
+            (block("redis://:${NOT_SET}@h/0", None), "store.redis: "),
+            (
+                block("redis://:${REDIS_PASSWORD}@h/x", None),
+                "store.redis: ",
+            ),
+            (
+                block("redis://:${REDIS_PASSWORD}@h/0", Some("a b")),
+                "store.prefix: ",
+            ),
+        ] {
+            let e = b.open(&env).expect_err("refused");
+            assert!(e.starts_with(says), "{e}");
+            assert!(!e.contains("s3cret-pw-77"), "{e}");
+        }
+        let debug = format!("{:?}", block("redis://:s3cret-pw-77@h/0", None));
+        assert!(
+            debug.contains("StoreBlock") && !debug.contains("s3cret-pw-77"),
+            "{debug}"
+        );
+    }
+}
