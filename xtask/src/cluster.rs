@@ -115,7 +115,9 @@ pub(crate) fn short(sh: &Shell) -> anyhow::Result<()> {
     let redis = debian_binary(sh, "/usr/bin/redis-server", "redis-server")?;
     eprintln!("==> cluster: mcp-cli's Redis tests");
     let _redis = sh.push_env("MCP_HOST_TEST_REDIS_SERVER", &redis);
-    let tests = cmd!(sh, "cargo test --quiet -p mcp-cli --test redis")
+    // `--workspace` (the test target is mcp-cli's alone) resolves features as the test step's
+    // `cargo test --workspace` did, so nothing is built again but this target.
+    let tests = cmd!(sh, "cargo test --quiet --workspace --test redis")
         .run()
         .context("mcp-cli's Redis tests failed (their output is above)");
     cluster.and(tests)
