@@ -28,6 +28,10 @@ use mcp_testkit::TempDir;
 use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions, PrmLocation};
 use serde_json::{Value, json};
 
+// Sealed sessions whose ends are kept in Redis (SEAL24), beside this file.
+#[path = "redis_sessions.rs"]
+mod sessions;
+
 const ROOT_PASSWORD: &str = "root-pw-7f3a";
 const APP_PASSWORD: &str = "app-pw-91c2";
 
