@@ -2,7 +2,9 @@
 //! upstream OAuth tokens and their refresh turn, the rules' rate counters, and sessions. It
 //! speaks RESP2 over `std::net::TcpStream` (no new dependency), with connect, read and write
 //! timeouts, `AUTH` (a password, and a user for Redis 6 ACLs) and `SELECT` on every new
-//! connection, and a small pool of idle connections.
+//! connection, and a small pool of idle connections. This file is long because the client,
+//! its errors, its lease locks and its subscriptions share one connection type and its
+//! error mapping (the wire format alone is `resp.rs`).
 //!
 //! What it deliberately does not do: TLS (`rediss://` is refused, saying so: put Redis on a
 //! private network or loopback, or behind a TLS tunnel such as stunnel), RESP3, cluster
