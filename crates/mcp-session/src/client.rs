@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Wake, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, GetPromptParams, GetPromptResult, ListPromptsResult,
@@ -449,10 +449,11 @@ async fn close(core: &Arc<Core>) -> String {
 /// Where a caller waits for its answer.
 type Answer = oneshot::Receiver<std::result::Result<RawJson, mcp_protocol::Error>>;
 
-/// Drives a request's exchange until it ends, and waits for the request's answer, whichever
-/// comes first: the answer usually comes through the exchange, but may come another way (on
-/// another stream, or as a timeout or the end of the session), and then the exchange is
-/// dropped.
+/// Drives a request's exchange and waits for the request's answer. The answer usually comes
+/// through the exchange, which then ends right after (letting go of what carried it, say an
+/// HTTP connection back to its pool): the answer is returned once the exchange has ended. An
+/// answer that comes another way (on another stream, or as a timeout or the end of the
+/// session) is returned at once, and the exchange is dropped.
 ///
 /// An answer the exchange itself delivers, while this task is polling it, does not wake this
 /// task: the answer is looked at right after anyway, and waking a task that is running makes
@@ -465,10 +466,13 @@ async fn answer_while_driving(
 {
     let quiet = Arc::new(Quiet {
         polling_exchange: AtomicBool::new(false),
+        woken_outside: AtomicBool::new(false),
         task: Mutex::new(None),
     });
     let quiet_waker = Waker::from(Arc::clone(&quiet));
     let mut exchange = Some(exchange);
+    // The answer the exchange delivered, kept until the exchange has ended.
+    let mut kept = None;
     std::future::poll_fn(|cx| {
         {
             let mut task = quiet.task.lock().unwrap_or_else(PoisonError::into_inner);
@@ -487,7 +491,26 @@ async fn answer_while_driving(
                 exchange = None;
             }
         }
-        Pin::new(&mut *answer).poll(&mut Context::from_waker(&quiet_waker))
+        if kept.is_none() {
+            let Poll::Ready(outcome) =
+                Pin::new(&mut *answer).poll(&mut Context::from_waker(&quiet_waker))
+            else {
+                return Poll::Pending;
+            };
+            if exchange.is_none() || quiet.woken_outside.load(Ordering::SeqCst) {
+                return Poll::Ready(outcome);
+            }
+            kept = Some(outcome);
+        }
+        match (&exchange, kept.take()) {
+            (None, Some(outcome)) => Poll::Ready(outcome),
+            // The exchange delivered the answer and is ending; it wakes this task when it can
+            // go on.
+            (_, outcome) => {
+                kept = outcome;
+                Poll::Pending
+            }
+        }
     })
     .await
 }
@@ -496,6 +519,9 @@ async fn answer_while_driving(
 /// on to the caller's task, except while that task is polling the exchange.
 struct Quiet {
     polling_exchange: AtomicBool,
+    /// Set by a wake that came while the exchange was not being polled: the answer came
+    /// another way.
+    woken_outside: AtomicBool,
     task: Mutex<Option<Waker>>,
 }
 
@@ -509,6 +535,7 @@ impl Wake for Quiet {
         if self.polling_exchange.load(Ordering::SeqCst) {
             return;
         }
+        self.woken_outside.store(true, Ordering::SeqCst);
         let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(task) = task.as_ref() {
             task.wake_by_ref();

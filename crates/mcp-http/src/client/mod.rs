@@ -611,7 +611,7 @@ impl Transport for HttpTransport {
                         Message::Request(request),
                         None,
                     );
-                    sending.push(Sending::new(id, exchange));
+                    sending.push(Sending::new(id, then_yield(exchange)));
                     continue;
                 }
                 (message, _) => message,
@@ -727,7 +727,18 @@ fn stateless_post(
             () = post(inner, core, Message::Request(request), Some(version)) => {}
             _ = cancelled => {}
         }
+        tokio::task::yield_now().await;
     }
+}
+
+/// An exchange its caller drives, then one turn for the runtime's other tasks before the
+/// caller goes on: hyper's connection task puts the connection that carried the answer back
+/// into the pool, so that the caller's next request finds it there. Without it that request
+/// finds no idle connection and hyper-util opens a new one each time, and with 256 calls in
+/// flight a client held about twice as many connections, past our own server's 512.
+async fn then_yield(exchange: impl Future<Output = ()>) {
+    exchange.await;
+    tokio::task::yield_now().await;
 }
 
 /// A stateless-era request's entry in `in_flight`, removed however its exchange ends.
