@@ -50,6 +50,7 @@ pub use edit::{
     NewOAuth, NewServer, NewTransport, add_server, remove_server, set_enabled,
     set_keyring_variables, set_variables,
 };
+pub use expand::expand_variables;
 pub use import::{
     ImportError, ImportInput, ImportReport, ImportSource, ImportedServer, NeededVariable,
     NotCarried, WriteOutcome, read as import_read, write as import_write,
@@ -62,7 +63,6 @@ pub use model::{
 };
 pub use parse::is_valid_server_id;
 pub(crate) use parse::json_error_text;
-pub use expand::expand_variables;
 pub use secret::{Env, Secret, SecretSource, is_secret_name, variable_name};
 
 use parse::{Entry, Resolve};
