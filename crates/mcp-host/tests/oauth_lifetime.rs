@@ -432,3 +432,41 @@ async fn the_old_authorization_servers_token_is_never_sent_again_even_before_a_n
         "A's tokens are gone"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_started_on_stored_tokens_refreshes_them_before_any_401() {
+    // The gateway's case: `mcp-host login` stored the tokens, and the host that serves starts
+    // on them without ever being challenged. Its timer must still refresh ahead of expiry.
+    let fake = FakeAuth::start(FakeAuthOptions {
+        rotate_refresh_tokens: true,
+        ..short_lived(6)
+    })
+    .await;
+    let store = new_store("stored");
+    // The login: a host that logs in through the first challenge, then ends.
+    ready(&fake, &logging_in(Some(store.clone())))
+        .await
+        .shutdown()
+        .await;
+    assert_eq!(fake.token_requests("authorization_code"), 1);
+    let refused_at_login = unauthorized(&fake);
+    let host = ready(&fake, &OAuthContext::new(Some(store)).unwrap()).await;
+    let mut calls = 0;
+    while fake.token_requests("refresh_token") < 3 {
+        assert!(
+            calls < 300,
+            "three refreshes did not happen within a minute of calls"
+        );
+        assert!(echo(&host).await.unwrap().contains("echoed"));
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(fake.seen_at("/mcp").iter().any(|r| r.status == 200));
+    assert_eq!(
+        unauthorized(&fake),
+        refused_at_login,
+        "no request went out with an expired token"
+    );
+    assert_eq!(authorizations(&fake), 1, "refreshes, not logins");
+    host.shutdown().await;
+}

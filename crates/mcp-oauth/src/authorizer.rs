@@ -607,9 +607,13 @@ impl Authorizer {
         if !self.has_refresh_token() {
             return Ok(false);
         }
-        if self.discovered.is_none() && self.discover(None).await.is_err() {
+        if self.discovered.is_none()
+            && self.discover(None).await.is_err()
+            && !self.discover_from_tokens().await?
+        {
             // Without a challenge the metadata may be out of reach (a protected resource
-            // metadata URL only a 401 names): leave the refresh to the 401.
+            // metadata URL only a 401 names) and the tokens name no issuer: leave the refresh
+            // to the 401.
             return Ok(false);
         }
         match self.refresh_inner().await {
@@ -745,6 +749,38 @@ impl Authorizer {
             self.discover(challenge).await?;
         }
         Ok(())
+    }
+
+    /// Discovery for a refresh ahead of expiry when the server's metadata is out of reach
+    /// without a challenge (its protected resource metadata URL only a 401 names): tokens
+    /// loaded from a store (a login by another process) name the issuer that issued them and
+    /// the resource they were minted for, which is all a refresh needs. Without this, a host
+    /// that starts on stored tokens could refresh only after a request with an expired token
+    /// was refused. Returns whether the metadata was found.
+    async fn discover_from_tokens(&mut self) -> Result<bool, AuthError> {
+        let Some((issuer, resource)) = self
+            .tokens
+            .as_ref()
+            .and_then(|t| t.issuer.clone().zip(t.resource.clone()))
+        else {
+            return Ok(false);
+        };
+        let Some(mut meta) = self.authorization_server_metadata(&issuer, true).await? else {
+            return Ok(false);
+        };
+        if let Some(url) = &self.settings.token_url {
+            meta.token_endpoint.clone_from(url);
+        }
+        let resource_takes_dpop = self.tokens.as_ref().is_some_and(ServerTokens::is_dpop);
+        self.discovered = Some(Discovered {
+            resource,
+            dpop_required: false,
+            resource_takes_dpop,
+            resource_scopes: None,
+            meta,
+            source: MetadataSource::ProtectedResource,
+        });
+        Ok(true)
     }
 
     /// Discovery in the spec's order (module doc). Replaces what was discovered before, and
