@@ -1457,27 +1457,46 @@ fn futures_are_send() {
 }
 
 #[test]
-fn stored_tokens_behind_a_challenge_only_prm_are_refreshed_on_the_401() {
+fn stored_tokens_behind_a_challenge_only_prm_are_refreshed_from_their_issuer() {
+    // A host that starts on stored tokens has never been challenged, and the protected
+    // resource metadata only a 401 names is out of reach: the tokens' issuer and resource
+    // are enough to refresh ahead of expiry, before any request is refused.
     let (world, auth) = logged_in(Config::default());
     let stored = auth.tokens().cloned();
+    assert!(
+        stored
+            .as_ref()
+            .is_some_and(|t| t.issuer.is_some() && t.resource.is_some())
+    );
 
     let mut auth = world.authorizer(settings());
-    auth.set_tokens(stored);
+    auth.set_tokens(stored.clone());
     world.advance(3_600_000);
     world.clear_log();
     assert!(
-        !block_on(auth.refresh_if_needed()).unwrap(),
-        "the metadata is out of reach without a challenge"
+        block_on(auth.refresh_if_needed()).unwrap(),
+        "refreshed without a challenge"
     );
-    assert!(world.token_requests().is_empty());
-    unauthorized(&world, &mut auth).unwrap();
     let grants: Vec<_> = world
         .token_requests()
         .iter()
         .map(|t| t.form("grant_type").unwrap())
         .collect();
     assert_eq!(grants, ["refresh_token"]);
+    assert_eq!(
+        world.token_requests()[0].form("resource"),
+        stored.and_then(|t| t.resource)
+    );
     assert!(world.authorize_urls().is_empty() && world.registrations().is_empty());
+    // Tokens that name no issuer still wait for the 401.
+    let mut anonymous = auth.tokens().cloned().unwrap();
+    anonymous.issuer = None;
+    let mut auth = world.authorizer(settings());
+    auth.set_tokens(Some(anonymous));
+    world.advance(3_600_000);
+    world.clear_log();
+    assert!(!block_on(auth.refresh_if_needed()).unwrap());
+    assert!(world.token_requests().is_empty());
 }
 
 #[test]
