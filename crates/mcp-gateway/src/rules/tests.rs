@@ -188,3 +188,70 @@ fn a_rate_limit_refuses_the_call_after_the_last_allowed_with_the_wait() {
     assert_eq!(taken(&rules, 0, alice, "a", "t", &store, later), Ok(()));
     assert!(taken(&rules, 0, alice, "a", "t", &store, later).is_err());
 }
+
+/// Counts what it is asked and answers as Redis down would.
+#[derive(Debug, Default)]
+struct DownRates {
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl RateStore for DownRates {
+    fn take<'a>(&'a self, _: &'a str, _: u32, _: Duration, _: Instant) -> Taken<'a> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Err(Over::Unavailable("Redis at 127.0.0.1:1/0: connect".into())) })
+    }
+}
+
+#[test]
+fn a_limited_call_that_cannot_be_counted_is_refused_and_an_unlimited_one_never_asks() {
+    let rules = rules(serde_json::json!([
+        {"name": "metered", "effect": "allow", "rateLimit": {"callsPerMinute": 3}},
+        {"name": "free", "effect": "allow", "upstreams": ["free"]},
+    ]));
+    let store = DownRates::default();
+    let alice = who("alice", &[]);
+    let limited = taken(&rules, 0, alice, "a", "t", &store, Instant::now())
+        .expect_err("refused, not let through");
+    assert_eq!(limited.rule, "metered");
+    assert_eq!(limited.retry_after_secs(), 5);
+    assert!(
+        limited
+            .unavailable
+            .as_deref()
+            .is_some_and(|w| w.contains("Redis")),
+        "{limited:?}"
+    );
+    assert_eq!(store.asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        taken(&rules, 1, alice, "free", "t", &store, Instant::now()),
+        Ok(())
+    );
+    assert_eq!(
+        store.asked.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "an unlimited rule asked the store"
+    );
+}
+
+/// The Redis store itself, with nothing listening where it points: unavailable, never a pass.
+#[test]
+fn redis_rates_that_cannot_reach_redis_say_so() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let redis = mcp_host::redis::Redis::new(&format!("redis://:pw-never-shown@127.0.0.1:{port}/0"))
+        .expect("a URL");
+    let store = super::redis::RedisRates::new(redis, "t");
+    let answer = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(store.take("k", 3, Duration::from_secs(60), Instant::now()));
+    match answer {
+        Err(Over::Unavailable(why)) => {
+            assert!(why.contains(&format!("127.0.0.1:{port}")), "{why}");
+            assert!(!why.contains("pw-never-shown"), "{why}");
+        }
+        other => panic!("not unavailable: {other:?}"),
+    }
+}
