@@ -242,7 +242,7 @@ fn redis_rates_that_cannot_reach_redis_say_so() {
         .port();
     let redis = mcp_host::redis::Redis::new(&format!("redis://:pw-never-shown@127.0.0.1:{port}/0"))
         .expect("a URL");
-    let store = super::redis::RedisRates::new(redis, "t");
+    let store = RedisRates::new(redis, "t");
     let answer = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime")
