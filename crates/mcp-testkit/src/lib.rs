@@ -13,6 +13,7 @@
 pub mod fake_auth;
 pub mod fake_http;
 pub mod fake_skills;
+pub mod procs;
 pub mod serve;
 
 use std::path::{Path, PathBuf};

@@ -596,32 +596,12 @@ fn rss_kib(pid: u32) -> u64 {
 /// The live `mcp-host serve` listening on `port` (`--http 127.0.0.1:<port>`).
 fn replica_pid(port: u16) -> Option<u32> {
     let address = format!("127.0.0.1:{port}");
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let argv: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let program = argv
-            .first()
-            .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned());
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        });
-        if program.as_deref() == Some("mcp-host")
-            && !zombie
-            && argv.iter().any(|a| a == "serve")
-            && argv.windows(2).any(|w| w[0] == "--http" && w[1] == address)
-        {
-            return Some(pid);
-        }
-    }
-    None
+    mcp_testkit::procs::live()
+        .into_iter()
+        .find(|p| {
+            p.program == "mcp-host"
+                && p.argv.iter().any(|a| a == "serve")
+                && p.has("--http", &address)
+        })
+        .map(|p| p.pid)
 }

@@ -345,34 +345,9 @@ fn open_files(pid: u32) -> u64 {
 /// 10<n>`.
 fn upstream_pids(n: usize) -> Vec<i32> {
     let marker = format!("10{n}");
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let argv: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let program = argv
-            .first()
-            .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned());
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        });
-        if program.as_deref() == Some("mcp-fake-server")
-            && !zombie
-            && argv
-                .windows(2)
-                .any(|w| w[0] == "--page-size" && w[1] == marker)
-        {
-            out.push(pid);
-        }
-    }
-    out
+    mcp_testkit::procs::live()
+        .into_iter()
+        .filter(|p| p.program == "mcp-fake-server" && p.has("--page-size", &marker))
+        .filter_map(|p| i32::try_from(p.pid).ok())
+        .collect()
 }
