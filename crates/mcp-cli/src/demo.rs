@@ -12,10 +12,11 @@ use std::time::Duration;
 use mcp_host::permission::{AskAlways, Decision, ServerRules};
 use mcp_host::{Connect, Host, HostOptions, ServerEntry};
 use mcp_protocol::schema::{
-    CallToolResult, ClientRequest, ContentBlock, GetPromptResult, Implementation,
-    ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ResourcesCapability, Role, Tool,
+    CallToolResult, ClientRequest, CompletionReference, ContentBlock, GetPromptResult,
+    Implementation, ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ResourcesCapability, Role,
+    Tool,
 };
 use mcp_protocol::{ErrorObject, JsonObject, RawJson, ServerConfig, code};
 use mcp_session::{Handler, RequestContext};
@@ -175,18 +176,22 @@ fn server_config() -> ServerConfig {
     config.capabilities.tools = Some(ListChangedCapability::new());
     config.capabilities.resources = Some(ResourcesCapability::new());
     config.capabilities.prompts = Some(ListChangedCapability::new());
+    config.capabilities.completions = Some(JsonObject::new());
     config.instructions =
         Some("A demo server: a few tools, notes as resources, one prompt.".into());
     config
 }
 
 /// The demo server: `echo`, `add`, `slow` (progress), `fail`, `delete_note`, `stats`; notes as
-/// resources; a `review` prompt. It counts the tool calls it receives, so a denied call can
+/// resources; a `review` prompt; completions of both. It counts the tool calls it receives, so a denied call can
 /// be shown never to arrive.
 #[derive(Debug, Default)]
 struct DemoServer {
     calls: AtomicU64,
 }
+
+/// What the `review` prompt's `topic` argument completes to.
+const TOPICS: [&str; 3] = ["gateways", "servers", "tokens"];
 
 const NOTES: [(&str, &str); 2] = [
     ("shopping", "milk\neggs\ncoffee"),
@@ -355,6 +360,23 @@ impl Handler for DemoServer {
                 code::INVALID_PARAMS,
                 format!("unknown prompt `{}`", p.name),
             )),
+            ClientRequest::Complete(p) => {
+                let choices: &[&str] = match (&p.reference, p.argument.name.as_str()) {
+                    (CompletionReference::Prompt(r), "topic") if r.name == "review" => &TOPICS,
+                    (CompletionReference::Resource(r), "name")
+                        if r.uri == "demo://notes/{name}" =>
+                    {
+                        &NOTES.map(|(name, _)| name)
+                    }
+                    _ => &[],
+                };
+                let values: Vec<&str> = choices
+                    .iter()
+                    .copied()
+                    .filter(|c| c.starts_with(p.argument.value.as_str()))
+                    .collect();
+                encode(&json!({"completion": {"values": values, "hasMore": false}}))
+            }
             _ => Err(ErrorObject::new(
                 code::METHOD_NOT_FOUND,
                 "not supported by the demo server".into(),

@@ -151,21 +151,33 @@ async fn a_caller_denied_an_upstream_neither_sees_nor_reads_its_resources_and_pr
                 "mcp__nothing__review"
             )
         );
-        // Completing the prompt's argument suggests nothing.
-        let completed = ask(
-            &addr,
-            &bob,
-            &b,
-            "completion/complete",
-            json!({
-            "ref": {"type": "ref/prompt", "name": "mcp__demo__review"},
-            "argument": {"name": "topic", "value": ""}}),
+        // Completing the prompt's argument or the template's variable suggests to alice what
+        // the demo server suggests, and nothing to bob.
+        let complete = |t: &str, s: &str, reference: Value, argument: &str| {
+            let completed = ask(
+                &addr,
+                t,
+                s,
+                "completion/complete",
+                json!({"ref": reference, "argument": {"name": argument, "value": "s"}}),
+            );
+            completed["result"]["completion"]["values"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{completed}"))
+                .clone()
+        };
+        let prompt = json!({"type": "ref/prompt", "name": "mcp__demo__review"});
+        let template = json!({"type": "ref/resource", "uri": "demo://notes/{name}"});
+        assert_eq!(
+            complete(&alice, &a, prompt.clone(), "topic"),
+            [json!("servers")]
         );
         assert_eq!(
-            completed["result"]["completion"]["values"],
-            json!([]),
-            "{completed}"
+            complete(&alice, &a, template.clone(), "name"),
+            [json!("shopping")]
         );
+        assert_eq!(complete(&bob, &b, prompt, "topic"), Vec::<Value>::new());
+        assert_eq!(complete(&bob, &b, template, "name"), Vec::<Value>::new());
     })
     .await
     .unwrap();
