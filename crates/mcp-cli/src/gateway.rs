@@ -163,12 +163,13 @@ pub(crate) async fn serve(
                 .await
                 .map_err(|e| Failure::new(Code::Other, format!("cannot listen on {addr}: {e}")))?;
             // What a launcher waits for, so on standard error whatever takes the log (the
-            // file's `logFile`, `-q`); a log file has it too, but a log on standard error
-            // would only say it twice.
-            eprintln!("mcp-host gateway: listening on http://{local}/mcp");
+            // file's `logFile`, `-q`); a log file has it too, written first so that whoever
+            // read the address finds it there, but a log on standard error would only say it
+            // twice.
             if !crate::logging::is_on_stderr() {
                 tracing::info!("listening on http://{local}/mcp");
             }
+            eprintln!("mcp-host gateway: listening on http://{local}/mcp");
             let mut config = HttpServerConfig::new(gateway.server_config());
             config.bearer_token = bearer;
             flags.apply(&mut config);

@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
+use std::os::fd::AsFd as _;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -147,19 +148,37 @@ pub(crate) async fn run(
     // Results arrive while a line may be being typed: they replace the prompt line, and the
     // prompt is drawn again below them. (rustyline's external printer is not used: with it,
     // input that arrives in one read, as a paste or a fast typist's does, waits unseen.)
+    // The editor draws its prompt from its own thread: each text is written whole in one
+    // write, not through standard output's line buffer (which writes the lines, then the
+    // prompt after them, in two), so the editor's drawing never lands inside it (a hint line
+    // was seen after the prompt drawn again).
     let reading = Arc::new(AtomicBool::new(false));
+    let whole = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .ok();
     let printer: Sink = {
         let reading = reading.clone();
         Arc::new(move |text: &str| {
             use std::io::Write as _;
-            let mut o = std::io::stdout().lock();
-            if reading.load(Ordering::SeqCst) {
+            let said = if reading.load(Ordering::SeqCst) {
                 // The terminal is raw while a line is read: a newline needs its return.
-                let _ = write!(o, "\r\x1b[K{}\r\n{PROMPT}", text.replace('\n', "\r\n"));
+                format!("\r\x1b[K{}\r\n{PROMPT}", text.replace('\n', "\r\n"))
             } else {
-                let _ = writeln!(o, "{text}");
-            }
+                format!("{text}\n")
+            };
+            let mut o = std::io::stdout().lock();
             let _ = o.flush();
+            match &whole {
+                Some(fd) => {
+                    let _ = (&*fd).write_all(said.as_bytes());
+                }
+                None => {
+                    let _ = o.write_all(said.as_bytes());
+                    let _ = o.flush();
+                }
+            }
         })
     };
     let out = out.with_sink(printer.clone());
