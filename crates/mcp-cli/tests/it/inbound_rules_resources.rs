@@ -183,3 +183,101 @@ async fn a_caller_denied_an_upstream_neither_sees_nor_reads_its_resources_and_pr
     .unwrap();
     gateway.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_meta_mode_a_caller_denied_an_upstream_neither_lists_nor_reads_its_resources() {
+    let issuer = Issuer::start();
+    let key = Key::new("k1");
+    issuer.publish(&[&key]);
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        json!({
+            "mode": "meta",
+            "mcpServers": {"demo": {"command": bin(), "args": ["demo-server"],
+                "permission": {"default": "allow"}}},
+            "auth": {"issuer": issuer.url},
+            // `deny` leaves the upstream listed for bob: only its tools' calls are refused,
+            // and with them its resources.
+            "rules": [
+                {"name": "no-demo-for-bob", "effect": "deny", "when": {"sub": ["bob"]},
+                 "upstreams": ["demo"]},
+                {"effect": "allow"}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (gateway, _user) =
+        tokio::task::spawn_blocking(move || (Gateway::start(&user, &file), user))
+            .await
+            .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    tokio::task::spawn_blocking(move || {
+        let token = |sub: &str| {
+            key.sign(&json!({"iss": issuer.url, "aud": resource, "sub": sub,
+                "exp": now() + 300, "iat": now()}))
+        };
+        let (alice, bob) = (token("alice"), token("bob"));
+        let (a, b) = (session(&addr, &alice), session(&addr, &bob));
+        let uris = |r: &Value| -> Vec<String> {
+            let listed = &r["structuredContent"]["resources"];
+            let mut uris: Vec<String> = listed
+                .as_array()
+                .unwrap_or_else(|| panic!("{r}"))
+                .iter()
+                .map(|i| i["uri"].as_str().unwrap().to_owned())
+                .collect();
+            uris.sort();
+            uris
+        };
+        // The demo server joins in the background: ask until alice sees its notes.
+        let notes = ["demo://notes/ideas", "demo://notes/shopping"];
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = uris(&meta(&addr, &alice, &a, "list-resources", json!({})));
+            if seen == notes {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(seen, notes, "alice sees the demo server's notes");
+        let read = |t: &str, s: &str| {
+            meta(
+                &addr,
+                t,
+                s,
+                "read-resource",
+                json!({"server": "demo", "uri": "demo://notes/shopping"}),
+            )
+        };
+        let got = read(&alice, &a);
+        assert!(got.to_string().contains("coffee"), "{got}");
+
+        // Bob is shown the upstream (its tools are listed, their calls refused)...
+        let servers = meta(&addr, &bob, &b, "list-servers", json!({}));
+        assert!(servers.to_string().contains(r#""id":"demo""#), "{servers}");
+        // ...but neither lists nor reads its resources.
+        assert!(
+            uris(&meta(&addr, &bob, &b, "list-resources", json!({}))).is_empty(),
+            "bob listed the demo server's resources"
+        );
+        for refused in [
+            meta(&addr, &bob, &b, "list-resources", json!({"server": "demo"})),
+            read(&bob, &b),
+        ] {
+            assert_eq!(refused["isError"], json!(true), "{refused}");
+            assert_eq!(
+                refused["structuredContent"]["error"]["kind"], "PermissionDenied",
+                "{refused}"
+            );
+            assert!(!refused.to_string().contains("coffee"), "{refused}");
+            assert!(!refused.to_string().contains("notes/ideas"), "{refused}");
+        }
+    })
+    .await
+    .unwrap();
+    gateway.stop();
+}

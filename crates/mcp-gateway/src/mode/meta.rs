@@ -445,7 +445,13 @@ async fn list_resources(
     context: &RequestContext,
 ) -> Result<CallToolResult, CallToolResult> {
     let one = args.optional_str("server")?;
-    let servers = listed_servers(shared, one, context)?;
+    let mut servers = listed_servers(shared, one, context)?;
+    // The rules cover resources as they do in every mode: an upstream whose tools this
+    // caller may not call (a `deny` leaves them listed) lends it none of its resources.
+    if let Some(server) = one {
+        may_read(shared, server, context)?;
+    }
+    servers.retain(|s| shared.may_use_upstream(context, s));
     let mut resources = Vec::new();
     let mut templates = Vec::new();
     let mut errors = BTreeMap::new();
@@ -486,6 +492,21 @@ async fn list_resources(
     Ok(json_result(value))
 }
 
+/// Refuses `server`'s resources to a caller the rules let call none of its tools (see
+/// [`Shared::may_use_upstream`]); the upstream is listed for it, so naming it tells nothing.
+fn may_read(shared: &Shared, server: &str, context: &RequestContext) -> Result<(), CallToolResult> {
+    if shared.may_use_upstream(context, server) {
+        return Ok(());
+    }
+    Err(tool_error(
+        ErrorKind::PermissionDenied,
+        &format!(
+            "the rules let this caller use none of `{}`'s tools, nor its resources",
+            tool_name::quoted(server)
+        ),
+    ))
+}
+
 async fn read_resource(
     shared: &Shared,
     args: &Args,
@@ -494,6 +515,7 @@ async fn read_resource(
     let server = args.required_str("server")?;
     let uri = args.required_str("uri")?;
     known_server(shared, server, context)?;
+    may_read(shared, server, context)?;
     upstreams::settle(shared, &[server]).await;
     let read = shared
         .host
