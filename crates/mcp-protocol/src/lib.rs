@@ -77,6 +77,7 @@
 //! Spec: <https://modelcontextprotocol.io/specification/2025-11-25>.
 
 mod error;
+mod json_out;
 mod jsonrpc;
 mod redact;
 mod scan;

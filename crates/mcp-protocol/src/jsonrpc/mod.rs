@@ -132,7 +132,9 @@ pub struct RawJson(Box<RawValue>);
 impl RawJson {
     /// Encodes a value. Fails only for values serde cannot express as JSON (non-string map keys).
     pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        serde_json::value::to_raw_value(value).map(Self)
+        // Our writer (serde_json's output, with strings copied a run at a time), then serde_json
+        // checks the text as it takes it: the one way to build its `RawValue`.
+        RawValue::from_string(crate::json_out::to_string(value)?).map(Self)
     }
 
     /// Takes JSON text, checking that it is one valid JSON value.
@@ -592,7 +594,7 @@ impl Message {
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         // Every member is either a plain value or already valid JSON text, so serialization
         // into memory cannot fail.
-        if serde_json::to_writer(&mut *out, self).is_err() {
+        if crate::json_out::extend(out, self).is_err() {
             unreachable!("a Message always serializes");
         }
     }

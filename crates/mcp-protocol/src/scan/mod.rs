@@ -42,6 +42,12 @@ pub(crate) fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
     find_from(bytes, from, |b| (b == b'"') | (b == b'\\'))
 }
 
+/// The first byte at or after `from` that a JSON string cannot hold as it is: `"`, `\` or a
+/// control character (below 0x20). What [`json_out`](crate::json_out) escapes.
+pub(crate) fn needs_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    find_from(bytes, from, |b| (b < 0x20) | (b == b'"') | (b == b'\\'))
+}
+
 /// The index of the `"` that closes the string whose contents start at `from`; `None` if the
 /// text ends first.
 fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
