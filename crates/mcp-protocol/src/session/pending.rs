@@ -100,6 +100,8 @@ const ABANDONED_MEMORY: usize = 1024;
 #[derive(Debug, Default)]
 pub(crate) struct Core {
     next_id: i64,
+    /// When set, ids are `<prefix><n>` strings (`ServerConfig::request_id_prefix`).
+    id_prefix: Option<String>,
     pending: HashMap<RequestId, Pending>,
     /// Deadlines, earliest first; entries whose request is gone or whose deadline moved are
     /// skipped lazily.
@@ -124,6 +126,14 @@ pub(crate) enum Matched {
 }
 
 impl Core {
+    /// No request sent yet; ids will begin with `prefix` when one is given.
+    pub(crate) fn with_id_prefix(prefix: Option<String>) -> Self {
+        Self {
+            id_prefix: prefix,
+            ..Self::default()
+        }
+    }
+
     /// Registers a request and queues it. `params._meta` gains a progress token if asked, and
     /// the members of `envelope` (the stateless era's per-request fields) if given.
     pub(crate) fn send_request(
@@ -135,7 +145,10 @@ impl Core {
         default_timeout: Duration,
         envelope: Option<&JsonObject>,
     ) -> Result<RequestId, Error> {
-        let id = RequestId::Number(self.next_id);
+        let id = match &self.id_prefix {
+            Some(prefix) => RequestId::String(format!("{prefix}{}", self.next_id)),
+            None => RequestId::Number(self.next_id),
+        };
         let token = options.progress.then(|| ProgressToken(id.clone()));
         let params = if token.is_some() || envelope.is_some() {
             Some(with_meta(params.as_ref(), token.as_ref(), envelope)?)

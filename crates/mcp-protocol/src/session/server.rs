@@ -13,6 +13,7 @@
 //! the era requires (`stateless_server.rs`).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
@@ -34,8 +35,9 @@ use crate::wire::JsonObject;
 /// The -32600 answer to a request whose id an unanswered request of the session holds.
 const ID_IN_USE: &str = "request id is already in use by an unanswered request";
 
-/// How a server session introduces itself.
-#[derive(Debug, Clone)]
+/// How a server session introduces itself. Sessions hold it shared ([`Arc`]): a server with
+/// thousands of sessions keeps one copy of what is the same for all of them.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ServerConfig {
     /// Sent as `serverInfo`.
@@ -56,6 +58,11 @@ pub struct ServerConfig {
     /// The `cacheScope` a stateless-era list or read result gets when the handler set none.
     /// Private by default: a shared cache may never serve it to another user.
     pub cache_scope: CacheScope,
+    /// What the ids of requests this server sends begin with, making them strings
+    /// (`<prefix><n>`) instead of numbers. Replicas of one server each take a prefix of their
+    /// own, so that an answer that reaches the wrong replica names the one that waits for it,
+    /// and two replicas serving one session never send the client the same id.
+    pub request_id_prefix: Option<String>,
 }
 
 impl ServerConfig {
@@ -69,6 +76,7 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(60),
             cache_ttl_ms: 0,
             cache_scope: CacheScope::Private,
+            request_id_prefix: None,
         }
     }
 
@@ -203,19 +211,21 @@ struct Stateless {
 /// transmit, timer, events, after every input.
 #[derive(Debug)]
 pub struct ServerSession {
-    config: ServerConfig,
+    config: Arc<ServerConfig>,
     state: State,
     core: Core,
     events: VecDeque<ServerEvent>,
 }
 
 impl ServerSession {
-    /// A session waiting for `initialize`.
-    pub fn new(config: ServerConfig) -> Self {
+    /// A session waiting for `initialize`. Give it an `Arc` that the server's other sessions
+    /// share, or a config of its own.
+    pub fn new(config: impl Into<Arc<ServerConfig>>) -> Self {
+        let config = config.into();
         Self {
+            core: Core::with_id_prefix(config.request_id_prefix.clone()),
             config,
             state: State::AwaitingInitialize,
-            core: Core::default(),
             events: VecDeque::new(),
         }
     }
@@ -223,7 +233,7 @@ impl ServerSession {
     /// A session that speaks only the stateless era: no handshake, every request carries its
     /// own `_meta`. Over HTTP, a request whose `MCP-Protocol-Version` is not a handshake-era
     /// version gets one of these.
-    pub fn stateless(config: ServerConfig) -> Self {
+    pub fn stateless(config: impl Into<Arc<ServerConfig>>) -> Self {
         let mut session = Self::new(config);
         session.state = State::Stateless(Box::default());
         session
@@ -891,7 +901,11 @@ impl ServerSession {
     /// The next message to send.
     #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Message> {
-        self.core.outbox.pop_front()
+        let message = self.core.outbox.pop_front();
+        if message.is_none() {
+            release_spare(&mut self.core.outbox);
+        }
+        message
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must be called next.
@@ -903,7 +917,21 @@ impl ServerSession {
     /// The next event for the caller.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() {
+            release_spare(&mut self.events);
+        }
+        event
+    }
+}
+
+/// Gives back the room of a queue that was drained: a session spends most of its life idle
+/// between calls, and a queue keeps the room of its busiest moment (an event is over half a
+/// kilobyte, and the first one takes room for four), which a server holding thousands of
+/// idle sessions would pay for each of them. Taking it again costs one allocation per burst.
+fn release_spare<T>(queue: &mut VecDeque<T>) {
+    if queue.is_empty() && queue.capacity() > 0 {
+        *queue = VecDeque::new();
     }
 }
 

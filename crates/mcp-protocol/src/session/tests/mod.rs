@@ -897,3 +897,36 @@ fn dispatch_answers_at_once_or_later_and_keeps_other_events() {
             .all(|e| !matches!(e, ClientEvent::Response { id, .. } if *id == later_id))
     );
 }
+
+#[test]
+fn a_server_with_an_id_prefix_sends_string_ids_that_its_answers_match() {
+    let mut config = server_config();
+    config.request_id_prefix = Some("r7.".to_owned());
+    let mut pair = Pair::new(client_config(), config);
+    pair.client.initialize(pair.now).unwrap();
+    pair.drive();
+    assert!(pair.server.is_operating());
+    pair.server_events.clear();
+    let first = pair
+        .server
+        .send_request(pair.now, "ping", None, RequestOptions::DEFAULT)
+        .unwrap();
+    let second = pair
+        .server
+        .send_request(pair.now, "ping", None, RequestOptions::DEFAULT)
+        .unwrap();
+    assert_eq!(first, RequestId::from("r7.0"));
+    assert_eq!(second, RequestId::from("r7.1"));
+    pair.drive();
+    let answered: Vec<&RequestId> = pair
+        .server_events
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::Response {
+                id, outcome: Ok(_), ..
+            } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, [&first, &second]);
+}
