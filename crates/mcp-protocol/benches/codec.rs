@@ -2,7 +2,9 @@
 //! `serde_json::from_slice::<Value>` / `serde_json::to_vec(&Value)` on the same bytes in the
 //! same run: the ratio is what counts, not the absolute figure.
 //!
-//! Cases: a ~1 KiB `tools/call` result and a ~1 MiB `tools/list` result.
+//! Cases: a ~1 KiB `tools/call` result, a ~1 MiB `tools/list` result, and (encode only) a
+//! `tools/call` result of 1 MiB of text, the benchmark page's big row; for the encodes,
+//! `serde_json_typed` is the same typed path written by serde_json instead of our writer.
 
 // A benchmark is test code: a failed unwrap is a broken benchmark, reported at once.
 #![allow(missing_docs, clippy::unwrap_used)]
@@ -106,12 +108,28 @@ fn bench(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("typed", "tools_call_1k"), |b| {
         b.iter(|| encode_typed(black_box(&small_typed)))
     });
+    g.bench_function(BenchmarkId::new("serde_json_typed", "tools_call_1k"), |b| {
+        b.iter(|| encode_serde_json(black_box(&small_typed)))
+    });
     g.throughput(Throughput::Bytes(large.len() as u64));
     g.bench_function(BenchmarkId::new("serde_json_value", "tools_list_1m"), |b| {
         b.iter(|| serde_json::to_vec(black_box(&large_value)).unwrap())
     });
     g.bench_function(BenchmarkId::new("typed", "tools_list_1m"), |b| {
         b.iter(|| encode_typed(black_box(&large_typed)))
+    });
+    g.bench_function(BenchmarkId::new("serde_json_typed", "tools_list_1m"), |b| {
+        b.iter(|| encode_serde_json(black_box(&large_typed)))
+    });
+    let big: mcp_protocol::schema::CallToolResult =
+        serde_json::from_value(json!({"content": [{"type": "text", "text": "x".repeat(1 << 20)}]}))
+            .unwrap();
+    g.throughput(Throughput::Bytes(1 << 20));
+    g.bench_function(BenchmarkId::new("typed", "tools_call_1m"), |b| {
+        b.iter(|| encode_typed(black_box(&big)))
+    });
+    g.bench_function(BenchmarkId::new("serde_json_typed", "tools_call_1m"), |b| {
+        b.iter(|| encode_serde_json(black_box(&big)))
     });
     g.finish();
 }
@@ -123,6 +141,25 @@ fn encode_typed<T: serde::Serialize>(result: &T) -> Vec<u8> {
         result: RawJson::encode(result).unwrap(),
     });
     message.encode()
+}
+
+/// The same answer written by serde_json alone: what [`encode_typed`] did before our writer.
+fn encode_serde_json<T: serde::Serialize>(result: &T) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        jsonrpc: &'static str,
+        id: u64,
+        result: &'a serde_json::value::RawValue,
+    }
+    let raw = serde_json::value::to_raw_value(result).unwrap();
+    let mut out = Vec::with_capacity(128);
+    let envelope = Envelope {
+        jsonrpc: "2.0",
+        id: 7,
+        result: &raw,
+    };
+    serde_json::to_writer(&mut out, &envelope).unwrap();
+    out
 }
 
 criterion_group!(benches, bench);

@@ -22,14 +22,17 @@ use crate::scan;
 
 /// The name under which serde_json's `RawValue` serializes itself: a struct of this name with
 /// one string member is JSON text to copy as is. serde_json's serializers and `to_value` know
-/// it; so must ours, for a `RawJson` inside a message to come out unchanged (a test compares
-/// with serde_json's output, so a change of the name on their side fails it).
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+/// it; so must ours, for a `RawJson` inside a message to come out unchanged. `RawJson`
+/// serializes itself under this name too. A test compares with serde_json's own `RawValue`
+/// and checks the raw text comes out verbatim, so a change of the name on their side fails it.
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// A buffer JSON text is appended to. Only ever given whole UTF-8 text, so a `String` stays a
 /// `String` with no check.
 pub(crate) trait Out {
     fn put(&mut self, text: &str);
+    /// Makes room for `more` bytes: a long string grows the buffer once, not by doubling.
+    fn reserve(&mut self, more: usize);
 }
 
 impl Out for String {
@@ -37,12 +40,20 @@ impl Out for String {
     fn put(&mut self, text: &str) {
         self.push_str(text);
     }
+    #[inline]
+    fn reserve(&mut self, more: usize) {
+        String::reserve(self, more);
+    }
 }
 
 impl Out for Vec<u8> {
     #[inline]
     fn put(&mut self, text: &str) {
         self.extend_from_slice(text.as_bytes());
+    }
+    #[inline]
+    fn reserve(&mut self, more: usize) {
+        Vec::reserve(self, more);
     }
 }
 
@@ -72,6 +83,9 @@ const CONTROL: [&str; 32] = [
 
 /// Writes `text` as a JSON string, quotes included.
 pub(crate) fn write_str<O: Out + ?Sized>(out: &mut O, text: &str) {
+    // Enough when nothing needs an escape, which is the rule, and for the few brackets that
+    // usually close a long text's value: growing a megabyte buffer again would copy it.
+    out.reserve(text.len() + 2 + if text.len() > 4096 { 256 } else { 0 });
     out.put("\"");
     let bytes = text.as_bytes();
     let mut start = 0;

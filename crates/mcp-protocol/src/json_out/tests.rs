@@ -216,6 +216,16 @@ fn a_message_with_a_raw_result_is_written_as_serde_json_writes_it() {
     let (ours, theirs) = both(&message);
     assert_eq!(ours, theirs);
     assert_eq!(message.encode(), theirs.as_bytes());
+    // The result is copied as it is, by either writer, not written as a string.
+    let raw = RawJson::from_string(r#"{ "a" : [ 1 ] }"#.into()).unwrap();
+    let message = Message::Response(Response {
+        id: RequestId::Number(1),
+        result: raw.clone(),
+    });
+    let want = r#"{"jsonrpc":"2.0","id":1,"result":{ "a" : [ 1 ] }}"#;
+    assert_eq!(serde_json::to_string(&message).unwrap(), want);
+    assert_eq!(to_string(&message).unwrap(), want);
+    assert_eq!(serde_json::to_value(&raw).unwrap(), json!({"a": [1]}));
     let mut tool = Tool::new("t".into());
     tool.description = Some("line\nline".into());
     tool.input_schema = Some(json!({"type": "object", "properties": {"a": {"minimum": -3}}}));

@@ -10,7 +10,7 @@ mod tests;
 use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeStruct as _, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -126,40 +126,44 @@ impl<'de> Deserialize<'de> for RequestId {
 ///
 /// Decoding it into a type happens once, by the type the context expects; re-encoding it copies
 /// the text unchanged. Equality compares the text.
+///
+/// The text is kept as a plain `Box<str>`, not serde_json's `RawValue`: building a `RawValue`
+/// from text parses it again, which for a 1 MiB result we have just written cost as much as
+/// writing it. Text from outside is still checked ([`RawJson::from_string`], decoding).
 #[derive(Clone)]
-pub struct RawJson(Box<RawValue>);
+pub struct RawJson(Box<str>);
 
 impl RawJson {
     /// Encodes a value. Fails only for values serde cannot express as JSON (non-string map keys).
     pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        // Our writer (serde_json's output, with strings copied a run at a time), then serde_json
-        // checks the text as it takes it: the one way to build its `RawValue`.
-        RawValue::from_string(crate::json_out::to_string(value)?).map(Self)
+        // Our writer: serde_json's output, with strings copied a run at a time. What it writes
+        // is valid JSON by construction (the tests parse it back), so it is not checked again.
+        crate::json_out::to_string(value).map(|json| Self(json.into_boxed_str()))
     }
 
     /// Takes JSON text, checking that it is one valid JSON value.
     pub fn from_string(json: String) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(json).map(Self)
+        RawValue::from_string(json).map(|raw| Self(raw.into()))
     }
 
     /// The empty object `{}`, the result of `ping` and of other acknowledgements.
     pub fn empty_object() -> Self {
-        Self::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("`{{}}` is valid JSON"))
+        Self(Box::from("{}"))
     }
 
     /// The JSON text.
     pub fn get(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// Decodes the text into `T`.
     pub fn decode<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.0.get())
+        serde_json::from_str(&self.0)
     }
 
     /// Whether the text is a JSON object (the only shape MCP uses for params and results).
     pub fn is_object(&self) -> bool {
-        self.0.get().trim_start().starts_with('{')
+        self.0.trim_start().starts_with('{')
     }
 }
 
@@ -177,13 +181,17 @@ impl fmt::Debug for RawJson {
 
 impl Serialize for RawJson {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        // As serde_json's `RawValue` serializes itself, so that its serializers (and ours, and
+        // `to_value`) take the text as JSON rather than as a string.
+        let mut raw = serializer.serialize_struct(crate::json_out::RAW_VALUE_TOKEN, 1)?;
+        raw.serialize_field(crate::json_out::RAW_VALUE_TOKEN, &*self.0)?;
+        raw.end()
     }
 }
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(Self)
+        Box::<RawValue>::deserialize(deserializer).map(|raw| Self(raw.into()))
     }
 }
 
@@ -584,7 +592,7 @@ impl<'de> Deserialize<'de> for Envelope {
 impl Message {
     /// Encodes the message as compact JSON (no newline: framing is the transport's job).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(128);
+        let mut out = Vec::with_capacity(self.size_hint());
         self.encode_into(&mut out);
         out
     }
@@ -592,11 +600,24 @@ impl Message {
     /// Appends the compact JSON of the message to `out`, so that a transport can coalesce
     /// several messages into one buffer.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.reserve(self.size_hint());
         // Every member is either a plain value or already valid JSON text, so serialization
         // into memory cannot fail.
         if crate::json_out::extend(out, self).is_err() {
             unreachable!("a Message always serializes");
         }
+    }
+
+    /// About how many bytes the encoding takes: the raw payload's length and room for the
+    /// envelope, so that a big message is written into a buffer allocated once.
+    fn size_hint(&self) -> usize {
+        let payload = match self {
+            Self::Request(r) => r.params.as_ref().map_or(0, |p| p.get().len()),
+            Self::Notification(n) => n.params.as_ref().map_or(0, |p| p.get().len()),
+            Self::Response(r) => r.result.get().len(),
+            Self::Error(_) => 0,
+        };
+        payload + 128
     }
 
     /// The id, for requests and responses.
