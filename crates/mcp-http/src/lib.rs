@@ -81,7 +81,7 @@ pub use headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 pub use mcp_session::{Client, Incoming};
 #[cfg(feature = "server")]
 pub use server::{
-    Authenticator, HttpServerConfig, KEY_LEN, LocalShare, Observer, Readiness, ResponseBody,
+    Authenticator, HttpServerConfig, Inbox, KEY_LEN, LocalShare, Observer, Readiness, ResponseBody,
     SealError, SessionSeal, SessionShare, ShareError, ShareFuture, SseBody, StreamCut, Verdict,
     bind, serve_http,
 };

@@ -56,7 +56,7 @@ pub use body::SseBody;
 pub use observe::{Observer, Readiness};
 pub use queue::StreamCut;
 pub use seal::{
-    KEY_LEN, LocalShare, SealError, SessionSeal, SessionShare, ShareError, ShareFuture,
+    Inbox, KEY_LEN, LocalShare, SealError, SessionSeal, SessionShare, ShareError, ShareFuture,
 };
 
 /// The body of every answer: a whole JSON body, or an SSE stream.
@@ -285,8 +285,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<H: Handler> HttpServer<H> {
-    fn new(config: HttpServerConfig, handler: H) -> Arc<Self> {
-        Arc::new(Self {
+    fn new(mut config: HttpServerConfig, handler: H) -> Arc<Self> {
+        // A replica names itself in the ids of the requests it sends, so that an answer
+        // POSTed to another replica finds it (`seal::relay`).
+        if let Some(seal) = &config.sealed_sessions {
+            config.server.request_id_prefix = Some(seal.request_id_prefix());
+        }
+        let server = Arc::new(Self {
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_connections)),
             buffer: Budget::new(config.max_buffer_bytes),
             http1: listen::builder(config.header_read_timeout),
@@ -296,7 +301,9 @@ impl<H: Handler> HttpServer<H> {
             handler: Arc::new(handler),
             sessions: Mutex::new(HashMap::new()),
             registry: Sessions::new(),
-        })
+        });
+        server.listen_for_answers();
+        server
     }
 
     /// The limits of a new stream of a session whose budget is `session`.
@@ -514,6 +521,12 @@ impl<H: Handler> HttpServer<H> {
         {
             return no_batches();
         }
+        // Answers to requests another replica sent go there; the rest stays here.
+        let decoded = match self.relay_answers(&session_id, decoded).await {
+            Ok(Some(rest)) => rest,
+            Ok(None) => return with_session_id(empty(StatusCode::ACCEPTED), &session_id),
+            Err(e) => return not_relayed(e),
+        };
         let identity = caller.map(|c| c.caller);
         if !owes_answers(&decoded) {
             session.core.receive_as(decoded, identity);
@@ -827,6 +840,29 @@ impl NoSession {
             ),
             Self::Unknown => rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found"),
         }
+    }
+}
+
+/// 503 (the client may send its answer again) or 500 for an answer that could not be passed
+/// to the replica that waits for it: never a 202 for an answer that went nowhere.
+fn not_relayed(e: seal::NotRelayed) -> Response<ResponseBody> {
+    match e {
+        seal::NotRelayed::StoreDown => {
+            let mut r = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                SERVER_BUSY,
+                "Service Unavailable: the answer could not be passed to the replica that waits \
+                 for it (the session store did not answer)",
+            );
+            r.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            r
+        }
+        seal::NotRelayed::NoRandomness => rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            mcp_protocol::code::INTERNAL_ERROR,
+            "no randomness to seal the answer with",
+        ),
     }
 }
 

@@ -11,6 +11,7 @@
 //! also has a maximum age, after which every replica refuses it (404, as for an unknown
 //! session). Keys rotate: the first seals, every listed one opens.
 
+mod relay;
 mod share;
 
 use std::sync::Arc;
@@ -23,6 +24,8 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom as _, SystemRandom};
 use serde_json::Value;
 
+pub use relay::Inbox;
+pub(crate) use relay::NotRelayed;
 pub use share::{LocalShare, SessionShare, ShareError, ShareFuture};
 
 /// What every sealed id starts with, so that one is told from a random id at a glance (and a
@@ -46,6 +49,9 @@ pub struct SessionSeal {
     max_age: Duration,
     share: Arc<dyn SessionShare>,
     random: SystemRandom,
+    /// This replica's name, random at start ([`relay::REPLICA_LEN`] hex digits): in the ids
+    /// of the requests it sends clients, so that their answers find it (`relay`).
+    replica: String,
 }
 
 // Keys are secrets: only how many there are is shown.
@@ -54,6 +60,7 @@ impl std::fmt::Debug for SessionSeal {
         f.debug_struct("SessionSeal")
             .field("keys", &self.keys.len())
             .field("max_age", &self.max_age)
+            .field("replica", &self.replica)
             .finish_non_exhaustive()
     }
 }
@@ -111,11 +118,22 @@ impl SessionSeal {
                     .map_err(|_| bad)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let random = SystemRandom::new();
+        // Without randomness from the OS no id could be sealed either; a replica named by the
+        // clock is still unlike the others for as long as it lives.
+        let mut name = [0u8; relay::REPLICA_LEN / 2];
+        if random.fill(&mut name).is_err() {
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            name.copy_from_slice(&nanos.to_le_bytes()[..relay::REPLICA_LEN / 2]);
+        }
         Ok(Self {
             keys,
             max_age,
             share: Arc::new(LocalShare::default()),
-            random: SystemRandom::new(),
+            random,
+            replica: name.iter().map(|b| format!("{b:02x}")).collect(),
         })
     }
 
@@ -130,6 +148,12 @@ impl SessionSeal {
     /// The longest a sealed id is accepted, from when its session was made.
     pub fn max_age(&self) -> Duration {
         self.max_age
+    }
+
+    /// This replica's name among the servers sharing the keys: where answers to the
+    /// requests it sends clients are relayed ([`SessionShare::relay`]).
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     pub(crate) fn share(&self) -> &dyn SessionShare {

@@ -1,6 +1,7 @@
-//! Where replicas share what a sealed id cannot carry: which sessions ended. A trait, so that
-//! this crate knows no store: the gateway implements it over Redis, tests and a single
-//! process use [`LocalShare`].
+//! Where replicas share what a sealed id cannot carry: which sessions ended, and the answers
+//! to a replica's requests that reached another (`relay.rs`). A trait, so that this crate
+//! knows no store: the gateway implements it over Redis, tests and a single process use
+//! [`LocalShare`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,6 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::super::lock;
+use super::relay::Inbox;
 
 /// What a [`SessionShare`] call returns: boxed, so that the trait stays object-safe.
 pub type ShareFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ShareError>> + Send + 'a>>;
@@ -23,6 +25,17 @@ pub trait SessionShare: Send + Sync + 'static {
     /// Whether `session` ended. Asked before every request to a sealed session, so that a
     /// session ended at one replica is refused by every other.
     fn is_ended<'a>(&'a self, session: &'a str) -> ShareFuture<'a, bool>;
+
+    /// Passes `answer` (sealed: opaque to the share) to the replica named `replica`, which
+    /// gets it through the [`Inbox`] it gave [`listen`](Self::listen); how many listeners
+    /// took it (0 when that replica is gone). An error makes the client's POST a 503, so that
+    /// it may send its answer again: an answer is never dropped silently.
+    fn relay<'a>(&'a self, replica: &'a str, answer: Vec<u8>) -> ShareFuture<'a, usize>;
+
+    /// Starts delivering what is relayed to `replica` into `inbox`, until the inbox closes
+    /// (its server is gone). Called once, as the server starts; it should be listening when
+    /// it returns, if the store answers, so that no answer sent meanwhile is missed.
+    fn listen(&self, replica: &str, inbox: Inbox);
 }
 
 /// Why the share could not answer (the store is down, say). The request it was for is
@@ -36,6 +49,8 @@ pub struct ShareError(pub String);
 #[derive(Debug, Default)]
 pub struct LocalShare {
     ended: Mutex<HashMap<String, Instant>>,
+    /// The servers of this process that listen for answers, by replica.
+    inboxes: Mutex<HashMap<String, Inbox>>,
 }
 
 impl SessionShare for LocalShare {
@@ -54,5 +69,17 @@ impl SessionShare for LocalShare {
             .get(session)
             .is_some_and(|until| *until > Instant::now());
         Box::pin(std::future::ready(Ok(ended)))
+    }
+
+    fn relay<'a>(&'a self, replica: &'a str, answer: Vec<u8>) -> ShareFuture<'a, usize> {
+        let inbox = lock(&self.inboxes).get(replica).cloned();
+        let taken = inbox.is_some_and(|inbox| inbox.deliver(&answer));
+        Box::pin(std::future::ready(Ok(usize::from(taken))))
+    }
+
+    fn listen(&self, replica: &str, inbox: Inbox) {
+        let mut inboxes = lock(&self.inboxes);
+        inboxes.retain(|_, inbox| inbox.is_open());
+        inboxes.insert(replica.to_owned(), inbox);
     }
 }

@@ -207,3 +207,160 @@ async fn a_server_without_the_key_refuses_a_sealed_id() {
     let (status, _, body) = send(b, "POST", Some(&id), CALL).await;
     assert!(status.contains("404"), "{status} {body}");
 }
+
+/// Calls `ask` by asking the client for its roots, and answers with the first root's URI: the
+/// client's answer is what the call returns.
+struct Asker;
+
+impl Handler for Asker {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let ClientRequest::CallTool(_) = request else {
+            return Err(ErrorObject::new(-32601, "no".into()));
+        };
+        let roots = context
+            .peer
+            .request::<mcp_protocol::schema::method::ListRoots>(
+                &mcp_protocol::schema::EmptyParams::new(),
+                mcp_protocol::RequestOptions::DEFAULT,
+            )
+            .await
+            .map_err(|e| ErrorObject::new(-32603, e.to_string()))?;
+        let uri = roots.roots.first().map_or("none", |r| r.uri.as_str());
+        RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(uri)]))
+            .map_err(|e| ErrorObject::new(-32603, e.to_string()))
+    }
+}
+
+/// An [`Asker`] server answering in SSE (so that its request reaches the client mid-call),
+/// with `keys` and `share`.
+async fn asker(keys: &[[u8; KEY_LEN]], share: Arc<dyn SessionShare>) -> SocketAddr {
+    let mut config = ServerConfig::new(Implementation::new("seal".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    let mut http = HttpServerConfig::new(config);
+    http.sealed_sessions = Some(Arc::new(
+        SessionSeal::new(keys, HOUR).unwrap().with_share(share),
+    ));
+    let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    tokio::spawn(serve_http(listener, http, Asker));
+    addr
+}
+
+const INIT_ROOTS: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"roots","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A session at `addr`, through its handshake.
+async fn rooted_session(addr: SocketAddr) -> String {
+    let (status, id, body) = send(addr, "POST", None, INIT_ROOTS).await;
+    assert!(status.contains("200"), "{status} {body}");
+    let id = id.expect("a session id");
+    let (status, _, body) = send(addr, "POST", Some(&id), INITIALIZED).await;
+    assert!(status.contains("202"), "{status} {body}");
+    id
+}
+
+/// Starts `ask` at `addr` in `session` and reads its stream until the server's `roots/list`
+/// request: the connection, what was read, and the request's id.
+async fn ask(addr: SocketAddr, session: &str) -> (TcpStream, String, String) {
+    let body =
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask","arguments":{}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut read = String::new();
+    let mut buf = [0u8; 4096];
+    let needle = r#""method":"roots/list""#;
+    while !read.contains(needle) {
+        let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+            .await
+            .expect("no roots/list request came")
+            .unwrap();
+        assert!(n > 0, "the stream ended without a request: {read}");
+        read.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+    let at = read.find(needle).unwrap();
+    let event = read[..at].rsplit("data: ").next().unwrap();
+    let id = event
+        .split(r#""id":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a string id")
+        .to_owned();
+    (tcp, read, id)
+}
+
+fn roots_answer(id: &str, uri: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{"roots":[{{"uri":"{uri}"}}]}}}}"#)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_posted_to_another_replica_reaches_the_call_on_its_session_only() {
+    let share: Arc<dyn SessionShare> = Arc::new(LocalShare::default());
+    let a = asker(&[KEY_A], Arc::clone(&share)).await;
+    let b = asker(&[KEY_A], Arc::clone(&share)).await;
+    let mine = rooted_session(a).await;
+    // Another session of this client, held at A too, whose core waits for nothing.
+    let other = rooted_session(a).await;
+    let (mut call, mut read, id) = ask(a, &mine).await;
+    // A names itself in its request's id: `<replica>.<n>`.
+    let (replica, n) = id.split_once('.').expect("a tagged id");
+    assert_eq!((replica.len(), n), (16, "0"), "{id}");
+    // The answer on the other session reaches A, and finds nothing there to answer.
+    let (status, _, body) =
+        send(b, "POST", Some(&other), &roots_answer(&id, "file:///other")).await;
+    assert!(status.contains("202"), "{status} {body}");
+    let (status, _, body) = send(b, "POST", Some(&mine), &roots_answer(&id, "file:///mine")).await;
+    assert!(status.contains("202"), "{status} {body}");
+    let mut rest = String::new();
+    tokio::time::timeout(Duration::from_secs(5), call.read_to_string(&mut rest))
+        .await
+        .expect("the call did not end: the answer did not reach it")
+        .unwrap();
+    read.push_str(&rest);
+    assert!(read.contains(r#""id":7,"result""#), "{read}");
+    assert!(read.contains("file:///mine"), "{read}");
+    assert!(!read.contains("file:///other"), "{read}");
+}
+
+/// A share whose store is down for answers.
+#[derive(Default)]
+struct Down(LocalShare);
+
+impl SessionShare for Down {
+    fn end<'a>(&'a self, session: &'a str, ttl: Duration) -> ShareFuture<'a, ()> {
+        self.0.end(session, ttl)
+    }
+    fn is_ended<'a>(&'a self, session: &'a str) -> ShareFuture<'a, bool> {
+        self.0.is_ended(session)
+    }
+    fn relay<'a>(&'a self, _: &'a str, _: Vec<u8>) -> ShareFuture<'a, usize> {
+        Box::pin(std::future::ready(Err(ShareError("down".to_owned()))))
+    }
+    fn listen(&self, replica: &str, inbox: Inbox) {
+        self.0.listen(replica, inbox);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_cannot_be_relayed_is_a_503_to_send_again() {
+    let share: Arc<dyn SessionShare> = Arc::new(Down::default());
+    let a = asker(&[KEY_A], Arc::clone(&share)).await;
+    let b = asker(&[KEY_A], Arc::clone(&share)).await;
+    let mine = rooted_session(a).await;
+    let (_call, _, id) = ask(a, &mine).await;
+    let request = roots_answer(&id, "file:///mine");
+    let (status, _, body) = send(b, "POST", Some(&mine), &request).await;
+    assert!(status.contains("503"), "{status} {body}");
+    assert!(body.contains("replica that waits"), "{body}");
+    // At the replica that waits, the same answer is taken as ever.
+    let (status, _, body) = send(a, "POST", Some(&mine), &request).await;
+    assert!(status.contains("202"), "{status} {body}");
+}
