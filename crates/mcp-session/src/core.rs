@@ -285,6 +285,8 @@ pub struct Core {
     state: Mutex<State>,
     transport: Box<dyn Transport>,
     wake_timer: Arc<Notify>,
+    /// Where the timer task runs once the session has a deadline (`timer`).
+    runtime: tokio::runtime::Handle,
     closed: watch::Receiver<Option<String>>,
     /// Set when the transport ended the session through [`end`](Self::end): its reason then
     /// already says what the transport knows, and must not be completed a second time.
@@ -333,10 +335,10 @@ impl Core {
             }),
             transport,
             wake_timer: Arc::new(Notify::new()),
+            runtime: tokio::runtime::Handle::current(),
             closed,
             ended_by_transport: std::sync::atomic::AtomicBool::new(false),
         });
-        timer::start(&core, &core.wake_timer);
         (core, inbox)
     }
 
@@ -370,9 +372,12 @@ impl Core {
             state.dispatch();
             self.transport
                 .transmit(self, &mut state.session, &mut state.sending);
-            state
+            if state
                 .armed
-                .wake_if_needed(&mut state.session, &self.wake_timer);
+                .wake_if_needed(&mut state.session, &self.wake_timer)
+            {
+                timer::start(Arc::downgrade(self), &self.wake_timer, &self.runtime);
+            }
             (
                 r,
                 std::mem::take(&mut state.answered),
@@ -535,7 +540,7 @@ impl Core {
 }
 
 impl timer::Deadlines for Core {
-    fn arm(&self) -> Option<Option<Instant>> {
+    fn arm(&self) -> Option<Instant> {
         let state = &mut *self.lock();
         state.armed.arm(&mut state.session)
     }

@@ -213,6 +213,9 @@ impl RequestContext {
 #[derive(Clone, Default)]
 pub struct Sessions {
     members: Arc<Mutex<Vec<Weak<dyn Link>>>>,
+    /// The configuration the handler last gave a new session ([`Handler::configure`]): the
+    /// next session whose configuration is the same shares it instead of keeping a copy.
+    configured: Arc<Mutex<Option<Arc<ServerConfig>>>>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -231,6 +234,27 @@ impl Sessions {
     /// servers at once (stdio and HTTP), which keeps one handle per server.
     pub fn same(&self, other: &Sessions) -> bool {
         Arc::ptr_eq(&self.members, &other.members)
+    }
+
+    /// `base` as the handler adjusts it for a new session, shared with the session before it
+    /// when it is the same as that one's: a gateway works its offer out afresh for each
+    /// session, and it seldom changes; a transport that hands each session a copy of its
+    /// configuration gets them shared too.
+    fn configured<H: Handler>(&self, handler: &H, base: Arc<ServerConfig>) -> Arc<ServerConfig> {
+        let mut config = Arc::unwrap_or_clone(base);
+        handler.configure(&mut config);
+        let mut last = self
+            .configured
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &*last {
+            Some(shared) if **shared == config => Arc::clone(shared),
+            _ => {
+                let config = Arc::new(config);
+                *last = Some(Arc::clone(&config));
+                config
+            }
+        }
     }
 
     fn join(&self, link: Weak<dyn Link>) {
@@ -447,6 +471,8 @@ pub struct ServerCore<H: Handler> {
     handler: Arc<H>,
     transport: Box<dyn ServerTransport>,
     wake_timer: Arc<Notify>,
+    /// Where the timer task runs once the session has a deadline (`timer`).
+    runtime: tokio::runtime::Handle,
     me: Weak<Self>,
     key: SessionKey,
     sessions: Sessions,
@@ -462,7 +488,7 @@ impl<H: Handler> ServerCore<H> {
     /// A session waiting for `initialize` (or a first stateless-era request, if `config`
     /// speaks that era), answering with `handler`, sending through `transport`.
     pub fn new(
-        config: ServerConfig,
+        config: impl Into<Arc<ServerConfig>>,
         handler: Arc<H>,
         transport: impl ServerTransport,
     ) -> Arc<Self> {
@@ -470,21 +496,21 @@ impl<H: Handler> ServerCore<H> {
     }
 
     /// [`new`](Self::new) with options: a registry shared with the server's other cores, the
-    /// stateless era from the start.
+    /// stateless era from the start. Sessions of one registry share their configuration (what
+    /// [`Handler::configure`] makes of `config`) while it does not change.
     pub fn with_options(
-        config: ServerConfig,
+        config: impl Into<Arc<ServerConfig>>,
         handler: Arc<H>,
         transport: impl ServerTransport,
         options: CoreOptions,
     ) -> Arc<Self> {
-        let mut config = config;
-        handler.configure(&mut config);
+        let sessions = options.sessions.unwrap_or_default();
+        let config = sessions.configured(&*handler, config.into());
         let session = if options.stateless {
             ServerSession::stateless(config)
         } else {
             ServerSession::new(config)
         };
-        let sessions = options.sessions.unwrap_or_default();
         let core = Arc::new_cyclic(|me| Self {
             state: Mutex::new(State {
                 session,
@@ -498,13 +524,13 @@ impl<H: Handler> ServerCore<H> {
             handler,
             transport: Box::new(transport),
             wake_timer: Arc::new(Notify::new()),
+            runtime: tokio::runtime::Handle::current(),
             me: me.clone(),
             key: SessionKey::next(),
             sessions,
         });
         let link: Weak<dyn Link> = core.me.clone();
         core.sessions.join(link);
-        timer::start(&core, &core.wake_timer);
         core
     }
 
@@ -571,9 +597,12 @@ impl<H: Handler> ServerCore<H> {
             };
             self.transport.send(message, answered.as_ref().or(related));
         }
-        state
+        if state
             .armed
-            .wake_if_needed(&mut state.session, &self.wake_timer);
+            .wake_if_needed(&mut state.session, &self.wake_timer)
+        {
+            timer::start(self.me.clone(), &self.wake_timer, &self.runtime);
+        }
         (r, std::mem::take(&mut state.tell))
     }
 
@@ -783,7 +812,7 @@ impl<H: Handler> Link for ServerCore<H> {
 }
 
 impl<H: Handler> timer::Deadlines for ServerCore<H> {
-    fn arm(&self) -> Option<Option<Instant>> {
+    fn arm(&self) -> Option<Instant> {
         let state = &mut *self.lock();
         state.armed.arm(&mut state.session)
     }
