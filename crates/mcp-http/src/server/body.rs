@@ -100,20 +100,21 @@ impl SseBody {
 
 /// One message as an SSE `message` event, with `id` when the stream can be resumed.
 pub(super) fn event(message: &Message, id: Option<&str>) -> Bytes {
-    let mut data = Vec::new();
-    message.encode_into(&mut data);
-    event_of_json(&data, id)
+    // Encoded straight into the frame: a 1 MiB result is written once, not written, checked
+    // and copied.
+    let mut frame = Vec::new();
+    sse::encode_event_in_place(&mut frame, Some("message"), id, |out| {
+        message.encode_into(out);
+    });
+    Bytes::from(frame)
 }
 
 /// An encoded message as an SSE `message` event.
 fn event_of_json(json: &[u8], id: Option<&str>) -> Bytes {
-    let mut frame = Vec::new();
-    sse::encode_event(
-        &mut frame,
-        Some("message"),
-        id,
-        &String::from_utf8_lossy(json),
-    );
+    let mut frame = Vec::with_capacity(json.len() + 32);
+    sse::encode_event_in_place(&mut frame, Some("message"), id, |out| {
+        out.extend_from_slice(json);
+    });
     Bytes::from(frame)
 }
 

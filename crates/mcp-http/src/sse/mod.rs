@@ -292,16 +292,7 @@ fn strip_bom(start: &[u8]) -> Option<&[u8]> {
 
 /// Appends one event. `data` may hold newlines: each line becomes its own `data:` field.
 pub fn encode_event(out: &mut Vec<u8>, event: Option<&str>, id: Option<&str>, data: &str) {
-    if let Some(e) = event {
-        out.extend_from_slice(b"event: ");
-        out.extend_from_slice(single_line(e).as_bytes());
-        out.push(b'\n');
-    }
-    if let Some(id) = id {
-        out.extend_from_slice(b"id: ");
-        out.extend_from_slice(single_line(id).as_bytes());
-        out.push(b'\n');
-    }
+    encode_head(out, event, id);
     // Every line end in the data (LF, CRLF or CR) starts a new `data:` field.
     let mut rest = data;
     loop {
@@ -320,6 +311,56 @@ pub fn encode_event(out: &mut Vec<u8>, event: Option<&str>, id: Option<&str>, da
         rest = &rest[end + skip..];
     }
     out.push(b'\n');
+}
+
+/// The `event:` and `id:` lines of an event.
+fn encode_head(out: &mut Vec<u8>, event: Option<&str>, id: Option<&str>) {
+    if let Some(e) = event {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(single_line(e).as_bytes());
+        out.push(b'\n');
+    }
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(single_line(id).as_bytes());
+        out.push(b'\n');
+    }
+}
+
+/// Appends one event whose data `write` appends to `out`, as [`encode_event`] would frame it.
+///
+/// The data is written where it goes, after `data: `, with no copy: a JSON message is one line
+/// (an encoder escapes every line break), so it is only looked through for a raw line break,
+/// which a peer's verbatim payload may hold between tokens; then, and only then, the event is
+/// framed again line by line.
+pub(crate) fn encode_event_in_place(
+    out: &mut Vec<u8>,
+    event: Option<&str>,
+    id: Option<&str>,
+    write: impl FnOnce(&mut Vec<u8>),
+) {
+    let head = out.len();
+    encode_head(out, event, id);
+    out.extend_from_slice(b"data: ");
+    let start = out.len();
+    write(out);
+    if !has_line_break(&out[start..]) {
+        out.extend_from_slice(b"\n\n");
+        return;
+    }
+    let data = out.split_off(start);
+    out.truncate(head);
+    encode_event(out, event, id, &String::from_utf8_lossy(&data));
+}
+
+/// Whether `bytes` holds a CR or an LF. Each 64-byte chunk is folded with no early exit, which
+/// the compiler turns into vector compares.
+fn has_line_break(bytes: &[u8]) -> bool {
+    bytes.chunks(64).any(|chunk| {
+        chunk
+            .iter()
+            .fold(false, |seen, &b| seen | (b == b'\n') | (b == b'\r'))
+    })
 }
 
 /// Appends a priming event: an id with empty data, so that the client can resume from it.

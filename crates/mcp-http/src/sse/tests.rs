@@ -143,6 +143,29 @@ fn the_encoder_round_trips() {
     assert_eq!(d.retry_ms(), Some(3000));
 }
 
+#[test]
+fn a_line_break_anywhere_in_data_written_in_place_starts_a_new_data_line() {
+    // One line, and a break at each place a 64-byte chunk can put it.
+    for at in [None, Some(0), Some(63), Some(64), Some(65), Some(199)] {
+        let mut data = "x".repeat(200);
+        if let Some(at) = at {
+            data.replace_range(at..=at, "\n");
+        }
+        let mut want = Vec::new();
+        encode_event(&mut want, None, Some("7"), &data);
+        let mut got = Vec::new();
+        encode_event_in_place(&mut got, None, Some("7"), |out| {
+            out.extend_from_slice(data.as_bytes());
+        });
+        assert_eq!(got, want, "line break at {at:?}");
+        let lines = got
+            .split(|&b| b == b'\n')
+            .filter(|l| l.starts_with(b"data: "))
+            .count();
+        assert_eq!(lines, if at.is_some() { 2 } else { 1 });
+    }
+}
+
 proptest! {
     #[test]
     fn chunking_does_not_matter(
@@ -169,6 +192,21 @@ proptest! {
         prop_assert_eq!(got, expected);
         prop_assert_eq!(pieces.last_event_id(), whole.last_event_id());
         prop_assert_eq!(pieces.retry_ms(), whole.retry_ms());
+    }
+
+    #[test]
+    fn data_written_in_place_is_framed_as_encode_event_frames_it(
+        data in "[a-z{}\":\n\r ]{0,200}",
+        id in prop::option::of("[a-z0-9-]{1,8}"),
+        before in "[a-z]{0,5}",
+    ) {
+        let mut want = before.clone().into_bytes();
+        encode_event(&mut want, Some("message"), id.as_deref(), &data);
+        let mut got = before.into_bytes();
+        encode_event_in_place(&mut got, Some("message"), id.as_deref(), |out| {
+            out.extend_from_slice(data.as_bytes());
+        });
+        prop_assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
     }
 
     #[test]
