@@ -9,6 +9,7 @@
 
 mod answer;
 mod auth;
+mod conns;
 mod eras;
 mod fetch;
 mod legacy;
@@ -18,7 +19,7 @@ mod tls;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -240,6 +241,24 @@ pub(crate) fn pool(
     extra_roots_pem: &[Vec<u8>],
     policy: Option<AddressPolicy>,
 ) -> Result<Pool<tls::Connector, Full<Bytes>>, String> {
+    let connector = connector(connect_timeout, extra_roots_pem, policy)?;
+    Ok(pooled(connector))
+}
+
+/// hyper-util's pool over `connector`, idle connections kept as [`pool`] says.
+fn pooled(connector: tls::Connector) -> Pool<tls::Connector, Full<Bytes>> {
+    Pool::builder(TokioExecutor::new())
+        .pool_idle_timeout(POOL_IDLE)
+        .pool_max_idle_per_host(POOL_MAX_IDLE)
+        .build(connector)
+}
+
+/// The connector every client connection is made with (see [`pool`]).
+fn connector(
+    connect_timeout: Duration,
+    extra_roots_pem: &[Vec<u8>],
+    policy: Option<AddressPolicy>,
+) -> Result<tls::Connector, String> {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_connect_timeout(Some(connect_timeout));
@@ -247,19 +266,20 @@ pub(crate) fn pool(
     connector.set_keepalive_interval(Some(KEEPALIVE_INTERVAL));
     connector.set_keepalive_retries(Some(KEEPALIVE_RETRIES));
     let tls = tls::client_config(extra_roots_pem)?;
-    Ok(Pool::builder(TokioExecutor::new())
-        .pool_idle_timeout(POOL_IDLE)
-        .pool_max_idle_per_host(POOL_MAX_IDLE)
-        .build(tls::Connector::new(connector, tls, policy)))
+    Ok(tls::Connector::new(connector, tls, policy))
 }
 
 /// What every HTTP request of a connection shares: the endpoint, the static headers, the
-/// authorization hook, and the connection pool.
+/// authorization hook, and the connections: the POSTs of the Streamable HTTP transport go
+/// over [`conns::Conns`], which hands a connection back before its caller goes on; the rest
+/// (streams held open by GET, the DELETE, the deprecated transport) over hyper-util's pool,
+/// where a connection taken for a long stream or a rare request costs nothing of that.
 #[derive(Clone)]
 pub(crate) struct Base {
     url: Uri,
     headers: HeaderMap,
     pool: Pool<tls::Connector, Full<Bytes>>,
+    conns: conns::Conns,
     auth: Option<Arc<dyn AuthHook>>,
 }
 
@@ -289,11 +309,14 @@ impl Base {
             value.set_sensitive(true);
             headers.append(name, value);
         }
-        let pool = pool(config.connect_timeout, &config.extra_roots_pem, None).map_err(invalid)?;
+        let connector =
+            connector(config.connect_timeout, &config.extra_roots_pem, None).map_err(invalid)?;
+        let conns = conns::Conns::new(connector.clone(), &url, POOL_IDLE, POOL_MAX_IDLE);
         Ok(Self {
             url,
             headers,
-            pool,
+            pool: pooled(connector),
+            conns,
             auth: config.auth.clone(),
         })
     }
@@ -340,6 +363,11 @@ impl Base {
     pub(crate) fn pool(&self) -> &Pool<tls::Connector, Full<Bytes>> {
         &self.pool
     }
+
+    /// The connections the transport's POSTs go over.
+    fn conns(&self) -> &conns::Conns {
+        &self.conns
+    }
 }
 
 /// Streamable HTTP. On failure, also says whether the initialize POST was refused with a
@@ -362,7 +390,8 @@ async fn streamable(
         init_refused: Mutex::new(None),
         tool_headers: Mutex::default(),
         in_flight: Mutex::default(),
-        queued: AtomicUsize::new(0),
+        queued: AtomicU64::new(0),
+        sent: watch::Sender::new(0),
         handshake_done: AtomicBool::new(false),
     });
     let pending = Pending::new(
@@ -410,10 +439,12 @@ struct Inner {
     /// The stateless era's requests in flight: cancelling one drops its sender, which ends
     /// its exchange and so closes its stream.
     in_flight: Mutex<HashMap<RequestId, oneshot::Sender<()>>>,
-    /// Messages handed to the send loop and not yet sent (or, for a request, started) by it.
-    /// A request goes straight to its caller only when this is zero, so that it never
-    /// overtakes a notification or a response queued before it.
-    queued: AtomicUsize,
+    /// How many messages were handed to the send loop...
+    queued: AtomicU64,
+    /// ...and how many of them it has sent (or, for a request, started). A request its caller
+    /// drives in the handshake era waits until those queued before it are sent, so that it
+    /// never overtakes a notification or a response.
+    sent: watch::Sender<u64>,
     /// Set by the send loop once the handshake is over (and the standalone stream opened):
     /// from then on a request's POST is driven by its caller.
     handshake_done: AtomicBool,
@@ -575,8 +606,10 @@ impl Transport for HttpTransport {
     }
 
     /// A request's POST is handed back to be driven by its caller ([`Sending`]) in the
-    /// stateless era, and in the handshake era once the handshake is over and nothing queued
-    /// before it is still being sent; everything else goes to the send loop, in order.
+    /// stateless era, and in the handshake era once the server has answered `initialize`
+    /// (the POST then waits for the handshake's end and for what was queued before it);
+    /// everything else goes to the send loop, in order. So a caller's call returns only once
+    /// its POST's connection can carry the next one ([`conns::Lease`]).
     fn transmit(&self, core: &Arc<Core>, session: &mut ClientSession, sending: &mut Vec<Sending>) {
         let inner = &self.0;
         let stamped = session
@@ -597,21 +630,12 @@ impl Transport for HttpTransport {
                     sending.push(Sending::new(id, exchange));
                     continue;
                 }
-                (Message::Request(request), None)
-                    if inner.handshake_done.load(Ordering::SeqCst)
-                        && inner.queued.load(Ordering::SeqCst) == 0 =>
-                {
+                (Message::Request(request), None) if session.server_info().is_some() => {
                     if inner.is_closing() {
                         continue;
                     }
                     let id = request.id.clone();
-                    let exchange = post(
-                        Arc::clone(inner),
-                        Arc::clone(core),
-                        Message::Request(request),
-                        None,
-                    );
-                    sending.push(Sending::new(id, then_yield(exchange)));
+                    sending.push(Sending::new(id, after_queued(inner, core, request)));
                     continue;
                 }
                 (message, _) => message,
@@ -667,7 +691,7 @@ async fn send_loop(
 ) {
     while let Some(outgoing) = queue.recv().await {
         send_queued(&inner, &core, outgoing).await;
-        inner.queued.fetch_sub(1, Ordering::SeqCst);
+        inner.sent.send_modify(|sent| *sent += 1);
     }
 }
 
@@ -705,6 +729,31 @@ async fn send_queued(inner: &Arc<Inner>, core: &Arc<Core>, outgoing: Outgoing) {
     }
 }
 
+/// A handshake-era request's exchange, for its caller to drive: it waits until the handshake
+/// is over and the send loop has sent what was queued before it, then POSTs.
+fn after_queued(
+    inner: &Arc<Inner>,
+    core: &Arc<Core>,
+    request: mcp_protocol::Request,
+) -> impl Future<Output = ()> + Send + 'static {
+    let ticket = inner.queued.load(Ordering::SeqCst);
+    let (inner, core) = (Arc::clone(inner), Arc::clone(core));
+    async move {
+        let mut sent = inner.sent.subscribe();
+        let mut closed = inner.closed.clone();
+        let turn = |sent: &u64| *sent >= ticket && inner.handshake_done.load(Ordering::SeqCst);
+        tokio::select! {
+            biased;
+            r = sent.wait_for(turn) => if r.is_err() { return },
+            _ = closed.wait_for(|c| *c) => return,
+        }
+        if inner.is_closing() {
+            return;
+        }
+        post(inner, core, Message::Request(request), None).await;
+    }
+}
+
 /// A stateless-era request's exchange, for its caller to drive (or a task, if none does): it
 /// ends when the POST does, when it is dropped, or when the request is cancelled (its entry in
 /// `in_flight` dropped), and in each case its stream is closed.
@@ -727,18 +776,7 @@ fn stateless_post(
             () = post(inner, core, Message::Request(request), Some(version)) => {}
             _ = cancelled => {}
         }
-        tokio::task::yield_now().await;
     }
-}
-
-/// An exchange its caller drives, then one turn for the runtime's other tasks before the
-/// caller goes on: hyper's connection task puts the connection that carried the answer back
-/// into the pool, so that the caller's next request finds it there. Without it that request
-/// finds no idle connection and hyper-util opens a new one each time, and with 256 calls in
-/// flight a client held about twice as many connections, past our own server's 512.
-async fn then_yield(exchange: impl Future<Output = ()>) {
-    exchange.await;
-    tokio::task::yield_now().await;
 }
 
 /// A stateless-era request's entry in `in_flight`, removed however its exchange ends.
@@ -816,7 +854,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
             Some(version) => inner.stateless_request(body.clone(), version, &mirrored),
             None => inner.request(Method::POST, ACCEPT_BOTH, Some(body.clone()), None),
         };
-        let sent = inner.base.pool().request(req);
+        let sent = inner.base.conns().send(req);
         // A request's answer may take as long as the session allows; the session times it out,
         // and closing the connection stops the wait.
         let resp = if id.is_some() {
@@ -831,8 +869,8 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                 Err(_) => Err(PostError::Timeout(inner.config.post_timeout)),
             }
         };
-        let resp = match resp {
-            Ok(resp) => resp,
+        let (resp, lease) = match resp {
+            Ok(answer) => answer,
             Err(e) => return fail(e),
         };
         let status = resp.status();
@@ -853,9 +891,12 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
             hook.succeeded();
         }
         match decision.next {
-            Next::ReadSse => return stream(inner, core, resp.into_body(), id, screened).await,
+            Next::ReadSse => {
+                let body = resp.into_body();
+                return stream(inner, core, body, Some(lease), id, screened).await;
+            }
             Next::ReadJson => {
-                return match read_body(resp.into_body(), inner.config.max_message_bytes).await {
+                match read_body(resp.into_body(), inner.config.max_message_bytes).await {
                     Ok(bytes) if bytes.is_empty() => fail(PostError::EmptyBody),
                     Ok(bytes) if screened => match mcp_protocol::decode(&bytes) {
                         Ok(Decoded::Single(m)) => {
@@ -866,15 +907,14 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                         Err(e) => core.receive_invalid(e),
                     },
                     Ok(bytes) => core.receive_frame(&bytes),
-                    Err(e) => fail(e),
-                };
+                    Err(e) => return fail(e),
+                }
+                // Read to its end: the connection is idle again before the caller goes on.
+                return lease.release().await;
             }
-            Next::Done => {
-                let _ = resp.into_body().collect().await;
-                return;
-            }
+            Next::Done => return drain(resp.into_body(), lease).await,
             Next::Fail(error) => {
-                let _ = resp.into_body().collect().await;
+                drain(resp.into_body(), lease).await;
                 return fail(error);
             }
             Next::Challenge {
@@ -882,7 +922,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                 retry,
                 refused,
             } => {
-                let _ = resp.into_body().collect().await;
+                drain(resp.into_body(), lease).await;
                 if let Some(hook) = &inner.config.auth
                     && hook.challenged(challenge).await
                 {
@@ -892,7 +932,7 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                 return fail(refused);
             }
             Next::SessionEnded => {
-                let _ = resp.into_body().collect().await;
+                drain(resp.into_body(), lease).await;
                 // Everything in flight fails, and the host starts anew.
                 return core.end(&PostError::SessionEnded.to_string());
             }
@@ -903,9 +943,13 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner) = Some(status);
                 }
-                let text = read_body(resp.into_body(), 64 << 10)
-                    .await
-                    .unwrap_or_default();
+                let text = match read_body(resp.into_body(), 64 << 10).await {
+                    Ok(text) => {
+                        lease.release().await;
+                        text
+                    }
+                    Err(_) => Bytes::new(),
+                };
                 return match answer::error_body(status, &text, id.as_ref()) {
                     ErrorBody::Answer(m) => core.receive(Decoded::Single(m)),
                     // No JSON-RPC answer: to the era probe that is a handshake-era server.
@@ -936,6 +980,13 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Reads an answer whose body says nothing to its end, then lets its connection be used again.
+async fn drain(body: Body, lease: conns::Lease) {
+    if body.collect().await.is_ok() {
+        lease.release().await;
+    }
+}
+
 async fn read_body(body: Body, limit: usize) -> Result<Bytes, PostError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
@@ -948,10 +999,13 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, PostError> {
 
 /// Reads an SSE stream to its end, resuming it with GET and `Last-Event-ID` when it drops
 /// before the answer to `request` came (or, for the standalone stream, whenever it drops).
+/// `lease` is the connection of a POST's stream: it is used again if the stream ends with
+/// the answer, as the spec says it should ([`conns::Lease::release_at_end`]).
 async fn stream(
     inner: Arc<Inner>,
     core: Arc<Core>,
     mut body: Body,
+    mut lease: Option<conns::Lease>,
     request: Option<RequestId>,
     screened: bool,
 ) {
@@ -969,7 +1023,14 @@ async fn stream(
         )
         .await;
         if answered || core.is_closed() || inner.is_closing() {
+            if let Some(lease) = lease.take() {
+                lease.release_at_end(body, answered).await;
+            }
             return;
+        }
+        if let Some(lease) = lease.take() {
+            // The stream ended, or broke, before the answer: it is resumed by GET.
+            lease.release_at_end(body, false).await;
         }
         quiet_resumptions = if got_events { 0 } else { quiet_resumptions + 1 };
         let what = request
@@ -1146,7 +1207,7 @@ async fn standalone_stream(inner: Arc<Inner>, core: Arc<Core>, opened: oneshot::
     let _ = opened.send(());
     match answer {
         Ok(resp) if resp.status() == StatusCode::OK => {
-            stream(inner, core, resp.into_body(), None, false).await
+            stream(inner, core, resp.into_body(), None, None, false).await
         }
         Ok(resp) => {
             let status = resp.status();

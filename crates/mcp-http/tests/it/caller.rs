@@ -51,6 +51,19 @@ fn holder() -> (
     Arc<Semaphore>,
     Arc<Semaphore>,
 ) {
+    holder_serving(512)
+}
+
+/// [`holder`], serving at most `max_connections` connections at once (one more is answered
+/// 503).
+fn holder_serving(
+    max_connections: usize,
+) -> (
+    tokio::runtime::Runtime,
+    String,
+    Arc<Semaphore>,
+    Arc<Semaphore>,
+) {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -61,7 +74,8 @@ fn holder() -> (
     let mut server = ServerConfig::new(Implementation::new("holder".into(), "1".into()));
     server.capabilities.tools = Some(ListChangedCapability::new());
     server.supported_versions = ProtocolVersion::KNOWN.to_vec();
-    let config = HttpServerConfig::new(server);
+    let mut config = HttpServerConfig::new(server);
+    config.max_connections = max_connections;
     let handler = Hold {
         arrived: Arc::clone(&arrived),
         release: Arc::clone(&release),
@@ -161,13 +175,19 @@ fn a_calls_post_runs_in_its_callers_task_in_the_stateless_era() {
 /// The connections the server counts as open (`mcp_http_connections` on `/metrics`), the
 /// fetch's own included.
 async fn open_connections(fetcher: &Fetcher, url: &str) -> u64 {
+    metric(fetcher, url, "mcp_http_connections").await
+}
+
+/// One unlabelled sample of the server's `/metrics`; panics if it is not there.
+async fn metric(fetcher: &Fetcher, url: &str, name: &str) -> u64 {
     let metrics = url.replace("/mcp", "/metrics");
     let request = http::Request::get(metrics).body(Vec::new()).unwrap();
     let response = fetcher.send(request).await.unwrap();
     let text = String::from_utf8(response.into_body()).unwrap();
+    let prefix = format!("{name} ");
     text.lines()
-        .find_map(|l| l.strip_prefix("mcp_http_connections "))
-        .unwrap()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
         .trim()
         .parse()
         .unwrap()
@@ -225,4 +245,115 @@ fn spare_connections_are_closed_once_many_calls_are_over() {
     });
     drop(client_rt);
     drop(server_rt);
+}
+
+/// How many connections, beyond one per call in flight, a client may hold: the standalone
+/// stream's, the test's own fetch of `/metrics`, and a few closing as others open.
+const SPARE: usize = 8;
+
+/// `callers` tasks each make `rounds` quick calls one after another, on a client runtime of one
+/// thread or of two, in the given era, to a server that refuses any connection beyond one per
+/// caller plus [`SPARE`]. Returns how many calls succeeded and the server's count of refused
+/// connections.
+fn quick_calls_back_to_back(
+    callers: usize,
+    rounds: usize,
+    one_thread: bool,
+    stateless: bool,
+) -> (usize, u64) {
+    let (server_rt, url, _arrived, _release) = holder_serving(callers + SPARE);
+    let client_rt = if one_thread {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let outcome = client_rt.block_on(async {
+        let mut session = ClientConfig::new(Implementation::new("it".into(), "0".into()));
+        session.supported_versions = if stateless {
+            vec![ProtocolVersion::V2026_07_28]
+        } else {
+            ProtocolVersion::HANDSHAKE.to_vec()
+        };
+        let client = mcp_http::connect(HttpConfig::new("holder", url.clone()), session)
+            .await
+            .unwrap();
+        let era = if stateless {
+            Era::Stateless
+        } else {
+            Era::Handshake
+        };
+        assert_eq!(client.server_info().era, era);
+        let tasks: Vec<_> = (0..callers)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let mut succeeded = 0;
+                    for _ in 0..rounds {
+                        let params = CallToolParams::new("quick".into());
+                        if client
+                            .call_tool(params, RequestOptions::DEFAULT)
+                            .await
+                            .is_ok()
+                        {
+                            succeeded += 1;
+                        }
+                    }
+                    succeeded
+                })
+            })
+            .collect();
+        let mut succeeded = 0;
+        for task in tasks {
+            succeeded += task.await.unwrap();
+        }
+        let fetcher = Fetcher::new(FetchOptions::new()).unwrap();
+        let refused = metric(&fetcher, &url, "mcp_http_connections_refused_total").await;
+        client.close().await;
+        (succeeded, refused)
+    });
+    drop(client_rt);
+    drop(server_rt);
+    outcome
+}
+
+/// 256 callers, 100 calls each, and no connection refused: the client holds about one
+/// connection per call in flight, whichever runtime drives it.
+fn many_quick_calls_stay_within_a_connection_each(one_thread: bool, stateless: bool) {
+    const CALLERS: usize = 256;
+    const ROUNDS: usize = 100;
+    let (succeeded, refused) = quick_calls_back_to_back(CALLERS, ROUNDS, one_thread, stateless);
+    assert_eq!(refused, 0, "the server refused {refused} connections");
+    assert_eq!(
+        succeeded,
+        CALLERS * ROUNDS,
+        "{} calls failed",
+        CALLERS * ROUNDS - succeeded
+    );
+}
+
+#[test]
+fn quick_calls_on_one_thread_hold_a_connection_each_in_the_handshake_era() {
+    many_quick_calls_stay_within_a_connection_each(true, false);
+}
+
+#[test]
+fn quick_calls_on_one_thread_hold_a_connection_each_in_the_stateless_era() {
+    many_quick_calls_stay_within_a_connection_each(true, true);
+}
+
+#[test]
+fn quick_calls_on_two_threads_hold_a_connection_each_in_the_handshake_era() {
+    many_quick_calls_stay_within_a_connection_each(false, false);
+}
+
+#[test]
+fn quick_calls_on_two_threads_hold_a_connection_each_in_the_stateless_era() {
+    many_quick_calls_stay_within_a_connection_each(false, true);
 }
