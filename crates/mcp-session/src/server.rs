@@ -4,6 +4,9 @@
 //! answers with an internal error), and a [`ServerTransport`] carries what the session sends.
 //! `mcp-stdio` serves one client on stdin and stdout with it; `mcp-http` one per HTTP session,
 //! and one per request in the 2026-07-28 stateless era.
+//! This file is long because it is one driver around one lock: the core, the handler's tasks
+//! and waiters, the [`Peer`] that reaches the core and the registry of cores all act on the
+//! same state; what stands alone (the timer, the task runtime) is already a module of its own.
 //!
 //! The cores of one server share a [`Sessions`] registry, so that a handler can tell every
 //! client at once that its tools changed: each handshake-era session on its own stream, each
