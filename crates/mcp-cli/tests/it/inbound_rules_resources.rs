@@ -281,3 +281,94 @@ async fn in_meta_mode_a_caller_denied_an_upstream_neither_lists_nor_reads_its_re
     .unwrap();
     gateway.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_denied_an_upstream_neither_lists_nor_reads_its_skills() {
+    use mcp_testkit::fake_skills::FakeSkills;
+    let (alpha, beta) = (FakeSkills::start().await, FakeSkills::start().await);
+    alpha.add_skill("alpha", "The alpha skill", "alpha body.", &[]);
+    beta.add_skill("beta", "The beta skill", "beta body.", &[]);
+    let issuer = Issuer::start();
+    let key = Key::new("k1");
+    issuer.publish(&[&key]);
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    let upstream =
+        |url: &str| json!({"type": "http", "url": url, "permission": {"default": "allow"}});
+    std::fs::write(
+        &file,
+        json!({
+            "mode": "passthrough",
+            "mcpServers": {"a": upstream(&alpha.url), "b": upstream(&beta.url)},
+            "auth": {"issuer": issuer.url},
+            "rules": [
+                {"name": "engineers", "effect": "allow", "when": {"groups": ["eng"]}},
+                {"name": "support", "effect": "allow", "when": {"groups": ["support"]},
+                 "upstreams": ["b"]}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (gateway, _user) =
+        tokio::task::spawn_blocking(move || (Gateway::start(&user, &file), user))
+            .await
+            .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    let alpha_reads = alpha.clone();
+    tokio::task::spawn_blocking(move || {
+        let token = |sub: &str, group: &str| {
+            key.sign(&json!({"iss": issuer.url, "aud": resource, "sub": sub,
+                "groups": [group], "exp": now() + 300, "iat": now()}))
+        };
+        let (alice, bob) = (token("alice", "eng"), token("bob", "support"));
+        let (a, b) = (session(&addr, &alice), session(&addr, &bob));
+        let skills =
+            |t: &str, s: &str| listed(&ask(&addr, t, s, "skills/list", json!({})), "skills", "uri");
+        let both = ["skill://alpha/SKILL.md", "skill://beta/SKILL.md"];
+        // The upstreams join in the background: ask until alice sees both skills.
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = skills(&alice, &a);
+            if seen == both {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(
+            seen, both,
+            "alice, an engineer, sees every upstream's skills"
+        );
+        let alpha_md = json!({"uri": "skill://alpha/SKILL.md"});
+        let got = ask(&addr, &alice, &a, "resources/read", alpha_md);
+        assert!(got.to_string().contains("alpha body."), "{got}");
+        let reads_of_alpha = alpha_reads.reads().len();
+        assert!(reads_of_alpha >= 1, "alice's read reached alpha's upstream");
+
+        // Bob, allowed only `b`, sees beta's skill and not alpha's...
+        assert_eq!(skills(&bob, &b), ["skill://beta/SKILL.md"]);
+        // ...and reading alpha's (which alice's listing routed to `a`) reads as a skill nobody
+        // has, word for word but for the URI, and never reaches `a`.
+        let unname = |v: &Value, name: &str| v.to_string().replace(name, "NAME");
+        let read = |uri: &str| ask(&addr, &bob, &b, "resources/read", json!({"uri": uri}));
+        let existing = read("skill://alpha/SKILL.md");
+        assert!(existing["error"]["message"].is_string(), "{existing}");
+        assert!(!existing.to_string().contains("alpha body"), "{existing}");
+        assert_eq!(
+            unname(&existing, "skill://alpha/SKILL.md"),
+            unname(
+                &read("skill://nothing/SKILL.md"),
+                "skill://nothing/SKILL.md"
+            )
+        );
+        assert_eq!(
+            alpha_reads.reads().len(),
+            reads_of_alpha,
+            "bob's asks reached `a`"
+        );
+    })
+    .await
+    .unwrap();
+    gateway.stop();
+}
