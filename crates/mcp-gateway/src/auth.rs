@@ -85,6 +85,18 @@ pub struct IntrospectionBlock {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 300))]
     pub cache_seconds: Option<u64>,
+    /// How long a refused token (inactive, or not fit for this gateway) is remembered, in
+    /// seconds (default 10, at most 60; 0 asks every time), so that a client repeating a bad
+    /// token costs the issuer one request per interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 60))]
+    pub refused_cache_seconds: Option<u64>,
+    /// How many introspection requests may be awaited at once (default 16, 1 to 1024): a
+    /// token past it is answered 503 with `Retry-After` without asking, so that a flood of
+    /// made-up tokens cannot turn the gateway against its issuer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub max_in_flight: Option<usize>,
 }
 
 // The secret may be written in the file: never shown.
@@ -96,6 +108,8 @@ impl std::fmt::Debug for IntrospectionBlock {
             .field("client_secret", &"[redacted]")
             .field("all_tokens", &self.all_tokens)
             .field("cache_seconds", &self.cache_seconds)
+            .field("refused_cache_seconds", &self.refused_cache_seconds)
+            .field("max_in_flight", &self.max_in_flight)
             .finish()
     }
 }
@@ -199,6 +213,15 @@ impl AuthBlock {
             if introspection.cache_seconds.is_some_and(|s| s > 300) {
                 return Err("auth.introspection.cacheSeconds: at most 300".to_owned());
             }
+            if introspection.refused_cache_seconds.is_some_and(|s| s > 60) {
+                return Err("auth.introspection.refusedCacheSeconds: at most 60".to_owned());
+            }
+            if introspection
+                .max_in_flight
+                .is_some_and(|n| !(1..=1024).contains(&n))
+            {
+                return Err("auth.introspection.maxInFlight: from 1 to 1024".to_owned());
+            }
         }
         Ok(())
     }
@@ -293,6 +316,12 @@ impl AuthBlock {
             introspection.every_token = block.all_tokens.unwrap_or(false);
             if let Some(secs) = block.cache_seconds {
                 introspection.cache_secs = secs;
+            }
+            if let Some(secs) = block.refused_cache_seconds {
+                introspection.refused_cache_secs = secs;
+            }
+            if let Some(n) = block.max_in_flight {
+                introspection.max_in_flight = n;
             }
             settings.introspection = Some(introspection);
         }
@@ -508,6 +537,16 @@ mod tests {
                 serde_json::json!({"issuer": "https://id.example", "introspection":
                     {"endpoint": "https://id.example/introspect", "clientId": " ", "clientSecret": "s"}}),
                 "auth.introspection.clientId",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "introspection":
+                    {"endpoint": "https://id.example/introspect", "clientId": "gw", "clientSecret": "s", "refusedCacheSeconds": 61}}),
+                "auth.introspection.refusedCacheSeconds: at most 60",
+            ),
+            (
+                serde_json::json!({"issuer": "https://id.example", "introspection":
+                    {"endpoint": "https://id.example/introspect", "clientId": "gw", "clientSecret": "s", "maxInFlight": 0}}),
+                "auth.introspection.maxInFlight: from 1 to 1024",
             ),
             (
                 serde_json::json!({"issuer": "https://id.example", "introspection":

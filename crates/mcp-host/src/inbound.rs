@@ -10,8 +10,13 @@
 //! A resource may also take tokens it cannot read (opaque ones): with [`Introspection`]
 //! settings, a token that is not a JWT (or every token) is asked about at the issuer's RFC 7662
 //! introspection endpoint, through the same fetcher, and a positive answer is kept a short
-//! while ([`IntrospectionCache`]). An endpoint that cannot answer makes the request a 503, not a
-//! 401: the token may be good, and a 401 would send the client to log in again for nothing.
+//! while ([`IntrospectionCache`]), a refusal a shorter while ([`RefusedCache`]), so that a
+//! client repeating a bad token costs the issuer one request per interval. An endpoint that
+//! cannot answer makes the request a 503, not a 401: the token may be good, and a 401 would
+//! send the client to log in again for nothing. So does a token that would be one request too
+//! many in flight ([`Introspection::max_in_flight`]): a flood of made-up tokens, each new,
+//! costs the issuer that many requests at a time, and the flood's senders wait (503 with
+//! `Retry-After`) rather than the issuer or the gateway's connections.
 //!
 //! What it never does: pass a client's token anywhere but to its issuer's introspection
 //! endpoint. The token is read, checked and dropped;
@@ -22,8 +27,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_oauth::discovery::{authorization_server_metadata_urls, canonical_resource};
 use mcp_oauth::resource::{
-    self, IntrospectionAnswer, IntrospectionCache, JwkSet, KeyCache, Rejection, ResourceMetadata,
-    TokenPolicy,
+    self, IntrospectionAnswer, IntrospectionCache, JwkSet, KeyCache, RefusedCache, Rejection,
+    ResourceMetadata, TokenPolicy,
 };
 use mcp_oauth::{HttpClient, HttpRequest, Url};
 use serde::Deserialize;
@@ -81,10 +86,16 @@ pub struct Introspection {
     /// How long a positive answer is kept, in seconds (never past the token's `exp`; 0
     /// keeps none).
     pub cache_secs: u64,
+    /// How long a refusal (an inactive or unfit token) is kept, in seconds (0 keeps none).
+    pub refused_cache_secs: u64,
+    /// How many introspection requests may be awaited at once; a token that would make one
+    /// more is answered 503 without asking (0 is taken as 1).
+    pub max_in_flight: usize,
 }
 
 impl Introspection {
-    /// Tokens that are not JWTs asked about at `endpoint` as `client_id`, answers kept 60 s.
+    /// Tokens that are not JWTs asked about at `endpoint` as `client_id`, answers kept 60 s,
+    /// refusals 10 s, 16 requests in flight at most.
     pub fn new(endpoint: Url, client_id: impl Into<String>, client_secret: ClientSecret) -> Self {
         Self {
             endpoint,
@@ -92,6 +103,8 @@ impl Introspection {
             client_secret,
             every_token: false,
             cache_secs: 60,
+            refused_cache_secs: 10,
+            max_in_flight: 16,
         }
     }
 }
@@ -142,6 +155,12 @@ pub struct InboundAuth {
     jwks_uri: Mutex<Option<Url>>,
     /// Positive introspection answers.
     introspected: Mutex<IntrospectionCache>,
+    /// Refusals of introspected tokens.
+    refused: Mutex<RefusedCache>,
+    /// One permit per introspection request in flight.
+    asking: tokio::sync::Semaphore,
+    /// The permits `asking` started with, for the refusal's reason.
+    max_in_flight: usize,
 }
 
 impl std::fmt::Debug for InboundAuth {
@@ -185,11 +204,18 @@ impl InboundAuth {
         let issuer = Url::parse(&settings.issuer).unwrap_or_else(|_| settings.resource.clone());
         let place = Arc::new(ServerPlace::new(&issuer, settings.issuer_class));
         let mut introspected = IntrospectionCache::new();
+        let mut refused = RefusedCache::new();
+        let mut max_in_flight = 1;
         if let Some(i) = &settings.introspection {
             introspected.max_age_secs = i.cache_secs;
+            refused.max_age_secs = i.refused_cache_secs;
+            max_in_flight = i.max_in_flight.max(1);
         }
         Self {
             introspected: Mutex::new(introspected),
+            refused: Mutex::new(refused),
+            asking: tokio::sync::Semaphore::new(max_in_flight),
+            max_in_flight,
             metadata_url: resource::metadata_url(&settings.resource),
             document: document.to_json(),
             client: PolicyFetch::new(place),
@@ -257,6 +283,30 @@ impl InboundAuth {
         if let Some(caller) = kept {
             return Ok(caller);
         }
+        let refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(token, now_ms() / 1000);
+        if let Some(rejection) = refused {
+            return Err(self.refusal(Some(&rejection)));
+        }
+        // Held until the answer is in: beyond the cap, the request waits for a later try,
+        // not for the endpoint.
+        let Ok(_permit) = self.asking.try_acquire() else {
+            return Err(Refusal {
+                status: 503,
+                challenge: resource::challenge(
+                    &self.metadata_url,
+                    &self.settings.required_scopes,
+                    None,
+                ),
+                reason: format!(
+                    "{} tokens are being introspected already, the most at once",
+                    self.max_in_flight
+                ),
+            });
+        };
         let answer = match self.ask(introspection, token).await {
             Ok(answer) => answer,
             Err(e) => {
@@ -278,9 +328,17 @@ impl InboundAuth {
             }
         };
         let now = now_ms() / 1000;
-        let caller = answer
-            .judge(&self.policy, now)
-            .map_err(|r| self.refusal(Some(&r)))?;
+        let caller = match answer.judge(&self.policy, now) {
+            Ok(caller) => caller,
+            Err(rejection) => {
+                let refusal = self.refusal(Some(&rejection));
+                self.refused
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(token, rejection, now);
+                return Err(refusal);
+            }
+        };
         self.introspected
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

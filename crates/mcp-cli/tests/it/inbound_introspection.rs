@@ -10,12 +10,15 @@ use super::*;
 
 const SECRET: &str = "introspection-secret-of-the-test";
 
-/// The test's introspection endpoint: an answer per token, counted; `down` answers 500.
+/// The test's introspection endpoint: an answer per token, counted; `down` answers 500; a
+/// token starting `slow-` is answered only once `released` (each question is answered on a
+/// thread of its own, so the others are not held).
 struct Introspector {
     url: String,
     answers: Arc<Mutex<HashMap<String, Value>>>,
     asked: Arc<Mutex<Vec<String>>>,
     down: Arc<AtomicBool>,
+    released: Arc<AtomicBool>,
 }
 
 impl Introspector {
@@ -25,58 +28,70 @@ impl Introspector {
         let answers: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
         let asked: Arc<Mutex<Vec<String>>> = Arc::default();
         let down = Arc::new(AtomicBool::new(false));
-        let (a, q, d) = (answers.clone(), asked.clone(), down.clone());
+        let released = Arc::new(AtomicBool::new(false));
+        let (a, q, d, r) = (
+            answers.clone(),
+            asked.clone(),
+            down.clone(),
+            released.clone(),
+        );
         // RFC 6749 §2.3.1: `gw` and the secret, form-encoded (nothing to encode here), in
         // base64 (compared here in its url-safe spelling, without padding).
         let basic = b64(format!("gw:{SECRET}").as_bytes());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                let (mut length, mut authorized) = (0, false);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
+                let (a, q, d, r, basic) =
+                    (a.clone(), q.clone(), d.clone(), r.clone(), basic.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut first = String::new();
+                    let _ = reader.read_line(&mut first);
+                    let (mut length, mut authorized) = (0, false);
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        let (name, value) = line.split_once(':').unwrap_or_default();
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        if name.eq_ignore_ascii_case("authorization") {
+                            let sent = value.trim().strip_prefix("Basic ").map(|v| {
+                                v.trim_end_matches('=').replace('+', "-").replace('/', "_")
+                            });
+                            authorized = sent.as_deref() == Some(basic.as_str());
+                        }
                     }
-                    let (name, value) = line.split_once(':').unwrap_or_default();
-                    if name.eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().unwrap_or(0);
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body);
+                    // The tokens here need no percent-decoding.
+                    let form: HashMap<String, String> = String::from_utf8_lossy(&body)
+                        .split('&')
+                        .filter_map(|p| p.split_once('='))
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect();
+                    let token = form.get("token").cloned().unwrap_or_default();
+                    q.lock().unwrap().push(token.clone());
+                    while token.starts_with("slow-") && !r.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(5));
                     }
-                    if name.eq_ignore_ascii_case("authorization") {
-                        let sent = value
-                            .trim()
-                            .strip_prefix("Basic ")
-                            .map(|v| v.trim_end_matches('=').replace('+', "-").replace('/', "_"));
-                        authorized = sent.as_deref() == Some(basic.as_str());
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                // The tokens here need no percent-decoding.
-                let form: HashMap<String, String> = String::from_utf8_lossy(&body)
-                    .split('&')
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect();
-                let token = form.get("token").cloned().unwrap_or_default();
-                q.lock().unwrap().push(token.clone());
-                let (status, answer) = if d.load(Ordering::SeqCst) {
-                    ("500 Internal Server Error", json!({}))
-                } else if !authorized || !first.starts_with("POST /introspect ") {
-                    ("401 Unauthorized", json!({"error": "invalid_client"}))
-                } else {
-                    let known = a.lock().unwrap().get(&token).cloned();
-                    ("200 OK", known.unwrap_or(json!({"active": false})))
-                };
-                let answer = answer.to_string();
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
+                    let (status, answer) = if d.load(Ordering::SeqCst) {
+                        ("500 Internal Server Error", json!({}))
+                    } else if !authorized || !first.starts_with("POST /introspect ") {
+                        ("401 Unauthorized", json!({"error": "invalid_client"}))
+                    } else {
+                        let known = a.lock().unwrap().get(&token).cloned();
+                        ("200 OK", known.unwrap_or(json!({"active": false})))
+                    };
+                    let answer = answer.to_string();
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                });
             }
         });
         Self {
@@ -84,6 +99,7 @@ impl Introspector {
             answers,
             asked,
             down,
+            released,
         }
     }
 
@@ -277,4 +293,87 @@ async fn a_reload_takes_a_changed_auth_block() {
         stderr.contains("auth: the changed block is in use"),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_is_asked_about_once_and_past_the_cap_a_token_waits_with_a_503() {
+    let issuer = Issuer::start();
+    let introspector = Introspector::start();
+    let user = User::new();
+    let file = user.project.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        json!({
+            "mcpServers": {},
+            "auth": {"issuer": issuer.url,
+                "introspection": {"endpoint": introspector.url, "clientId": "gw",
+                    "clientSecret": "${GW_INTROSPECTION_SECRET}", "maxInFlight": 1}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (gateway, _user) = tokio::task::spawn_blocking(move || {
+        let g = Gateway::start_with(&user, &file, &[("GW_INTROSPECTION_SECRET", SECRET)]);
+        (g, user)
+    })
+    .await
+    .unwrap();
+    let addr = gateway.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    tokio::task::spawn_blocking(move || {
+        // A bad token sent again and again is asked about once: the refusal is kept.
+        for _ in 0..5 {
+            let r = post(&addr, Some("opaque-made-up"), None, &initialize());
+            assert_eq!(r.status, 401, "{r:?}");
+            assert!(
+                r.header("www-authenticate")
+                    .unwrap()
+                    .contains(r#"error="invalid_token""#),
+                "{r:?}"
+            );
+        }
+        assert_eq!(introspector.asked("opaque-made-up"), 1);
+
+        // One question in flight, the most the file allows: another token is answered 503
+        // with a wait, without asking, and without a challenge (it may be good).
+        introspector.answer(
+            "slow-alice",
+            json!({"active": true, "iss": issuer.url, "aud": resource, "sub": "alice",
+                "exp": now() + 300, "token_type": "Bearer"}),
+        );
+        let slow = {
+            let addr = addr.clone();
+            std::thread::spawn(move || post(&addr, Some("slow-alice"), None, &initialize()))
+        };
+        for _ in 0..1000 {
+            if introspector.asked("slow-alice") == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(introspector.asked("slow-alice"), 1, "never asked");
+        for token in ["opaque-flood-1", "opaque-flood-2", "opaque-flood-3"] {
+            let r = post(&addr, Some(token), None, &initialize());
+            assert_eq!(r.status, 503, "{token}: {r:?}");
+            assert_eq!(r.header("retry-after").as_deref(), Some("5"), "{r:?}");
+            assert!(r.header("www-authenticate").is_none(), "{r:?}");
+            assert!(r.body.contains("introspected already"), "{r:?}");
+            assert!(!r.body.contains(token), "{r:?}");
+        }
+        introspector.released.store(true, Ordering::SeqCst);
+        let r = slow.join().unwrap();
+        assert_eq!(r.status, 200, "{r:?}");
+        // Its answer in, the next token is asked about; the refused ones never were.
+        let r = post(&addr, Some("opaque-flood-1"), None, &initialize());
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(introspector.asked("opaque-flood-1"), 1);
+        assert_eq!(introspector.asked("opaque-flood-2"), 0);
+    })
+    .await
+    .unwrap();
+    let stderr = gateway.stop();
+    assert!(stderr.contains("introspected already"), "{stderr}");
+    for secret in [SECRET, "opaque-made-up", "opaque-flood-2", "slow-alice"] {
+        assert!(!stderr.contains(secret), "{secret} was logged: {stderr}");
+    }
 }

@@ -210,6 +210,84 @@ impl IntrospectionCache {
     }
 }
 
+/// Tokens the issuer refused lately (inactive, or judged unfit: wrong audience, expired,
+/// without the scopes), so that a client sending one bad token again and again costs the
+/// issuer one request per [`max_age_secs`](Self::max_age_secs), not one each. Kept as the
+/// token's SHA-256 with the rejection, never as the token; at most
+/// [`max_entries`](Self::max_entries), apart from the positive answers, so that a flood of
+/// bad tokens never pushes a good one out. Kept briefly (10 s by default): a refusal that
+/// stops being true (a token whose `nbf` passes) is believed only that long.
+#[derive(Debug, Clone)]
+pub struct RefusedCache {
+    kept: HashMap<[u8; 32], (Rejection, u64)>,
+    /// How long a refusal is kept, in seconds (default 10; 0 keeps none).
+    pub max_age_secs: u64,
+    /// How many refusals are kept (default 4096); when full, the oldest makes room.
+    pub max_entries: usize,
+}
+
+impl Default for RefusedCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RefusedCache {
+    /// Empty: refusals kept 10 s, 4096 of them at most.
+    pub fn new() -> Self {
+        Self {
+            kept: HashMap::new(),
+            max_age_secs: 10,
+            max_entries: 4096,
+        }
+    }
+
+    /// Why `token` was refused, if that is still kept at `now`.
+    pub fn get(&mut self, token: &str, now: u64) -> Option<Rejection> {
+        let k = key(token);
+        match self.kept.get(&k) {
+            Some((rejection, until)) if now < *until => Some(rejection.clone()),
+            Some(_) => {
+                self.kept.remove(&k);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Keeps the refusal of `token`, judged at `now`.
+    pub fn insert(&mut self, token: &str, rejection: Rejection, now: u64) {
+        let until = now.saturating_add(self.max_age_secs);
+        if until <= now || self.max_entries == 0 {
+            return;
+        }
+        let k = key(token);
+        if self.kept.len() >= self.max_entries && !self.kept.contains_key(&k) {
+            self.kept.retain(|_, (_, u)| now < *u);
+            if self.kept.len() >= self.max_entries
+                && let Some(first) = self
+                    .kept
+                    .iter()
+                    .min_by_key(|(_, (_, u))| *u)
+                    .map(|(k, _)| *k)
+            {
+                self.kept.remove(&first);
+            }
+        }
+        self.kept.insert(k, (rejection, until));
+    }
+
+    /// How many refusals are kept.
+    pub fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -379,5 +457,31 @@ mod tests {
         }
         // The cache holds hashes: no token in what it shows.
         assert!(!format!("{cache:?}").contains("t2"));
+    }
+
+    #[test]
+    fn refusals_are_kept_briefly_bounded_and_apart_from_the_answers() {
+        let mut refused = RefusedCache::new();
+        refused.insert("bad", Rejection::Inactive, NOW);
+        assert_eq!(refused.get("bad", NOW + 9), Some(Rejection::Inactive));
+        assert_eq!(refused.get("other", NOW), None);
+        assert_eq!(refused.get("bad", NOW + 10), None);
+        assert!(refused.is_empty());
+        // Bounded: the oldest makes room, and a flood of refusals leaves the answers alone.
+        let mut kept = IntrospectionCache::new();
+        kept.insert("good", caller(NOW + 600), NOW);
+        refused.max_entries = 2;
+        refused.insert("r1", Rejection::Inactive, NOW);
+        refused.insert("r2", Rejection::NotBearer, NOW + 1);
+        refused.insert("r3", Rejection::Inactive, NOW + 2);
+        assert_eq!(refused.len(), 2);
+        assert_eq!(refused.get("r1", NOW + 2), None);
+        assert_eq!(refused.get("r2", NOW + 2), Some(Rejection::NotBearer));
+        assert!(kept.get("good", NOW + 2).is_some());
+        // Kept as hashes: no token in what it shows.
+        assert!(!format!("{refused:?}").contains("r2"));
+        refused.max_age_secs = 0;
+        refused.insert("r4", Rejection::Inactive, NOW);
+        assert_eq!(refused.get("r4", NOW), None);
     }
 }

@@ -13,7 +13,8 @@
 //!   (`insufficient_scope`), and never quotes the token or its claims.
 //! - An opaque token is asked about at the issuer's RFC 7662 introspection endpoint:
 //!   [`introspection_request`] is the question, [`IntrospectionAnswer`] the answer, judged by
-//!   the same policy, and [`IntrospectionCache`] keeps positive answers a short while.
+//!   the same policy, and [`IntrospectionCache`] keeps positive answers a short while,
+//!   [`RefusedCache`] refusals a shorter one.
 //! - [`ResourceMetadata`] is the RFC 9728 document, [`challenge`] the `WWW-Authenticate`
 //!   value of a refusal.
 //!
@@ -30,7 +31,8 @@ mod metadata;
 mod tests;
 
 pub use introspection::{
-    IntrospectionAnswer, IntrospectionCache, MAX_INTROSPECTION_BYTES, introspection_request,
+    IntrospectionAnswer, IntrospectionCache, MAX_INTROSPECTION_BYTES, RefusedCache,
+    introspection_request,
 };
 pub use jwk::JwkSet;
 pub use jwt::{Caller, MAX_TOKEN_BYTES, Rejection, validate};
