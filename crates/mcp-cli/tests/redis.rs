@@ -32,6 +32,10 @@ use serde_json::{Value, json};
 #[path = "redis_sessions.rs"]
 mod sessions;
 
+// Answers to a replica's requests to clients, POSTed to another replica (XREPLICA24).
+#[path = "redis_answers.rs"]
+mod answers;
+
 const ROOT_PASSWORD: &str = "root-pw-7f3a";
 const APP_PASSWORD: &str = "app-pw-91c2";
 

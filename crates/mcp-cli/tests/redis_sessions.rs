@@ -18,13 +18,13 @@ use super::{ROOT_PASSWORD, RedisServer};
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
 /// One replica over HTTP on a free loopback port; killed when dropped.
-struct Replica {
+pub(super) struct Replica {
     child: Child,
-    addr: String,
+    pub(super) addr: String,
 }
 
 impl Replica {
-    fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
+    pub(super) fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-host"))
             .args(["serve", "--gateway", file.to_str().unwrap()])
             .args(["--http", "127.0.0.1:0"])
@@ -58,7 +58,7 @@ impl Replica {
     }
 
     /// One request on a connection of its own: the status and the session id it gave.
-    fn send(
+    pub(super) fn send(
         &self,
         method: &str,
         session: Option<&str>,

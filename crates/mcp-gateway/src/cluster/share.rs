@@ -1,11 +1,16 @@
 //! The ends of sealed sessions in the file's Redis `store`, so that a session a client ended
 //! (DELETE) at one replica is refused by all. One key per ended session, under a digest of its
 //! id, expiring when the id would have aged out anyway.
+//!
+//! And the answers to a replica's requests to clients that reached another replica: each
+//! replica SUBSCRIBEs to `<prefix>:answers:<replica>` as it starts, and a replica holding an
+//! answer for it PUBLISHes it there (sealed by `mcp-http` with the session keys: Redis sees
+//! neither the session id nor the answer).
 
 use std::time::Duration;
 
-use mcp_host::redis::Redis;
-use mcp_http::{SessionShare, ShareError, ShareFuture};
+use mcp_host::redis::{Redis, Subscription};
+use mcp_http::{Inbox, SessionShare, ShareError, ShareFuture};
 
 /// [`SessionShare`] over Redis. The client blocks, so each call runs on tokio's blocking pool.
 pub(crate) struct RedisShare {
@@ -25,6 +30,49 @@ impl RedisShare {
 
     fn key(&self, session: &str) -> String {
         format!("{}:session-ended:{session}", self.prefix)
+    }
+
+    fn answers(&self, replica: &str) -> String {
+        format!("{}:answers:{replica}", self.prefix)
+    }
+}
+
+/// How long a subscription waits for a message before it looks whether its server still runs.
+const LISTEN_TICK: Duration = Duration::from_secs(1);
+
+/// Listens on `channel` for as long as `inbox` is open: `first` is the subscription made
+/// before the server served anything, if Redis answered; a broken one is made again, after a
+/// pause that grows to 5 s while Redis does not answer.
+fn listen_on(redis: &Redis, channel: &str, inbox: &Inbox, first: Option<Subscription>) {
+    let mut subscription = first;
+    let mut pause = Duration::from_millis(100);
+    while inbox.is_open() {
+        let Some(live) = subscription.as_mut() else {
+            match redis.subscribe(&[channel]) {
+                Ok(made) => {
+                    tracing::info!(target: "mcp_gateway", "listening again for answers relayed by other replicas ({channel})");
+                    subscription = Some(made);
+                    pause = Duration::from_millis(100);
+                }
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+            }
+            continue;
+        };
+        match live.recv(LISTEN_TICK) {
+            Ok(Some(message)) => {
+                if !inbox.deliver(&message.payload) {
+                    return;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(target: "mcp_gateway", "answers relayed by other replicas: {e}; subscribing again");
+                subscription = None;
+            }
+        }
     }
 }
 
@@ -54,5 +102,35 @@ impl SessionShare for RedisShare {
                 .map(|value| value.is_some())
                 .map_err(share_error)
         })
+    }
+
+    fn relay<'a>(&'a self, replica: &'a str, answer: Vec<u8>) -> ShareFuture<'a, usize> {
+        let (redis, channel) = (self.redis.clone(), self.answers(replica));
+        Box::pin(async move {
+            let taken = tokio::task::spawn_blocking(move || redis.publish(&channel, &answer))
+                .await
+                .map_err(share_error)?
+                .map_err(share_error)?;
+            Ok(usize::try_from(taken).unwrap_or(0))
+        })
+    }
+
+    fn listen(&self, replica: &str, inbox: Inbox) {
+        let (redis, channel) = (self.redis.clone(), self.answers(replica));
+        // The first subscription is made before the server answers anything, so that no
+        // answer relayed to it is missed; Redis down, the thread keeps trying.
+        let first = match redis.subscribe(&[&channel]) {
+            Ok(subscription) => Some(subscription),
+            Err(e) => {
+                tracing::warn!(target: "mcp_gateway", "answers relayed by other replicas cannot be received yet: {e}");
+                None
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("mcp-answers".to_owned())
+            .spawn(move || listen_on(&redis, &channel, &inbox, first));
+        if let Err(e) = spawned {
+            tracing::warn!(target: "mcp_gateway", "answers relayed by other replicas will not be received: no thread: {e}");
+        }
     }
 }
