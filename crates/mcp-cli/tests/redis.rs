@@ -36,6 +36,10 @@ mod sessions;
 #[path = "redis_answers.rs"]
 mod answers;
 
+// Rate limits shared by two gateway processes (RULES24), beside this file.
+#[path = "redis_rules.rs"]
+mod rules;
+
 const ROOT_PASSWORD: &str = "root-pw-7f3a";
 const APP_PASSWORD: &str = "app-pw-91c2";
 
@@ -348,10 +352,11 @@ impl Gateway {
         std::thread::spawn(move || {
             for line in stdout.lines() {
                 let Ok(line) = line else { break };
-                if let Ok(message) = serde_json::from_str::<Value>(&line) {
-                    if message.get("id").is_some() && tx.send(message).is_err() {
-                        break;
-                    }
+                if let Ok(message) = serde_json::from_str::<Value>(&line)
+                    && message.get("id").is_some()
+                    && tx.send(message).is_err()
+                {
+                    break;
                 }
             }
         });
