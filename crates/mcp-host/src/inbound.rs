@@ -16,12 +16,15 @@
 //! send the client to log in again for nothing. So does a token that would be one request too
 //! many in flight ([`Introspection::max_in_flight`]): a flood of made-up tokens, each new,
 //! costs the issuer that many requests at a time, and the flood's senders wait (503 with
-//! `Retry-After`) rather than the issuer or the gateway's connections.
+//! `Retry-After`) rather than the issuer or the gateway's connections. Requests with a token
+//! being asked about already wait for that answer, so a client's burst with a new token costs
+//! one question and one place under the cap.
 //!
 //! What it never does: pass a client's token anywhere but to its issuer's introspection
 //! endpoint. The token is read, checked and dropped;
 //! an upstream server gets the host's own credentials for it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -161,6 +164,50 @@ pub struct InboundAuth {
     asking: tokio::sync::Semaphore,
     /// The permits `asking` started with, for the refusal's reason.
     max_in_flight: usize,
+    /// The questions being asked, by the token's SHA-256.
+    pending: Pending,
+}
+
+/// What the requests waiting on one question share: its outcome, once in.
+type Outcome = Arc<tokio::sync::OnceCell<Result<Caller, Refusal>>>;
+
+/// The questions in flight, by the token's SHA-256 (never the token).
+type Pending = Mutex<HashMap<[u8; 32], Outcome>>;
+
+/// One request's part in a question: the entry leaves the map once the answer is in or the
+/// last request waiting on it is gone (a cancelled request leaves nothing behind).
+struct Flight<'a> {
+    pending: &'a Pending,
+    key: [u8; 32],
+    cell: Outcome,
+}
+
+impl<'a> Flight<'a> {
+    fn join(pending: &'a Pending, token: &str) -> Self {
+        let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+        let mut key = [0; 32];
+        key.copy_from_slice(digest.as_ref());
+        let cell = pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone();
+        Self { pending, key, cell }
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let ours = pending
+            .get(&self.key)
+            .is_some_and(|c| Arc::ptr_eq(c, &self.cell));
+        // The map's and this one's: no other request waits on it.
+        if ours && (self.cell.initialized() || Arc::strong_count(&self.cell) <= 2) {
+            pending.remove(&self.key);
+        }
+    }
 }
 
 impl std::fmt::Debug for InboundAuth {
@@ -216,6 +263,7 @@ impl InboundAuth {
             refused: Mutex::new(refused),
             asking: tokio::sync::Semaphore::new(max_in_flight),
             max_in_flight,
+            pending: Mutex::default(),
             metadata_url: resource::metadata_url(&settings.resource),
             document: document.to_json(),
             client: PolicyFetch::new(place),
@@ -291,6 +339,22 @@ impl InboundAuth {
         if let Some(rejection) = refused {
             return Err(self.refusal(Some(&rejection)));
         }
+        // A token being asked about already waits for that answer: a client's burst of
+        // requests with a new token costs one question and one place under the cap.
+        let flight = Flight::join(&self.pending, token);
+        flight
+            .cell
+            .get_or_init(|| self.ask_and_judge(introspection, token))
+            .await
+            .clone()
+    }
+
+    /// Asks the issuer about `token` under the cap, judges the answer and keeps it.
+    async fn ask_and_judge(
+        &self,
+        introspection: &Introspection,
+        token: &str,
+    ) -> Result<Caller, Refusal> {
         // Held until the answer is in: beyond the cap, the request waits for a later try,
         // not for the endpoint.
         let Ok(_permit) = self.asking.try_acquire() else {
@@ -302,7 +366,7 @@ impl InboundAuth {
                     None,
                 ),
                 reason: format!(
-                    "{} tokens are being introspected already, the most at once",
+                    "the issuer is being asked about {} tokens already, the most at once (maxInFlight)",
                     self.max_in_flight
                 ),
             });
