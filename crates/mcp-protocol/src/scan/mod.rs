@@ -44,8 +44,16 @@ pub(crate) fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
 
 /// The first byte at or after `from` that a JSON string cannot hold as it is: `"`, `\` or a
 /// control character (below 0x20). What [`json_out`](crate::json_out) escapes.
+#[inline]
 pub(crate) fn needs_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    find_from(bytes, from, |b| (b < 0x20) | (b == b'"') | (b == b'\\'))
+    let hit = |b: u8| (b < 0x20) | (b == b'"') | (b == b'\\');
+    // Most strings of a message are short (keys, names, types): a plain loop over them costs
+    // less than setting up blocks.
+    let rest = bytes.get(from..)?;
+    if rest.len() < 2 * BLOCK {
+        return rest.iter().position(|&b| hit(b)).map(|i| from + i);
+    }
+    find_from(bytes, from, hit)
 }
 
 /// The index of the `"` that closes the string whose contents start at `from`; `None` if the
