@@ -411,10 +411,12 @@ impl<H: Handler> HttpServer<H> {
                     }
                     Err(_) => return Err(NoSession::StoreDown),
                 }
-                match found {
+                let session = match found {
                     Some(session) => session,
                     None => self.revive(id, opened)?,
-                }
+                };
+                seal::initialized_elsewhere(&session.core);
+                session
             }
         };
         // Another caller's session is, to this one, no session at all.

@@ -25,7 +25,7 @@ use ring::rand::{SecureRandom as _, SystemRandom};
 use serde_json::Value;
 
 pub use relay::Inbox;
-pub(crate) use relay::NotRelayed;
+pub(crate) use relay::{NotRelayed, initialized_elsewhere};
 pub use share::{LocalShare, SessionShare, ShareError, ShareFuture};
 
 /// What every sealed id starts with, so that one is told from a random id at a glance (and a

@@ -142,6 +142,23 @@ impl SessionSeal {
     }
 }
 
+/// Takes a sealed session that answered `initialize` here as initialized when its next
+/// request comes: the client's `notifications/initialized` is a POST of its own, which a
+/// balancer may have sent to another replica, and without it this replica's session would
+/// refuse to send the client anything (its requests in the middle of a call above all). A
+/// client sends it before its next request, so by then it was sent, wherever it went; a
+/// replica that revives a session replays it for the same reason.
+pub(crate) fn initialized_elsewhere<H: Handler>(core: &mcp_session::ServerCore<H>) {
+    if !core.is_operating() && core.protocol_version().is_some() {
+        core.receive(Decoded::Single(Message::Notification(
+            mcp_protocol::Notification {
+                method: "notifications/initialized".to_owned(),
+                params: None,
+            },
+        )));
+    }
+}
+
 /// The replica an answer's id names, when it names one: `<16 hex digits>.<n>`.
 pub(crate) fn replica_of(id: &RequestId) -> Option<&str> {
     let RequestId::String(id) = id else {

@@ -364,3 +364,27 @@ async fn an_answer_that_cannot_be_relayed_is_a_503_to_send_again() {
     let (status, _, body) = send(a, "POST", Some(&mine), &request).await;
     assert!(status.contains("202"), "{status} {body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_initialized_went_to_another_replica_can_ask_its_client() {
+    let share: Arc<dyn SessionShare> = Arc::new(LocalShare::default());
+    let a = asker(&[KEY_A], Arc::clone(&share)).await;
+    let b = asker(&[KEY_A], Arc::clone(&share)).await;
+    let (status, id, body) = send(a, "POST", None, INIT_ROOTS).await;
+    assert!(status.contains("200"), "{status} {body}");
+    let id = id.expect("a session id");
+    // The balancer sent the client's notifications/initialized to B.
+    let (status, _, body) = send(b, "POST", Some(&id), INITIALIZED).await;
+    assert!(status.contains("202"), "{status} {body}");
+    // A may ask the client all the same, and its answer, at B, ends the call.
+    let (mut call, mut read, request) = ask(a, &id).await;
+    let (status, _, body) = send(b, "POST", Some(&id), &roots_answer(&request, "file:///b")).await;
+    assert!(status.contains("202"), "{status} {body}");
+    let mut rest = String::new();
+    tokio::time::timeout(Duration::from_secs(5), call.read_to_string(&mut rest))
+        .await
+        .expect("the call did not end")
+        .unwrap();
+    read.push_str(&rest);
+    assert!(read.contains("file:///b"), "{read}");
+}
