@@ -7,9 +7,10 @@
 //
 // The gateway file names the key as ${MCP_SESSION_KEY}; this script gives both replicas the
 // same random one. It connects (the handshake's requests land on both replicas), lists the
-// tools and calls echo four times, kills one replica with SIGKILL, and calls echo four times
-// more: every call must succeed with the session it began with. Exits non-zero on any
-// mismatch.
+// tools and calls echo four times, calls the fake server's elicit and sends its answer to the
+// elicitation to the replica that did not take the call (it crosses through the file's Redis
+// store), kills one replica with SIGKILL, and calls echo four times more: every call must
+// succeed with the session it began with. Exits non-zero on any mismatch.
 
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -25,6 +26,7 @@ if (!sdkPrefix || !mcpHost || !gatewayFile) {
 const require = createRequire(join(resolve(sdkPrefix), "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
+const { ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 let failures = 0;
 function check(what, ok, detail) {
@@ -73,12 +75,27 @@ async function main() {
   const alive = replicas.map(() => true);
   const served = replicas.map(() => 0);
   let next = 0;
+  // Which replica took the call of elicit, and which the client's answer to its question.
+  let elicitAt = -1;
+  let answerAt = -1;
+  const bodyOf = (init) => {
+    try {
+      return typeof init?.body === "string" ? JSON.parse(init.body) : null;
+    } catch {
+      return null;
+    }
+  };
   // Round robin over the replicas still alive, as a load balancer does once its health
-  // check has seen one die.
+  // check has seen one die; but an answer to the gateway's request goes to the replica that
+  // did not take the call it belongs to, so that it must cross.
   const roundRobin = (input, init) => {
+    const body = bodyOf(init);
+    const isAnswer = body && body.method === undefined && body.id !== undefined;
     for (let tries = 0; tries < replicas.length; tries++) {
-      const i = next++ % replicas.length;
+      const i = isAnswer && elicitAt >= 0 ? (elicitAt + 1) % replicas.length : next++ % replicas.length;
       if (!alive[i]) continue;
+      if (body?.method === "tools/call" && body.params?.name?.endsWith("elicit")) elicitAt = i;
+      if (isAnswer) answerAt = i;
       served[i] += 1;
       const url = new URL(input instanceof Request ? input.url : String(input));
       url.host = replicas[i].url.host;
@@ -86,7 +103,15 @@ async function main() {
     }
     return Promise.reject(new Error("no replica left"));
   };
-  const client = new Client({ name: "mcp-host-cluster-interop", version: "0.0.0" });
+  const client = new Client(
+    { name: "mcp-host-cluster-interop", version: "0.0.0" },
+    { capabilities: { elicitation: {} } },
+  );
+  let asked = 0;
+  client.setRequestHandler(ElicitRequestSchema, async () => {
+    asked += 1;
+    return { action: "accept", content: { name: "answered-across" } };
+  });
   try {
     await Promise.all(replicas.map((r) => ready(r.url)));
     console.error(`  replicas at ${replicas.map((r) => r.url).join(" and ")}`);
@@ -95,7 +120,9 @@ async function main() {
     const session = transport.sessionId;
     check("the session id is sealed", typeof session === "string" && session.startsWith("s1."), session);
     const { tools } = await client.listTools();
-    const echo = tools.find((t) => t.name.endsWith("echo"))?.name;
+    const echo = tools.find((t) => t.name.endsWith("echo") && !t.name.includes("fake"))?.name;
+    const elicit = tools.find((t) => t.name.endsWith("elicit"))?.name;
+    check("the fake server's elicit is listed", elicit !== undefined, tools.map((t) => t.name));
     check("the demo server's echo is listed", echo !== undefined, tools.map((t) => t.name));
     const calls = async (label) => {
       for (let n = 0; n < 4; n++) {
@@ -106,6 +133,18 @@ async function main() {
     };
     await calls("both up");
     check("both replicas served requests", served.every((n) => n >= 2), served);
+    const asking = await client.callTool({ name: elicit, arguments: {} });
+    check("the elicitation was asked once", asked === 1, asked);
+    check(
+      "the answer went to the replica that did not take the call",
+      elicitAt >= 0 && answerAt >= 0 && elicitAt !== answerAt,
+      { elicitAt, answerAt },
+    );
+    check(
+      "the call ended with the answer",
+      !asking.isError && JSON.stringify(asking.content).includes("answered-across"),
+      asking,
+    );
     replicas[0].child.kill("SIGKILL");
     alive[0] = false;
     const before = served[1];

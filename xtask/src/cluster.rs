@@ -650,7 +650,7 @@ fn supervise(
 }
 
 /// Debian's `package`, installed with apt-get when `path` is missing (as root on Debian).
-fn debian_binary(sh: &Shell, path: &str, package: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn debian_binary(sh: &Shell, path: &str, package: &str) -> anyhow::Result<PathBuf> {
     let path = Path::new(path);
     if path.exists() {
         return Ok(path.to_path_buf());

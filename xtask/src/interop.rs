@@ -296,9 +296,11 @@ fn gateway(sh: &Shell, node: &Path, tools: &Path) -> anyhow::Result<()> {
 }
 
 /// The TypeScript SDK's client (`xtask/interop/cluster-client.mjs`) in front of two
-/// replicas sharing a `cluster` session key, its requests spread over them in turn with no
+/// replicas sharing a `cluster` session key and a Redis `store` (Debian's redis-server,
+/// installed with apt-get when missing), its requests spread over them in turn with no
 /// affinity, one replica killed with SIGKILL midway: every call is answered in the session it
-/// began (docs/gateway.md "Many replicas"). A few seconds.
+/// began, and its answer to an elicitation the testkit's fake server makes mid-call, sent to
+/// the other replica, completes the call (docs/gateway.md "Many replicas"). A few seconds.
 fn cluster(
     sh: &Shell,
     node: &Path,
@@ -306,6 +308,21 @@ fn cluster(
     mcp_host: &Path,
     dir: &Path,
 ) -> anyhow::Result<()> {
+    let redis = crate::cluster::debian_binary(sh, "/usr/bin/redis-server", "redis-server")?;
+    let redis_port = free_port()?;
+    let redis_child = std::process::Command::new(&redis)
+        .args(["--port", &redis_port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("cluster-redis.log"))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .context("starting redis-server")?;
+    let _redis = KilledOnDrop(redis_child);
+    wait_listening(redis_port, "redis-server")?;
+    let fake = crate::target_dir().join("debug/mcp-fake-server");
     let file = dir.join("cluster.json");
     let gateway_file = serde_json::json!({
         "mode": "passthrough",
@@ -314,8 +331,10 @@ fn cluster(
                 "command": mcp_host,
                 "args": ["demo-server"],
                 "permission": {"default": "allow"}
-            }
+            },
+            "fake": {"command": fake, "permission": {"default": "allow"}}
         },
+        "store": {"redis": format!("redis://127.0.0.1:{redis_port}")},
         "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]},
         "logFile": dir.join("cluster.log"),
     });
@@ -477,6 +496,16 @@ fn check_report(report: &str, transport: &str, era: &str) -> anyhow::Result<()> 
         bail!("`mcp-host test` did not report a working {transport} server:\n{report}");
     }
     Ok(())
+}
+
+/// A child process of a check's, killed (and reaped) when the check ends, however it ends.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// A port nobody listens on right now, on loopback.
