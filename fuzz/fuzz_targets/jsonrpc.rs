@@ -8,14 +8,25 @@
 //!   bytes of it, and the error response owed (if any) is itself a message that round-trips,
 //!   under the id the error recovered;
 //! - `sniff_id`, which reads the id of a frame too large to decode from its first bytes,
-//!   never names an id other than the message's own, whatever prefix it is given.
+//!   never names an id other than the message's own, whatever prefix it is given;
+//! - our JSON writer (issue 25 §3) writes what serde_json writes, byte for byte: a decoded
+//!   message, and the input itself (as UTF-8, lossily) written as one JSON string.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_protocol::{Decoded, Message, RAW_EXCERPT_LIMIT, decode, decode_message, sniff_id};
+use mcp_protocol::{
+    Decoded, Message, RAW_EXCERPT_LIMIT, RawJson, decode, decode_message, sniff_id,
+};
 
 fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let ours = RawJson::encode(&*text).expect("a string always encodes");
+    assert_eq!(
+        ours.get(),
+        serde_json::to_string(&*text).unwrap(),
+        "{text:?}"
+    );
     match decode(data) {
         Ok(Decoded::Single(message)) => {
             round_trip(&message);
@@ -40,6 +51,11 @@ fuzz_target!(|data: &[u8]| {
 
 fn round_trip(message: &Message) {
     let bytes = message.encode();
+    assert_eq!(
+        bytes,
+        serde_json::to_vec(message).unwrap(),
+        "our writer and serde_json's differ"
+    );
     let again =
         decode_message(&bytes).unwrap_or_else(|e| panic!("our own encoding does not decode: {e}"));
     assert_eq!(&again, message, "{}", String::from_utf8_lossy(&bytes));
