@@ -562,6 +562,11 @@ fn rss_kib(pid: u32) -> (u64, u64) {
 /// each with its standalone stream when the spec's `streams` says so; prints `{"connected": 1}` and `{"connected": count}`, each time waiting
 /// for a line on stdin; then times calls, one in flight, on the first session while the
 /// others stay connected, and prints the phase.
+///
+/// Without streams the sessions after the first are idle ones that hold no connection of
+/// their own ([`idle_sessions`]): our client's sessions would each keep their pooled
+/// connections (two, for seconds), and the gateway's resident set would count those
+/// (hyper's buffers, 16 KiB each) as the sessions' cost.
 pub(crate) async fn crowd(spec: &Spec, streams: bool) -> anyhow::Result<Value> {
     let eras = EraCache::new();
     let connect = |i: usize| {
@@ -582,7 +587,12 @@ pub(crate) async fn crowd(spec: &Spec, streams: bool) -> anyhow::Result<Value> {
     println!("{}", json!({"connected": 1}));
     stdin.next_line().await?;
     let mut held = Vec::with_capacity(spec.count);
+    let mut idle = None;
     let mut next = 1;
+    if !streams && spec.count > 1 {
+        idle = Some(idle_sessions(&spec.url, spec.count - 1).await?);
+        next = spec.count;
+    }
     while next < spec.count {
         let mut batch = tokio::task::JoinSet::new();
         while batch.len() < 64 && next < spec.count {
@@ -594,12 +604,91 @@ pub(crate) async fn crowd(spec: &Spec, streams: bool) -> anyhow::Result<Value> {
         }
     }
     if spec.count > 1 {
-        println!("{}", json!({"connected": held.len() + 1}));
+        let idle_count = idle.as_ref().map_or(0, |(_, n)| *n);
+        println!("{}", json!({"connected": held.len() + idle_count + 1}));
         stdin.next_line().await?;
     }
     workload::phase(&first, 1, spec.warmup, false).await?;
     let (mut lat, secs) = workload::phase(&first, 1, spec.measure, false).await?;
     let phase = workload::summary(1, &mut lat, secs);
     drop(held);
+    drop(idle);
     Ok(json!({ "phases": [phase] }))
+}
+
+/// Begins `count` sessions of the handshake era (`initialize`, then
+/// `notifications/initialized`) one after the other over one kept-alive connection, and
+/// leaves them idle, as clients between calls that hold no connection. The connection stays
+/// open until the sender returned is dropped: one for all of them, so that what the gateway
+/// holds per session is what the sessions cost.
+async fn idle_sessions(
+    url: &str,
+    count: usize,
+) -> anyhow::Result<(
+    hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    usize,
+)> {
+    use http_body_util::BodyExt as _;
+    let uri: hyper::Uri = url.parse().context("the gateway's URL")?;
+    let authority = uri.authority().context("no host in the URL")?.to_string();
+    let stream = tokio::net::TcpStream::connect(&authority)
+        .await
+        .with_context(|| format!("connecting to {authority}"))?;
+    stream.set_nodelay(true)?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let post = |session: Option<&str>, body: &'static str| {
+        let mut request = hyper::Request::post(uri.clone())
+            .header(hyper::header::HOST, &authority)
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header(hyper::header::ACCEPT, "application/json, text/event-stream");
+        if let Some(id) = session {
+            request = request
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.body(http_body_util::Full::new(bytes::Bytes::from_static(
+            body.as_bytes(),
+        )))
+    };
+    for i in 0..count {
+        // The connection is ready again once it has read the last answer whole.
+        sender.ready().await?;
+        let answer = sender
+            .send_request(post(
+                None,
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-bench","version":"0.0.0"}}}"#,
+            )?)
+            .await
+            .with_context(|| format!("idle session {i}: initialize"))?;
+        let id = answer
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let status = answer.status();
+        // The answer is read whole, so that the connection is free for the next request.
+        let body = answer.into_body().collect().await?.to_bytes();
+        let Some(id) = id.filter(|_| status.is_success()) else {
+            bail!(
+                "idle session {i}: initialize answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        };
+        sender.ready().await?;
+        let answer = sender
+            .send_request(post(
+                Some(&id),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            )?)
+            .await
+            .with_context(|| format!("idle session {i}: initialized"))?;
+        let status = answer.status();
+        answer.into_body().collect().await?;
+        if status != hyper::StatusCode::ACCEPTED {
+            bail!("idle session {i}: notifications/initialized answered {status}");
+        }
+    }
+    Ok((sender, count))
 }

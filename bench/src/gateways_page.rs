@@ -192,7 +192,7 @@ pub(crate) fn gateways(w: &mut String, results: &Results) {
     let bytes = bytes_per_session(results, Hop::Ours.cell("crowd", MANY_SESSIONS));
     let _ = writeln!(
         w,
-        "Bytes per idle session of our gateway: its resident set with {MANY_SESSIONS} handshake-era sessions that hold no connection (initialized, then quiet, as a client between calls) less with one, over the sessions added: {}. With its GET stream open, each also holds a connection: the crowd above gives {} per client for ours ({CROWD} clients less one).\n",
+        "Bytes per idle session of our gateway: its resident set with {MANY_SESSIONS} handshake-era sessions that hold no connection (initialized one after the other over one kept-alive connection, then quiet, as clients between calls) less with one, over the sessions added: {}. With its GET stream open, each also holds a connection: the crowd above gives {} per client for ours ({CROWD} clients less one).\n",
         match &bytes {
             Ok(b) => format!("{b:.0} bytes"),
             Err(e) => format!("not measured ({})", short(e)),
