@@ -8,6 +8,7 @@
 //! gateway does, afresh for each session (`Handler::configure`): capabilities with tasks and
 //! an extension, and instructions of a kilobyte, which a session must share with the others
 //! rather than keep a copy of.
+#![allow(clippy::unwrap_used)]
 
 use mcp_http::{HttpServerConfig, bind, serve_http};
 use mcp_protocol::schema::{ClientRequest, Implementation, ListChangedCapability};
