@@ -332,7 +332,8 @@ fn encode_head(out: &mut Vec<u8>, event: Option<&str>, id: Option<&str>) {
 /// The data is written where it goes, after `data: `, with no copy: a JSON message is one line
 /// (an encoder escapes every line break), so it is only looked through for a raw line break,
 /// which a peer's verbatim payload may hold between tokens; then, and only then, the event is
-/// framed again line by line.
+/// framed again line by line. Only the server writes events this way.
+#[cfg(any(feature = "server", test))]
 pub(crate) fn encode_event_in_place(
     out: &mut Vec<u8>,
     event: Option<&str>,
@@ -355,6 +356,7 @@ pub(crate) fn encode_event_in_place(
 
 /// Whether `bytes` holds a CR or an LF. Each 64-byte chunk is folded with no early exit, which
 /// the compiler turns into vector compares.
+#[cfg(any(feature = "server", test))]
 fn has_line_break(bytes: &[u8]) -> bool {
     bytes.chunks(64).any(|chunk| {
         chunk
