@@ -68,6 +68,48 @@ fn a_tampered_id_or_one_of_an_unknown_key_or_too_old_does_not_open() {
 }
 
 #[test]
+fn an_answer_crossing_replicas_is_sealed_and_opens_only_with_a_listed_key_untampered() {
+    let seal = SessionSeal::new(&[KEY_A], HOUR).unwrap();
+    let session = seal.seal(&opened(Some("alice"), 1000)).unwrap();
+    let answer = br#"{"jsonrpc":"2.0","id":"r.1","result":{"action":"accept","content":{"secret":"hunter2"}}}"#;
+    let sealed = seal.seal_answer(&session, answer).unwrap();
+    // What the store carries: first, that it opens to what was sealed.
+    assert_eq!(
+        seal.open_answer(&sealed),
+        Some((session.clone(), answer.to_vec()))
+    );
+    // Neither the session id nor the answer is in it in the clear.
+    let carried = String::from_utf8_lossy(&sealed);
+    assert!(
+        !carried.contains(&session[3..]),
+        "the session id is readable"
+    );
+    assert!(
+        !carried.contains("hunter2") && !carried.contains("jsonrpc"),
+        "the answer is readable"
+    );
+    // A store client without the key can neither read nor forge one: one byte changed, or
+    // another key, and nothing opens.
+    for at in [0, sealed.len() / 2, sealed.len() - 1] {
+        let mut tampered = sealed.clone();
+        tampered[at] ^= 1;
+        assert_eq!(seal.open_answer(&tampered), None, "byte {at} changed");
+    }
+    assert_eq!(
+        SessionSeal::new(&[KEY_B], HOUR)
+            .unwrap()
+            .open_answer(&sealed),
+        None
+    );
+    assert!(
+        SessionSeal::new(&[KEY_B, KEY_A], HOUR)
+            .unwrap()
+            .open_answer(&sealed)
+            .is_some()
+    );
+}
+
+#[test]
 fn the_first_key_seals_and_every_listed_one_opens() {
     let old = SessionSeal::new(&[KEY_A], HOUR).unwrap();
     let rotated = SessionSeal::new(&[KEY_B, KEY_A], HOUR).unwrap();
