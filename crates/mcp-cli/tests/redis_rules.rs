@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -90,32 +90,7 @@ struct Replica {
 
 impl Replica {
     fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-host"))
-            .args(["serve", "--gateway", file.to_str().unwrap()])
-            .args(["--http", "127.0.0.1:0"])
-            .env_clear()
-            .env("HOME", home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("MCP_HOST_CREDENTIALS_STORE", "file")
-            .env("REDIS_PASSWORD", ROOT_PASSWORD)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let addr = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no address in {seen:?}"
-            );
-            seen.push_str(&line);
-            if let Some((_, rest)) = line.split_once("listening on http://") {
-                break rest.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
+        let (child, addr, stderr, seen) = super::sessions::spawn(file, home, &[]);
         let log = Arc::new(Mutex::new(seen));
         let kept = log.clone();
         std::thread::spawn(move || {

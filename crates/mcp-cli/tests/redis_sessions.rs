@@ -6,7 +6,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
 use mcp_host::redis::Reply;
@@ -17,6 +17,45 @@ use super::{ROOT_PASSWORD, RedisServer};
 
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
+/// `mcp-host serve --gateway FILE --http` on a free loopback port, with `HOME` and only the
+/// environment it needs (the Redis password, `env`): the child, the address it said it bound,
+/// its stderr still open (the caller drains or keeps it) and what stderr said up to the
+/// address. Shared by the children of `redis.rs` that run replicas.
+pub(super) fn spawn(
+    file: &std::path::Path,
+    home: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (Child, String, BufReader<ChildStderr>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-host"))
+        .args(["serve", "--gateway", file.to_str().unwrap()])
+        .args(["--http", "127.0.0.1:0"])
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("MCP_HOST_CREDENTIALS_STORE", "file")
+        .env("REDIS_PASSWORD", ROOT_PASSWORD)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no address in {seen:?}"
+        );
+        seen.push_str(&line);
+        if let Some((_, rest)) = line.split_once("listening on http://") {
+            break rest.trim().trim_end_matches("/mcp").to_owned();
+        }
+    };
+    (child, addr, stderr, seen)
+}
+
 /// One replica over HTTP on a free loopback port; killed when dropped.
 pub(super) struct Replica {
     child: Child,
@@ -25,33 +64,7 @@ pub(super) struct Replica {
 
 impl Replica {
     pub(super) fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-host"))
-            .args(["serve", "--gateway", file.to_str().unwrap()])
-            .args(["--http", "127.0.0.1:0"])
-            .env_clear()
-            .env("HOME", home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("MCP_HOST_CREDENTIALS_STORE", "file")
-            .env("REDIS_PASSWORD", ROOT_PASSWORD)
-            .env("MCP_SESSION_KEY", KEY)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let addr = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no address in {seen:?}"
-            );
-            seen.push_str(&line);
-            if let Some((_, rest)) = line.split_once("listening on http://") {
-                break rest.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
+        let (child, addr, mut stderr, _) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
         // Its log is not read further; draining it keeps the pipe from filling.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         Self { child, addr }
