@@ -169,6 +169,10 @@ pub struct RequestContext {
     /// Who the transport authenticated for the request (an HTTP server checking OAuth access
     /// tokens), for rules per caller; `None` where nothing authenticates (stdio).
     pub caller: Option<Identity>,
+    /// The name every replica of the server gives this session ([`CoreOptions::name`]: a
+    /// digest of a sealed session id), for state kept outside this process, such as tasks
+    /// another replica answers for; `None` where a session lives in one process only.
+    pub session_name: Option<Arc<str>>,
 }
 
 /// What a transport learnt about who sent a request, opaque to the session: the transport's
@@ -303,6 +307,7 @@ impl Sessions {
 pub struct CoreOptions {
     sessions: Option<Sessions>,
     stateless: bool,
+    name: Option<Arc<str>>,
 }
 
 impl CoreOptions {
@@ -322,6 +327,14 @@ impl CoreOptions {
     /// handshake version).
     pub fn stateless(mut self) -> Self {
         self.stateless = true;
+        self
+    }
+
+    /// The name every replica gives the session (a digest of its sealed id, never the id),
+    /// which its requests carry ([`RequestContext::session_name`]): what state the replicas
+    /// share about the session is kept under it.
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
         self
     }
 }
@@ -479,6 +492,8 @@ pub struct ServerCore<H: Handler> {
     me: Weak<Self>,
     key: SessionKey,
     sessions: Sessions,
+    /// [`CoreOptions::name`].
+    name: Option<Arc<str>>,
 }
 
 impl<H: Handler> std::fmt::Debug for ServerCore<H> {
@@ -531,6 +546,7 @@ impl<H: Handler> ServerCore<H> {
             me: me.clone(),
             key: SessionKey::next(),
             sessions,
+            name: options.name,
         });
         let link: Weak<dyn Link> = core.me.clone();
         core.sessions.join(link);
@@ -634,6 +650,7 @@ impl<H: Handler> ServerCore<H> {
                         era,
                         sessions: self.sessions.clone(),
                         caller: state.caller.clone(),
+                        session_name: self.name.clone(),
                     };
                     state.tell.push(Tell::Start {
                         id,

@@ -52,6 +52,8 @@ impl TaskContext {
             let rx = entry.changed.subscribe();
             if entry.transition(TaskStatus::InputRequired) {
                 self.tasks.announce(&self.id, entry);
+            } else {
+                self.tasks.mirror(&self.id, entry);
             }
             (rx, entry.peer.clone())
         };
@@ -164,6 +166,7 @@ impl TaskContext {
     pub fn status_message(&self, message: &str) {
         if let Some(entry) = self.tasks.lock().get_mut(&self.id) {
             entry.status_message = Some(message.to_owned());
+            self.tasks.mirror(&self.id, entry);
         }
     }
 }

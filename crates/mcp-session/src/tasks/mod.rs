@@ -38,7 +38,7 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_protocol::schema::{
@@ -170,6 +170,32 @@ impl Default for Tasks {
 struct Shared {
     options: TaskOptions,
     store: Mutex<HashMap<String, Entry>>,
+    /// Where each change of a task is told, for other replicas ([`Tasks::mirror_to`]).
+    mirror: OnceLock<Arc<dyn TaskMirror>>,
+}
+
+/// A task as it stands after a change, for a store other replicas of the server read
+/// ([`TaskMirror`]): they answer `tasks/*` for it from there while the work runs here.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// The name of the handshake session that owns it ([`RequestContext::session_name`]),
+    /// which alone may see it; `None` in the stateless era, where knowing the id is what lets
+    /// a client see the task.
+    pub owner: Option<Arc<str>>,
+    /// Everything `tasks/get` shows in either era: its result when completed, its error when
+    /// failed, its pending input requests while input is required.
+    pub task: DetailedTask,
+    /// How long the store should keep it: what is left of its TTL.
+    pub keep: Duration,
+}
+
+/// Told of every change of every task of a [`Tasks`] (created, input required, working
+/// again, ended), in order, so that the replicas of a server can answer for each other's
+/// tasks. Called with the store locked: it must not block (queue the write).
+pub trait TaskMirror: Send + Sync + 'static {
+    /// `record` is the task as it now stands.
+    fn changed(&self, record: TaskRecord);
 }
 
 /// One task as the store keeps it.
@@ -177,6 +203,8 @@ struct Entry {
     /// The handshake session that made it, which alone may see it; `None` in the stateless
     /// era, where the id is the only key.
     owner: Option<SessionKey>,
+    /// That session's name among replicas ([`RequestContext::session_name`]), if it has one.
+    owner_name: Option<Arc<str>>,
     status: TaskStatus,
     status_message: Option<String>,
     created_at: String,
@@ -257,6 +285,8 @@ pub(crate) struct Caller {
     /// The peer tied to the request itself (handshake era), for what goes on its stream.
     pub(crate) request_peer: Option<Peer>,
     pub(crate) progress_token: Option<ProgressToken>,
+    /// The session's name among replicas, if it has one.
+    pub(crate) name: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -273,6 +303,7 @@ impl Caller {
             peer: (!stateless).then(|| context.peer.unrelated()),
             request_peer: (!stateless).then(|| context.peer.clone()),
             progress_token: context.progress_token.clone(),
+            name: (!stateless).then(|| context.session_name.clone()).flatten(),
         }
     }
 
@@ -288,8 +319,68 @@ impl Tasks {
             shared: Arc::new(Shared {
                 options,
                 store: Mutex::new(HashMap::new()),
+                mirror: OnceLock::new(),
             }),
         }
+    }
+
+    /// Tells `mirror` of every change of every task from now on (once: false if one is set
+    /// already), so that other replicas answer for them.
+    pub fn mirror_to(&self, mirror: Arc<dyn TaskMirror>) -> bool {
+        self.shared.mirror.set(mirror).is_ok()
+    }
+
+    /// Tells the mirror, if any, how `entry` stands. A handshake session's task whose session
+    /// has no name among replicas stays here: no other replica could tell its owner.
+    fn mirror(&self, id: &str, entry: &Entry) {
+        let Some(mirror) = self.shared.mirror.get() else {
+            return;
+        };
+        if entry.owner.is_some() && entry.owner_name.is_none() {
+            return;
+        }
+        let options = &self.shared.options;
+        mirror.changed(TaskRecord {
+            owner: entry.owner_name.clone(),
+            task: entry.detailed(id, options.ttl, options.poll_interval),
+            keep: entry.expires.saturating_duration_since(Instant::now()),
+        });
+    }
+
+    /// Cancels task `id` for another replica, which checked that its caller may (`tasks/cancel`
+    /// there): as [`answer`](Self::answer)'s cancel, without an owner to compare. Whether the
+    /// task was running and is now cancelled.
+    pub fn cancel_relayed(&self, id: &str) -> bool {
+        let mut store = self.lock();
+        let Some(entry) = store.get_mut(id) else {
+            return false;
+        };
+        if entry.status.is_terminal() {
+            return false;
+        }
+        if let Some(abort) = &entry.abort {
+            abort.abort();
+        }
+        entry.pending.clear();
+        entry.transition(TaskStatus::Cancelled);
+        self.announce(id, entry);
+        true
+    }
+
+    /// Gives a stateless-era task `id` the input responses its client sent another replica
+    /// (`tasks/update` there), as [`answer`](Self::answer)'s update would. A handshake
+    /// session's task takes none: that era has no `tasks/update`.
+    pub fn update_relayed(&self, id: &str, responses: &BTreeMap<String, Value>) -> bool {
+        let caller = Caller {
+            stateless: true,
+            session: SessionKey::next(),
+            declares_extension: true,
+            peer: None,
+            request_peer: None,
+            progress_token: None,
+            name: None,
+        };
+        self.update(id, &caller, responses).is_ok()
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
@@ -365,6 +456,7 @@ impl Tasks {
             let (changed, _) = watch::channel(0);
             let entry = Entry {
                 owner: caller.owner(),
+                owner_name: caller.name.clone(),
                 status: TaskStatus::Working,
                 status_message: None,
                 created_at: now.clone(),
@@ -388,6 +480,7 @@ impl Tasks {
                 RawJson::encode(&ExperimentalCreateTaskResult::new(task))
             }
             .map_err(|e| internal(e.to_string()))?;
+            self.mirror(&id, &entry);
             store.insert(id.clone(), entry);
             announced
         };
@@ -459,8 +552,9 @@ impl Tasks {
         }
     }
 
-    /// Tells the owning handshake session that a task's status changed.
+    /// Tells the owning handshake session that a task's status changed, and the mirror.
     fn announce(&self, id: &str, entry: &Entry) {
+        self.mirror(id, entry);
         let Some(peer) = &entry.peer else {
             return;
         };
@@ -580,6 +674,7 @@ impl Tasks {
                 }
             } else {
                 entry.changed.send_modify(|n| *n += 1);
+                self.mirror(id, entry);
             }
         }
         Ok(RawJson::encode(&EmptyResult::new()))

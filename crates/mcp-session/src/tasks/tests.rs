@@ -23,6 +23,7 @@ fn stateless(declares_extension: bool) -> Caller {
         peer: None,
         request_peer: None,
         progress_token: None,
+        name: None,
     }
 }
 
@@ -505,4 +506,112 @@ async fn a_handshake_task_asks_on_the_stream_of_a_waiting_tasks_result() {
     core.receive_frame(reply.to_string().as_bytes());
     let result = fetch.await.unwrap().unwrap();
     assert_eq!(result["content"][0]["text"], "\"accept\"");
+}
+
+/// What a mirror heard: each record, in order.
+#[derive(Default, Clone)]
+struct Heard(Arc<Mutex<Vec<TaskRecord>>>);
+
+impl TaskMirror for Heard {
+    fn changed(&self, record: TaskRecord) {
+        self.0.lock().unwrap().push(record);
+    }
+}
+
+impl Heard {
+    fn statuses(&self, id: &str) -> Vec<(Option<String>, TaskStatus)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.task.task_id == id)
+            .map(|r| (r.owner.as_deref().map(str::to_owned), r.task.status.clone()))
+            .collect()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mirror_hears_each_change_of_a_named_sessions_task_and_nothing_of_an_unnamed_one() {
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    assert!(tasks.mirror_to(Arc::new(heard.clone())));
+    assert!(!tasks.mirror_to(Arc::new(Heard::default())), "one mirror");
+    let named = Caller {
+        name: Some(Arc::from("digest-of-the-session")),
+        ..handshake()
+    };
+    let id = id_of(&tasks.create_for(&named, |_| async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        text("done")
+    }));
+    settle(&tasks, &id, TaskStatus::Completed).await;
+    let owner = Some("digest-of-the-session".to_owned());
+    assert_eq!(
+        heard.statuses(&id),
+        [
+            (owner.clone(), TaskStatus::Working),
+            (owner, TaskStatus::Completed)
+        ]
+    );
+    let done = heard.0.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        done.task.result.unwrap()["content"][0]["text"],
+        json!("done")
+    );
+    assert!(done.keep > Duration::ZERO && done.keep <= Duration::from_secs(600));
+
+    // A session with no name among replicas: its task is nobody else's to answer for.
+    let unnamed = id_of(&tasks.create_for(&handshake(), |_| async { text("x") }));
+    settle(&tasks, &unnamed, TaskStatus::Completed).await;
+    assert!(!heard.0.lock().unwrap().is_empty());
+    assert_eq!(heard.statuses(&unnamed), []);
+
+    // A stateless task has no owner: its id is the key.
+    let free = id_of(&tasks.create_for(&stateless(true), |_| async { text("y") }));
+    settle(&tasks, &free, TaskStatus::Completed).await;
+    assert_eq!(
+        heard.statuses(&free),
+        [(None, TaskStatus::Working), (None, TaskStatus::Completed)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relayed_cancel_and_update_act_as_the_owners_would() {
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    tasks.mirror_to(Arc::new(heard.clone()));
+    // Another replica checked the owner: the cancel comes with none.
+    let owned = Caller {
+        name: Some(Arc::from("s")),
+        ..handshake()
+    };
+    let id = id_of(&tasks.create_for(&owned, |_| std::future::pending()));
+    assert!(tasks.cancel_relayed(&id));
+    assert_eq!(tasks.status(&id), Some(TaskStatus::Cancelled));
+    assert!(!tasks.cancel_relayed(&id), "an ended task stays as it is");
+    assert_eq!(heard.statuses(&id).last().unwrap().1, TaskStatus::Cancelled);
+    assert!(!tasks.cancel_relayed("no-such-task"));
+
+    let caller = stateless(true);
+    let id = id_of(&tasks.create_for(&caller, |task| async move {
+        let request: InputRequest =
+            serde_json::from_value(json!({"method": "elicitation/create", "params": {}})).unwrap();
+        let answers = task
+            .input(BTreeMap::from([("k".to_owned(), request)]))
+            .await;
+        text(&value(answers.unwrap()["k"].clone()).to_string())
+    }));
+    settle(&tasks, &id, TaskStatus::InputRequired).await;
+    let asked = heard.0.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(asked.task.status, TaskStatus::InputRequired);
+    assert!(asked.task.input_requests.unwrap().contains_key("k"));
+    assert!(tasks.update_relayed(&id, &BTreeMap::from([("k".to_owned(), json!(42))])));
+    settle(&tasks, &id, TaskStatus::Completed).await;
+    assert_eq!(
+        get(&tasks, &id, &caller).await.unwrap()["result"]["content"][0]["text"],
+        "42"
+    );
+    // A handshake session's task takes no relayed input: that era has no tasks/update.
+    let owned_id = id_of(&tasks.create_for(&owned, |_| std::future::pending()));
+    assert!(!tasks.update_relayed(&owned_id, &BTreeMap::new()));
 }
