@@ -640,7 +640,12 @@ impl<H: Handler> HttpServer<H> {
                 .ok_or(NoNewSession::NoRandomness)?
             }
         };
-        let session = self.make_session(subject);
+        let name = self
+            .config
+            .sealed_sessions
+            .as_ref()
+            .map(|_| seal::share_key(&id));
+        let session = self.make_session(subject, name);
         {
             // Checked again under the lock that inserts: two `initialize` calls at once must
             // not both take the last place.
@@ -664,7 +669,7 @@ impl<H: Handler> HttpServer<H> {
             self.metrics.refused_session();
             return Err(NoSession::Full);
         }
-        let session = self.make_session(opened.subject);
+        let session = self.make_session(opened.subject, Some(seal::share_key(id)));
         session
             .core
             .receive(Decoded::Single(Message::Request(mcp_protocol::Request {
@@ -690,14 +695,20 @@ impl<H: Handler> HttpServer<H> {
         Ok(session)
     }
 
-    /// A session's state, before anything reached its core.
-    fn make_session(&self, subject: Option<String>) -> Arc<Session<H>> {
+    /// A session's state, before anything reached its core. A sealed session is `name`d by
+    /// the digest of its id, the same at every replica (what the handler keeps about it in a
+    /// shared store is kept under it).
+    fn make_session(&self, subject: Option<String>, name: Option<String>) -> Arc<Session<H>> {
         let routes = Arc::new(Routes::default());
+        let mut options = CoreOptions::new().sessions(&self.registry);
+        if let Some(name) = name {
+            options = options.name(name);
+        }
         let core = ServerCore::with_options(
             self.config.server.clone(),
             Arc::clone(&self.handler),
             RoutedTransport(Arc::clone(&routes)),
-            CoreOptions::new().sessions(&self.registry),
+            options,
         );
         Arc::new(Session {
             core,

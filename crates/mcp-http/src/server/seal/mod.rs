@@ -11,6 +11,7 @@
 //! also has a maximum age, after which every replica refuses it (404, as for an unknown
 //! session). Keys rotate: the first seals, every listed one opens.
 
+mod record;
 mod relay;
 mod share;
 
