@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ToolOutput};
+use mcp_host::{CallError, CallOptions, ExposedTool, Host, Relayed, ServerState, ToolOutput};
 use mcp_protocol::schema::{
     CallToolParams, CallToolResult, Implementation, ProgressParams, TASKS_EXTENSION_ID,
     TaskSupport, Tool, meta_key,
@@ -240,10 +240,12 @@ impl Shared {
         // that is coming back (restarted by a reload, or lost and about to be reconnected):
         // the call waits for it as for one still connecting, and then goes, or fails with the
         // state it is in.
-        if self
-            .host
-            .server_status(server)
-            .is_some_and(|s| upstream_state::is_coming(&s))
+        // A ready one (nearly every call) is told by its state alone, without its status.
+        if self.host.server_state(server) != Some(ServerState::Ready)
+            && self
+                .host
+                .server_status(server)
+                .is_some_and(|s| upstream_state::is_coming(&s))
         {
             self.upstreams.settle(&self.host, &[server]).await;
         }

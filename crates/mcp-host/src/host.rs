@@ -280,6 +280,26 @@ impl Host {
         slot.map(|s| s.status())
     }
 
+    /// Every server's id, ordered: the ids [`status`](Self::status) lists, without building
+    /// each status (which copies its error, diagnostics and peer information), for a caller
+    /// that resolves names against the servers on every call, as a gateway does.
+    pub fn server_ids(&self) -> Vec<String> {
+        lock(&self.inner.slots).keys().cloned().collect()
+    }
+
+    /// How many servers the host holds: `status().len()`, without building the statuses.
+    pub fn server_count(&self) -> usize {
+        lock(&self.inner.slots).len()
+    }
+
+    /// One server's state, as its [`server_status`](Self::server_status) says it, without
+    /// building the rest of the status: what a caller checks on every call.
+    pub fn server_state(&self, id: &str) -> Option<ServerState> {
+        let slot = lock(&self.inner.slots).get(id).cloned()?;
+        let state = lock(&slot.state).state;
+        Some(state.unwrap_or(ServerState::Connecting))
+    }
+
     /// The catalogue as it is now. It is replaced whole when a server's tools change, so a
     /// caller holding it sees one consistent set; the next call to `catalog` sees the update.
     pub fn catalog(&self) -> Arc<Catalog> {

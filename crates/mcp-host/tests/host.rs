@@ -111,6 +111,15 @@ async fn twenty_servers_at_once_five_broken() {
 
     let status = host.status();
     assert_eq!(status.len(), 21);
+    // What a gateway asks on every call, without the statuses, agrees with them: the same
+    // ids in the same order, their number, and each one's state (ready, error, disabled).
+    let ids: Vec<String> = status.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(host.server_ids(), ids);
+    assert_eq!(host.server_count(), 21);
+    for s in &status {
+        assert_eq!(host.server_state(&s.id), Some(s.state), "{}", s.id);
+    }
+    assert_eq!(host.server_state("nobody"), None);
     let ready: Vec<_> = status
         .iter()
         .filter(|s| s.state == ServerState::Ready)
@@ -195,6 +204,7 @@ async fn past_the_connection_limit_servers_wait_in_order_and_start_as_others_sto
         for id in &ids[10..] {
             let s = state(id);
             assert_eq!(s.state, ServerState::Connecting, "{s:?}");
+            assert_eq!(host.server_state(id), Some(ServerState::Connecting), "{id}");
             assert_eq!(s.last_error, None, "{s:?}");
             let waiting = s.waiting.unwrap();
             assert!(

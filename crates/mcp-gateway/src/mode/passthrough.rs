@@ -234,7 +234,7 @@ const LATE_ENTRY: Duration = Duration::from_secs(1);
 
 /// Every configured upstream, ready or not, by id.
 fn configured(shared: &Shared) -> Vec<String> {
-    shared.host.status().into_iter().map(|s| s.id).collect()
+    shared.host.server_ids()
 }
 
 fn has_resources(c: &ServerCapabilities) -> bool {
@@ -271,9 +271,9 @@ fn list_changed() -> ListChangedCapability {
 fn capabilities(shared: &Shared) -> ServerCapabilities {
     let connecting = shared
         .host
-        .status()
+        .server_ids()
         .iter()
-        .any(|s| s.state == ServerState::Connecting);
+        .any(|id| shared.host.server_state(id) == Some(ServerState::Connecting));
     let ready: Vec<ServerCapabilities> = ready(shared)
         .iter()
         .map(|(_, c)| c.server_info().capabilities.clone())

@@ -2,7 +2,6 @@
 //! the client. Passthrough mode and its skills (`skills.rs`, which passthrough calls) both
 //! need them, so they live in this leaf rather than in either.
 
-use mcp_host::ServerState;
 use mcp_protocol::schema::ServerCapabilities;
 use mcp_protocol::{ErrorObject, Secrets};
 use mcp_session::Client;
@@ -13,17 +12,17 @@ use crate::shared::Shared;
 /// Whether names are namespaced: more than one upstream is configured (whether or not they are
 /// up, so that a name does not change when one goes down).
 pub(super) fn is_multi(shared: &Shared) -> bool {
-    shared.host.status().len() > 1
+    shared.host.server_count() > 1
 }
 
 /// The ready upstreams and their sessions.
 pub(super) fn ready(shared: &Shared) -> Vec<(String, Client)> {
+    // The host gives a server's client only while it is ready.
     shared
         .host
-        .status()
+        .server_ids()
         .into_iter()
-        .filter(|s| s.state == ServerState::Ready)
-        .filter_map(|s| shared.host.client(&s.id).ok().map(|c| (s.id, c)))
+        .filter_map(|id| shared.host.client(&id).ok().map(|c| (id, c)))
         .collect()
 }
 
