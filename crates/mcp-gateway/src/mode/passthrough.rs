@@ -499,7 +499,12 @@ async fn handle(
     context: RequestContext,
 ) -> Result<RawJson, ErrorObject> {
     let method = request.method().to_owned();
-    let mut params = params_of(&request)?;
+    // Tool lists and calls, nearly every request, read their own typed parameters: the
+    // generic JSON copy is only for the requests relayed as JSON.
+    let mut params = match &request {
+        ClientRequest::ListTools(_) | ClientRequest::CallTool(_) => Value::Null,
+        other => params_of(other)?,
+    };
     match request {
         ClientRequest::ListTools(_) => list_tools(shared, &context),
         ClientRequest::CallTool(call) => call_tool(state, shared, call, &context).await,
