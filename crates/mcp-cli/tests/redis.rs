@@ -40,6 +40,10 @@ mod answers;
 #[path = "redis_rules.rs"]
 mod rules;
 
+// The gateway's tasks served by any replica (TASKS24), beside this file.
+#[path = "redis_tasks.rs"]
+mod tasks;
+
 const ROOT_PASSWORD: &str = "root-pw-7f3a";
 const APP_PASSWORD: &str = "app-pw-91c2";
 

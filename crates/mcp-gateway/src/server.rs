@@ -7,7 +7,7 @@
 //! `shared`, `routes`, `reply` and `call_log`, which import nothing from here.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use mcp_host::permission::{CallRequest, Decision, Policy};
@@ -18,6 +18,7 @@ use mcp_session::{Handler, RequestContext, SessionKey, Sessions};
 
 use crate::cache::{DEFAULT_CACHE_TTL, ListCache};
 use crate::call_log::CallLog;
+use crate::cluster::tasks::TaskShare;
 use crate::file::{self, FileError, GatewayFile, Loaded, Unattended};
 use crate::metrics::{self, Metrics};
 use crate::mode::Mode;
@@ -83,6 +84,9 @@ pub struct Gateway {
     shared: Arc<Shared>,
     /// The mode it serves, with that mode's own state.
     mode: Arc<dyn Mode>,
+    /// Where its tasks are shared with the other replicas, once it serves HTTP with `cluster`
+    /// and `store` (`cluster/tasks.rs`).
+    task_share: Arc<OnceLock<Arc<TaskShare>>>,
 }
 
 impl Gateway {
@@ -152,7 +156,7 @@ impl Gateway {
             suspensions: Arc::default(),
             tasks: mcp_session::Tasks::default(),
             rates: crate::store::rates(store.as_ref()),
-            auth: std::sync::OnceLock::new(),
+            auth: OnceLock::new(),
         });
         for warning in &warnings {
             shared.log.line(&format!("warning: {warning}"));
@@ -171,7 +175,11 @@ impl Gateway {
             move |shared| summary.start(shared),
             Some(started),
         );
-        Ok(Self { shared, mode })
+        Ok(Self {
+            shared,
+            mode,
+            task_share: Arc::default(),
+        })
     }
 
     /// Resolves once every upstream server of the file at start-up has settled once (ready,
@@ -201,10 +209,12 @@ impl Gateway {
     pub fn watch_file(&self, every: Duration) {
         let shared = Arc::downgrade(&self.shared);
         let mode = Arc::clone(&self.mode);
+        let task_share = Arc::clone(&self.task_share);
         reload::watch(shared.clone(), every, move || {
             let gateway = shared.upgrade().map(|shared| Gateway {
                 shared,
                 mode: Arc::clone(&mode),
+                task_share: Arc::clone(&task_share),
             });
             async move {
                 if let Some(gateway) = gateway {
@@ -299,6 +309,16 @@ impl Gateway {
                     "in this process only"
                 }
             ));
+            // The gateway's tasks too, when the replicas share a store.
+            if let Some(store) = &store {
+                let share = TaskShare::start(
+                    store.redis.clone(),
+                    &store.prefix,
+                    Arc::clone(&seal),
+                    &self.shared.tasks,
+                )?;
+                let _ = self.task_share.set(share);
+            }
             http.sealed_sessions = Some(seal);
         }
         self.shared.traces.set_transport("tcp");
@@ -331,7 +351,10 @@ impl Handler for Gateway {
         // `tasks/*` are the gateway's own in every mode (`tasks.rs`), never an upstream's.
         let answer = span
             .run(async {
-                match self.shared.tasks.answer(&request, &context).await {
+                let share = self.task_share.get().map(|share| &**share);
+                match crate::cluster::tasks::answer(share, &self.shared.tasks, &request, &context)
+                    .await
+                {
                     Some(answer) => answer,
                     None => self.mode.handle(&self.shared, request, context).await,
                 }

@@ -16,7 +16,8 @@
 //! `tasks/*` are answered from the gateway's store, where a handshake client sees only its
 //! own session's tasks (the runtime's owner check) and a 2026-07-28 client only a task whose
 //! 128-bit id it was given. Cancelling a task drops its upstream call, which cancels it
-//! upstream (and the upstream's task with it).
+//! upstream (and the upstream's task with it). With `cluster` and `store`, the other replicas
+//! answer for the task too, from what this one writes to Redis (`cluster/tasks.rs`).
 //!
 //! What the upstream asks mid-task (sampling, elicitation) reaches the task's client: a
 //! 2026-07-28 client sees it as the task's `input_required` (its `inputRequests` in

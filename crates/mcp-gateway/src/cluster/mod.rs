@@ -1,9 +1,11 @@
 //! The gateway file's `cluster` block: what replicas of one gateway share so that any of them
 //! serves any session (issue 24 §3, docs/gateway.md "Many replicas"). Its keys seal session ids
 //! (`mcp_http::SessionSeal`); the ends of sessions go to the file's store when it has one
-//! (`share.rs`), else they stay in the process.
+//! (`share.rs`), else they stay in the process, and so do the gateway's own tasks
+//! (`tasks.rs`).
 
 mod share;
+pub(crate) mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,252 @@
+//! The gateway's own tasks across replicas, through the built binary: replicas of `mcp-host
+//! serve --gateway FILE --http` sharing a `cluster` key and a `store`. A task a handshake
+//! client starts at replica A is found, listed, awaited and cancelled at replica B, by its
+//! session only; Redis holds neither the session id nor the task id; and once A is killed and
+//! its heartbeat has lapsed, B reports A's unfinished task failed instead of `working` for
+//! ever. A child of `redis.rs` (its redis-server), using `redis_sessions.rs`'s replicas.
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use mcp_host::redis::Reply;
+use mcp_testkit::TempDir;
+use serde_json::{Value, json};
+
+use super::RedisServer;
+use super::sessions::spawn;
+
+/// The session key the replicas share (`redis_sessions.rs`'s).
+const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+/// A replica: its process (killed when dropped) and address; its log drained.
+struct Replica {
+    child: Child,
+    addr: String,
+}
+
+impl Replica {
+    fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
+        let (child, addr, stderr, _) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
+        // Drained, so that the pipe never fills.
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        Self { child, addr }
+    }
+
+    /// One POST on a connection of its own: the status, the session id it gave, the body.
+    fn send(&self, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let session = session
+            .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut all = String::new();
+        stream.read_to_string(&mut all).unwrap();
+        let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
+        let id = head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        });
+        (head[9..12].parse().unwrap(), id, body.to_owned())
+    }
+
+    /// A new session, through its handshake.
+    fn initialize(&self) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "redis-tasks", "version": "0"}}})
+        .to_string();
+        let (status, id, body) = self.send(None, &init);
+        assert_eq!(status, 200, "{body}");
+        let id = id.expect("a session id");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(self.send(Some(&id), &initialized.to_string()).0, 202);
+        id
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JSON-RPC answer in `body` (a JSON body, or the SSE event that carries it).
+fn answer(body: &str) -> Value {
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        return value;
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|v| v.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer in {body}"))
+}
+
+fn rpc(at: &Replica, session: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string();
+    let (status, _, text) = at.send(Some(session), &body);
+    assert_eq!(status, 200, "{method}: {text}");
+    answer(&text)
+}
+
+/// `tasks/get` at `at` until the task reads `status` (the replica that runs it writes its
+/// changes to Redis as they happen), for 30 s at most.
+fn get_until(at: &Replica, session: &str, id: &str, status: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let got = rpc(at, session, "tasks/get", json!({"taskId": id}));
+        if got["result"]["status"] == status {
+            return got;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "task never {status}: {got}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A task of `tool` started at `at`: its id.
+fn start_task(at: &Replica, session: &str, tool: &str, arguments: Value) -> String {
+    let started = rpc(
+        at,
+        session,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments, "task": {}}),
+    );
+    started["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {started}"))
+        .to_owned()
+}
+
+fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
+    let reply = redis
+        .client("")
+        .command(&[b"KEYS", pattern.as_bytes()])
+        .unwrap();
+    let Reply::Array(Some(items)) = reply else {
+        panic!("KEYS answered {reply:?}")
+    };
+    items
+        .into_iter()
+        .filter_map(|item| match item {
+            Reply::Bulk(Some(key)) => String::from_utf8(key).ok(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_replica_dies() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let dir = TempDir::new("redis-tasks");
+        let file = dir.path().join("gateway.json");
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "passthrough",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "permission": {"default": "allow"}}},
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (mut a, b) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        let mine = a.initialize();
+        let other = b.initialize();
+        // The upstream joins in the background: call until it answers.
+        let started = Instant::now();
+        loop {
+            let called = rpc(&a, &mine, "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            if called["result"]["content"][0]["text"] == "ready" {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{called}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+
+        // A task that completes and one that runs until cancelled, both at A.
+        let done = start_task(&a, &mine, "echo", json!({"message": "made at A"}));
+        let hung = start_task(&a, &mine, "hang", json!({}));
+        // At B, for the same session: found, its result fetched, both listed.
+        get_until(&b, &mine, &done, "completed");
+        let result = rpc(&b, &mine, "tasks/result", json!({"taskId": done}));
+        assert_eq!(result["result"]["content"][0]["text"], "made at A", "{result}");
+        assert_eq!(
+            result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+            json!(done)
+        );
+        get_until(&b, &mine, &hung, "working");
+        let listed = rpc(&b, &mine, "tasks/list", json!({}));
+        let ids: Vec<&str> = listed["result"]["tasks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .filter_map(|t| t["taskId"].as_str())
+            .collect();
+        assert!(ids.contains(&done.as_str()) && ids.contains(&hung.as_str()), "{listed}");
+        // Another session, even at the replica that answers for them, sees neither.
+        let theirs = rpc(&b, &other, "tasks/get", json!({"taskId": done}));
+        assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+        let theirs = rpc(&b, &other, "tasks/list", json!({}));
+        assert_eq!(theirs["result"]["tasks"], json!([]), "{theirs}");
+        let theirs = rpc(&b, &other, "tasks/cancel", json!({"taskId": hung}));
+        assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+
+        // Cancelled at B: relayed to A, whose own answer says so.
+        let cancelled = rpc(&b, &mine, "tasks/cancel", json!({"taskId": hung}));
+        assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+        get_until(&a, &mine, &hung, "cancelled");
+        get_until(&b, &mine, &hung, "cancelled");
+
+        // Redis holds digests, never a session id or a task id.
+        let all = keys(&redis, "*");
+        assert!(all.iter().any(|k| k.starts_with("mcp-host:task:")), "{all:?}");
+        assert!(all.iter().any(|k| k.starts_with("mcp-host:tasks-of:")), "{all:?}");
+        for secret in [&mine, &other, &done, &hung] {
+            assert!(!all.iter().any(|k| k.contains(secret.as_str())), "{all:?}");
+        }
+
+        // A dies with a task running; once its heartbeat has lapsed (deleted here, as its
+        // expiry would), B reports the task failed, saying why.
+        let lost = start_task(&a, &mine, "hang", json!({}));
+        get_until(&b, &mine, &lost, "working");
+        a.child.kill().unwrap();
+        a.child.wait().unwrap();
+        let beats = keys(&redis, "mcp-host:replica:*");
+        assert_eq!(beats.len(), 2, "{beats:?}");
+        for beat in &beats {
+            // B's own is written again within 5 s; it never doubts itself meanwhile.
+            redis.client("").del(beat).unwrap();
+        }
+        get_until(&b, &mine, &lost, "failed");
+        let result = rpc(&b, &mine, "tasks/result", json!({"taskId": lost}));
+        let message = result["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("replica that ran this task stopped"), "{result}");
+    })
+    .await
+    .unwrap();
+}

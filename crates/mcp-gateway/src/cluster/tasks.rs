@@ -1,0 +1,765 @@
+//! The gateway's own tasks across replicas (issue 24 §3), with `cluster` and `store`: a task
+//! runs at the replica that took its call (its work is an upstream call there, tied to that
+//! process), and every change of it is written to Redis, sealed with the session keys, so
+//! that `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (and `tasks/update` in
+//! 2026-07-28) are answered at any replica, for the task's owner only. A cancel or an update
+//! is relayed to the replica that runs the task, on its channel.
+//!
+//! Keys (every name a digest, so that `KEYS` shows neither a session id nor a task id, which
+//! in 2026-07-28 is what lets a client see its task):
+//!
+//! - `<prefix>:task:<digest of the task id>`: the task as it stands (status, result or error,
+//!   pending input requests), its owner (the session's name: a digest of its sealed id; none
+//!   in 2026-07-28) and the replica that runs it, sealed under the key's own name; it expires
+//!   with the task's TTL. A record over [`MAX_RECORD`] bytes is kept without its result.
+//! - `<prefix>:tasks-of:<session name>`: a set of the digests of a session's tasks, for
+//!   `tasks/list` (handshake era), expiring a TTL after its last task was written.
+//! - `<prefix>:replica:<replica>`: the replica's heartbeat, written every 5 s to live 15 s. A
+//!   task whose replica's heartbeat lapsed is reported failed by the others: its work went with
+//!   that process, and without this a client would poll a `working` task until its TTL.
+//! - channel `<prefix>:tasks:<replica>`: cancels and updates relayed to that replica (sealed).
+//!
+//! The replica that runs a task answers for it from its own memory, as without a store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use mcp_host::redis::{Redis, RedisError, Reply, Subscription};
+use mcp_http::SessionSeal;
+use mcp_protocol::schema::{
+    ClientRequest, DetailedTask, EmptyResult, ExperimentalListTasksResult, ExperimentalTask,
+    RELATED_TASK_META_KEY, TaskError, TaskStatus,
+};
+use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code};
+use mcp_session::{RequestContext, TaskMirror, TaskRecord, Tasks};
+use serde_json::{Value, json};
+
+/// How often a replica writes its heartbeat.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a heartbeat lasts: two missed, and the replica's tasks are taken for lost.
+const HEARTBEAT_TTL: Duration = Duration::from_secs(15);
+
+/// The largest record kept whole, in bytes of JSON: a bigger result stays at its replica.
+pub(crate) const MAX_RECORD: usize = 1 << 20;
+
+/// How long a subscription waits for a message before it looks again whether to go on.
+const LISTEN_TICK: Duration = Duration::from_secs(1);
+
+/// The tasks' share of the store: where their records are written and read, and where
+/// cancels and updates are relayed.
+pub(crate) struct TaskShare {
+    redis: Redis,
+    prefix: String,
+    seal: Arc<SessionSeal>,
+    /// This replica's name (the seal's: the one its requests to clients carry).
+    replica: String,
+    /// Records to write, in order, by the writer thread.
+    writes: mpsc::Sender<TaskRecord>,
+}
+
+impl std::fmt::Debug for TaskShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskShare")
+            .field("redis", &self.redis)
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A task as another replica wrote it.
+#[derive(Debug, Clone)]
+struct Stored {
+    replica: String,
+    owner: Option<String>,
+    task: DetailedTask,
+    /// The size of a result that was not kept (over [`MAX_RECORD`]).
+    too_large: Option<u64>,
+}
+
+/// Writes each change of a task to the store, through the writer thread.
+struct Mirror(mpsc::Sender<TaskRecord>);
+
+impl TaskMirror for Mirror {
+    fn changed(&self, record: TaskRecord) {
+        // The thread ends only with the process.
+        let _ = self.0.send(record);
+    }
+}
+
+/// A digest of `text`, 128 bits in hex: what keys name instead of ids.
+fn digest(text: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn store_error(phase: &str, e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        format!("{phase}: the gateway's shared task store cannot be used now: {e}"),
+    )
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<RawJson, ErrorObject> {
+    RawJson::encode(value).map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+}
+
+fn unknown(id: &str) -> ErrorObject {
+    ErrorObject::new(
+        code::INVALID_PARAMS,
+        format!("unknown task id {id:?} (never issued here, or expired)"),
+    )
+}
+
+/// Runs a blocking Redis call on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    phase: &'static str,
+    work: impl FnOnce() -> Result<T, RedisError> + Send + 'static,
+) -> Result<T, ErrorObject> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| store_error(phase, e))?
+        .map_err(|e| store_error(phase, e))
+}
+
+impl TaskShare {
+    /// Starts sharing `tasks`: every change of them is written to `redis` under `prefix`
+    /// (by a thread of its own, in order, with this replica's heartbeat), and what other
+    /// replicas relay to `seal`'s replica is heard (subscribed before this returns, when
+    /// Redis answers).
+    pub(crate) fn start(
+        redis: Redis,
+        prefix: &str,
+        seal: Arc<SessionSeal>,
+        tasks: &Tasks,
+    ) -> std::io::Result<Arc<Self>> {
+        let (writes, queue) = mpsc::channel();
+        let share = Arc::new(Self {
+            redis,
+            prefix: prefix.to_owned(),
+            replica: seal.replica().to_owned(),
+            seal,
+            writes,
+        });
+        // The heartbeat first, so that a task made at once is not taken for lost.
+        share.beat();
+        let writer = Arc::clone(&share);
+        std::thread::Builder::new()
+            .name("mcp-tasks-store".to_owned())
+            .spawn(move || writer.write_loop(&queue))?;
+        let channel = share.channel(&share.replica);
+        let first = match share.redis.subscribe(&[&channel]) {
+            Ok(subscription) => Some(subscription),
+            Err(e) => {
+                tracing::warn!(target: "mcp_gateway", "tasks: cancels relayed by other replicas cannot be received yet: {e}");
+                None
+            }
+        };
+        let listener = Arc::clone(&share);
+        let relayed_to = tasks.clone();
+        std::thread::Builder::new()
+            .name("mcp-tasks-relay".to_owned())
+            .spawn(move || listener.listen(&channel, &relayed_to, first))?;
+        tasks.mirror_to(Arc::new(Mirror(share.writes.clone())));
+        Ok(share)
+    }
+
+    fn task_key(&self, id: &str) -> String {
+        format!("{}:task:{}", self.prefix, digest(id))
+    }
+
+    fn index_key(&self, owner: &str) -> String {
+        format!("{}:tasks-of:{owner}", self.prefix)
+    }
+
+    fn heartbeat_key(&self, replica: &str) -> String {
+        format!("{}:replica:{replica}", self.prefix)
+    }
+
+    fn channel(&self, replica: &str) -> String {
+        format!("{}:tasks:{replica}", self.prefix)
+    }
+
+    /// Says this replica is alive, for [`HEARTBEAT_TTL`].
+    fn beat(&self) -> bool {
+        let key = self.heartbeat_key(&self.replica);
+        match self.redis.set(&key, b"1", Some(HEARTBEAT_TTL)) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(target: "mcp_gateway", "tasks: this replica's heartbeat cannot be written: {e}");
+                false
+            }
+        }
+    }
+
+    /// The writer thread: each record in order, and the heartbeat every [`HEARTBEAT_EVERY`].
+    fn write_loop(&self, queue: &mpsc::Receiver<TaskRecord>) {
+        let mut last_beat = Instant::now();
+        loop {
+            if last_beat.elapsed() >= HEARTBEAT_EVERY {
+                self.beat();
+                last_beat = Instant::now();
+            }
+            match queue.recv_timeout(HEARTBEAT_EVERY) {
+                Ok(record) => {
+                    if let Err(e) = self.write(&record) {
+                        tracing::warn!(target: "mcp_gateway", "tasks: a task's state cannot be written for other replicas: {e}");
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// The sealed bytes of `stored` under `key`, without its result when too large.
+    fn sealed(&self, key: &str, stored: &Stored) -> Result<Vec<u8>, String> {
+        let mut value = json!({
+            "replica": stored.replica,
+            "owner": stored.owner,
+            "task": stored.task,
+        });
+        if let Some(size) = stored.too_large {
+            value["resultTooLarge"] = json!(size);
+        }
+        let mut plain = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+        if plain.len() > MAX_RECORD {
+            let size = plain.len();
+            if let Some(task) = value.get_mut("task").and_then(Value::as_object_mut) {
+                task.remove("result");
+            }
+            value["resultTooLarge"] = json!(size);
+            plain = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+        }
+        self.seal
+            .seal_record(key, &plain)
+            .ok_or_else(|| "no randomness to seal it with".to_owned())
+    }
+
+    fn write(&self, record: &TaskRecord) -> Result<(), String> {
+        if record.keep.is_zero() {
+            return Ok(());
+        }
+        let key = self.task_key(&record.task.task_id);
+        let stored = Stored {
+            replica: self.replica.clone(),
+            owner: record.owner.as_deref().map(str::to_owned),
+            task: record.task.clone(),
+            too_large: None,
+        };
+        let sealed = self.sealed(&key, &stored)?;
+        self.redis
+            .set(&key, &sealed, Some(record.keep))
+            .map_err(|e| e.to_string())?;
+        if let Some(owner) = &stored.owner {
+            let index = self.index_key(owner);
+            let member = digest(&record.task.task_id);
+            let ttl = record
+                .task
+                .ttl_ms
+                .unwrap_or_else(|| u64::try_from(record.keep.as_millis()).unwrap_or(u64::MAX))
+                .max(1)
+                .to_string();
+            self.redis
+                .command(&[b"SADD", index.as_bytes(), member.as_bytes()])
+                .map_err(|e| e.to_string())?;
+            self.redis
+                .command(&[b"PEXPIRE", index.as_bytes(), ttl.as_bytes()])
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The listener thread: cancels and updates other replicas relay here, for as long as
+    /// the process lives; a broken subscription is made again.
+    fn listen(&self, channel: &str, tasks: &Tasks, first: Option<Subscription>) {
+        let mut subscription = first;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let Some(live) = subscription.as_mut() else {
+                match self.redis.subscribe(&[channel]) {
+                    Ok(made) => {
+                        tracing::info!(target: "mcp_gateway", "tasks: listening again for cancels relayed by other replicas");
+                        subscription = Some(made);
+                        pause = Duration::from_millis(100);
+                    }
+                    Err(_) => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_secs(5));
+                    }
+                }
+                continue;
+            };
+            match live.recv(LISTEN_TICK) {
+                Ok(Some(message)) => self.relayed(channel, &message.payload, tasks),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(target: "mcp_gateway", "tasks: cancels relayed by other replicas: {e}; subscribing again");
+                    subscription = None;
+                }
+            }
+        }
+    }
+
+    /// Acts on what another replica relayed: a cancel or an update of a task of this one.
+    fn relayed(&self, channel: &str, payload: &[u8], tasks: &Tasks) {
+        let Some(plain) = self.seal.open_record(channel, payload) else {
+            return;
+        };
+        let Ok(message) = serde_json::from_slice::<Value>(&plain) else {
+            return;
+        };
+        let Some(id) = message.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        match message.get("op").and_then(Value::as_str) {
+            Some("cancel") => {
+                tasks.cancel_relayed(id);
+            }
+            Some("update") => {
+                let responses: BTreeMap<String, Value> = message
+                    .get("responses")
+                    .and_then(|r| serde_json::from_value(r.clone()).ok())
+                    .unwrap_or_default();
+                tasks.update_relayed(id, &responses);
+            }
+            _ => {}
+        }
+    }
+
+    /// Relays `message` to `replica`: how many heard it (0: that replica is gone).
+    async fn relay(&self, replica: &str, message: &Value) -> Result<i64, ErrorObject> {
+        let channel = self.channel(replica);
+        let plain = serde_json::to_vec(message).map_err(|e| store_error("relay", e))?;
+        let sealed = self
+            .seal
+            .seal_record(&channel, &plain)
+            .ok_or_else(|| store_error("relay", "no randomness to seal it with"))?;
+        let redis = self.redis.clone();
+        blocking("PUBLISH", move || redis.publish(&channel, &sealed)).await
+    }
+
+    /// The record of task `id`, if there is one this replica can open.
+    async fn fetch(&self, id: &str) -> Result<Option<Stored>, ErrorObject> {
+        let key = self.task_key(id);
+        let redis = self.redis.clone();
+        let read = key.clone();
+        let Some(bytes) = blocking("GET", move || redis.get(&read)).await? else {
+            return Ok(None);
+        };
+        Ok(self.open(&key, &bytes))
+    }
+
+    fn open(&self, key: &str, bytes: &[u8]) -> Option<Stored> {
+        let plain = self.seal.open_record(key, bytes)?;
+        let value: Value = serde_json::from_slice(&plain).ok()?;
+        Some(Stored {
+            replica: value.get("replica")?.as_str()?.to_owned(),
+            owner: value
+                .get("owner")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            task: serde_json::from_value(value.get("task")?.clone()).ok()?,
+            too_large: value.get("resultTooLarge").and_then(Value::as_u64),
+        })
+    }
+
+    /// Task `id` as its owner may see it: `None` when there is none, or it is another's.
+    /// A task still running at a replica whose heartbeat lapsed is failed first (and so
+    /// recorded).
+    async fn visible(
+        &self,
+        id: &str,
+        context: &RequestContext,
+    ) -> Result<Option<Stored>, ErrorObject> {
+        let Some(mut stored) = self.fetch(id).await? else {
+            return Ok(None);
+        };
+        if !owns(&stored, context) {
+            return Ok(None);
+        }
+        if !stored.task.status.is_terminal() && !self.alive(&stored.replica).await? {
+            self.lapsed(id, &mut stored).await?;
+        }
+        Ok(Some(stored))
+    }
+
+    /// Whether `replica`'s heartbeat is there (this replica is alive, whatever it says).
+    async fn alive(&self, replica: &str) -> Result<bool, ErrorObject> {
+        if replica == self.replica {
+            return Ok(true);
+        }
+        let (redis, key) = (self.redis.clone(), self.heartbeat_key(replica));
+        Ok(blocking("GET", move || redis.get(&key)).await?.is_some())
+    }
+
+    /// Fails `stored`, whose replica stopped, and records it so (for what is left of its
+    /// TTL).
+    async fn lapsed(&self, id: &str, stored: &mut Stored) -> Result<(), ErrorObject> {
+        stored.task.status = TaskStatus::Failed;
+        stored.task.input_requests = None;
+        stored.task.error = Some(TaskError::new(
+            code::INTERNAL_ERROR,
+            format!(
+                "the gateway replica that ran this task stopped (no heartbeat for {} s); its work is lost",
+                HEARTBEAT_TTL.as_secs()
+            ),
+        ));
+        let key = self.task_key(id);
+        let sealed = self
+            .sealed(&key, stored)
+            .map_err(|e| store_error("SET", e))?;
+        let redis = self.redis.clone();
+        blocking("SET", move || {
+            redis
+                .command(&[b"SET", key.as_bytes(), &sealed, b"KEEPTTL", b"XX"])
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// Answers a `tasks/*` request for a task this replica does not hold; `None` when the
+    /// store has none the caller may see (the local answer, unknown id, stands).
+    async fn remote(
+        &self,
+        request: &ClientRequest,
+        id: &str,
+        context: &RequestContext,
+    ) -> Option<Result<RawJson, ErrorObject>> {
+        let stored = match self.visible(id, context).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let stateless = context.era == Some(Era::Stateless);
+        Some(match request {
+            ClientRequest::GetTask(_) => get_answer(&stored, stateless),
+            ClientRequest::CancelTask(_) => self.cancel(id, stored, stateless).await,
+            ClientRequest::UpdateTask(p) => {
+                let message = json!({"op": "update", "id": id, "responses": p.input_responses});
+                match self.relay(&stored.replica, &message).await {
+                    Ok(_) => encode(&EmptyResult::new()),
+                    Err(e) => Err(e),
+                }
+            }
+            ClientRequest::GetTaskPayload(_) => self.payload(id, stored, context).await,
+            _ => return None,
+        })
+    }
+
+    async fn cancel(
+        &self,
+        id: &str,
+        mut stored: Stored,
+        stateless: bool,
+    ) -> Result<RawJson, ErrorObject> {
+        if !stored.task.status.is_terminal() {
+            let heard = self
+                .relay(&stored.replica, &json!({"op": "cancel", "id": id}))
+                .await?;
+            if heard > 0 {
+                if stateless {
+                    return encode(&EmptyResult::new());
+                }
+                let mut info = stored.task.info();
+                info.status = TaskStatus::Cancelled;
+                return encode(&ExperimentalTask::from_task(&info));
+            }
+            // Nobody listens there: the replica is gone, and the task with it.
+            self.lapsed(id, &mut stored).await?;
+        }
+        if stateless {
+            // The extension makes cancelling an ended task an acknowledgement too.
+            return encode(&EmptyResult::new());
+        }
+        Err(ErrorObject::new(
+            code::INVALID_PARAMS,
+            format!("task {id:?} has already ended ({})", stored.task.status),
+        ))
+    }
+
+    /// `tasks/result` (handshake era) for a task of another replica: polls the store at the
+    /// task's suggested interval until it ends.
+    async fn payload(
+        &self,
+        id: &str,
+        mut stored: Stored,
+        context: &RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        loop {
+            match stored.task.status {
+                TaskStatus::Completed => {
+                    let Some(mut result) = stored.task.result.clone() else {
+                        return Err(too_large(&stored));
+                    };
+                    let meta = result
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(JsonObject::new()));
+                    if let Value::Object(meta) = meta {
+                        meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": id}));
+                    }
+                    return encode(&result);
+                }
+                TaskStatus::Failed => {
+                    let error = stored.task.error.clone().unwrap_or_else(|| {
+                        TaskError::new(code::INTERNAL_ERROR, "the task failed".to_owned())
+                    });
+                    let mut object = ErrorObject::new(error.code, error.message);
+                    object.data = error.data;
+                    return Err(object);
+                }
+                TaskStatus::Cancelled => {
+                    return Err(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        format!("task {id:?} was cancelled"),
+                    ));
+                }
+                _ => {}
+            }
+            let every = stored
+                .task
+                .poll_interval_ms
+                .map_or(Duration::from_millis(500), Duration::from_millis)
+                .clamp(Duration::from_millis(100), Duration::from_secs(5));
+            tokio::time::sleep(every).await;
+            stored = self
+                .visible(id, context)
+                .await?
+                .ok_or_else(|| unknown(id))?;
+        }
+    }
+
+    /// The session's tasks held by other replicas, beside `local` (this replica's).
+    async fn list(&self, local: RawJson, context: &RequestContext) -> Result<RawJson, ErrorObject> {
+        let Some(owner) = context.session_name.as_deref().map(str::to_owned) else {
+            return Ok(local);
+        };
+        let mut listed: ExperimentalListTasksResult = local
+            .decode()
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+        let (redis, index, prefix) = (
+            self.redis.clone(),
+            self.index_key(&owner),
+            self.prefix.clone(),
+        );
+        let found = blocking("SMEMBERS", move || {
+            let members = match redis.command(&[b"SMEMBERS", index.as_bytes()])? {
+                Reply::Array(Some(members)) => members,
+                _ => return Ok(Vec::new()),
+            };
+            let keys: Vec<String> = members
+                .into_iter()
+                .filter_map(|m| match m {
+                    Reply::Bulk(Some(m)) => String::from_utf8(m).ok(),
+                    _ => None,
+                })
+                .map(|m| format!("{prefix}:task:{m}"))
+                .collect();
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut args: Vec<&[u8]> = vec![b"MGET"];
+            args.extend(keys.iter().map(|k| k.as_bytes()));
+            let values = match redis.command(&args)? {
+                Reply::Array(Some(values)) => values,
+                _ => Vec::new(),
+            };
+            Ok(keys
+                .into_iter()
+                .zip(values)
+                .filter_map(|(key, value)| match value {
+                    Reply::Bulk(Some(bytes)) => Some((key, bytes)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>())
+        })
+        .await?;
+        for (key, bytes) in found {
+            let Some(stored) = self.open(&key, &bytes) else {
+                continue;
+            };
+            let known = listed
+                .tasks
+                .iter()
+                .any(|t| t.task_id == stored.task.task_id);
+            if stored.owner.as_deref() == Some(owner.as_str()) && !known {
+                listed
+                    .tasks
+                    .push(ExperimentalTask::from_task(&stored.task.info()));
+            }
+        }
+        listed.tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        encode(&listed)
+    }
+}
+
+/// Whether the caller of `context` owns `stored`: the same session (by its name among
+/// replicas) in the handshake era; in 2026-07-28 any caller that knows the id, as at the
+/// replica that runs it, for a task no session owns.
+fn owns(stored: &Stored, context: &RequestContext) -> bool {
+    if context.era == Some(Era::Stateless) {
+        return stored.owner.is_none();
+    }
+    match (&stored.owner, &context.session_name) {
+        (Some(owner), Some(name)) => owner.as_str() == &**name,
+        _ => false,
+    }
+}
+
+fn too_large(stored: &Stored) -> ErrorObject {
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        format!(
+            "the task's result ({} bytes) is larger than the replicas share ({MAX_RECORD} bytes): only the gateway replica that ran it holds it",
+            stored.too_large.unwrap_or_default()
+        ),
+    )
+}
+
+/// `tasks/get`'s answer from a record, in the caller's era's form.
+fn get_answer(stored: &Stored, stateless: bool) -> Result<RawJson, ErrorObject> {
+    if stateless {
+        if stored.task.status == TaskStatus::Completed && stored.task.result.is_none() {
+            return Err(too_large(stored));
+        }
+        let mut task = stored.task.clone();
+        task.result_type = Some("complete".to_owned());
+        return encode(&task);
+    }
+    encode(&ExperimentalTask::from_task(&stored.task.info()))
+}
+
+/// Answers `tasks/*`: from this replica's store first, as without sharing; a task it does not
+/// hold is looked for in `share`, when the replicas share one.
+pub(crate) async fn answer(
+    share: Option<&TaskShare>,
+    tasks: &Tasks,
+    request: &ClientRequest,
+    context: &RequestContext,
+) -> Option<Result<RawJson, ErrorObject>> {
+    let local = tasks.answer(request, context).await?;
+    let Some(share) = share else {
+        return Some(local);
+    };
+    let id = match request {
+        ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => &p.task_id,
+        ClientRequest::GetTaskPayload(p) => &p.task_id,
+        ClientRequest::UpdateTask(p) => &p.task_id,
+        ClientRequest::ListTasks(_) => {
+            return Some(match local {
+                Ok(raw) => share.list(raw, context).await,
+                Err(e) => Err(e),
+            });
+        }
+        _ => return Some(local),
+    };
+    // Only an id this replica does not hold is looked for elsewhere; every other answer
+    // (another session's task, a method the era lacks) stands.
+    match &local {
+        Err(e) if e.code == code::INVALID_PARAMS && tasks.status(id).is_none() => {}
+        _ => return Some(local),
+    }
+    match share.remote(request, id, context).await {
+        Some(answer) => Some(answer),
+        None => Some(local),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A share that is never started: no threads, Redis where nothing listens.
+    fn share(url: &str) -> TaskShare {
+        let seal = SessionSeal::new(&[[3u8; 32]], Duration::from_secs(60)).unwrap();
+        TaskShare {
+            redis: Redis::new(url).unwrap(),
+            prefix: "gw".to_owned(),
+            replica: seal.replica().to_owned(),
+            seal: Arc::new(seal),
+            writes: mpsc::channel().0,
+        }
+    }
+
+    fn stored(result: JsonObject) -> Stored {
+        let info = mcp_protocol::schema::TaskInfo::new(
+            "0123456789abcdef0123456789abcdef".to_owned(),
+            TaskStatus::Completed,
+            "2026-01-01T00:00:00.000Z".to_owned(),
+            "2026-01-01T00:00:01.000Z".to_owned(),
+        );
+        let mut task = DetailedTask::from_task(&info);
+        task.result = Some(result);
+        Stored {
+            replica: "r".to_owned(),
+            owner: Some("owner-digest".to_owned()),
+            task,
+            too_large: None,
+        }
+    }
+
+    #[test]
+    fn keys_name_digests_and_a_record_opens_under_its_own_key_only() {
+        let share = share("redis://127.0.0.1:1");
+        let id = "0123456789abcdef0123456789abcdef";
+        let key = share.task_key(id);
+        assert!(key.starts_with("gw:task:") && !key.contains(id), "{key}");
+        let mut result = JsonObject::new();
+        result.insert(
+            "content".to_owned(),
+            json!([{"type": "text", "text": "secret words"}]),
+        );
+        let sealed = share.sealed(&key, &stored(result)).unwrap();
+        assert!(!String::from_utf8_lossy(&sealed).contains("secret words"));
+        let opened = share.open(&key, &sealed).unwrap();
+        assert_eq!(opened.owner.as_deref(), Some("owner-digest"));
+        assert_eq!(
+            opened.task.result.unwrap()["content"][0]["text"],
+            "secret words"
+        );
+        // Under another task's key it is nothing.
+        assert!(share.open(&share.task_key("another"), &sealed).is_none());
+    }
+
+    #[test]
+    fn a_result_over_the_bound_is_kept_without_it_and_said_so() {
+        let share = share("redis://127.0.0.1:1");
+        let key = share.task_key("t");
+        let mut result = JsonObject::new();
+        result.insert("big".to_owned(), json!("x".repeat(MAX_RECORD)));
+        let sealed = share.sealed(&key, &stored(result)).unwrap();
+        assert!(sealed.len() < 4096, "{} bytes", sealed.len());
+        let opened = share.open(&key, &sealed).unwrap();
+        assert_eq!(opened.task.status, TaskStatus::Completed);
+        assert!(opened.task.result.is_none());
+        let size = opened.too_large.unwrap();
+        assert!(size > u64::try_from(MAX_RECORD).unwrap());
+        let said = get_answer(&opened, true).unwrap_err();
+        assert!(
+            said.message
+                .contains("only the gateway replica that ran it"),
+            "{said:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn redis_down_is_an_error_naming_redis_and_the_phase_never_the_password() {
+        let share = share("redis://:hunter2-pw@127.0.0.1:1/0");
+        let e = share.fetch("t").await.unwrap_err();
+        assert_eq!(e.code, code::INTERNAL_ERROR);
+        assert!(
+            e.message.contains("Redis at 127.0.0.1:1/0"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.starts_with("GET: "), "{}", e.message);
+        assert!(!e.message.contains("hunter2"), "{}", e.message);
+    }
+}
