@@ -18,3 +18,6 @@ mod faults;
 mod caller;
 // The plain-request `Fetcher` (for OAuth) against a tiny server on loopback, HTTP and HTTPS.
 mod fetch;
+// The client's own connections against a server that leaves its SSE streams open after
+// their answers.
+mod conns;
