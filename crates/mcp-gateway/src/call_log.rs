@@ -64,6 +64,14 @@ impl CallLog {
         self.at(level, None, None, rest);
     }
 
+    /// Whether an info line is written anywhere: to the log file, or to a `tracing`
+    /// subscriber that takes the gateway's info events (`mcp-host serve` does, at its
+    /// default level). When neither does (`-q`, or a program embedding the gateway without a
+    /// subscriber), a call's line is not even formatted.
+    pub(crate) fn is_on(&self) -> bool {
+        self.file.is_some() || tracing::enabled!(target: "mcp_gateway", Level::INFO)
+    }
+
     /// One upstream tool call's line (`call LABEL SERVER/TOOL MS ms RESULT`), with the session
     /// of the client that made it (the gateway's own `session-N`, never a transport's session
     /// id, which would let a reader of the log use the session) and the server as fields, so
@@ -152,6 +160,13 @@ impl CallLog {
     /// Writes one line, with the client's session and the upstream server as fields when
     /// given. A failed write is dropped: the log never stops a call.
     fn at(&self, level: Level, session: Option<SessionKey>, server: Option<&str>, text: &str) {
+        let wanted = match level {
+            Level::WARN => tracing::enabled!(target: "mcp_gateway", Level::WARN),
+            _ => tracing::enabled!(target: "mcp_gateway", Level::INFO),
+        };
+        if !wanted && self.file.is_none() {
+            return;
+        }
         let text = mcp_host::catalog::clean_text(text, 4096).replace('\n', " ");
         let sub = session.and_then(|s| lock(&self.subjects).get(&s).cloned());
         let session = session.map(|s| s.to_string());

@@ -296,18 +296,20 @@ impl Shared {
         let took = started.elapsed();
         self.metrics
             .tool_call(server, &tool, took, CallOutcome::of(&outcome));
-        let ms = took.as_millis();
-        let result = match &outcome {
-            Ok(Relayed::Complete(out)) if out.is_tool_error() => "tool error".to_owned(),
-            Ok(Relayed::Complete(_)) => "ok".to_owned(),
-            Ok(_) => "input required".to_owned(),
-            Err(e) => format!("failed: {e}"),
-        };
-        self.log.call(
-            context.session,
-            server,
-            &format!("call {label} {server}/{tool} {ms} ms {result}"),
-        );
+        if self.log.is_on() {
+            let ms = took.as_millis();
+            let result = match &outcome {
+                Ok(Relayed::Complete(out)) if out.is_tool_error() => "tool error".to_owned(),
+                Ok(Relayed::Complete(_)) => "ok".to_owned(),
+                Ok(_) => "input required".to_owned(),
+                Err(e) => format!("failed: {e}"),
+            };
+            self.log.call(
+                context.session,
+                server,
+                &format!("call {label} {server}/{tool} {ms} ms {result}"),
+            );
+        }
         outcome
     }
 
