@@ -21,6 +21,8 @@ struct State {
     files: Mutex<Vec<(String, String)>>,
     /// Every URI asked for with `resources/read`, in order.
     reads: Mutex<Vec<String>>,
+    /// Every URI asked for with `skills/get`, in order.
+    gets: Mutex<Vec<String>>,
     /// Members added to every `skills/list` page (`ttlMs`, `cacheScope`).
     list_members: Mutex<Vec<(String, Value)>>,
 }
@@ -113,6 +115,12 @@ impl FakeSkills {
     pub fn reads(&self) -> Vec<String> {
         lock(&self.state.reads).clone()
     }
+
+    /// Every URI asked for with `skills/get` so far, in order, so that a test can tell whether
+    /// a gateway's refusal reached this upstream.
+    pub fn gets(&self) -> Vec<String> {
+        lock(&self.state.gets).clone()
+    }
 }
 
 /// A listed file: its URI, digest and size, true to `content`.
@@ -187,6 +195,21 @@ async fn answer(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
                 result[member.as_str()] = value.clone();
             }
             ok(result)
+        }
+        "skills/get" => {
+            let uri = body["params"]["uri"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            lock(&state.gets).push(uri.clone());
+            let found = lock(&state.skills)
+                .iter()
+                .find(|entry| entry["uri"] == uri.as_str())
+                .cloned();
+            match found {
+                Some(skill) => ok(json!({"skill": skill})),
+                None => err(-32602, "Skill not found"),
+            }
         }
         "resources/read" => {
             let uri = body["params"]["uri"]

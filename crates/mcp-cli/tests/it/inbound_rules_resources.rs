@@ -345,6 +345,13 @@ async fn a_caller_denied_an_upstream_neither_lists_nor_reads_its_skills() {
         assert!(got.to_string().contains("alpha body."), "{got}");
         let reads_of_alpha = alpha_reads.reads().len();
         assert!(reads_of_alpha >= 1, "alice's read reached alpha's upstream");
+        let get = |t: &str, s: &str, uri: &str| ask(&addr, t, s, "skills/get", json!({"uri": uri}));
+        let got = get(&alice, &a, "skill://alpha/SKILL.md");
+        assert_eq!(
+            got["result"]["skill"]["uri"], "skill://alpha/SKILL.md",
+            "{got}"
+        );
+        assert_eq!(alpha_reads.gets(), ["skill://alpha/SKILL.md"]);
 
         // Bob, allowed only `b`, sees beta's skill and not alpha's...
         assert_eq!(skills(&bob, &b), ["skill://beta/SKILL.md"]);
@@ -362,11 +369,22 @@ async fn a_caller_denied_an_upstream_neither_lists_nor_reads_its_skills() {
                 "skill://nothing/SKILL.md"
             )
         );
+        // So is asking for it by `skills/get`.
+        let existing = get(&bob, &b, "skill://alpha/SKILL.md");
+        assert!(existing["error"]["message"].is_string(), "{existing}");
+        assert_eq!(
+            unname(&existing, "skill://alpha/SKILL.md"),
+            unname(
+                &get(&bob, &b, "skill://nothing/SKILL.md"),
+                "skill://nothing/SKILL.md"
+            )
+        );
         assert_eq!(
             alpha_reads.reads().len(),
             reads_of_alpha,
             "bob's asks reached `a`"
         );
+        assert_eq!(alpha_reads.gets().len(), 1, "bob's skills/get reached `a`");
     })
     .await
     .unwrap();
