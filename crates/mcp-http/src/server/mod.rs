@@ -33,6 +33,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -563,12 +564,34 @@ impl<H: Handler> HttpServer<H> {
                 // event that comes after the wait stays in `rx`.)
                 let mut first = Vec::new();
                 sse::encode_priming(&mut first, &id, Some(self.config.retry_ms));
+                let mut ended = false;
                 if let Ok(Ok(Some(event))) =
                     tokio::time::timeout(self.config.head_wait, rx.recv()).await
                 {
                     first.extend_from_slice(&event);
+                    // What else is in already goes too; a stream that has ended with it (a
+                    // call answered at once) leaves whole, with its length, so that the client
+                    // knows it ended with its last byte and can send its next request on the
+                    // connection at once. As a chunked stream, its end is a chunk of its own,
+                    // which hyper's client reads only once the answer has been taken: a turn
+                    // of its connection task, and a timer of ours meanwhile.
+                    let mut cx = Context::from_waker(Waker::noop());
+                    while let Poll::Ready(next) = rx.poll_recv(&mut cx) {
+                        match next {
+                            Ok(Some(event)) => first.extend_from_slice(&event),
+                            Ok(None) => {
+                                ended = true;
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
                 }
-                sse_response(SseBody::starting_with(Bytes::from(first), rx))
+                if ended {
+                    sse_response_whole(Bytes::from(first))
+                } else {
+                    sse_response(SseBody::starting_with(Bytes::from(first), rx))
+                }
             }
         };
         with_session_id(response, &session_id)
@@ -978,7 +1001,15 @@ fn undecodable(e: &DecodeError) -> Response<ResponseBody> {
 
 /// A `200` SSE response.
 fn sse_response(body: SseBody) -> Response<ResponseBody> {
-    let mut r = Response::new(http_body_util::Either::Right(body));
+    sse_headers(Response::new(http_body_util::Either::Right(body)))
+}
+
+/// A `200` SSE response whose every event is known: sent with its `Content-Length`.
+fn sse_response_whole(events: Bytes) -> Response<ResponseBody> {
+    sse_headers(Response::new(http_body_util::Either::Left(Full::new(events))))
+}
+
+fn sse_headers(mut r: Response<ResponseBody>) -> Response<ResponseBody> {
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     r.headers_mut().insert(

@@ -147,11 +147,27 @@ async fn read_whole(tcp: &mut TcpStream) -> (String, String) {
     (head, String::from_utf8(body).unwrap())
 }
 
-/// Every read of a chunked response until its last chunk.
+/// Every read of a response until its end: as many bytes as its `content-length` says after
+/// its head, or else its last chunk (also when the caller has read the head already).
 async fn reads_to_end(tcp: &mut TcpStream) -> Vec<String> {
     let mut reads = Vec::new();
     let mut all = String::new();
-    while !all.ends_with("0\r\n\r\n") {
+    let ended = |all: &str| {
+        let length = all
+            .split_once("\r\n\r\n")
+            .filter(|_| all.starts_with("HTTP/"))
+            .and_then(|(head, body)| {
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))?;
+                Some((length.parse::<usize>().unwrap(), body.len()))
+            });
+        match length {
+            Some((length, read)) => read >= length,
+            None => all.ends_with("0\r\n\r\n"),
+        }
+    };
+    while !ended(&all) {
         let mut buf = vec![0u8; 64 << 10];
         let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
             .await
@@ -310,6 +326,16 @@ async fn a_call_that_streams_nothing_leaves_in_one_write() {
         response.contains("content-type: text/event-stream"),
         "{response}"
     );
+    // The stream has ended with its answer when the head leaves, so it goes with its length,
+    // not chunked: the client sees its end with its last byte and needs no further read (and
+    // hyper's client no turn of its connection task) to send the next request.
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap_or_else(|| panic!("no content-length: {response}"));
+    assert_eq!(length.parse::<usize>().unwrap(), body.len(), "{response}");
+    assert!(!head.contains("transfer-encoding"), "{response}");
     let priming = response.find("retry: ").unwrap();
     let answer = response.find(r#""id":2,"result""#).unwrap();
     assert!(
