@@ -15,67 +15,23 @@ fn empty_gateway(dir: &Path) -> PathBuf {
     path
 }
 
-/// `mcp-host serve --gateway FILE --http …` with `args` after it; killed when dropped.
-struct Serving {
-    child: Child,
-    /// The port it listens on.
-    port: u16,
-    /// What it said on stderr up to `listening on`.
-    said: String,
+/// `mcp-host serve --gateway FILE --http …` (an empty gateway file) with `args` after it.
+fn serving(user: &User, args: &[&str], env: &[(&str, &str)]) -> Serving {
+    serving_with(user, &empty_gateway(user.project.path()), args, env)
 }
 
+/// As [`serving`], with the gateway file at `file`.
+fn serving_with(user: &User, file: &Path, args: &[&str], env: &[(&str, &str)]) -> Serving {
+    let mut all = vec!["serve", "--gateway", file.to_str().unwrap()];
+    all.extend(args);
+    Serving::spawn(user.command(&all).envs(env.iter().copied()))
+}
+
+// Raw requests, for the rules of the HTTP layer.
 impl Serving {
-    fn start(user: &User, args: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::start_with(user, &empty_gateway(user.project.path()), args, env)
-    }
-
-    /// As [`Serving::start`], with the gateway file at `file`.
-    fn start_with(user: &User, file: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut all = vec!["serve", "--gateway", file.to_str().unwrap()];
-        all.extend(args);
-        let mut command = user.command(&all);
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Lines of stderr come through a channel, so that a gateway that never says its
-        // address fails the test (after a minute) instead of hanging it.
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines() {
-                if tx.send(line.unwrap_or_default()).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut said = String::new();
-        let port = loop {
-            let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) else {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("no address on stderr: {said:?}");
-            };
-            said.push_str(&line);
-            said.push('\n');
-            if let Some((_, rest)) = line.split_once("listening on http://") {
-                let addr = rest.trim().strip_suffix("/mcp").unwrap();
-                break addr.rsplit_once(':').unwrap().1.parse().unwrap();
-            }
-        };
-        // Keep draining stderr so that the gateway never blocks on a full pipe.
-        std::thread::spawn(move || for _ in rx {});
-        Self { child, port, said }
-    }
-
     /// A connection to the gateway on 127.0.0.1.
     fn connect(&self) -> TcpStream {
-        let tcp = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let tcp = TcpStream::connect(("127.0.0.1", self.port())).unwrap();
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         tcp
     }
@@ -106,13 +62,6 @@ impl Serving {
     }
 }
 
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The status code of an HTTP answer.
 fn status(answer: &str) -> u16 {
     answer
@@ -128,7 +77,7 @@ fn status(answer: &str) -> u16 {
 #[test]
 fn off_loopback_it_serves_when_allowed_and_still_only_to_loopback_hosts() {
     let user = User::new();
-    let open = Serving::start(
+    let open = serving(
         &user,
         &["--http", "0.0.0.0:0", "--allow-unauthenticated"],
         &[],
@@ -138,28 +87,28 @@ fn off_loopback_it_serves_when_allowed_and_still_only_to_loopback_hosts() {
         "{}",
         open.said
     );
-    let loopback = format!("127.0.0.1:{}", open.port);
+    let loopback = format!("127.0.0.1:{}", open.port());
     assert_eq!(status(&open.initialize(&loopback, "")), 200);
-    let elsewhere = format!("192.0.2.7:{}", open.port);
+    let elsewhere = format!("192.0.2.7:{}", open.port());
     assert_eq!(status(&open.initialize(&elsewhere, "")), 403);
     drop(open);
 
     let token = ("GATEWAY_TOKEN", "t0ken-8c1d");
-    let guarded = Serving::start(
+    let guarded = serving(
         &user,
         &["--http", "0.0.0.0:0", "--bearer-token-env", token.0],
         &[token],
     );
     let bearer = format!("Authorization: Bearer {}\r\n", token.1);
-    let loopback = format!("localhost:{}", guarded.port);
+    let loopback = format!("localhost:{}", guarded.port());
     assert_eq!(status(&guarded.initialize(&loopback, &bearer)), 200);
     assert_eq!(status(&guarded.initialize(&loopback, "")), 401);
-    let elsewhere = format!("gateway.example:{}", guarded.port);
+    let elsewhere = format!("gateway.example:{}", guarded.port());
     assert_eq!(status(&guarded.initialize(&elsewhere, &bearer)), 403);
     drop(guarded);
 
     // `--allowed-host` names the name remote clients use; it adds to loopback, nothing else.
-    let named = Serving::start(
+    let named = serving(
         &user,
         &[
             "--http",
@@ -171,12 +120,12 @@ fn off_loopback_it_serves_when_allowed_and_still_only_to_loopback_hosts() {
         ],
         &[token],
     );
-    let by_name = format!("gateway.example:{}", named.port);
+    let by_name = format!("gateway.example:{}", named.port());
     assert_eq!(status(&named.initialize(&by_name, &bearer)), 200);
     assert_eq!(status(&named.initialize(&by_name, "")), 401);
-    let loopback = format!("127.0.0.1:{}", named.port);
+    let loopback = format!("127.0.0.1:{}", named.port());
     assert_eq!(status(&named.initialize(&loopback, &bearer)), 200);
-    let other = format!("evil.example:{}", named.port);
+    let other = format!("evil.example:{}", named.port());
     assert_eq!(status(&named.initialize(&other, &bearer)), 403);
 }
 
@@ -187,13 +136,13 @@ fn off_loopback_it_serves_when_allowed_and_still_only_to_loopback_hosts() {
 #[test]
 fn the_limit_flags_reach_the_server() {
     let user = User::new();
-    let one = Serving::start(
+    let one = serving(
         &user,
         &["--http", "127.0.0.1:0", "--max-connections", "1"],
         &[],
     );
     let held = one.connect();
-    let host = format!("127.0.0.1:{}", one.port);
+    let host = format!("127.0.0.1:{}", one.port());
     let refused = one.request("GET", &host, "", "");
     assert_eq!(status(&refused), 503, "{refused}");
     assert!(refused.contains("max_connections"), "{refused}");
@@ -204,7 +153,7 @@ fn the_limit_flags_reach_the_server() {
     drop(held);
     drop(one);
 
-    let sessions = Serving::start(
+    let sessions = serving(
         &user,
         &[
             "--http",
@@ -216,7 +165,7 @@ fn the_limit_flags_reach_the_server() {
         ],
         &[],
     );
-    let host = format!("127.0.0.1:{}", sessions.port);
+    let host = format!("127.0.0.1:{}", sessions.port());
     let first = sessions.initialize(&host, "");
     assert_eq!(status(&first), 200, "{first}");
     let id = first
@@ -355,12 +304,12 @@ fn the_address_is_on_standard_error_when_a_log_file_takes_the_log() {
     let gateway = serde_json::json!({"mode": "meta", "mcpServers": {}, "logFile": log});
     std::fs::write(&file, gateway.to_string()).unwrap();
     // `start_with` fails the test if stderr ends without the address.
-    let serving = Serving::start_with(&user, &file, &["--http", "127.0.0.1:0"], &[]);
+    let serving = serving_with(&user, &file, &["--http", "127.0.0.1:0"], &[]);
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(
         logged.contains(&format!(
             "listening on http://127.0.0.1:{}/mcp",
-            serving.port
+            serving.port()
         )),
         "{logged}"
     );

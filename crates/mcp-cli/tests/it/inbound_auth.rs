@@ -223,71 +223,8 @@ fn post(addr: &str, token: Option<&str>, session: Option<&str>, body: &str) -> R
     http(addr, "POST", "/mcp", &headers, body)
 }
 
-/// The gateway, serving HTTP on a free loopback port; killed when dropped.
-struct Gateway {
-    child: Child,
-    addr: String,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Gateway {
-    fn start(user: &User, file: &Path) -> Self {
-        Self::start_with(user, file, &[])
-    }
-
-    /// With these variables in the gateway's environment.
-    fn start_with(user: &User, file: &Path, env: &[(&str, &str)]) -> Self {
-        let mut child = user
-            .command(&[
-                "serve",
-                "--gateway",
-                file.to_str().unwrap(),
-                "--http",
-                "127.0.0.1:0",
-            ])
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let addr = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no address in {seen:?}"
-            );
-            seen.push_str(&line);
-            if let Some((_, rest)) = line.split_once("listening on http://") {
-                break rest.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
-        let stderr = std::thread::spawn(move || {
-            let _ = stderr.read_to_string(&mut seen);
-            seen
-        });
-        Self {
-            child,
-            addr,
-            stderr: Some(stderr),
-        }
-    }
-
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.stderr.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+// The gateway, serving HTTP on a free loopback port; killed when dropped.
+use super::Serving as Gateway;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_takes_only_its_issuers_tokens_for_itself_and_never_passes_them_on() {

@@ -375,8 +375,8 @@ fn other_commands_log_only_errors_unless_asked() {
 async fn no_token_or_secret_reaches_the_log_at_the_most_verbose_level() {
     let user = User::new();
     let file = gateway_file(user.project.path());
-    let mut child = user
-        .command(&[
+    let served = Serving::spawn(
+        user.command(&[
             "serve",
             "--gateway",
             file.to_str().unwrap(),
@@ -387,30 +387,9 @@ async fn no_token_or_secret_reaches_the_log_at_the_most_verbose_level() {
             "-vv",
         ])
         .env("GATEWAY_TOKEN", TOKEN)
-        .env("RUST_LOG", "trace")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    let addr = loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "no address in {seen:?}"
-        );
-        seen.push_str(&line);
-        if let Some((_, rest)) = line.split_once("listening on http://") {
-            break rest.trim().trim_end_matches("/mcp").to_owned();
-        }
-    };
-    let rest = std::thread::spawn(move || {
-        let _ = stderr.read_to_string(&mut seen);
-        seen
-    });
-    let mut config = mcp_http::HttpConfig::new("gateway", format!("http://{addr}/mcp"));
+        .env("RUST_LOG", "trace"),
+    );
+    let mut config = mcp_http::HttpConfig::new("gateway", served.url());
     config.headers = vec![("Authorization".into(), format!("Bearer {TOKEN}"))];
     // A client of the handshake era: its session is logged.
     let mut session = mcp_protocol::ClientConfig::new(mcp_protocol::schema::Implementation::new(
@@ -437,9 +416,7 @@ async fn no_token_or_secret_reaches_the_log_at_the_most_verbose_level() {
         .unwrap();
     client.close().await;
     // The session's end is logged: then stop.
-    let _ = child.kill();
-    let _ = child.wait();
-    let log = rest.join().unwrap();
+    let log = served.stop();
     for text in [
         "listening on",
         "client logs-http 0 initialized",

@@ -28,6 +28,7 @@ mod orphans;
 mod secrets;
 mod serve;
 mod serve_live;
+mod served;
 mod shell;
 mod skills;
 mod tasks;
@@ -45,6 +46,7 @@ pub(crate) fn bin() -> &'static str {
 }
 
 pub(crate) use mcp_testkit::TempDir;
+pub(crate) use served::Serving;
 
 /// A user: a HOME of their own and a project directory to run in.
 pub(crate) struct User {

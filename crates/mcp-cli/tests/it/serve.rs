@@ -114,70 +114,28 @@ fn serve_over_stdio_speaks_mcp_on_stdout_and_logs_on_stderr() {
     assert!(stderr.contains("call call-tool demo/echo"), "{stderr}");
 }
 
-/// The gateway over HTTP; killed when dropped.
-struct HttpGateway {
-    child: Child,
-    addr: String,
-    /// Everything on stderr, read to the end by a thread once the gateway has exited.
-    stderr: Option<std::thread::JoinHandle<String>>,
+/// The gateway over HTTP, with a bearer token from the variable `token_var` names.
+fn http_gateway(user: &User, file: &Path, token_var: Option<(&str, &str)>) -> Serving {
+    let mut args = vec![
+        "serve",
+        "--gateway",
+        file.to_str().unwrap(),
+        "--http",
+        "127.0.0.1:0",
+    ];
+    let mut cmd = match token_var {
+        Some((var, value)) => {
+            args.extend(["--bearer-token-env", var]);
+            let mut cmd = user.command(&args);
+            cmd.env(var, value);
+            cmd
+        }
+        None => user.command(&args),
+    };
+    Serving::spawn(&mut cmd)
 }
 
-impl HttpGateway {
-    fn start(user: &User, file: &Path, token_var: Option<(&str, &str)>) -> Self {
-        let mut args = vec![
-            "serve",
-            "--gateway",
-            file.to_str().unwrap(),
-            "--http",
-            "127.0.0.1:0",
-        ];
-        let mut cmd = match token_var {
-            Some((var, value)) => {
-                args.extend(["--bearer-token-env", var]);
-                let mut cmd = user.command(&args);
-                cmd.env(var, value);
-                cmd
-            }
-            None => user.command(&args),
-        };
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let addr = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no address in {seen:?}"
-            );
-            seen.push_str(&line);
-            if let Some((_, rest)) = line.split_once("listening on http://") {
-                break rest.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
-        // Keep draining stderr so that the gateway never blocks on a full pipe.
-        let stderr = std::thread::spawn(move || {
-            let _ = stderr.read_to_string(&mut seen);
-            seen
-        });
-        Self {
-            child,
-            addr,
-            stderr: Some(stderr),
-        }
-    }
-
-    /// Stops the gateway: everything it wrote on stderr.
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.stderr.take().unwrap().join().unwrap()
-    }
-
+impl Serving {
     /// A raw `initialize` POST: the status line's code.
     fn post_status(&self, authorization: Option<&str>) -> u16 {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -204,13 +162,6 @@ impl HttpGateway {
     }
 }
 
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn client_config() -> mcp_protocol::ClientConfig {
     mcp_protocol::ClientConfig::new(mcp_protocol::schema::Implementation::new(
         "serve-test".into(),
@@ -223,7 +174,7 @@ async fn serve_over_http_answers_our_client() {
     let user = User::new();
     let file = demo_gateway(user.project.path());
     let gateway = tokio::task::spawn_blocking(move || {
-        let g = HttpGateway::start(&user, &file, None);
+        let g = http_gateway(&user, &file, None);
         (g, user)
     })
     .await
@@ -250,7 +201,7 @@ async fn serve_over_http_answers_our_client() {
 fn serve_over_http_with_a_bearer_token_refuses_requests_without_it() {
     let user = User::new();
     let file = demo_gateway(user.project.path());
-    let gateway = HttpGateway::start(&user, &file, Some(("GATEWAY_TOKEN", "s3cret-token")));
+    let gateway = http_gateway(&user, &file, Some(("GATEWAY_TOKEN", "s3cret-token")));
     assert_eq!(gateway.post_status(None), 401);
     assert_eq!(gateway.post_status(Some("Bearer wrong")), 401);
     assert_eq!(gateway.post_status(Some("Bearer s3cret-token")), 200);
@@ -345,7 +296,7 @@ fn serve_over_http_without_a_token_is_refused_off_loopback_and_warned_about_on_i
     run.err_has("not a loopback address");
     run.err_has("--allow-unauthenticated");
 
-    let gateway = HttpGateway::start(&user, &file, None);
+    let gateway = http_gateway(&user, &file, None);
     assert_eq!(gateway.post_status(None), 200);
     let stderr = gateway.stop();
     assert!(stderr.contains("listening on"), "{stderr}");
@@ -364,7 +315,7 @@ fn serve_over_http_outlives_running_out_of_file_descriptors() {
     const LIMIT: usize = 64;
     let user = User::new();
     let file = demo_gateway(user.project.path());
-    let mut gateway = HttpGateway::start(&user, &file, None);
+    let mut gateway = http_gateway(&user, &file, None);
     let pid = gateway.child.id();
     let limited = Command::new("prlimit")
         .args([format!("--pid={pid}"), format!("--nofile={LIMIT}:{LIMIT}")])

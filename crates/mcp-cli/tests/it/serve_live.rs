@@ -141,59 +141,10 @@ fn serve_over_stdio_answers_at_once_while_an_upstream_never_answers() {
     );
 }
 
-/// `mcp-host serve --gateway FILE --http 127.0.0.1:0`, killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn start(user: &User, file: &Path) -> Self {
-        let mut child = user
-            .command(&[
-                "serve",
-                "--gateway",
-                file.to_str().unwrap(),
-                "--http",
-                "127.0.0.1:0",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let url = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no address in {seen:?}"
-            );
-            seen.push_str(&line);
-            if let Some((_, rest)) = line.split_once("listening on ") {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        // Keep draining stderr so that the gateway never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = stderr.read_to_string(&mut sink);
-        });
-        Self { child, url }
-    }
-
-    async fn connect(&self) -> Client {
-        let config = mcp_http::HttpConfig::new("gateway", self.url.clone());
-        mcp_http::connect(config, client_config()).await.unwrap()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A client of the gateway.
+async fn connect(served: &Serving) -> Client {
+    let config = mcp_http::HttpConfig::new("gateway", served.url());
+    mcp_http::connect(config, client_config()).await.unwrap()
 }
 
 async fn call(client: &Client, name: &str, arguments: Value) -> Value {
@@ -211,12 +162,12 @@ async fn serve_over_http_listens_and_answers_at_once_while_an_upstream_never_ans
     let user = User::new();
     let file = with_silent(user.project.path());
     let (served, _user) = tokio::task::spawn_blocking(move || {
-        let served = Served::start(&user, &file);
+        let served = Serving::start(&user, &file);
         (served, user)
     })
     .await
     .unwrap();
-    let client = served.connect().await;
+    let client = connect(&served).await;
     let listed = call(&client, "list-servers", json!({})).await;
     assert_eq!(listed_state(&listed, "silent"), "connecting", "{listed}");
     let called = call(
@@ -296,12 +247,12 @@ async fn serve_reloads_its_file_on_sighup_and_when_it_changes_keeping_the_sessio
     let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
     let file = path.clone();
     let (served, _user) = tokio::task::spawn_blocking(move || {
-        let served = Served::start(&user, &file);
+        let served = Serving::start(&user, &file);
         (served, user)
     })
     .await
     .unwrap();
-    let client = served.connect().await;
+    let client = connect(&served).await;
     let session = client.session_id();
     assert!(session.is_some());
     let mut incoming = client.take_incoming().unwrap();
@@ -399,12 +350,12 @@ async fn a_storm_of_reloads_ends_with_the_last_files_upstreams_once_each() {
     write(json!({"a": storm_entry(&tag, "a", 0), "b": storm_entry(&tag, "b", 0)}));
     let file = path.clone();
     let (served, _user) = tokio::task::spawn_blocking(move || {
-        let served = Served::start(&user, &file);
+        let served = Serving::start(&user, &file);
         (served, user)
     })
     .await
     .unwrap();
-    let client = served.connect().await;
+    let client = connect(&served).await;
     let mut incoming = client.take_incoming().unwrap();
     let both = |n: &[String]| {
         n.contains(&"mcp__a__echo".to_owned()) && n.contains(&"mcp__b__echo".to_owned())
