@@ -1006,7 +1006,9 @@ fn sse_response(body: SseBody) -> Response<ResponseBody> {
 
 /// A `200` SSE response whose every event is known: sent with its `Content-Length`.
 fn sse_response_whole(events: Bytes) -> Response<ResponseBody> {
-    sse_headers(Response::new(http_body_util::Either::Left(Full::new(events))))
+    sse_headers(Response::new(http_body_util::Either::Left(Full::new(
+        events,
+    ))))
 }
 
 fn sse_headers(mut r: Response<ResponseBody>) -> Response<ResponseBody> {
