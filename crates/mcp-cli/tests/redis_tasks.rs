@@ -3,7 +3,9 @@
 //! client starts at replica A is found, listed, awaited and cancelled at replica B, by its
 //! session only; Redis holds neither the session id nor the task id; and once A is killed and
 //! its heartbeat has lapsed, B reports A's unfinished task failed instead of `working` for
-//! ever. A child of `redis.rs` (its redis-server), using `redis_sessions.rs`'s replicas.
+//! ever. In 2026-07-28 (meta mode's `call-tool` run as a task) the same holds for a task
+//! known by its id, and with Redis gone the other replica says so, naming Redis. A child of
+//! `redis.rs` (its redis-server), starting replicas with `redis_sessions.rs`'s `spawn`.
 
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::TcpStream;
@@ -246,6 +248,140 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
         let result = rpc(&b, &mine, "tasks/result", json!({"taskId": lost}));
         let message = result["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("replica that ran this task stopped"), "{result}");
+    })
+    .await
+    .unwrap();
+}
+
+/// A 2026-07-28 request (no session) at `at`, declaring the tasks extension: the status and
+/// the JSON-RPC answer.
+fn stateless(at: &Replica, method: &str, name: &str, mut params: Value) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params}).to_string();
+    let mut stream = TcpStream::connect(&at.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: {method}\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        at.addr,
+        body.len()
+    )
+    .unwrap();
+    let mut all = String::new();
+    stream.read_to_string(&mut all).unwrap();
+    let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
+    (head[9..12].parse().unwrap(), answer(body))
+}
+
+/// `tasks/get` (2026-07-28) at `at` until the task reads `status`, for 30 s at most.
+fn stateless_until(at: &Replica, id: &str, status: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, got) = stateless(at, "tasks/get", id, json!({"taskId": id}));
+        if got["result"]["status"] == status {
+            return got;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "task never {status}: {got}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down_is_said() {
+    tokio::task::spawn_blocking(|| {
+        let mut redis = RedisServer::start();
+        let dir = TempDir::new("redis-tasks-2026");
+        let file = dir.path().join("gateway.json");
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "meta",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "permission": {"default": "allow"}}},
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (a, b) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        // Meta mode's call-tool runs as a task of the gateway's for a client that declared
+        // the extension; the upstream joins in the background, so until it does the task
+        // fails: start again until one completes.
+        let call = |tool: &str, arguments: Value| {
+            let (status, started) = stateless(
+                &a,
+                "tools/call",
+                "call-tool",
+                json!({"name": "call-tool", "arguments":
+                    {"server": "fake", "tool": tool, "arguments": arguments}}),
+            );
+            assert_eq!(status, 200, "{started}");
+            assert_eq!(started["result"]["resultType"], "task", "{started}");
+            started["result"]["taskId"].as_str().unwrap().to_owned()
+        };
+        let started = Instant::now();
+        let done = loop {
+            let id = call("echo", json!({"message": "made at A"}));
+            let ended = loop {
+                let (_, got) = stateless(&a, "tasks/get", &id, json!({"taskId": id}));
+                if got["result"]["status"] != "working" {
+                    break got;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            if ended["result"]["status"] == "completed"
+                && ended["result"]["result"]["isError"] != true
+            {
+                break id;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{ended}");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        // At B: the result inlined, as at A.
+        let got = stateless_until(&b, &done, "completed");
+        let text = got["result"]["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("made at A"), "{got}");
+
+        // A task cancelled at B is cancelled at A.
+        let hung = call("hang", json!({}));
+        stateless_until(&b, &hung, "working");
+        let (status, ack) = stateless(&b, "tasks/cancel", &hung, json!({"taskId": hung}));
+        assert_eq!(status, 200, "{ack}");
+        assert!(ack["result"].is_object() && ack.get("error").is_none(), "{ack}");
+        stateless_until(&a, &hung, "cancelled");
+
+        // An id nobody issued is unknown at B, as at A.
+        let made_up = "00000000000000000000000000000000";
+        let (_, unknown) = stateless(&b, "tasks/get", made_up, json!({"taskId": made_up}));
+        assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+        // Redis gone: B cannot say, and says why, naming Redis and never the password.
+        let _ = redis.child.kill();
+        let _ = redis.child.wait();
+        let (_, down) = stateless(&b, "tasks/get", &done, json!({"taskId": done}));
+        assert_eq!(down["error"]["code"], -32603, "{down}");
+        let message = down["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("Redis at 127.0.0.1:{}", redis.port)), "{message}");
+        assert!(!message.contains(super::ROOT_PASSWORD), "{message}");
+        // A still answers for its own task.
+        let (_, own) = stateless(&a, "tasks/get", &done, json!({"taskId": done}));
+        assert_eq!(own["result"]["status"], "completed", "{own}");
     })
     .await
     .unwrap();
