@@ -10,7 +10,9 @@
 //! prefix), `--python PYTHON` (the venv with the Python SDK), `--quick` (one short
 //! repetition: a smoke run), `--reps N`, `--note TEXT` (said at the top of the page); the
 //! gateway rows' `--mcp-host`, `--supergateway`, `--mcp-proxy-ts`, `--mcp-proxy-py`
-//! (`gateways.rs`), and `--only gateways|ready` (those rows alone, for iterating on them).
+//! (`gateways.rs`), and `--only` (some rows alone, for iterating on them): `gateways`,
+//! `ready`, or a comma-separated list of cells `WORKLOAD[:TRANSPORT[:CLIENT-SERVER]]` by
+//! their keys (`big:stdio:ours-ours`, `call:http:ts-ours`, `list:http`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -120,7 +122,7 @@ struct Setup {
     warmup_ms: u64,
     measure_ms: u64,
     reps: usize,
-    /// The gateways of the gateway rows, and `--only` (`gateways` or `ready`: those rows alone).
+    /// The gateways of the gateway rows, and `--only` (see the module doc).
     peers: crate::gateways::Peers,
     quick: bool,
     only: Option<String>,
@@ -197,6 +199,22 @@ pub(crate) type Results = BTreeMap<CellKey, Vec<Result<Value, String>>>;
 pub(crate) type CellKey = (&'static str, &'static str, Imp, Imp, usize);
 
 impl Cell {
+    /// Whether `--only`'s `pick` (`WORKLOAD[:TRANSPORT[:CLIENT-SERVER]]`, by the keys the
+    /// command lines use: `raw`, `ours`, `rmcp`, `ts`, `py`) names this cell. The diagnostic
+    /// pair is `ours1-ours1`.
+    fn is_picked(&self, pick: &str) -> bool {
+        let key = |imp: Imp| match imp {
+            OursLocal => "ours1",
+            other => other.key(),
+        };
+        let mut parts = pick.split(':');
+        let pair = format!("{}-{}", key(self.client), key(self.server));
+        [self.workload, self.transport, pair.as_str()]
+            .into_iter()
+            .zip(&mut parts)
+            .all(|(mine, asked)| mine == asked)
+    }
+
     pub(crate) fn key(&self) -> CellKey {
         (
             self.workload,
@@ -404,35 +422,48 @@ async fn all(setup: &Setup) -> anyhow::Result<Results> {
         };
         crate::ready::all(&ready, &mut results).await;
     }
-    if only.is_some() {
+    if matches!(only, Some("gateways" | "ready")) {
         return Ok(results);
     }
+    let chosen = |cells: Vec<Cell>| -> Vec<Cell> {
+        cells
+            .into_iter()
+            .filter(|c| only.is_none_or(|o| o.split(',').any(|pick| c.is_picked(pick))))
+            .collect()
+    };
     let servers = [Raw, Ours, Rmcp, Ts, Py, OursLocal];
 
-    let stdio: Vec<Cell> = [
-        cells("call", "stdio", &call_pairs()),
-        cells("big", "stdio", MCP_PAIRS),
-        cells("connect", "stdio", CONNECT_PAIRS),
-        memory_cells("stdio"),
-    ]
-    .concat();
+    let stdio: Vec<Cell> = chosen(
+        [
+            cells("call", "stdio", &call_pairs()),
+            cells("big", "stdio", MCP_PAIRS),
+            cells("connect", "stdio", CONNECT_PAIRS),
+            memory_cells("stdio"),
+        ]
+        .concat(),
+    );
     group(setup, &stdio, None, 0, &mut results).await;
-    let list = cells("list", "stdio", MCP_PAIRS);
+    let list = chosen(cells("list", "stdio", MCP_PAIRS));
     group(setup, &list, None, LIST_TOOLS, &mut results).await;
 
-    let http: Vec<Cell> = [
-        cells("call", "http", &call_pairs()),
-        cells("big", "http", MCP_PAIRS),
-        cells("connect", "http", MCP_PAIRS),
-        memory_cells("http"),
-    ]
-    .concat();
-    let running = HttpServers::start(setup, &servers, 0).await?;
-    group(setup, &http, Some(&running), 0, &mut results).await;
-    drop(running);
-    let running = HttpServers::start(setup, &servers[1..5], LIST_TOOLS).await?;
-    let list = cells("list", "http", MCP_PAIRS);
-    group(setup, &list, Some(&running), LIST_TOOLS, &mut results).await;
+    let http: Vec<Cell> = chosen(
+        [
+            cells("call", "http", &call_pairs()),
+            cells("big", "http", MCP_PAIRS),
+            cells("connect", "http", MCP_PAIRS),
+            memory_cells("http"),
+        ]
+        .concat(),
+    );
+    if !http.is_empty() {
+        let running = HttpServers::start(setup, &servers, 0).await?;
+        group(setup, &http, Some(&running), 0, &mut results).await;
+    }
+    let list = chosen(cells("list", "http", MCP_PAIRS));
+    if !list.is_empty() {
+        let running = HttpServers::start(setup, &servers[1..5], LIST_TOOLS).await?;
+        group(setup, &list, Some(&running), LIST_TOOLS, &mut results).await;
+    }
     Ok(results)
 }
 

@@ -120,9 +120,53 @@ fn cell(s: &Stat, base: Option<f64>, show: fn(f64) -> String) -> String {
         (None, None) => "no data".into(),
     };
     if s.value.is_some() && s.failed > 0 {
-        let _ = write!(text, " ({} run(s) failed)", s.failed);
+        let _ = write!(
+            text,
+            " ({} run(s) failed: [why](#runs-that-failed))",
+            s.failed
+        );
     }
     text
+}
+
+/// Every failed run of the SDK tables whose cell also has runs that succeeded (a cell with no
+/// success says its reason itself), with its reason: a median of the runs that succeeded
+/// must not hide why one did not.
+fn failures(w: &mut String, cx: &Context<'_>) {
+    let mut lines = Vec::new();
+    for ((workload, transport, client, server, count), runs) in cx.results {
+        if !["call", "big", "list", "connect", "idle"].contains(workload)
+            || !runs.iter().any(Result::is_ok)
+        {
+            continue;
+        }
+        let transport = TRANSPORTS
+            .iter()
+            .find(|(t, _)| t == transport)
+            .map_or(*transport, |(_, name)| name);
+        for (rep, run) in runs.iter().enumerate() {
+            if let Err(e) = run {
+                lines.push(format!(
+                    "- `{workload}` over {transport}, {} (×{count}), repetition {}: {}",
+                    pair(*client, *server),
+                    rep + 1,
+                    e.replace('\n', " ")
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(w, "## Runs that failed\n");
+    let _ = writeln!(
+        w,
+        "Runs that failed in cells whose value is the median of the other repetitions, each with the reason its client gave (its exit status and the line of its standard error that names the error).\n"
+    );
+    for line in lines {
+        let _ = writeln!(w, "{line}");
+    }
+    let _ = writeln!(w);
 }
 
 fn short(e: &str) -> String {
@@ -213,6 +257,7 @@ pub(crate) fn page(cx: &Context<'_>) -> String {
     memory(w, cx);
     crate::gateways_page::gateways(w, cx.results);
     crate::gateways_page::ready(w, cx.results);
+    failures(w, cx);
     method(w, cx);
     o
 }

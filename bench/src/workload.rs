@@ -169,6 +169,8 @@ pub(crate) async fn run<I: Imp>(spec: &Spec) -> anyhow::Result<Value> {
             Ok(json!({
                 "runs": runs,
                 "p50_us": pct(&lat, 50),
+                "p90_us": pct(&lat, 90),
+                "max_us": pct(&lat, 100),
                 "connected_kib": connected,
                 "peak_kib": peak,
             }))

@@ -108,8 +108,10 @@ xflags::xflags! {
             optional --note note: String
             /// Write the page here instead of docs/benchmarks.md.
             optional --out out: String
-            /// Only these rows: `gateways` (the gateway hop and its crowds) or `ready` (time
-            /// to ready of 20 servers), to iterate on them; the rest of the page says not run.
+            /// Only these rows: `gateways` (the gateway hop and its crowds), `ready` (time
+            /// to ready of 20 servers), or cells `WORKLOAD[:TRANSPORT[:CLIENT-SERVER]]`,
+            /// comma-separated (`big:stdio:ours-ours`, `call:http:ts-ours`), to iterate on
+            /// them; the rest of the page says not run.
             optional --only only: String
             /// No measurement: only check our gateway (`mcp-host serve`, stdio and HTTP)
             /// between an rmcp client and an rmcp upstream (bench/src/gateway_check.rs).
