@@ -2,36 +2,10 @@
 //! as the browser: it opens the address the command prints and follows the redirect.
 
 use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 
-use mcp_host::oauth::Url;
 use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions};
 
 use super::*;
-
-/// A browser's GET: the status and the `Location` header.
-fn get(url: &str) -> (u16, Option<String>) {
-    let url = Url::parse(url).unwrap();
-    let mut stream = TcpStream::connect((url.host_str().unwrap(), url.port().unwrap())).unwrap();
-    let target = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
-    };
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        url.host_str().unwrap()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let location = answer
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("location:"))
-        .map(|l| l["location:".len()..].trim().to_owned());
-    (status, location.map(|l| url.join(&l).unwrap().to_string()))
-}
 
 /// Reads the child's stderr until the authorization address, and returns it with what
 /// stderr said up to it and the rest of stderr's reader.
@@ -107,11 +81,11 @@ async fn login_in_a_browser_then_use_then_logout() {
                 .unwrap();
             let (url, mut stderr, mut rest) = authorization_url(&mut child);
             // The authorization server redirects the browser to the command's loopback.
-            let (status, location) = get(&url);
+            let (status, location, _) = browse(&url);
             assert_eq!(status, 302, "{url}");
             let callback = location.unwrap();
             assert!(callback.starts_with("http://127.0.0.1:"), "{callback}");
-            let (status, _) = get(&callback);
+            let (status, _, _) = browse(&callback);
             assert_eq!(status, 200);
             rest.read_to_string(&mut stderr).unwrap();
             let output = child.wait_with_output().unwrap();
@@ -229,7 +203,7 @@ async fn login_without_a_browser_reads_the_pasted_address() {
                 .spawn()
                 .unwrap();
             let (url, _, _rest) = authorization_url(&mut child);
-            let (_, location) = get(&url);
+            let (_, location, _) = browse(&url);
             let landed = location.unwrap();
             assert!(landed.starts_with("http://127.0.0.1/callback?"), "{landed}");
             writeln!(child.stdin.take().unwrap(), "{landed}").unwrap();
@@ -377,9 +351,9 @@ async fn a_corrupt_token_store_fails_login_and_status_says_so() {
             let (url, mut stderr, mut rest) = authorization_url(&mut child);
             // The person logs in: the authorization server grants, and the command gets the
             // code.
-            let (status, location) = get(&url);
+            let (status, location, _) = browse(&url);
             assert_eq!(status, 302, "{url}");
-            let (status, _) = get(&location.unwrap());
+            let (status, _, _) = browse(&location.unwrap());
             assert_eq!(status, 200);
             rest.read_to_string(&mut stderr).unwrap();
             let output = child.wait_with_output().unwrap();

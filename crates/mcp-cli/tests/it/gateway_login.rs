@@ -4,37 +4,11 @@
 //! tokens; after the logout it no longer does.
 
 use std::io::{BufRead as _, Read as _, Write as _};
-use std::net::TcpStream;
 
-use mcp_host::oauth::Url;
 use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions};
 use serde_json::{Value, json};
 
 use super::*;
-
-/// A browser's GET: the status and the absolute `Location`, if any.
-fn browse(url: &str) -> (u16, Option<String>) {
-    let url = Url::parse(url).unwrap();
-    let mut stream = TcpStream::connect((url.host_str().unwrap(), url.port().unwrap())).unwrap();
-    let target = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
-    };
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        url.host_str().unwrap()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let location = answer
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("location:"))
-        .map(|l| url.join(l["location:".len()..].trim()).unwrap().to_string());
-    (status, location)
-}
 
 /// A passthrough gateway file with one upstream, `remote`, at `url`.
 fn gateway_file(u: &User, url: &str) -> PathBuf {
@@ -75,9 +49,9 @@ fn login(u: &User, file: &Path) -> Run {
             break format!("http{rest}");
         }
     };
-    let (status, callback) = browse(&url);
+    let (status, callback, _) = browse(&url);
     assert_eq!(status, 302, "{url}");
-    let (status, _) = browse(&callback.unwrap());
+    let (status, _, _) = browse(&callback.unwrap());
     assert_eq!(status, 200);
     stderr.read_to_string(&mut said).unwrap();
     let output = child.wait_with_output().unwrap();

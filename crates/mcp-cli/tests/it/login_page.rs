@@ -4,42 +4,13 @@
 //! follows the authorization server's redirect, but comes back with an error instead of the
 //! code, as an authorization server does when the person says no.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
+use std::io::Read as _;
 use std::sync::Arc;
 
 use mcp_host::oauth::Url;
 use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions};
 
 use super::*;
-
-/// A browser's GET: the status, the `Location` header (resolved) and the body.
-fn browse(url: &str) -> (u16, Option<String>, String) {
-    let url = Url::parse(url).unwrap();
-    let mut stream = TcpStream::connect((url.host_str().unwrap(), url.port().unwrap())).unwrap();
-    let target = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
-    };
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        url.host_str().unwrap()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let location = answer
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("location:"))
-        .map(|l| url.join(l["location:".len()..].trim()).unwrap().to_string());
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, location, body)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_login_says_so_in_the_browser_and_gives_its_reason_first() {

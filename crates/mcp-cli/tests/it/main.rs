@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod browser;
 mod budget;
 mod call_exit;
 mod commands;
@@ -45,6 +46,7 @@ pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mcp-host")
 }
 
+pub(crate) use browser::browse;
 pub(crate) use mcp_testkit::TempDir;
 pub(crate) use served::Serving;
 
