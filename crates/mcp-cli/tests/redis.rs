@@ -36,6 +36,10 @@ mod sessions;
 #[path = "redis_answers.rs"]
 mod answers;
 
+// The logging level a client set, applied at every replica (SHARE24), beside this file.
+#[path = "redis_levels.rs"]
+mod levels;
+
 // Rate limits shared by two gateway processes (RULES24), beside this file.
 #[path = "redis_rules.rs"]
 mod rules;

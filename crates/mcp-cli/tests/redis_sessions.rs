@@ -7,6 +7,7 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_host::redis::Reply;
@@ -56,18 +57,33 @@ pub(super) fn spawn(
     (child, addr, stderr, seen)
 }
 
-/// One replica over HTTP on a free loopback port; killed when dropped.
+/// One replica over HTTP on a free loopback port, its log kept; killed when dropped.
 pub(super) struct Replica {
     child: Child,
     pub(super) addr: String,
+    log: Arc<Mutex<String>>,
 }
 
 impl Replica {
     pub(super) fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
-        let (child, addr, mut stderr, _) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
-        // Its log is not read further; draining it keeps the pipe from filling.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Self { child, addr }
+        let (child, addr, stderr, seen) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
+        // Read as it comes, which also keeps the pipe from filling.
+        let log = Arc::new(Mutex::new(seen));
+        let kept = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                let mut log = kept.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Self { child, addr, log }
+    }
+
+    /// What it logged so far.
+    pub(super) fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     /// One request on a connection of its own: the status and the session id it gave.
@@ -127,7 +143,7 @@ impl Replica {
         self.send("POST", Some(session), &call).0
     }
 
-    fn initialize(&self) -> String {
+    pub(super) fn initialize(&self) -> String {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "redis-sessions", "version": "0"}}})

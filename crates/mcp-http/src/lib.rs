@@ -82,6 +82,6 @@ pub use mcp_session::{Client, Incoming};
 #[cfg(feature = "server")]
 pub use server::{
     Authenticator, HttpServerConfig, Inbox, KEY_LEN, LocalShare, Observer, Readiness, ResponseBody,
-    SealError, SessionSeal, SessionShare, ShareError, ShareFuture, SseBody, StreamCut, Verdict,
-    bind, serve_http,
+    SealError, SessionSeal, SessionShare, SessionState, ShareError, ShareFuture, SseBody,
+    StreamCut, Verdict, bind, serve_http,
 };

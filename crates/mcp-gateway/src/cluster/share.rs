@@ -2,6 +2,9 @@
 //! (DELETE) at one replica is refused by all. One key per ended session, under a digest of its
 //! id, expiring when the id would have aged out anyway.
 //!
+//! The logging level each session's client set (`logging/setLevel`), one key per session under
+//! the same digest, read with the session's end in one `MGET` before every request.
+//!
 //! And the answers to a replica's requests to clients that reached another replica: each
 //! replica SUBSCRIBEs to `<prefix>:answers:<replica>` as it starts, and a replica holding an
 //! answer for it PUBLISHes it there (sealed by `mcp-http` with the session keys: Redis sees
@@ -9,8 +12,9 @@
 
 use std::time::Duration;
 
+use mcp_host::redis::Reply;
 use mcp_host::redis::{Redis, Subscription};
-use mcp_http::{Inbox, SessionShare, ShareError, ShareFuture};
+use mcp_http::{Inbox, SessionShare, SessionState, ShareError, ShareFuture};
 
 /// [`SessionShare`] over Redis. The client blocks, so each call runs on tokio's blocking pool.
 pub(crate) struct RedisShare {
@@ -30,6 +34,10 @@ impl RedisShare {
 
     fn key(&self, session: &str) -> String {
         format!("{}:session-ended:{session}", self.prefix)
+    }
+
+    fn level_key(&self, session: &str) -> String {
+        format!("{}:session-level:{session}", self.prefix)
     }
 
     fn answers(&self, replica: &str) -> String {
@@ -82,6 +90,32 @@ fn share_error(e: impl std::fmt::Display) -> ShareError {
     ShareError(e.to_string())
 }
 
+/// [`share_error`], said in the log too, with what could not be done (`phase`): the client
+/// gets a 503 that names no store, so the operator learns here which one failed and how.
+fn logged(phase: &str, e: impl std::fmt::Display) -> ShareError {
+    tracing::warn!(target: "mcp_gateway", "sealed sessions: {phase}: {e}");
+    share_error(e)
+}
+
+/// The session's end and level from an `MGET` of both keys, which Redis at `address` answered.
+fn state_of(reply: Reply, address: &str) -> Result<SessionState, ShareError> {
+    let mut items = match reply {
+        Reply::Array(Some(items)) if items.len() == 2 => items,
+        other => {
+            return Err(logged(
+                "cannot read whether a session ended and its logging level",
+                format!("Redis at {address}: MGET: unexpected reply {other:?}"),
+            ));
+        }
+    };
+    let level = match items.pop() {
+        Some(Reply::Bulk(Some(level))) => String::from_utf8(level).ok(),
+        _ => None,
+    };
+    let ended = matches!(items.pop(), Some(Reply::Bulk(Some(_))));
+    Ok(SessionState { ended, level })
+}
+
 impl SessionShare for RedisShare {
     fn end<'a>(&'a self, session: &'a str, ttl: Duration) -> ShareFuture<'a, ()> {
         let (redis, key) = (self.redis.clone(), self.key(session));
@@ -112,6 +146,48 @@ impl SessionShare for RedisShare {
                 .map_err(share_error)?
                 .map_err(share_error)?;
             Ok(usize::try_from(taken).unwrap_or(0))
+        })
+    }
+
+    fn state<'a>(&'a self, session: &'a str) -> ShareFuture<'a, SessionState> {
+        let (redis, ended, level) = (
+            self.redis.clone(),
+            self.key(session),
+            self.level_key(session),
+        );
+        let address = self.redis.address();
+        Box::pin(async move {
+            let reply = tokio::task::spawn_blocking(move || {
+                redis.command(&[b"MGET", ended.as_bytes(), level.as_bytes()])
+            })
+            .await
+            .map_err(share_error)?
+            .map_err(|e| {
+                logged(
+                    "cannot read whether a session ended and its logging level",
+                    e,
+                )
+            })?;
+            state_of(reply, &address)
+        })
+    }
+
+    fn set_level<'a>(
+        &'a self,
+        session: &'a str,
+        level: &'a str,
+        ttl: Duration,
+    ) -> ShareFuture<'a, ()> {
+        let (redis, key, level) = (
+            self.redis.clone(),
+            self.level_key(session),
+            level.as_bytes().to_vec(),
+        );
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || redis.set(&key, &level, Some(ttl)))
+                .await
+                .map_err(share_error)?
+                .map_err(|e| logged("cannot record the logging level a client set", e))
         })
     }
 

@@ -57,7 +57,8 @@ pub use body::SseBody;
 pub use observe::{Observer, Readiness};
 pub use queue::StreamCut;
 pub use seal::{
-    Inbox, KEY_LEN, LocalShare, SealError, SessionSeal, SessionShare, ShareError, ShareFuture,
+    Inbox, KEY_LEN, LocalShare, SealError, SessionSeal, SessionShare, SessionState, ShareError,
+    ShareFuture,
 };
 
 /// The body of every answer: a whole JSON body, or an SSE stream.
@@ -259,6 +260,10 @@ struct Session<H: Handler> {
     /// The unread bytes of the session's streams
     /// ([`HttpServerConfig::max_session_buffer_bytes`]).
     buffer: Arc<Budget>,
+    /// With sealed ids, the logging level this replica's core was last told for the session
+    /// (`seal::kept`): a level its client set at another replica is told before the next
+    /// request. A lock held while it is told, so that no request of the session overtakes it.
+    level: tokio::sync::Mutex<Option<String>>,
 }
 
 /// The server: its sessions, by id, and what bounds its connections and buffers.
@@ -394,30 +399,32 @@ impl<H: Handler> HttpServer<H> {
             .ok_or(NoSession::Missing)?;
         let subject = caller.map(|c| c.subject.as_str());
         let found = lock(&self.sessions).get(id).cloned();
-        let session = match &self.config.sealed_sessions {
-            None => found.ok_or(NoSession::Unknown)?,
+        let (session, level) = match &self.config.sealed_sessions {
+            None => (found.ok_or(NoSession::Unknown)?, None),
             Some(seal) => {
                 let opened = seal.open(id, seal::unix_now()).ok_or(NoSession::Unknown)?;
                 if opened.subject.as_deref() != subject {
                     return Err(NoSession::Unknown);
                 }
-                match seal.share().is_ended(&seal::share_key(id)).await {
-                    Ok(false) => {}
-                    Ok(true) => {
-                        if let Some(ended) = lock(&self.sessions).remove(id) {
-                            ended.core.close("the client ended the session");
-                            lock(&ended.routes.state).close_all();
-                        }
-                        return Err(NoSession::Unknown);
+                // Whether it ended, and the level its client set, in one round trip.
+                let state = seal
+                    .share()
+                    .state(&seal::share_key(id))
+                    .await
+                    .map_err(|_| NoSession::StoreDown)?;
+                if state.ended {
+                    if let Some(ended) = lock(&self.sessions).remove(id) {
+                        ended.core.close("the client ended the session");
+                        lock(&ended.routes.state).close_all();
                     }
-                    Err(_) => return Err(NoSession::StoreDown),
+                    return Err(NoSession::Unknown);
                 }
                 let session = match found {
                     Some(session) => session,
                     None => self.revive(id, opened)?,
                 };
                 seal::initialized_elsewhere(&session.core);
-                session
+                (session, state.level)
             }
         };
         // Another caller's session is, to this one, no session at all.
@@ -425,6 +432,10 @@ impl<H: Handler> HttpServer<H> {
             return Err(NoSession::Unknown);
         }
         *lock(&session.last_used) = Instant::now();
+        if let Some(level) = level {
+            self.apply_level(&session, &level, caller.map(|c| c.caller.clone()))
+                .await;
+        }
         Ok((id.to_owned(), session))
     }
 
@@ -523,6 +534,10 @@ impl<H: Handler> HttpServer<H> {
                 .is_some_and(|v| v.allows_batches())
         {
             return no_batches();
+        }
+        // A level the client sets is recorded for every replica before the session hears it.
+        if let Err(e) = self.record_level(&session_id, &session, &decoded).await {
+            return e.response();
         }
         // Answers to requests another replica sent go there; the rest stays here.
         let decoded = match self.relay_answers(&session_id, decoded).await {
@@ -739,6 +754,7 @@ impl<H: Handler> HttpServer<H> {
             last_used: Mutex::new(Instant::now()),
             subject,
             buffer: Budget::new(self.config.max_session_buffer_bytes),
+            level: tokio::sync::Mutex::new(None),
         })
     }
 

@@ -11,6 +11,7 @@
 //! also has a maximum age, after which every replica refuses it (404, as for an unknown
 //! session). Keys rotate: the first seals, every listed one opens.
 
+mod kept;
 mod record;
 mod relay;
 mod share;
@@ -27,7 +28,7 @@ use serde_json::Value;
 
 pub use relay::Inbox;
 pub(crate) use relay::{NotRelayed, initialized_elsewhere};
-pub use share::{LocalShare, SessionShare, ShareError, ShareFuture};
+pub use share::{LocalShare, SessionShare, SessionState, ShareError, ShareFuture};
 
 /// What every sealed id starts with, so that one is told from a random id at a glance (and a
 /// later format can have another).

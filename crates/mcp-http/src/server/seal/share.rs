@@ -1,5 +1,6 @@
-//! Where replicas share what a sealed id cannot carry: which sessions ended, and the answers
-//! to a replica's requests that reached another (`relay.rs`). A trait, so that this crate
+//! Where replicas share what a sealed id cannot carry: which sessions ended, the logging level
+//! a client set (`kept.rs`), and the answers to a replica's requests that reached another
+//! (`relay.rs`). A trait, so that this crate
 //! knows no store: the gateway implements it over Redis, tests and a single process use
 //! [`LocalShare`].
 
@@ -36,6 +37,43 @@ pub trait SessionShare: Send + Sync + 'static {
     /// (its server is gone). Called once, as the server starts; it should be listening when
     /// it returns, if the store answers, so that no answer sent meanwhile is missed.
     fn listen(&self, replica: &str, inbox: Inbox);
+
+    /// What a replica must know of `session` before serving a request of it: whether it
+    /// ended, and the logging level its client set (at any replica). Asked instead of
+    /// [`is_ended`](Self::is_ended) before every request to a sealed session, so a share
+    /// should answer both in one round trip. By default the level is not shared (each
+    /// replica keeps what its client told it).
+    fn state<'a>(&'a self, session: &'a str) -> ShareFuture<'a, SessionState> {
+        Box::pin(async move {
+            Ok(SessionState {
+                ended: self.is_ended(session).await?,
+                level: None,
+            })
+        })
+    }
+
+    /// Records that the client of `session` set its logging level to `level`
+    /// (`logging/setLevel`), for `ttl`, so that every replica serving the session applies it.
+    /// An error makes the client's request a 503 that the session never sees: a level is
+    /// never taken at one replica and lost to the others. By default nothing is recorded.
+    fn set_level<'a>(
+        &'a self,
+        session: &'a str,
+        level: &'a str,
+        ttl: Duration,
+    ) -> ShareFuture<'a, ()> {
+        let _ = (session, level, ttl);
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// What [`SessionShare::state`] says of a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionState {
+    /// The client ended it (DELETE) at some replica.
+    pub ended: bool,
+    /// The logging level its client last set, at any replica (`logging/setLevel`'s `level`).
+    pub level: Option<String>,
 }
 
 /// Why the share could not answer (the store is down, say). The request it was for is
@@ -51,6 +89,8 @@ pub struct LocalShare {
     ended: Mutex<HashMap<String, Instant>>,
     /// The servers of this process that listen for answers, by replica.
     inboxes: Mutex<HashMap<String, Inbox>>,
+    /// The level each session's client set, and until when it is kept.
+    levels: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 impl SessionShare for LocalShare {
@@ -81,5 +121,31 @@ impl SessionShare for LocalShare {
         let mut inboxes = lock(&self.inboxes);
         inboxes.retain(|_, inbox| inbox.is_open());
         inboxes.insert(replica.to_owned(), inbox);
+    }
+
+    fn state<'a>(&'a self, session: &'a str) -> ShareFuture<'a, SessionState> {
+        let now = Instant::now();
+        let ended = lock(&self.ended)
+            .get(session)
+            .is_some_and(|until| *until > now);
+        let level = lock(&self.levels)
+            .get(session)
+            .filter(|(_, until)| *until > now)
+            .map(|(level, _)| level.clone());
+        Box::pin(std::future::ready(Ok(SessionState { ended, level })))
+    }
+
+    fn set_level<'a>(
+        &'a self,
+        session: &'a str,
+        level: &'a str,
+        ttl: Duration,
+    ) -> ShareFuture<'a, ()> {
+        let now = Instant::now();
+        let mut levels = lock(&self.levels);
+        // As for ends: records past their time go whenever one is set.
+        levels.retain(|_, (_, until)| *until > now);
+        levels.insert(session.to_owned(), (level.to_owned(), now + ttl));
+        Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -430,3 +430,129 @@ async fn a_session_whose_initialized_went_to_another_replica_can_ask_its_client(
     read.push_str(&rest);
     assert!(read.contains("file:///b"), "{read}");
 }
+
+/// Keeps the level each session's client set (`logging/setLevel`) and answers any call with
+/// it: what a handler behind a replica was told.
+#[derive(Default)]
+struct Leveled(std::sync::Mutex<std::collections::HashMap<mcp_session::SessionKey, String>>);
+
+impl Handler for Leveled {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let answer = match request {
+            ClientRequest::SetLevel(set) => {
+                let level = serde_json::to_value(&set.level).unwrap();
+                let level = level.as_str().unwrap_or("unnamed").to_owned();
+                self.0.lock().unwrap().insert(context.session, level);
+                serde_json::json!({})
+            }
+            ClientRequest::CallTool(_) => {
+                let levels = self.0.lock().unwrap();
+                let level = levels.get(&context.session).map_or("none", String::as_str);
+                serde_json::to_value(CallToolResult::new(vec![ContentBlock::text(format!(
+                    "level {level}"
+                ))]))
+                .unwrap()
+            }
+            _ => return Err(ErrorObject::new(-32601, "no".into())),
+        };
+        RawJson::encode(&answer).map_err(|e| ErrorObject::new(-32603, e.to_string()))
+    }
+}
+
+/// A [`Leveled`] server declaring logging, with `keys` and `share`.
+async fn leveled(share: Arc<dyn SessionShare>) -> SocketAddr {
+    let mut config = ServerConfig::new(Implementation::new("seal".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    config.capabilities.logging = Some(mcp_protocol::JsonObject::new());
+    let mut http = HttpServerConfig::new(config);
+    http.json_response = true;
+    http.sealed_sessions = Some(Arc::new(
+        SessionSeal::new(&[KEY_A], HOUR).unwrap().with_share(share),
+    ));
+    let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    tokio::spawn(serve_http(listener, http, Leveled::default()));
+    addr
+}
+
+fn set_level(level: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{{"level":"{level}"}}}}"#
+    )
+}
+
+/// The level the handler behind `at` answers a call of session `id` with.
+async fn level_at(at: SocketAddr, id: &str) -> String {
+    let (status, _, body) = send(at, "POST", Some(id), CALL).await;
+    assert!(status.contains("200"), "{status} {body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    // The call's own answer, and only it: the level told on the client's behalf was answered
+    // elsewhere.
+    assert_eq!(answer["id"], 2, "{body}");
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_set_at_one_replica_applies_at_every_replica_serving_the_session() {
+    let share: Arc<dyn SessionShare> = Arc::new(LocalShare::default());
+    let a = leveled(Arc::clone(&share)).await;
+    let b = leveled(Arc::clone(&share)).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.expect("a session id");
+    assert_eq!(level_at(a, &id).await, "level none");
+    let (status, _, body) = send(a, "POST", Some(&id), &set_level("error")).await;
+    assert!(
+        status.contains("200") && body.contains(r#""result":{}"#),
+        "{status} {body}"
+    );
+    // B revives the session and its handler hears the level before the call.
+    assert_eq!(level_at(b, &id).await, "level error");
+    assert_eq!(level_at(a, &id).await, "level error");
+    // Set again at B: A, which holds the session and was told `error`, is told `debug`.
+    let (status, _, body) = send(b, "POST", Some(&id), &set_level("debug")).await;
+    assert!(status.contains("200"), "{status} {body}");
+    assert_eq!(level_at(a, &id).await, "level debug");
+    assert_eq!(level_at(b, &id).await, "level debug");
+    // Another session of the same client keeps its own.
+    let (_, other, _) = send(b, "POST", None, INIT).await;
+    assert_eq!(level_at(a, &other.unwrap()).await, "level none");
+}
+
+/// A [`LocalShare`] whose store does not take levels.
+#[derive(Default)]
+struct NoLevels(LocalShare);
+
+impl SessionShare for NoLevels {
+    fn end<'a>(&'a self, session: &'a str, ttl: Duration) -> ShareFuture<'a, ()> {
+        self.0.end(session, ttl)
+    }
+    fn is_ended<'a>(&'a self, session: &'a str) -> ShareFuture<'a, bool> {
+        self.0.is_ended(session)
+    }
+    fn relay<'a>(&'a self, replica: &'a str, answer: Vec<u8>) -> ShareFuture<'a, usize> {
+        self.0.relay(replica, answer)
+    }
+    fn listen(&self, replica: &str, inbox: Inbox) {
+        self.0.listen(replica, inbox);
+    }
+    fn set_level<'a>(&'a self, _: &'a str, _: &'a str, _: Duration) -> ShareFuture<'a, ()> {
+        Box::pin(std::future::ready(Err(ShareError("down".to_owned()))))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_the_store_does_not_take_is_a_503_that_the_session_never_hears() {
+    let a = leveled(Arc::new(NoLevels::default())).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.expect("a session id");
+    let (status, _, body) = send(a, "POST", Some(&id), &set_level("error")).await;
+    assert!(status.contains("503"), "{status} {body}");
+    assert!(body.contains("logging level"), "{body}");
+    assert_eq!(level_at(a, &id).await, "level none");
+}
