@@ -15,7 +15,8 @@
 //! Ids are the gateway's, never the upstream's: a client learns no upstream task id, and
 //! `tasks/*` are answered from the gateway's store, where a handshake client sees only its
 //! own session's tasks (the runtime's owner check) and a 2026-07-28 client only a task whose
-//! 128-bit id it was given. Cancelling a task drops its upstream call, which cancels it
+//! 128-bit id it was given, and with `auth` only its own caller's (the transport names the
+//! request by a digest of the caller's subject, and the runtime binds the task to it). Cancelling a task drops its upstream call, which cancels it
 //! upstream (and the upstream's task with it). With `cluster` and `store`, the other replicas
 //! answer for the task too, from what this one writes to Redis (`cluster/tasks.rs`).
 //!

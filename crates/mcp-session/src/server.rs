@@ -169,9 +169,12 @@ pub struct RequestContext {
     /// Who the transport authenticated for the request (an HTTP server checking OAuth access
     /// tokens), for rules per caller; `None` where nothing authenticates (stdio).
     pub caller: Option<Identity>,
-    /// The name every replica of the server gives this session ([`CoreOptions::name`]: a
-    /// digest of a sealed session id), for state kept outside this process, such as tasks
-    /// another replica answers for; `None` where a session lives in one process only.
+    /// The name every replica of the server gives what the request belongs to
+    /// ([`CoreOptions::name`]): a sealed session (a digest of its id) or, in the stateless era,
+    /// the caller the transport authenticated (a digest of its subject). Tasks are bound to it
+    /// (the spec binds tasks to the authorization context), and state kept outside this
+    /// process, such as tasks another replica answers for, is kept under it. `None` where a
+    /// session lives in one process only and nobody is authenticated.
     pub session_name: Option<Arc<str>>,
 }
 
@@ -330,9 +333,10 @@ impl CoreOptions {
         self
     }
 
-    /// The name every replica gives the session (a digest of its sealed id, never the id),
-    /// which its requests carry ([`RequestContext::session_name`]): what state the replicas
-    /// share about the session is kept under it.
+    /// The name every replica gives the session (a digest of its sealed id, never the id; in
+    /// the stateless era, of the authenticated subject), which its requests carry
+    /// ([`RequestContext::session_name`]): its tasks are bound to it, and what state the
+    /// replicas share about it is kept under it.
     pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
         self.name = Some(name.into());
         self

@@ -598,12 +598,13 @@ impl TaskShare {
     }
 }
 
-/// Whether the caller of `context` owns `stored`: the same session (by its name among
-/// replicas) in the handshake era; in 2026-07-28 any caller that knows the id, as at the
-/// replica that runs it, for a task no session owns.
+/// Whether the caller of `context` owns `stored`, as at the replica that runs it: the same
+/// session (by its name among replicas) in the handshake era; in 2026-07-28 the same
+/// authenticated caller (by a digest of its subject), or anyone who knows the id of a task
+/// nobody authenticated made.
 fn owns(stored: &Stored, context: &RequestContext) -> bool {
     if context.era == Some(Era::Stateless) {
-        return stored.owner.is_none();
+        return stored.owner.as_deref() == context.session_name.as_deref();
     }
     match (&stored.owner, &context.session_name) {
         (Some(owner), Some(name)) => owner.as_str() == &**name,

@@ -107,6 +107,12 @@ impl<H: Handler> HttpServer<H> {
         // The request is its own session: its stream has the session's budget to itself.
         let session = Budget::new(self.config.max_session_buffer_bytes);
         let (tx, mut rx) = queue::channel(self.limits(&session));
+        let mut options = CoreOptions::new().stateless().sessions(&self.registry);
+        // The request belongs to its authenticated caller, the same at every replica: its
+        // tasks are bound to it (the spec binds tasks to the authorization context).
+        if let Some(caller) = &caller {
+            options = options.name(subject_name(&caller.subject));
+        }
         let core = ServerCore::with_options(
             self.config.server.clone(),
             Arc::clone(&self.handler),
@@ -114,7 +120,7 @@ impl<H: Handler> HttpServer<H> {
                 id: id.clone(),
                 tx: Mutex::new(Some(tx)),
             },
-            CoreOptions::new().stateless().sessions(&self.registry),
+            options,
         );
         let guard = CloseOnDrop(Arc::clone(&core));
         core.receive_as(
@@ -242,4 +248,18 @@ impl<H: Handler> Drop for CloseOnDrop<H> {
     fn drop(&mut self) {
         self.0.close("the client closed the response stream");
     }
+}
+
+/// What a stateless request of `subject` belongs to ([`CoreOptions::name`]): a digest, so that
+/// no subject is in what replicas share, and unlike any sealed session's name.
+pub(crate) fn subject_name(subject: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("mcp-host subject\0{subject}").as_bytes(),
+    );
+    let hex: String = digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("subject-{hex}")
 }

@@ -12,7 +12,9 @@
 //!   empty acknowledgement, also for a task already finished. A request that did not declare
 //!   the extension gets -32021 naming it, and `tasks/result` and `tasks/list` get -32601.
 //!   Task ids are 128 random bits from the OS generator: the era has no session, so knowing
-//!   the id is what lets a client see the task.
+//!   the id is what lets a client see the task, unless the transport authenticated its
+//!   caller ([`RequestContext::session_name`]): then it is that caller's alone, as the spec
+//!   binds tasks to the authorization context.
 //! - 2025-11-25 experimental tasks: a request made with a `task` member may be answered with
 //!   `{task}`; `tasks/get`, `tasks/result` (waits for a terminal status), `tasks/list` and
 //!   `tasks/cancel` see only the tasks of the session that made them, and
@@ -179,9 +181,9 @@ struct Shared {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct TaskRecord {
-    /// The name of the handshake session that owns it ([`RequestContext::session_name`]),
-    /// which alone may see it; `None` in the stateless era, where knowing the id is what lets
-    /// a client see the task.
+    /// Who alone may see it ([`RequestContext::session_name`]): the handshake session's name,
+    /// or in the stateless era the authenticated caller's; `None` for a stateless task of
+    /// nobody authenticated, where knowing the id is what lets a client see it.
     pub owner: Option<Arc<str>>,
     /// Everything `tasks/get` shows in either era: its result when completed, its error when
     /// failed, its pending input requests while input is required.
@@ -203,7 +205,8 @@ struct Entry {
     /// The handshake session that made it, which alone may see it; `None` in the stateless
     /// era, where the id is the only key.
     owner: Option<SessionKey>,
-    /// That session's name among replicas ([`RequestContext::session_name`]), if it has one.
+    /// That session's name among replicas ([`RequestContext::session_name`]), if it has one;
+    /// in the stateless era, the authenticated caller's, which alone may then see the task.
     owner_name: Option<Arc<str>>,
     status: TaskStatus,
     status_message: Option<String>,
@@ -285,7 +288,7 @@ pub(crate) struct Caller {
     /// The peer tied to the request itself (handshake era), for what goes on its stream.
     pub(crate) request_peer: Option<Peer>,
     pub(crate) progress_token: Option<ProgressToken>,
-    /// The session's name among replicas, if it has one.
+    /// The session's name among replicas, or the authenticated caller's in the stateless era.
     pub(crate) name: Option<Arc<str>>,
 }
 
@@ -303,7 +306,7 @@ impl Caller {
             peer: (!stateless).then(|| context.peer.unrelated()),
             request_peer: (!stateless).then(|| context.peer.clone()),
             progress_token: context.progress_token.clone(),
-            name: (!stateless).then(|| context.session_name.clone()).flatten(),
+            name: context.session_name.clone(),
         }
     }
 
@@ -371,6 +374,10 @@ impl Tasks {
     /// (`tasks/update` there), as [`answer`](Self::answer)'s update would. A handshake
     /// session's task takes none: that era has no `tasks/update`.
     pub fn update_relayed(&self, id: &str, responses: &BTreeMap<String, Value>) -> bool {
+        let owner = match self.lock().get(id) {
+            Some(entry) if entry.owner.is_none() => entry.owner_name.clone(),
+            _ => return false,
+        };
         let caller = Caller {
             stateless: true,
             session: SessionKey::next(),
@@ -378,7 +385,7 @@ impl Tasks {
             peer: None,
             request_peer: None,
             progress_token: None,
-            name: None,
+            name: owner,
         };
         self.update(id, &caller, responses).is_ok()
     }
@@ -626,7 +633,14 @@ impl Tasks {
         caller: &Caller,
     ) -> Result<&'a mut Entry, ErrorObject> {
         match store.get_mut(id) {
-            Some(entry) if entry.owner.is_none() || entry.owner == caller.owner() => Ok(entry),
+            // A handshake session's task is its own; a stateless one is its authenticated
+            // caller's, or anyone's who knows the id when nobody was.
+            Some(entry)
+                if entry.owner.is_some() && entry.owner == caller.owner()
+                    || entry.owner.is_none() && entry.owner_name == caller.name =>
+            {
+                Ok(entry)
+            }
             _ => Err(ErrorObject::new(
                 code::INVALID_PARAMS,
                 format!("unknown task id {id:?} (never issued here, or expired)"),

@@ -615,3 +615,25 @@ async fn a_relayed_cancel_and_update_act_as_the_owners_would() {
     let owned_id = id_of(&tasks.create_for(&owned, |_| std::future::pending()));
     assert!(!tasks.update_relayed(&owned_id, &BTreeMap::new()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stateless_task_of_an_authenticated_caller_is_that_callers_alone() {
+    let tasks = Tasks::default();
+    let named = |name: &str| Caller {
+        name: Some(Arc::from(name)),
+        ..stateless(true)
+    };
+    let (alice, bob) = (named("alice-digest"), named("bob-digest"));
+    let id = id_of(&tasks.create_for(&alice, |_| std::future::pending()));
+    assert_eq!(get(&tasks, &id, &alice).await.unwrap()["status"], "working");
+    for other in [&bob, &stateless(true)] {
+        let refused = get(&tasks, &id, other).await.unwrap_err();
+        assert_eq!(refused.code, code::INVALID_PARAMS);
+        let cancel = ClientRequest::CancelTask(TaskIdParams::new(id.clone()));
+        assert!(ask(&tasks, cancel, other).await.is_err());
+    }
+    assert_eq!(tasks.status(&id), Some(TaskStatus::Working));
+    // Nobody authenticated: the id is the key, as before.
+    let free = id_of(&tasks.create_for(&stateless(true), |_| std::future::pending()));
+    assert!(get(&tasks, &free, &stateless(true)).await.is_ok());
+}

@@ -167,3 +167,53 @@ async fn sessions_belong_to_their_caller_and_the_handler_knows_who_calls() {
             .starts_with("HTTP/1.1 404")
     );
 }
+
+/// Answers every call with the name the request belongs to among replicas.
+struct NameOf;
+
+impl Handler for NameOf {
+    async fn handle(
+        &self,
+        _: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let name = context.session_name.as_deref().unwrap_or("none").to_owned();
+        RawJson::encode(&CallToolResult::new(vec![ContentBlock::text(&name)]))
+            .map_err(|e| ErrorObject::new(-32603, e.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn a_stateless_request_belongs_to_a_digest_of_its_callers_subject() {
+    let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let mut server = ServerConfig::new(Implementation::new("auth-test".into(), "0".into()));
+    server.capabilities.tools = Some(ListChangedCapability::new());
+    server.supported_versions = mcp_protocol::ProtocolVersion::KNOWN.to_vec();
+    let mut config = HttpServerConfig::new(server);
+    config.authenticator = Some(Arc::new(Names));
+    tokio::spawn(serve_http(listener, config, NameOf));
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let name_of = |who: &'static str| async move {
+        let answer = send(
+            addr,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nauthorization: Bearer {who}\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: t"
+            ),
+            call,
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let text = answer.split(r#""text":""#).nth(1).unwrap_or_default();
+        text.split('"').next().unwrap_or_default().to_owned()
+    };
+    let alice = name_of("alice").await;
+    assert!(
+        alice.starts_with("subject-") && alice.len() == 40,
+        "{alice}"
+    );
+    assert!(!alice.contains("alice"));
+    assert_eq!(name_of("alice").await, alice, "the same at every request");
+    let bob = name_of("bob").await;
+    assert!(bob.starts_with("subject-"), "{bob}");
+    assert_ne!(bob, alice);
+}
