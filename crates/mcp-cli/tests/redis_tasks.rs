@@ -10,6 +10,7 @@
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::Child;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_host::redis::Reply;
@@ -22,18 +23,33 @@ use super::sessions::spawn;
 /// The session key the replicas share (`redis_sessions.rs`'s).
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
-/// A replica: its process (killed when dropped) and address; its log drained.
+/// A replica: its process (killed when dropped), address and log.
 struct Replica {
     child: Child,
     addr: String,
+    log: Arc<Mutex<String>>,
 }
 
 impl Replica {
     fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
-        let (child, addr, stderr, _) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
-        // Drained, so that the pipe never fills.
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        Self { child, addr }
+        let (child, addr, stderr, seen) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
+        // Read as it comes, which also keeps the pipe from filling.
+        let log = Arc::new(Mutex::new(seen));
+        let kept = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                let mut log = kept.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Self { child, addr, log }
+    }
+
+    /// What it logged so far.
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     /// One POST on a connection of its own: the status, the session id it gave, the body.
@@ -379,9 +395,20 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         let message = down["error"]["message"].as_str().unwrap();
         assert!(message.contains(&format!("Redis at 127.0.0.1:{}", redis.port)), "{message}");
         assert!(!message.contains(super::ROOT_PASSWORD), "{message}");
-        // A still answers for its own task.
+        // A still answers for its own task, and runs new ones; that their changes cannot be
+        // written is logged once, naming Redis, not once per change.
         let (_, own) = stateless(&a, "tasks/get", &done, json!({"taskId": done}));
         assert_eq!(own["result"]["status"], "completed", "{own}");
+        let later = call("echo", json!({"message": "while Redis is down"}));
+        stateless_until(&a, &later, "completed");
+        let log = a.log();
+        let said: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("(said once until Redis answers again)"))
+            .collect();
+        assert_eq!(said.len(), 1, "{log}");
+        assert!(said[0].contains(&format!("Redis at 127.0.0.1:{}", redis.port)), "{log}");
+        assert!(!log.contains(super::ROOT_PASSWORD), "{log}");
     })
     .await
     .unwrap();

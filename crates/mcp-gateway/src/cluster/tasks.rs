@@ -147,7 +147,9 @@ impl TaskShare {
             writes,
         });
         // The heartbeat first, so that a task made at once is not taken for lost.
-        share.beat();
+        if let Err(e) = share.beat() {
+            tracing::warn!(target: "mcp_gateway", "tasks: {e}");
+        }
         let writer = Arc::clone(&share);
         std::thread::Builder::new()
             .name("mcp-tasks-store".to_owned())
@@ -186,33 +188,46 @@ impl TaskShare {
     }
 
     /// Says this replica is alive, for [`HEARTBEAT_TTL`].
-    fn beat(&self) -> bool {
+    fn beat(&self) -> Result<(), String> {
         let key = self.heartbeat_key(&self.replica);
-        match self.redis.set(&key, b"1", Some(HEARTBEAT_TTL)) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(target: "mcp_gateway", "tasks: this replica's heartbeat cannot be written: {e}");
-                false
-            }
-        }
+        self.redis
+            .set(&key, b"1", Some(HEARTBEAT_TTL))
+            .map_err(|e| format!("this replica's heartbeat cannot be written: {e}"))
     }
 
     /// The writer thread: each record in order, and the heartbeat every [`HEARTBEAT_EVERY`].
+    /// While Redis fails, one warning says so (not one per task change) and one line says
+    /// when it answers again; a change not written is not retried, since the next one writes
+    /// the whole task.
     fn write_loop(&self, queue: &mpsc::Receiver<TaskRecord>) {
         let mut last_beat = Instant::now();
+        let mut failing = false;
         loop {
+            let mut outcome = None;
             if last_beat.elapsed() >= HEARTBEAT_EVERY {
-                self.beat();
+                outcome = Some(self.beat());
                 last_beat = Instant::now();
             }
             match queue.recv_timeout(HEARTBEAT_EVERY) {
                 Ok(record) => {
-                    if let Err(e) = self.write(&record) {
-                        tracing::warn!(target: "mcp_gateway", "tasks: a task's state cannot be written for other replicas: {e}");
-                    }
+                    let written = self.write(&record).map_err(|e| {
+                        format!("a task's state cannot be written for other replicas: {e}")
+                    });
+                    outcome = Some(outcome.unwrap_or(Ok(())).and(written));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+            match outcome {
+                Some(Err(e)) if !failing => {
+                    tracing::warn!(target: "mcp_gateway", "tasks: {e} (said once until Redis answers again)");
+                    failing = true;
+                }
+                Some(Ok(())) if failing => {
+                    tracing::info!(target: "mcp_gateway", "tasks: Redis answers again; task changes are written for other replicas");
+                    failing = false;
+                }
+                _ => {}
             }
         }
     }
