@@ -98,7 +98,7 @@ fn logged(phase: &str, e: impl std::fmt::Display) -> ShareError {
 }
 
 /// The session's end and level from an `MGET` of both keys, which Redis at `address` answered.
-fn state_of(reply: Reply, address: &str) -> Result<SessionState, ShareError> {
+pub(super) fn state_of(reply: Reply, address: &str) -> Result<SessionState, ShareError> {
     let mut items = match reply {
         Reply::Array(Some(items)) if items.len() == 2 => items,
         other => {

@@ -39,3 +39,37 @@ fn a_short_or_unreadable_or_missing_key_is_refused_naming_the_field_not_the_key(
     let e = block(&["${OLD:-}"]).seal(&env).unwrap_err();
     assert!(e.contains("no key"), "{e}");
 }
+
+#[test]
+fn a_sessions_end_and_level_are_read_from_one_mget_and_another_reply_names_redis() {
+    use mcp_host::redis::Reply;
+    use mcp_http::SessionState;
+    let bulk = |v: Option<&[u8]>| Reply::Bulk(v.map(<[u8]>::to_vec));
+    let read = |ended, level| {
+        share::state_of(Reply::Array(Some(vec![bulk(ended), bulk(level)])), "r:1/0").unwrap()
+    };
+    assert_eq!(
+        read(Some(b"1"), Some(b"error")),
+        SessionState {
+            ended: true,
+            level: Some("error".to_owned())
+        }
+    );
+    assert_eq!(
+        read(None, Some(b"debug")),
+        SessionState {
+            ended: false,
+            level: Some("debug".to_owned())
+        }
+    );
+    assert_eq!(read(None, None), SessionState::default());
+    // Not the two values asked for: an error naming Redis, its address and the command.
+    for odd in [
+        Reply::Integer(1),
+        Reply::Array(Some(vec![bulk(None)])),
+        Reply::Array(None),
+    ] {
+        let e = share::state_of(odd, "10.0.0.5:6379/0").unwrap_err();
+        assert!(e.0.contains("Redis at 10.0.0.5:6379/0: MGET"), "{e}");
+    }
+}

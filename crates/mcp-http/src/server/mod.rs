@@ -263,7 +263,9 @@ struct Session<H: Handler> {
     /// With sealed ids, the logging level this replica's core was last told for the session
     /// (`seal::kept`): a level its client set at another replica is told before the next
     /// request. A lock held while it is told, so that no request of the session overtakes it.
-    level: tokio::sync::Mutex<Option<String>>,
+    /// Boxed, and only with sealed ids: a server holding thousands of idle sessions pays a
+    /// pointer for each, not the lock.
+    level: Option<Box<tokio::sync::Mutex<Option<String>>>>,
 }
 
 /// The server: its sessions, by id, and what bounds its connections and buffers.
@@ -754,7 +756,11 @@ impl<H: Handler> HttpServer<H> {
             last_used: Mutex::new(Instant::now()),
             subject,
             buffer: Budget::new(self.config.max_session_buffer_bytes),
-            level: tokio::sync::Mutex::new(None),
+            level: self
+                .config
+                .sealed_sessions
+                .is_some()
+                .then(|| Box::new(tokio::sync::Mutex::new(None))),
         })
     }
 

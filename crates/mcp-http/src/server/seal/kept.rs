@@ -94,10 +94,10 @@ impl<H: Handler> HttpServer<H> {
         let Some(seal) = &self.config.sealed_sessions else {
             return Ok(());
         };
-        let Some(level) = level_set(decoded) else {
+        let (Some(level), Some(told)) = (level_set(decoded), &session.level) else {
             return Ok(());
         };
-        let mut told = session.level.lock().await;
+        let mut told = told.lock().await;
         seal.share()
             .set_level(&share_key(session_id), &level, seal.max_age())
             .await
@@ -116,7 +116,10 @@ impl<H: Handler> HttpServer<H> {
         level: &str,
         caller: Option<Identity>,
     ) {
-        let mut told = session.level.lock().await;
+        let Some(told) = &session.level else {
+            return;
+        };
+        let mut told = told.lock().await;
         if told.as_deref() == Some(level) {
             return;
         }
