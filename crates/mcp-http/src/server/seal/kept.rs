@@ -45,10 +45,7 @@ pub(crate) fn level_set(decoded: &Decoded) -> Option<String> {
             .decode::<serde_json::Value>()
             .ok()?;
         let level = params.get("level")?.as_str()?;
-        LoggingLevel::from(level)
-            .severity()
-            .is_some()
-            .then(|| level.to_owned())
+        is_level(level).then(|| level.to_owned())
     };
     match decoded {
         Decoded::Single(message) => level_of(message),
@@ -57,6 +54,11 @@ pub(crate) fn level_set(decoded: &Decoded) -> Option<String> {
             .rev()
             .find_map(|item| item.as_ref().ok().and_then(level_of)),
     }
+}
+
+/// Whether `level` is one of the eight levels the protocol names (RFC 5424's).
+fn is_level(level: &str) -> bool {
+    LoggingLevel::from(level).severity().is_some()
 }
 
 /// Why a POST's level could not be recorded: the share did not answer.
@@ -119,6 +121,11 @@ impl<H: Handler> HttpServer<H> {
         let Some(told) = &session.level else {
             return;
         };
+        // What the store holds is told only if it is a level the protocol names: a store
+        // written by someone else must not put anything else in the session's requests.
+        if !is_level(level) {
+            return;
+        }
         let mut told = told.lock().await;
         if told.as_deref() == Some(level) {
             return;

@@ -556,3 +556,22 @@ async fn a_level_the_store_does_not_take_is_a_503_that_the_session_never_hears()
     assert!(body.contains("logging level"), "{body}");
     assert_eq!(level_at(a, &id).await, "level none");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_level_the_protocol_names_is_told_from_the_store() {
+    let share = Arc::new(LocalShare::default());
+    let a = leveled(share.clone()).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.expect("a session id");
+    // What someone else wrote in the store, under the session's key.
+    let key = share_key(&id);
+    share.set_level(&key, "warning", HOUR).await.unwrap();
+    assert_eq!(level_at(a, &id).await, "level warning");
+    share
+        .set_level(&key, r#"debug","_meta":{"x":1}"#, HOUR)
+        .await
+        .unwrap();
+    assert_eq!(level_at(a, &id).await, "level warning");
+    share.set_level(&key, "loud", HOUR).await.unwrap();
+    assert_eq!(level_at(a, &id).await, "level warning");
+}
