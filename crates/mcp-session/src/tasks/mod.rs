@@ -35,6 +35,7 @@
 //! tasks a new one is refused (-32603) rather than an old one dropped before its time.
 
 mod context;
+mod mirror;
 #[cfg(test)]
 mod tests;
 
@@ -58,6 +59,7 @@ use tokio::time::Instant;
 use crate::server::{Peer, RequestContext, SessionKey};
 
 pub use context::TaskContext;
+pub use mirror::{TaskMirror, TaskRecord};
 
 /// How a server keeps its tasks: [`Tasks::new`].
 #[derive(Debug, Clone)]
@@ -174,30 +176,6 @@ struct Shared {
     store: Mutex<HashMap<String, Entry>>,
     /// Where each change of a task is told, for other replicas ([`Tasks::mirror_to`]).
     mirror: OnceLock<Arc<dyn TaskMirror>>,
-}
-
-/// A task as it stands after a change, for a store other replicas of the server read
-/// ([`TaskMirror`]): they answer `tasks/*` for it from there while the work runs here.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct TaskRecord {
-    /// Who alone may see it ([`RequestContext::session_name`]): the handshake session's name,
-    /// or in the stateless era the authenticated caller's; `None` for a stateless task of
-    /// nobody authenticated, where knowing the id is what lets a client see it.
-    pub owner: Option<Arc<str>>,
-    /// Everything `tasks/get` shows in either era: its result when completed, its error when
-    /// failed, its pending input requests while input is required.
-    pub task: DetailedTask,
-    /// How long the store should keep it: what is left of its TTL.
-    pub keep: Duration,
-}
-
-/// Told of every change of every task of a [`Tasks`] (created, input required, working
-/// again, ended), in order, so that the replicas of a server can answer for each other's
-/// tasks. Called with the store locked: it must not block (queue the write).
-pub trait TaskMirror: Send + Sync + 'static {
-    /// `record` is the task as it now stands.
-    fn changed(&self, record: TaskRecord);
 }
 
 /// One task as the store keeps it.
@@ -325,69 +303,6 @@ impl Tasks {
                 mirror: OnceLock::new(),
             }),
         }
-    }
-
-    /// Tells `mirror` of every change of every task from now on (once: false if one is set
-    /// already), so that other replicas answer for them.
-    pub fn mirror_to(&self, mirror: Arc<dyn TaskMirror>) -> bool {
-        self.shared.mirror.set(mirror).is_ok()
-    }
-
-    /// Tells the mirror, if any, how `entry` stands. A handshake session's task whose session
-    /// has no name among replicas stays here: no other replica could tell its owner.
-    fn mirror(&self, id: &str, entry: &Entry) {
-        let Some(mirror) = self.shared.mirror.get() else {
-            return;
-        };
-        if entry.owner.is_some() && entry.owner_name.is_none() {
-            return;
-        }
-        let options = &self.shared.options;
-        mirror.changed(TaskRecord {
-            owner: entry.owner_name.clone(),
-            task: entry.detailed(id, options.ttl, options.poll_interval),
-            keep: entry.expires.saturating_duration_since(Instant::now()),
-        });
-    }
-
-    /// Cancels task `id` for another replica, which checked that its caller may (`tasks/cancel`
-    /// there): as [`answer`](Self::answer)'s cancel, without an owner to compare. Whether the
-    /// task was running and is now cancelled.
-    pub fn cancel_relayed(&self, id: &str) -> bool {
-        let mut store = self.lock();
-        let Some(entry) = store.get_mut(id) else {
-            return false;
-        };
-        if entry.status.is_terminal() {
-            return false;
-        }
-        if let Some(abort) = &entry.abort {
-            abort.abort();
-        }
-        entry.pending.clear();
-        entry.transition(TaskStatus::Cancelled);
-        self.announce(id, entry);
-        true
-    }
-
-    /// Gives a stateless-era task `id` the input responses its client sent another replica
-    /// (`tasks/update` there), as [`answer`](Self::answer)'s update would. A handshake
-    /// session's task takes none: that era has no `tasks/update`.
-    pub fn update_relayed(&self, id: &str, responses: &BTreeMap<String, Value>) -> bool {
-        let owner = match self.lock().get(id) {
-            Some(entry) if entry.owner.is_none() => entry.owner_name.clone(),
-            _ => return false,
-        };
-        let caller = Caller {
-            stateless: true,
-            session: SessionKey::next(),
-            declares_extension: true,
-            peer: None,
-            request_peer: None,
-            progress_token: None,
-            name: owner,
-        };
-        self.update(id, &caller, responses).is_ok()
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
