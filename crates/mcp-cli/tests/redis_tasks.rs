@@ -275,7 +275,7 @@ fn stateless(at: &Replica, method: &str, name: &str, mut params: Value) -> (u16,
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
     });
     let body = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params}).to_string();
     let mut stream = TcpStream::connect(&at.addr).unwrap();
@@ -381,6 +381,26 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         assert_eq!(status, 200, "{ack}");
         assert!(ack["result"].is_object() && ack.get("error").is_none(), "{ack}");
         stateless_until(&a, &hung, "cancelled");
+
+        // A task whose upstream asks its client: the question is read at B, answered at B
+        // (tasks/update, relayed to A), and the task at A ends with that answer.
+        let asking = call("elicit", json!({}));
+        let waiting = stateless_until(&b, &asking, "input_required");
+        let key = waiting["result"]["inputRequests"]
+            .as_object()
+            .and_then(|requests| requests.keys().next())
+            .unwrap_or_else(|| panic!("{waiting}"))
+            .clone();
+        let answer = json!({"action": "accept", "content": {"name": "answered at B"}});
+        let (status, ack) = stateless(
+            &b,
+            "tasks/update",
+            &asking,
+            json!({"taskId": asking, "inputResponses": {key: answer}}),
+        );
+        assert_eq!(status, 200, "{ack}");
+        let ended = stateless_until(&a, &asking, "completed");
+        assert!(ended.to_string().contains("answered at B"), "{ended}");
 
         // An id nobody issued is unknown at B, as at A.
         let made_up = "00000000000000000000000000000000";
