@@ -45,6 +45,13 @@ const HEARTBEAT_TTL: Duration = Duration::from_secs(15);
 /// The largest record kept whole, in bytes of JSON: a bigger result stays at its replica.
 pub(crate) const MAX_RECORD: usize = 1 << 20;
 
+/// How long a handshake client's `tasks/cancel` at another replica waits for the running
+/// replica to write how the task ended.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// How often it looks meanwhile.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
 /// How long a subscription waits for a message before it looks again whether to go on.
 const LISTEN_TICK: Duration = Duration::from_secs(1);
 
@@ -481,9 +488,17 @@ impl TaskShare {
                 if stateless {
                     return encode(&EmptyResult::new());
                 }
-                let mut info = stored.task.info();
-                info.status = TaskStatus::Cancelled;
-                return encode(&ExperimentalTask::from_task(&info));
+                // The answer says how the task ended: cancelled, or as it ended just before
+                // the cancel reached it, once the running replica wrote it.
+                if let Some(ended) = self.ended(id).await
+                    && ended.task.status != TaskStatus::Cancelled
+                {
+                    stored = ended;
+                } else {
+                    let mut info = stored.task.info();
+                    info.status = TaskStatus::Cancelled;
+                    return encode(&ExperimentalTask::from_task(&info));
+                }
             }
             // Nobody listens there: the replica is gone, and the task with it.
             self.lapsed(id, &mut stored).await?;
@@ -496,6 +511,21 @@ impl TaskShare {
             code::INVALID_PARAMS,
             format!("task {id:?} has already ended ({})", stored.task.status),
         ))
+    }
+
+    /// Task `id` once its record reads a terminal status, looked at every [`CANCEL_POLL`]
+    /// for [`CANCEL_WAIT`] at most; `None` when it did not end meanwhile or cannot be read.
+    async fn ended(&self, id: &str) -> Option<Stored> {
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            match self.fetch(id).await {
+                Ok(Some(stored)) if stored.task.status.is_terminal() => return Some(stored),
+                Ok(Some(_)) => {}
+                _ => return None,
+            }
+            tokio::time::sleep(CANCEL_POLL).await;
+        }
+        None
     }
 
     /// `tasks/result` (handshake era) for a task of another replica: polls the store at the
