@@ -227,6 +227,7 @@ pub(crate) fn page(cx: &Context<'_>) -> String {
         |v| v["p50_us"].as_f64(),
         time,
     );
+    big_note(w);
     single(
         w,
         cx,
@@ -427,6 +428,15 @@ fn single(
     let _ = writeln!(w);
 }
 
+/// What limits the 1 MiB row over stdio, measured by hand, so that a reader can tell a slow
+/// run of this page from a slow implementation.
+fn big_note(w: &mut String) {
+    let _ = writeln!(
+        w,
+        "Over stdio a 1 MiB answer crosses a pipe of 64 KiB (Linux's default), so one call is some 16 hand-overs between the two processes: the row follows the machine's scheduling as much as the code, and its runs have long tails (p90 of one run 0.8 to 4.6 ms for every Rust pair on a loaded machine). Run alone (`cargo xtask bench --only big:stdio`, 3 repetitions interleaved, commit 1bc38e9, two cores busy with other builds), ours → ours took 0.71 ms against rmcp → rmcp's 1.70 to 1.84 ms (ours → rmcp 0.98 to 1.01 ms, rmcp → ours 1.46 to 1.50 ms): where this page shows ours → ours slower than that, it is the full run's doing (2.34 ms in the run at 2989c0b; never above 1.3 ms in 16 runs of the row alone), and what in the full run slows it is not known yet. What would move the row further is a bigger pipe (`F_SETPIPE_SZ`), which Linux charges to the user's pipe budget (see `crates/mcp-stdio/src/streams.rs`), so our server keeps the default.\n"
+    );
+}
+
 /// The peak memory of the client in the big-result and list rows, beside what it held once
 /// connected: the difference is what the payloads cost it.
 fn peaks(w: &mut String, cx: &Context<'_>) {
@@ -503,6 +513,10 @@ fn method(w: &mut String, cx: &Context<'_>) {
     let _ = writeln!(
         w,
         "- The Rust clients and servers run on tokio's default multi-threaded runtime, as `#[tokio::main]` gives a consumer; Node and Python are single-threaded by nature. rmcp's HTTP server is its `StreamableHttpService` on hyper's HTTP/1 server with `TCP_NODELAY`, as ours sets it."
+    );
+    let _ = writeln!(
+        w,
+        "- The SDKs' HTTP clients do not use connections alike, and a server's numbers under them show it. rmcp's client (reqwest) closes its connection after every answer and opens a new one for the next call, against rmcp's server as against ours (counted with strace at one call in flight, at 1bc38e9, when our server still sent every answer chunked: our server accepted 519 connections for about 520 calls, rmcp's 639 for about 640), so a row with rmcp's client times each server's connection set-up as much as its calls. The TypeScript SDK's client (undici) opens a new connection for a call while the last call's event stream is still being read, about two per call in flight (up to 502 seen at 256 in flight): with our server's default cap of 512 connections, some of its calls were refused with 503 and the run failed (8 runs of 14, at 1bc38e9), so the benchmark's server runs with a higher `max_connections` (`bench/src/ours.rs`). rmcp's and the SDKs' servers have no such cap."
     );
     let _ = writeln!(
         w,
