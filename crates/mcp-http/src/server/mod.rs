@@ -31,7 +31,7 @@ mod trace_headers;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -286,6 +286,9 @@ struct HttpServer<H: Handler> {
     accept_errors: AtomicU64,
     /// What `/metrics` counts (`observe`).
     metrics: observe::HttpMetrics,
+    /// How many sessions this server made or revived: with sealed ids, each copy's number
+    /// is in its event ids (`Routes::with_event_prefix`).
+    copies: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -305,6 +308,7 @@ impl<H: Handler> HttpServer<H> {
             http1: listen::builder(config.header_read_timeout),
             accept_errors: AtomicU64::new(0),
             metrics: observe::HttpMetrics::default(),
+            copies: AtomicU64::new(0),
             config,
             handler: Arc::new(handler),
             sessions: Mutex::new(HashMap::new()),
@@ -634,7 +638,7 @@ impl<H: Handler> HttpServer<H> {
                 let bytes = collected.to_bytes();
                 self.metrics
                     .bytes_in
-                    .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 Ok(bytes)
             }
             Ok(Err(_)) => Err(too_large()),
@@ -739,7 +743,12 @@ impl<H: Handler> HttpServer<H> {
     /// the digest of its id, the same at every replica (what the handler keeps about it in a
     /// shared store is kept under it).
     fn make_session(&self, subject: Option<String>, name: Option<String>) -> Arc<Session<H>> {
-        let routes = Arc::new(Routes::default());
+        // With sealed ids, each copy of a session this replica makes names its events apart.
+        let event_prefix = self.config.sealed_sessions.as_ref().map(|seal| {
+            let copy = self.copies.fetch_add(1, Ordering::Relaxed);
+            format!("{}.{copy}.", seal.replica())
+        });
+        let routes = Arc::new(Routes::with_event_prefix(event_prefix));
         let mut options = CoreOptions::new().sessions(&self.registry);
         if let Some(name) = name {
             options = options.name(name);

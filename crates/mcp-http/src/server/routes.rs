@@ -24,13 +24,35 @@ pub(super) struct RouteState {
     streams: HashMap<RequestId, Arc<StreamTx>>,
     pub(super) standalone: Option<Arc<StreamTx>>,
     events: u64,
+    /// With sealed ids, what this copy of the session's event ids begin with: the replica's
+    /// name and which copy of the session this is in the replica (`<replica>.<copy>.`), so
+    /// that the ids are unique across the session's streams at every replica serving it, and
+    /// across the copies one replica revives (each counts from 1), as the spec asks: a
+    /// `Last-Event-ID` never names an event of another stream. Without, ids are plain counts
+    /// (the session lives in this one copy).
+    event_prefix: Option<String>,
+}
+
+impl Routes {
+    /// The routes of a session whose event ids begin with `event_prefix` (sealed ids).
+    pub(super) fn with_event_prefix(event_prefix: Option<String>) -> Self {
+        Self {
+            state: Mutex::new(RouteState {
+                event_prefix,
+                ..RouteState::default()
+            }),
+        }
+    }
 }
 
 impl RouteState {
     /// Event ids are unique in the session and say which stream they are on.
     pub(super) fn next_event_id(&mut self) -> String {
         self.events += 1;
-        self.events.to_string()
+        match &self.event_prefix {
+            Some(prefix) => format!("{prefix}{}", self.events),
+            None => self.events.to_string(),
+        }
     }
 
     /// Routes the answers `decoded` is owed to `stream`, and returns what of it the session

@@ -575,3 +575,51 @@ async fn only_a_level_the_protocol_names_is_told_from_the_store() {
     share.set_level(&key, "loud", HOUR).await.unwrap();
     assert_eq!(level_at(a, &id).await, "level warning");
 }
+
+/// Opens the standalone `GET` stream of `session` at `addr` and reads its first event's id
+/// (the priming event's): the connection, kept open, and the id.
+async fn standalone_event_id(addr: SocketAddr, session: &str) -> (TcpStream, String) {
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\
+         mcp-session-id: {session}\r\n\r\n"
+    );
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut read = String::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(at) = read.find("\nid: ")
+            && let Some(end) = read[at + 5..].find('\n')
+        {
+            let id = read[at + 5..at + 5 + end].trim_end().to_owned();
+            return (tcp, id);
+        }
+        let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+            .await
+            .expect("no event came")
+            .unwrap();
+        assert!(n > 0, "the stream ended without an event: {read}");
+        read.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_ids_are_unique_across_the_replicas_and_copies_serving_a_session() {
+    let share = Arc::new(LocalShare::default());
+    let a = server(&[KEY_A], &share).await;
+    let b = server(&[KEY_A], &share).await;
+    let (status, id, _) = send(a, "POST", None, INIT).await;
+    assert!(status.contains("200"), "{status}");
+    let id = id.expect("a session id");
+    // The session's standalone stream at A, then at B (which revives the session): each
+    // stream's first event has an id, and no two are the same.
+    let (stream_a, at_a) = standalone_event_id(a, &id).await;
+    let (stream_b, at_b) = standalone_event_id(b, &id).await;
+    assert!(!at_a.is_empty() && !at_b.is_empty(), "{at_a} {at_b}");
+    assert_ne!(at_a, at_b, "two replicas sent the same event id");
+    // A second session at B is a second copy there: its ids are its own too.
+    let (_, other, _) = send(b, "POST", None, INIT).await;
+    let (_stream_c, at_c) = standalone_event_id(b, &other.expect("a session id")).await;
+    assert_ne!(at_b, at_c);
+    drop((stream_a, stream_b));
+}
