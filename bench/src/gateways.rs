@@ -430,12 +430,41 @@ async fn call(setup: &Setup<'_>, hop: Hop, port: Option<u16>) -> Result<Value, S
         _ => Err(format!(
             "{}: {}",
             output.status,
-            String::from_utf8_lossy(&output.stderr)
-                .lines()
-                .last()
-                .unwrap_or_default()
+            failure(&String::from_utf8_lossy(&output.stderr))
         )),
     }
+}
+
+/// Why a client failed, in one line, from its standard error: anyhow's `Error: …` and its
+/// causes, or else the last line (a panic's). With `RUST_BACKTRACE` set, as it may be in the
+/// environment the driver inherits, anyhow prints the error's backtrace after it, whose last
+/// line is a frame of thread creation (`clone3.S`): that was once the whole reason the page
+/// gave for a failed crowd.
+fn failure(stderr: &str) -> String {
+    let mut lines = stderr.lines().map(str::trim);
+    let Some(error) = lines.find_map(|l| l.strip_prefix("Error: ")) else {
+        return stderr.lines().last().unwrap_or_default().trim().to_owned();
+    };
+    let mut said = error.to_owned();
+    // The causes follow `Caused by:`, one a line (numbered `0: …` when there are several),
+    // until the backtrace; a cause that repeats what was said (its error's text includes
+    // its source's) is said once.
+    let mut causes = false;
+    for line in lines.take_while(|l| !l.starts_with("Stack backtrace")) {
+        if line == "Caused by:" {
+            causes = true;
+            continue;
+        }
+        let cause = match line.split_once(": ") {
+            Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
+            _ => line,
+        };
+        if causes && !cause.is_empty() && !said.contains(cause) {
+            said.push_str(": ");
+            said.push_str(cause);
+        }
+    }
+    said
 }
 
 /// A gateway started for this crowd alone: its resident set (and its process tree's: the
@@ -509,7 +538,7 @@ async fn crowd_at(
             if let Some(mut err) = stderr {
                 let _ = tokio::io::AsyncReadExt::read_to_string(&mut err, &mut text).await;
             }
-            bail!("{e:#}: {}", text.lines().last().unwrap_or_default())
+            bail!("{e:#}: {}", failure(&text))
         }
     };
     v["at"] = json!(at);

@@ -213,6 +213,11 @@ pub(crate) async fn server(http: Option<SocketAddr>, tools: usize) -> anyhow::Re
                 .with_context(|| format!("binding {addr}"))?;
             let mut http = mcp_http::HttpServerConfig::new(config);
             http.max_body_bytes = 16 << 20;
+            // The gateway rows' crowd holds 1,000 clients, each with its GET stream open
+            // beside its POSTs: past the default limits (512 connections) the server answers
+            // 503, as it should. Our gateway is given the same room there (`gateways.rs`).
+            http.max_connections = 4 * crate::gateways::MANY_SESSIONS;
+            http.max_sessions = 4 * crate::gateways::MANY_SESSIONS;
             mcp_http::serve_http(listener, http, handler).await?;
         }
     }
