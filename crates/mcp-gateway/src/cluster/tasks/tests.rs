@@ -1,0 +1,92 @@
+//! The task share's keys, records and errors, without a running Redis.
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+/// A share that is never started: no threads, Redis where nothing listens.
+fn share(url: &str) -> TaskShare {
+    let seal = SessionSeal::new(&[[3u8; 32]], Duration::from_secs(60)).unwrap();
+    TaskShare {
+        redis: Redis::new(url).unwrap(),
+        prefix: "gw".to_owned(),
+        replica: seal.replica().to_owned(),
+        seal: Arc::new(seal),
+        writes: mpsc::channel().0,
+    }
+}
+
+fn stored(result: JsonObject) -> Stored {
+    let info = mcp_protocol::schema::TaskInfo::new(
+        "0123456789abcdef0123456789abcdef".to_owned(),
+        TaskStatus::Completed,
+        "2026-01-01T00:00:00.000Z".to_owned(),
+        "2026-01-01T00:00:01.000Z".to_owned(),
+    );
+    let mut task = DetailedTask::from_task(&info);
+    task.result = Some(result);
+    Stored {
+        replica: "r".to_owned(),
+        owner: Some("owner-digest".to_owned()),
+        task,
+        too_large: None,
+    }
+}
+
+#[test]
+fn keys_name_digests_and_a_record_opens_under_its_own_key_only() {
+    let share = share("redis://127.0.0.1:1");
+    let id = "0123456789abcdef0123456789abcdef";
+    let key = share.task_key(id);
+    assert!(key.starts_with("gw:task:") && !key.contains(id), "{key}");
+    let mut result = JsonObject::new();
+    result.insert(
+        "content".to_owned(),
+        json!([{"type": "text", "text": "secret words"}]),
+    );
+    let sealed = share.sealed(&key, &stored(result)).unwrap();
+    assert!(!String::from_utf8_lossy(&sealed).contains("secret words"));
+    let opened = share.open(&key, &sealed).unwrap();
+    assert_eq!(opened.owner.as_deref(), Some("owner-digest"));
+    assert_eq!(
+        opened.task.result.unwrap()["content"][0]["text"],
+        "secret words"
+    );
+    // Under another task's key it is nothing.
+    assert!(share.open(&share.task_key("another"), &sealed).is_none());
+}
+
+#[test]
+fn a_result_over_the_bound_is_kept_without_it_and_said_so() {
+    let share = share("redis://127.0.0.1:1");
+    let key = share.task_key("t");
+    let mut result = JsonObject::new();
+    result.insert("big".to_owned(), json!("x".repeat(MAX_RECORD)));
+    let sealed = share.sealed(&key, &stored(result)).unwrap();
+    assert!(sealed.len() < 4096, "{} bytes", sealed.len());
+    let opened = share.open(&key, &sealed).unwrap();
+    assert_eq!(opened.task.status, TaskStatus::Completed);
+    assert!(opened.task.result.is_none());
+    let size = opened.too_large.unwrap();
+    assert!(size > u64::try_from(MAX_RECORD).unwrap());
+    let said = get_answer(&opened, true).unwrap_err();
+    assert!(
+        said.message
+            .contains("only the gateway replica that ran it"),
+        "{said:?}"
+    );
+}
+
+#[tokio::test]
+async fn redis_down_is_an_error_naming_redis_and_the_phase_never_the_password() {
+    let share = share("redis://:hunter2-pw@127.0.0.1:1/0");
+    let e = share.fetch("t").await.unwrap_err();
+    assert_eq!(e.code, code::INTERNAL_ERROR);
+    assert!(
+        e.message.contains("Redis at 127.0.0.1:1/0"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.starts_with("GET: "), "{}", e.message);
+    assert!(!e.message.contains("hunter2"), "{}", e.message);
+}
