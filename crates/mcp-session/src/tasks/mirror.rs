@@ -25,6 +25,10 @@ pub struct TaskRecord {
     /// stateless task of nobody authenticated, where knowing the id is what lets a client see
     /// it.
     pub owner: Option<Arc<str>>,
+    /// Whether its owner can list it (`tasks/list`): a handshake session's task. The stateless
+    /// era has no `tasks/list`, so a store keeps no list of a caller's tasks for it, which
+    /// nobody would read and which, for a caller that never stops making tasks, would only grow.
+    pub listed: bool,
     /// Everything `tasks/get` shows in either era: its result when completed, its error when
     /// failed, its pending input requests while input is required.
     pub task: DetailedTask,
@@ -59,6 +63,7 @@ impl Tasks {
         let options = &self.shared.options;
         mirror.changed(TaskRecord {
             owner: entry.owner_name.clone(),
+            listed: entry.owner.is_some(),
             task: entry.detailed(id, options.ttl, options.poll_interval),
             keep: entry.expires.saturating_duration_since(Instant::now()),
         });

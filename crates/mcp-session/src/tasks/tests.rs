@@ -637,3 +637,34 @@ async fn a_stateless_task_of_an_authenticated_caller_is_that_callers_alone() {
     let free = id_of(&tasks.create_for(&stateless(true), |_| std::future::pending()));
     assert!(get(&tasks, &free, &stateless(true)).await.is_ok());
 }
+
+#[tokio::test(start_paused = true)]
+async fn only_a_handshake_sessions_task_is_told_as_listed() {
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    tasks.mirror_to(Arc::new(heard.clone()));
+    let session = Caller {
+        name: Some(Arc::from("digest-of-the-session")),
+        ..handshake()
+    };
+    let subject = Caller {
+        name: Some(Arc::from("digest-of-the-subject")),
+        ..stateless(true)
+    };
+    let listed = id_of(&tasks.create_for(&session, |_| std::future::pending()));
+    let unlisted = id_of(&tasks.create_for(&subject, |_| std::future::pending()));
+    let told = heard.0.lock().unwrap().clone();
+    let listed_of = |id: &str| {
+        let record = told.iter().find(|r| r.task.task_id == id).unwrap();
+        (record.owner.as_deref().map(str::to_owned), record.listed)
+    };
+    assert_eq!(
+        listed_of(&listed),
+        (Some("digest-of-the-session".to_owned()), true)
+    );
+    // The stateless era has no tasks/list: its caller's tasks are kept in no list.
+    assert_eq!(
+        listed_of(&unlisted),
+        (Some("digest-of-the-subject".to_owned()), false)
+    );
+}

@@ -278,7 +278,7 @@ impl TaskShare {
         self.redis
             .set(&key, &sealed, Some(record.keep))
             .map_err(|e| e.to_string())?;
-        if let Some(owner) = &stored.owner {
+        if let Some(owner) = stored.owner.as_ref().filter(|_| record.listed) {
             let index = self.index_key(owner);
             let member = digest(&record.task.task_id);
             let ttl = record
