@@ -21,9 +21,10 @@
 //!
 //! The replica that runs a task answers for it from its own memory, as without a store.
 
+mod pending;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use mcp_host::redis::{Redis, RedisError, Reply, Subscription};
@@ -35,6 +36,8 @@ use mcp_protocol::schema::{
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code};
 use mcp_session::{RequestContext, TaskMirror, TaskRecord, Tasks};
 use serde_json::{Value, json};
+
+use pending::Pending;
 
 /// How often a replica writes its heartbeat.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
@@ -63,8 +66,8 @@ pub(crate) struct TaskShare {
     seal: Arc<SessionSeal>,
     /// This replica's name (the seal's: the one its requests to clients carry).
     replica: String,
-    /// Records to write, in order, by the writer thread.
-    writes: mpsc::Sender<TaskRecord>,
+    /// Records to write, by the writer thread: the latest of each task.
+    writes: Arc<Pending<TaskRecord>>,
 }
 
 impl std::fmt::Debug for TaskShare {
@@ -87,12 +90,11 @@ struct Stored {
 }
 
 /// Writes each change of a task to the store, through the writer thread.
-struct Mirror(mpsc::Sender<TaskRecord>);
+struct Mirror(Arc<Pending<TaskRecord>>);
 
 impl TaskMirror for Mirror {
     fn changed(&self, record: TaskRecord) {
-        // The thread ends only with the process.
-        let _ = self.0.send(record);
+        self.0.push(record.task.task_id.clone(), record);
     }
 }
 
@@ -145,7 +147,7 @@ impl TaskShare {
         seal: Arc<SessionSeal>,
         tasks: &Tasks,
     ) -> std::io::Result<Arc<Self>> {
-        let (writes, queue) = mpsc::channel();
+        let writes = Arc::default();
         let share = Arc::new(Self {
             redis,
             prefix: prefix.to_owned(),
@@ -160,7 +162,7 @@ impl TaskShare {
         let writer = Arc::clone(&share);
         std::thread::Builder::new()
             .name("mcp-tasks-store".to_owned())
-            .spawn(move || writer.write_loop(&queue))?;
+            .spawn(move || writer.write_loop())?;
         let channel = share.channel(&share.replica);
         let first = match share.redis.subscribe(&[&channel]) {
             Ok(subscription) => Some(subscription),
@@ -174,7 +176,7 @@ impl TaskShare {
         std::thread::Builder::new()
             .name("mcp-tasks-relay".to_owned())
             .spawn(move || listener.listen(&channel, &relayed_to, first))?;
-        tasks.mirror_to(Arc::new(Mirror(share.writes.clone())));
+        tasks.mirror_to(Arc::new(Mirror(Arc::clone(&share.writes))));
         Ok(share)
     }
 
@@ -202,11 +204,12 @@ impl TaskShare {
             .map_err(|e| format!("this replica's heartbeat cannot be written: {e}"))
     }
 
-    /// The writer thread: each record in order, and the heartbeat every [`HEARTBEAT_EVERY`].
+    /// The writer thread, for as long as the process lives: each task's latest record, and
+    /// the heartbeat every [`HEARTBEAT_EVERY`].
     /// While Redis fails, one warning says so (not one per task change) and one line says
     /// when it answers again; a change not written is not retried, since the next one writes
     /// the whole task.
-    fn write_loop(&self, queue: &mpsc::Receiver<TaskRecord>) {
+    fn write_loop(&self) {
         let mut last_beat = Instant::now();
         let mut failing = false;
         loop {
@@ -215,15 +218,11 @@ impl TaskShare {
                 outcome = Some(self.beat());
                 last_beat = Instant::now();
             }
-            match queue.recv_timeout(HEARTBEAT_EVERY) {
-                Ok(record) => {
-                    let written = self.write(&record).map_err(|e| {
-                        format!("a task's state cannot be written for other replicas: {e}")
-                    });
-                    outcome = Some(outcome.unwrap_or(Ok(())).and(written));
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            if let Some(record) = self.writes.next(HEARTBEAT_EVERY) {
+                let written = self.write(&record).map_err(|e| {
+                    format!("a task's state cannot be written for other replicas: {e}")
+                });
+                outcome = Some(outcome.unwrap_or(Ok(())).and(written));
             }
             match outcome {
                 Some(Err(e)) if !failing => {

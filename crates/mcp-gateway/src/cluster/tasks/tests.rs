@@ -12,7 +12,7 @@ fn share(url: &str) -> TaskShare {
         prefix: "gw".to_owned(),
         replica: seal.replica().to_owned(),
         seal: Arc::new(seal),
-        writes: mpsc::channel().0,
+        writes: Arc::default(),
     }
 }
 
@@ -89,4 +89,20 @@ async fn redis_down_is_an_error_naming_redis_and_the_phase_never_the_password() 
     );
     assert!(e.message.starts_with("GET: "), "{}", e.message);
     assert!(!e.message.contains("hunter2"), "{}", e.message);
+}
+
+#[test]
+fn while_the_writer_is_behind_only_each_tasks_latest_change_waits() {
+    let pending = Pending::default();
+    for change in 0..1000 {
+        pending.push("t".to_owned(), change);
+    }
+    pending.push("u".to_owned(), 7);
+    pending.push("t".to_owned(), 1000);
+    // The oldest task first, with its latest change; then the next; then nothing waits.
+    assert_eq!(pending.next(Duration::ZERO), Some(1000));
+    assert_eq!(pending.next(Duration::ZERO), Some(7));
+    assert_eq!(pending.next(Duration::ZERO), None);
+    pending.push("t".to_owned(), 1001);
+    assert_eq!(pending.next(Duration::ZERO), Some(1001));
 }
