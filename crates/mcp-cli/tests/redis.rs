@@ -40,6 +40,10 @@ mod answers;
 #[path = "redis_levels.rs"]
 mod levels;
 
+// Resource subscriptions served on the stream at another replica (SUBS24), beside this file.
+#[path = "redis_subscriptions.rs"]
+mod subscriptions;
+
 // Rate limits shared by two gateway processes (RULES24), beside this file.
 #[path = "redis_rules.rs"]
 mod rules;

@@ -5,6 +5,10 @@
 //! The logging level each session's client set (`logging/setLevel`), one key per session under
 //! the same digest, read with the session's end in one `MGET` before every request.
 //!
+//! Each session's resource subscriptions (a hash of sealed URIs under a digest of each URI)
+//! and the replica holding its standalone stream, under the same digest (`mcp-http`'s
+//! `seal/subs.rs` says how they are used).
+//!
 //! And the answers to a replica's requests to clients that reached another replica: each
 //! replica SUBSCRIBEs to `<prefix>:answers:<replica>` as it starts, and a replica holding an
 //! answer for it PUBLISHes it there (sealed by `mcp-http` with the session keys: Redis sees
@@ -38,6 +42,14 @@ impl RedisShare {
 
     fn level_key(&self, session: &str) -> String {
         format!("{}:session-level:{session}", self.prefix)
+    }
+
+    fn subscriptions_key(&self, session: &str) -> String {
+        format!("{}:session-subscriptions:{session}", self.prefix)
+    }
+
+    fn stream_key(&self, session: &str) -> String {
+        format!("{}:session-stream:{session}", self.prefix)
     }
 
     fn answers(&self, replica: &str) -> String {
@@ -95,6 +107,43 @@ fn share_error(e: impl std::fmt::Display) -> ShareError {
 fn logged(phase: &str, e: impl std::fmt::Display) -> ShareError {
     tracing::warn!(target: "mcp_gateway", "sealed sessions: {phase}: {e}");
     share_error(e)
+}
+
+/// Records (a sealed URI given) or removes one subscription of a session in its hash, keeps
+/// the hash as long as the session may live, and returns which replica holds the session's
+/// stream: one script, so that a stream opened meanwhile ([`HOLD_STREAM`]) either sees the
+/// subscription or is named here.
+const SET_SUBSCRIPTION: &str = "\
+if #ARGV == 3 then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) \
+else redis.call('HDEL', KEYS[1], ARGV[1]) end \
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end \
+return redis.call('GET', KEYS[2])";
+
+/// Records the replica holding a session's stream and returns the session's subscriptions.
+const HOLD_STREAM: &str = "\
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2]) \
+return redis.call('HVALS', KEYS[1])";
+
+/// The values of an `HVALS` (or of [`HOLD_STREAM`]) Redis at `address` answered.
+fn values_of(reply: Reply, address: &str, phase: &str) -> Result<Vec<Vec<u8>>, ShareError> {
+    match reply {
+        Reply::Array(Some(items)) => Ok(items
+            .into_iter()
+            .filter_map(|item| match item {
+                Reply::Bulk(Some(value)) => Some(value),
+                _ => None,
+            })
+            .collect()),
+        other => Err(logged(
+            phase,
+            format!("Redis at {address}: unexpected reply {other:?}"),
+        )),
+    }
+}
+
+/// Milliseconds of `ttl`, as Redis takes them (at least 1).
+fn millis(ttl: Duration) -> Vec<u8> {
+    ttl.as_millis().max(1).to_string().into_bytes()
 }
 
 /// The session's end and level from an `MGET` of both keys, which Redis at `address` answered.
@@ -188,6 +237,84 @@ impl SessionShare for RedisShare {
                 .await
                 .map_err(share_error)?
                 .map_err(|e| logged("cannot record the logging level a client set", e))
+        })
+    }
+
+    fn set_subscription<'a>(
+        &'a self,
+        session: &'a str,
+        field: &'a str,
+        sealed: Option<Vec<u8>>,
+        ttl: Duration,
+    ) -> ShareFuture<'a, Option<String>> {
+        let (redis, hash, stream) = (
+            self.redis.clone(),
+            self.subscriptions_key(session),
+            self.stream_key(session),
+        );
+        let field = field.as_bytes().to_vec();
+        let address = self.redis.address();
+        Box::pin(async move {
+            const PHASE: &str = "cannot record a resource subscription";
+            let reply = tokio::task::spawn_blocking(move || {
+                let ttl = millis(ttl);
+                let mut args: Vec<&[u8]> = vec![&field, &ttl];
+                if let Some(sealed) = &sealed {
+                    args.push(sealed);
+                }
+                redis.eval(SET_SUBSCRIPTION, &[&hash, &stream], &args)
+            })
+            .await
+            .map_err(share_error)?
+            .map_err(|e| logged(PHASE, e))?;
+            match reply {
+                Reply::Bulk(Some(holder)) => Ok(String::from_utf8(holder).ok()),
+                Reply::Bulk(None) => Ok(None),
+                other => Err(logged(
+                    PHASE,
+                    format!("Redis at {address}: EVAL: unexpected reply {other:?}"),
+                )),
+            }
+        })
+    }
+
+    fn hold_stream<'a>(
+        &'a self,
+        session: &'a str,
+        replica: &'a str,
+        ttl: Duration,
+    ) -> ShareFuture<'a, Vec<Vec<u8>>> {
+        let (redis, hash, stream) = (
+            self.redis.clone(),
+            self.subscriptions_key(session),
+            self.stream_key(session),
+        );
+        let replica = replica.as_bytes().to_vec();
+        let address = self.redis.address();
+        Box::pin(async move {
+            const PHASE: &str = "cannot record the replica holding a session's stream";
+            let reply = tokio::task::spawn_blocking(move || {
+                let ttl = millis(ttl);
+                redis.eval(HOLD_STREAM, &[&hash, &stream], &[&replica, &ttl])
+            })
+            .await
+            .map_err(share_error)?
+            .map_err(|e| logged(PHASE, e))?;
+            values_of(reply, &address, PHASE)
+        })
+    }
+
+    fn subscriptions<'a>(&'a self, session: &'a str) -> ShareFuture<'a, Vec<Vec<u8>>> {
+        let (redis, hash) = (self.redis.clone(), self.subscriptions_key(session));
+        let address = self.redis.address();
+        Box::pin(async move {
+            const PHASE: &str = "cannot read a session's resource subscriptions";
+            let reply =
+                tokio::task::spawn_blocking(move || redis.command(&[b"HVALS", hash.as_bytes()]))
+                    .await
+                    .map_err(share_error)?
+                    .map_err(|e| logged(PHASE, e))?;
+            values_of(reply, &address, PHASE)
         })
     }
 

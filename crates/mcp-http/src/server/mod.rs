@@ -266,6 +266,11 @@ struct Session<H: Handler> {
     /// Boxed, and only with sealed ids: a server holding thousands of idle sessions pays a
     /// pointer for each, not the lock.
     level: Option<Box<tokio::sync::Mutex<Option<String>>>>,
+    /// With sealed ids, the resource subscriptions this replica's core was told for the
+    /// session (`seal::subs`), so that those made or dropped at another replica are told
+    /// here when this replica holds the session's standalone stream. Boxed and only with
+    /// sealed ids, as `level`.
+    subs: Option<Box<tokio::sync::Mutex<seal::subs::Told>>>,
 }
 
 /// The server: its sessions, by id, and what bounds its connections and buffers.
@@ -289,6 +294,9 @@ struct HttpServer<H: Handler> {
     /// How many sessions this server made or revived: with sealed ids, each copy's number
     /// is in its event ids (`Routes::with_event_prefix`).
     copies: AtomicU64,
+    /// The runtime the server was made on: what other replicas relay arrives on the share's
+    /// own thread, and work it starts (`seal::subs`) is spawned here.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -309,6 +317,7 @@ impl<H: Handler> HttpServer<H> {
             accept_errors: AtomicU64::new(0),
             metrics: observe::HttpMetrics::default(),
             copies: AtomicU64::new(0),
+            runtime: tokio::runtime::Handle::try_current().ok(),
             config,
             handler: Arc::new(handler),
             sessions: Mutex::new(HashMap::new()),
@@ -545,6 +554,13 @@ impl<H: Handler> HttpServer<H> {
         if let Err(e) = self.record_level(&session_id, &session, &decoded).await {
             return e.response();
         }
+        // So are the resources it subscribes to, and the replica holding its stream is told.
+        if let Err(e) = self
+            .record_subscriptions(&session_id, &session, &decoded)
+            .await
+        {
+            return e.response();
+        }
         // Answers to requests another replica sent go there; the rest stays here.
         let decoded = match self.relay_answers(&session_id, decoded).await {
             Ok(Some(rest)) => rest,
@@ -770,6 +786,11 @@ impl<H: Handler> HttpServer<H> {
                 .sealed_sessions
                 .is_some()
                 .then(|| Box::new(tokio::sync::Mutex::new(None))),
+            subs: self
+                .config
+                .sealed_sessions
+                .is_some()
+                .then(|| Box::new(tokio::sync::Mutex::new(seal::subs::Told::default()))),
         })
     }
 
@@ -800,6 +821,14 @@ impl<H: Handler> HttpServer<H> {
             Ok(found) => found,
             Err(refusal) => return refusal.response(self.config.max_sessions),
         };
+        // The session's updates come from this replica's upstreams now: it subscribes for
+        // what the client subscribed to at any replica, and is told of later changes.
+        if let Err(e) = self
+            .hold_stream(&id, &session, caller.map(|c| c.caller.clone()))
+            .await
+        {
+            return e.response();
+        }
         let (tx, rx) = queue::channel(self.limits(&session.buffer));
         {
             let mut routes = lock(&session.routes.state);

@@ -27,6 +27,11 @@
 //!   --fail-tools-list-after N  answer tools/list with an error after N answers
 //!   --no-resources          declare no `resources` capability
 //!   --no-prompts            declare no `prompts` capability
+//!   --subscribe             declare `resources.subscribe`, take `resources/subscribe` and
+//!                           `resources/unsubscribe`, and serve the tool `touch {uri}`, which
+//!                           sends `notifications/resources/updated` for `uri` when it is
+//!                           subscribed (answering `updated <uri>`) and otherwise answers
+//!                           `not subscribed <uri>` (how a test sees what a host subscribed)
 //!   --tools-file PATH       list the tools of a JSON file (an array of tools, or a
 //!                           `tools/list` result) instead of the built-in ones; a call to one
 //!                           of them that is not built in answers its name and arguments
@@ -92,6 +97,7 @@ struct Flags {
     idle: bool,
     no_resources: bool,
     no_prompts: bool,
+    subscribe: bool,
     ignore_unknown: bool,
     log_requests: Option<String>,
 }
@@ -133,6 +139,10 @@ fn parse_flags() -> Flags {
             "--idle" => f.idle = true,
             "--no-resources" => f.no_resources = true,
             "--no-prompts" => f.no_prompts = true,
+            "--subscribe" => {
+                f.subscribe = true;
+                SUBSCRIBE.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             "--ignore-unknown" => f.ignore_unknown = true,
             "--log-requests" => f.log_requests = args.next(),
             "--fail-tools-list-after" => {
@@ -179,6 +189,11 @@ static FILE_TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
 static LEAK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Resources added at run time by reading `fake://add/<name>`.
 static ADDED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// `--subscribe`: subscriptions are taken and `touch` is served.
+static SUBSCRIBE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The resource URIs subscribed to (`--subscribe`).
+static SUBSCRIBED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
 /// Tools added at run time by the `grow` tool.
 static GROWN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -266,6 +281,7 @@ async fn run(flags: Flags) {
         let mut c = ResourcesCapability::new();
         // `fake://add/<name>` changes the list and says so.
         c.list_changed = Some(true);
+        c.subscribe = flags.subscribe.then_some(true);
         config.capabilities.resources = Some(c);
     }
     if !flags.no_prompts {
@@ -570,6 +586,13 @@ fn all_tools(extra: usize) -> Vec<Tool> {
             json!({}),
         ),
     ];
+    if SUBSCRIBE.load(std::sync::atomic::Ordering::Relaxed) {
+        tools.push(tool(
+            "touch",
+            "Sends resources/updated for a subscribed uri",
+            json!({"uri": {"type": "string"}}),
+        ));
+    }
     tools.extend(generated_tools(extra));
     tools
 }
@@ -756,6 +779,14 @@ async fn handle(
         ClientRequest::CallTool(p) => call(p, id, tx).await,
         // It declares `logging`, so it takes a level (and sends its few entries whatever it is).
         ClientRequest::SetLevel(_) => Ok(RawJson::encode(&json!({})).unwrap()),
+        ClientRequest::Subscribe(p) if SUBSCRIBE.load(std::sync::atomic::Ordering::Relaxed) => {
+            SUBSCRIBED.lock().unwrap().insert(p.uri);
+            Ok(RawJson::encode(&json!({})).unwrap())
+        }
+        ClientRequest::Unsubscribe(p) if SUBSCRIBE.load(std::sync::atomic::Ordering::Relaxed) => {
+            SUBSCRIBED.lock().unwrap().remove(&p.uri);
+            Ok(RawJson::encode(&json!({})).unwrap())
+        }
         _ => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,
             "not served".into(),
@@ -859,6 +890,24 @@ async fn call(
             ask_client(&p, tx, "elicitation/create", json!({"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}})).await
         }
         "roots" => ask_client(&p, tx, "roots/list", json!({})).await,
+        "touch" if SUBSCRIBE.load(std::sync::atomic::Ordering::Relaxed) => {
+            let uri = p
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if !SUBSCRIBED.lock().unwrap().contains(&uri) {
+                return text(format!("not subscribed {uri}"));
+            }
+            // Sent before the answer, on the same ordered channel.
+            let _ = tx.send(Action::Notify(
+                "notifications/resources/updated".into(),
+                Some(RawJson::encode(&json!({ "uri": uri })).unwrap()),
+            ));
+            text(format!("updated {uri}"))
+        }
         "list_changed" => {
             let _ = tx.send(Action::Notify(
                 "notifications/tools/list_changed".into(),

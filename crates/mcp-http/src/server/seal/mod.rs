@@ -15,6 +15,7 @@ mod kept;
 mod record;
 mod relay;
 mod share;
+pub(crate) mod subs;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -58,11 +58,11 @@ impl Inbox {
 
 /// What an [`Inbox`] reaches, without the handler's type.
 trait Deliver: Send + Sync {
-    fn deliver(&self, payload: &[u8]);
+    fn deliver(self: Arc<Self>, payload: &[u8]);
 }
 
 impl<H: Handler> Deliver for HttpServer<H> {
-    fn deliver(&self, payload: &[u8]) {
+    fn deliver(self: Arc<Self>, payload: &[u8]) {
         let Some(seal) = &self.config.sealed_sessions else {
             return;
         };
@@ -73,6 +73,12 @@ impl<H: Handler> Deliver for HttpServer<H> {
         let Some((session_id, message)) = seal.open_answer(payload) else {
             return;
         };
+        // Another replica recorded a subscription change of a session whose stream this
+        // replica holds (`subs.rs`).
+        if message == super::subs::CHANGED {
+            self.subscriptions_changed(session_id);
+            return;
+        }
         let Ok(decoded) = mcp_protocol::decode(&message) else {
             return;
         };
@@ -97,6 +103,17 @@ impl SessionSeal {
     /// `message`, an answer that came on session `session_id`, sealed for the replica that
     /// waits for it; `None` when the OS gives no randomness for the nonce.
     pub(crate) fn seal_answer(&self, session_id: &str, message: &[u8]) -> Option<Vec<u8>> {
+        self.seal_for(ANSWER_CONTEXT, session_id, message)
+    }
+
+    /// `message`, bound to `session_id`, sealed under the first key with `context` as
+    /// associated data: what is sealed for one use never opens for another.
+    pub(crate) fn seal_for(
+        &self,
+        context: &'static [u8],
+        session_id: &str,
+        message: &[u8],
+    ) -> Option<Vec<u8>> {
         let key = self.keys.first()?;
         let mut sealed = Vec::with_capacity(2 + session_id.len() + message.len() + 16);
         let len = u16::try_from(session_id.len()).ok()?;
@@ -107,7 +124,7 @@ impl SessionSeal {
         self.random.fill(&mut nonce).ok()?;
         key.seal_in_place_append_tag(
             Nonce::assume_unique_for_key(nonce),
-            Aad::from(ANSWER_CONTEXT),
+            Aad::from(context),
             &mut sealed,
         )
         .ok()?;
@@ -118,6 +135,15 @@ impl SessionSeal {
 
     /// The session id and the answer a replica sealed with one of the keys.
     pub(crate) fn open_answer(&self, payload: &[u8]) -> Option<(String, Vec<u8>)> {
+        self.open_for(ANSWER_CONTEXT, payload)
+    }
+
+    /// The session id and the message [`seal_for`](Self::seal_for) sealed with `context`.
+    pub(crate) fn open_for(
+        &self,
+        context: &'static [u8],
+        payload: &[u8],
+    ) -> Option<(String, Vec<u8>)> {
         if payload.len() < NONCE_LEN {
             return None;
         }
@@ -125,7 +151,7 @@ impl SessionSeal {
         let plain = self.keys.iter().find_map(|key| {
             let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
             let mut buffer = sealed.to_vec();
-            key.open_in_place(nonce, Aad::from(ANSWER_CONTEXT), &mut buffer)
+            key.open_in_place(nonce, Aad::from(context), &mut buffer)
                 .ok()
                 .map(|plain| plain.to_vec())
         })?;

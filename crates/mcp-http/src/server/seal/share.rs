@@ -1,5 +1,6 @@
 //! Where replicas share what a sealed id cannot carry: which sessions ended, the logging level
-//! a client set (`kept.rs`), and the answers to a replica's requests that reached another
+//! a client set (`kept.rs`), the resources it subscribed to and which replica holds its
+//! standalone stream (`subs.rs`), and the answers to a replica's requests that reached another
 //! (`relay.rs`). A trait, so that this crate
 //! knows no store: the gateway implements it over Redis, tests and a single process use
 //! [`LocalShare`].
@@ -65,6 +66,45 @@ pub trait SessionShare: Send + Sync + 'static {
         let _ = (session, level, ttl);
         Box::pin(std::future::ready(Ok(())))
     }
+
+    /// Records (`Some`) or removes (`None`) one resource subscription of `session`, under
+    /// `field` (a digest of its URI); `sealed` is the URI sealed with the session keys, opaque
+    /// to the share. Kept for `ttl`. Returns the replica holding the session's standalone
+    /// stream ([`hold_stream`](Self::hold_stream)), if one was recorded, read in the same
+    /// round trip, so that the replica that took the change tells that one (`subs.rs`). An
+    /// error makes the client's request a 503 that the session never hears. By default
+    /// nothing is recorded and no holder is known (subscriptions stay at each replica).
+    fn set_subscription<'a>(
+        &'a self,
+        session: &'a str,
+        field: &'a str,
+        sealed: Option<Vec<u8>>,
+        ttl: Duration,
+    ) -> ShareFuture<'a, Option<String>> {
+        let _ = (session, field, sealed, ttl);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Records that `replica` holds the standalone stream of `session` (for `ttl`), and
+    /// returns the session's recorded subscriptions (sealed), in the same round trip: the
+    /// replica opening a stream subscribes for them, and any recorded afterwards is told to
+    /// it. By default nothing is recorded and there are none.
+    fn hold_stream<'a>(
+        &'a self,
+        session: &'a str,
+        replica: &'a str,
+        ttl: Duration,
+    ) -> ShareFuture<'a, Vec<Vec<u8>>> {
+        let _ = (session, replica, ttl);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// The recorded subscriptions of `session` (sealed), read by the replica holding its
+    /// stream when another replica tells it they changed. By default there are none.
+    fn subscriptions<'a>(&'a self, session: &'a str) -> ShareFuture<'a, Vec<Vec<u8>>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
 }
 
 /// What [`SessionShare::state`] says of a session.
@@ -91,6 +131,38 @@ pub struct LocalShare {
     inboxes: Mutex<HashMap<String, Inbox>>,
     /// The level each session's client set, and until when it is kept.
     levels: Mutex<HashMap<String, (String, Instant)>>,
+    /// Each session's subscriptions (sealed, by field), the replica holding its stream, and
+    /// until when they are kept.
+    subscriptions: Mutex<HashMap<String, LocalSubscriptions>>,
+}
+
+/// What [`LocalShare`] keeps of one session's subscriptions.
+#[derive(Debug)]
+struct LocalSubscriptions {
+    sealed: HashMap<String, Vec<u8>>,
+    holder: Option<String>,
+    until: Instant,
+}
+
+impl LocalShare {
+    /// The subscriptions of `session`, made empty when absent or past their time.
+    fn subscriptions_of<'m>(
+        map: &'m mut HashMap<String, LocalSubscriptions>,
+        session: &str,
+        ttl: Duration,
+    ) -> &'m mut LocalSubscriptions {
+        let now = Instant::now();
+        map.retain(|_, s| s.until > now);
+        let kept = map
+            .entry(session.to_owned())
+            .or_insert_with(|| LocalSubscriptions {
+                sealed: HashMap::new(),
+                holder: None,
+                until: now,
+            });
+        kept.until = now + ttl;
+        kept
+    }
 }
 
 impl SessionShare for LocalShare {
@@ -147,5 +219,45 @@ impl SessionShare for LocalShare {
         levels.retain(|_, (_, until)| *until > now);
         levels.insert(session.to_owned(), (level.to_owned(), now + ttl));
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn set_subscription<'a>(
+        &'a self,
+        session: &'a str,
+        field: &'a str,
+        sealed: Option<Vec<u8>>,
+        ttl: Duration,
+    ) -> ShareFuture<'a, Option<String>> {
+        let mut map = lock(&self.subscriptions);
+        let kept = Self::subscriptions_of(&mut map, session, ttl);
+        match sealed {
+            Some(sealed) => kept.sealed.insert(field.to_owned(), sealed),
+            None => kept.sealed.remove(field),
+        };
+        let holder = kept.holder.clone();
+        Box::pin(std::future::ready(Ok(holder)))
+    }
+
+    fn hold_stream<'a>(
+        &'a self,
+        session: &'a str,
+        replica: &'a str,
+        ttl: Duration,
+    ) -> ShareFuture<'a, Vec<Vec<u8>>> {
+        let mut map = lock(&self.subscriptions);
+        let kept = Self::subscriptions_of(&mut map, session, ttl);
+        kept.holder = Some(replica.to_owned());
+        let sealed = kept.sealed.values().cloned().collect();
+        Box::pin(std::future::ready(Ok(sealed)))
+    }
+
+    fn subscriptions<'a>(&'a self, session: &'a str) -> ShareFuture<'a, Vec<Vec<u8>>> {
+        let now = Instant::now();
+        let sealed = lock(&self.subscriptions)
+            .get(session)
+            .filter(|s| s.until > now)
+            .map(|s| s.sealed.values().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(std::future::ready(Ok(sealed)))
     }
 }

@@ -623,3 +623,142 @@ async fn event_ids_are_unique_across_the_replicas_and_copies_serving_a_session()
     assert_ne!(at_b, at_c);
     drop((stream_a, stream_b));
 }
+
+/// Keeps the resources each session subscribed to, and answers a call with them.
+#[derive(Default)]
+struct Subscribed(
+    std::sync::Mutex<
+        std::collections::HashMap<mcp_session::SessionKey, std::collections::BTreeSet<String>>,
+    >,
+);
+
+impl Handler for Subscribed {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let mut subs = self.0.lock().unwrap();
+        let answer = match request {
+            ClientRequest::Subscribe(p) => {
+                subs.entry(context.session).or_default().insert(p.uri);
+                serde_json::json!({})
+            }
+            ClientRequest::Unsubscribe(p) => {
+                subs.entry(context.session).or_default().remove(&p.uri);
+                serde_json::json!({})
+            }
+            ClientRequest::CallTool(_) => {
+                let held = subs.get(&context.session).cloned().unwrap_or_default();
+                let held: Vec<_> = held.into_iter().collect();
+                serde_json::to_value(CallToolResult::new(vec![ContentBlock::text(format!(
+                    "subs {}",
+                    held.join(" ")
+                ))]))
+                .unwrap()
+            }
+            _ => return Err(ErrorObject::new(-32601, "no".into())),
+        };
+        RawJson::encode(&answer).map_err(|e| ErrorObject::new(-32603, e.to_string()))
+    }
+}
+
+/// A [`Subscribed`] server declaring resource subscriptions, with `share`.
+async fn subscribed(share: Arc<dyn SessionShare>) -> SocketAddr {
+    let mut config = ServerConfig::new(Implementation::new("seal".into(), "1".into()));
+    config.capabilities.tools = Some(ListChangedCapability::new());
+    let mut resources = mcp_protocol::schema::ResourcesCapability::new();
+    resources.subscribe = Some(true);
+    config.capabilities.resources = Some(resources);
+    let mut http = HttpServerConfig::new(config);
+    http.json_response = true;
+    http.sealed_sessions = Some(Arc::new(
+        SessionSeal::new(&[KEY_A], HOUR).unwrap().with_share(share),
+    ));
+    let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    tokio::spawn(serve_http(listener, http, Subscribed::default()));
+    addr
+}
+
+fn subscribe(uri: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"resources/subscribe","params":{{"uri":"{uri}"}}}}"#
+    )
+}
+
+/// What the handler behind `at` holds subscribed for session `id`.
+async fn subs_at(at: SocketAddr, id: &str) -> String {
+    let (status, _, body) = send(at, "POST", Some(id), CALL).await;
+    assert!(status.contains("200"), "{status} {body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["id"], 2, "{body}");
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_replica_is_told_a_sessions_own_subscriptions_only() {
+    let share = Arc::new(LocalShare::default());
+    let a = subscribed(share.clone()).await;
+    let b = subscribed(share.clone()).await;
+    let (_, mine, _) = send(a, "POST", None, INIT).await;
+    let (_, other, _) = send(a, "POST", None, INIT).await;
+    let (mine, other) = (mine.unwrap(), other.unwrap());
+    for (id, uri) in [(&mine, "fake://mine"), (&other, "fake://secret")] {
+        let (status, _, body) = send(a, "POST", Some(id), &subscribe(uri)).await;
+        assert!(status.contains("200"), "{status} {body}");
+    }
+    // Whoever else writes the store copies the other session's sealed subscription into this
+    // one's: it is bound to the other session, and not told.
+    let copied = share.subscriptions(&share_key(&other)).await.unwrap();
+    assert_eq!(copied.len(), 1);
+    share
+        .set_subscription(&share_key(&mine), "copied", Some(copied[0].clone()), HOUR)
+        .await
+        .unwrap();
+    // The stream opened at B: B's copy of the session is told its own subscription.
+    let (_stream, _) = standalone_event_id(b, &mine).await;
+    assert_eq!(subs_at(b, &mine).await, "subs fake://mine");
+}
+
+/// A [`LocalShare`] whose store does not take subscriptions.
+#[derive(Default)]
+struct NoSubscriptions(LocalShare);
+
+impl SessionShare for NoSubscriptions {
+    fn end<'a>(&'a self, session: &'a str, ttl: Duration) -> ShareFuture<'a, ()> {
+        self.0.end(session, ttl)
+    }
+    fn is_ended<'a>(&'a self, session: &'a str) -> ShareFuture<'a, bool> {
+        self.0.is_ended(session)
+    }
+    fn relay<'a>(&'a self, replica: &'a str, answer: Vec<u8>) -> ShareFuture<'a, usize> {
+        self.0.relay(replica, answer)
+    }
+    fn listen(&self, replica: &str, inbox: Inbox) {
+        self.0.listen(replica, inbox);
+    }
+    fn set_subscription<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: Option<Vec<u8>>,
+        _: Duration,
+    ) -> ShareFuture<'a, Option<String>> {
+        Box::pin(std::future::ready(Err(ShareError("down".to_owned()))))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_the_store_does_not_take_is_a_503_that_the_session_never_hears() {
+    let a = subscribed(Arc::new(NoSubscriptions::default())).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.expect("a session id");
+    assert_eq!(subs_at(a, &id).await, "subs ");
+    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("fake://x")).await;
+    assert!(status.contains("503"), "{status} {body}");
+    assert!(body.contains("resource subscription"), "{body}");
+    assert_eq!(subs_at(a, &id).await, "subs ");
+}

@@ -1,0 +1,278 @@
+//! Resource subscriptions across replicas (issue 24 §3). A handshake client subscribes with
+//! `resources/subscribe` on one POST and hears `notifications/resources/updated` on its
+//! standalone `GET` stream, which a balancer may have opened at another replica. So the
+//! replica that takes a `resources/subscribe` or `resources/unsubscribe` records it in the
+//! [`SessionShare`](super::SessionShare) before its session hears it (the URI sealed with the
+//! session keys, bound to the session id, under a digest of the URI), and reads in the same
+//! round trip which replica holds the session's stream; when that is another, it tells it on
+//! that replica's channel ([`SessionShare::relay`](super::SessionShare::relay)), a sealed
+//! notice naming the session and nothing else. The replica opening a stream records itself
+//! as the holder and reads the recorded subscriptions in one round trip, and the holder, told
+//! of a change, reads them again: either way it tells its own copy of the session the
+//! subscribes and unsubscribes that copy has not heard, as if the client had sent them there,
+//! so that its handler subscribes its own upstream connections and sends their updates on the
+//! stream, as at one replica. Updates themselves never cross: each replica hears its own
+//! upstreams.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use mcp_protocol::{Decoded, Message, RawJson, RequestId};
+use mcp_session::{Handler, Identity};
+
+use super::super::routes::StreamTx;
+use super::super::{HttpServer, SERVER_BUSY, Session, lock, queue, rpc_error};
+use super::share_key;
+
+/// Bound into every sealed subscription: one cannot pass for an answer or an id.
+const SUBSCRIPTION_CONTEXT: &[u8] = b"mcp-host resource subscription v1";
+
+/// The notice a replica relays to the one holding a session's stream when the session's
+/// subscriptions changed (sealed with the session id, as an answer is).
+pub(crate) const CHANGED: &[u8] = b"mcp-http/subscriptions-changed";
+
+/// How long a replica waits for its session to take the subscribes and unsubscribes it tells
+/// it (each one is an upstream round trip in the gateway).
+const REPLAY_WAIT: Duration = Duration::from_secs(10);
+
+/// The number in the ids of the requests a replica tells its sessions on their clients'
+/// behalf, so that several in flight never share one.
+static REPLAYED: AtomicU64 = AtomicU64::new(0);
+
+/// What a replica's copy of a sealed session has been told of its subscriptions.
+#[derive(Debug, Default)]
+pub(crate) struct Told {
+    /// The URIs this copy was told to subscribe to and not since to unsubscribe from.
+    uris: BTreeSet<String>,
+    /// Who opened the session's standalone stream here: the identity the subscriptions that
+    /// other replicas record are told with (none came with the notice).
+    caller: Option<Identity>,
+}
+
+/// The subscribes (`true`) and unsubscribes (`false`) a POST holds, in order.
+fn changes(decoded: &Decoded) -> Vec<(String, bool)> {
+    let change = |message: &Message| {
+        let Message::Request(request) = message else {
+            return None;
+        };
+        let on = match request.method.as_str() {
+            "resources/subscribe" => true,
+            "resources/unsubscribe" => false,
+            _ => return None,
+        };
+        let params = request
+            .params
+            .as_ref()?
+            .decode::<serde_json::Value>()
+            .ok()?;
+        let uri = params.get("uri")?.as_str()?;
+        Some((uri.to_owned(), on))
+    };
+    match decoded {
+        Decoded::Single(message) => change(message).into_iter().collect(),
+        Decoded::Batch(items) => items
+            .iter()
+            .filter_map(|item| item.as_ref().ok().and_then(change))
+            .collect(),
+    }
+}
+
+/// Why a POST's subscription change could not be recorded, or its stream's holder not told.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SubscriptionNotKept {
+    /// The share did not answer.
+    StoreDown,
+    /// No randomness to seal with.
+    NoRandomness,
+}
+
+impl SubscriptionNotKept {
+    /// 503 with `Retry-After: 1` (500 without randomness): the session never heard the
+    /// change, and the client may send it again. Taken here and unknown to the replica
+    /// holding the stream, it would change nothing the client hears, with nothing to say so.
+    pub(crate) fn response(self) -> http::Response<super::super::ResponseBody> {
+        if matches!(self, Self::NoRandomness) {
+            return rpc_error(
+                http::StatusCode::INTERNAL_SERVER_ERROR,
+                -32603,
+                "the subscription could not be sealed: the OS gave no randomness",
+            );
+        }
+        let mut r = rpc_error(
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            SERVER_BUSY,
+            "Service Unavailable: the session store did not take the resource subscription, \
+             which the replica holding the session's stream must know; send it again",
+        );
+        r.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+        r
+    }
+}
+
+impl<H: Handler> HttpServer<H> {
+    /// Records the subscribes and unsubscribes a POST of a sealed session holds in the share,
+    /// before the session hears them, and tells the replica holding the session's stream,
+    /// when that is another; this replica's copy is then taken as told.
+    pub(crate) async fn record_subscriptions(
+        &self,
+        session_id: &str,
+        session: &Session<H>,
+        decoded: &Decoded,
+    ) -> Result<(), SubscriptionNotKept> {
+        let (Some(seal), Some(told)) = (&self.config.sealed_sessions, &session.subs) else {
+            return Ok(());
+        };
+        let changes = changes(decoded);
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let key = share_key(session_id);
+        let mut told = told.lock().await;
+        let mut holder = None;
+        for (uri, on) in &changes {
+            let sealed = if *on {
+                Some(
+                    seal.seal_for(SUBSCRIPTION_CONTEXT, session_id, uri.as_bytes())
+                        .ok_or(SubscriptionNotKept::NoRandomness)?,
+                )
+            } else {
+                None
+            };
+            holder = seal
+                .share()
+                .set_subscription(&key, &share_key(uri), sealed, seal.max_age())
+                .await
+                .map_err(|_| SubscriptionNotKept::StoreDown)?;
+        }
+        if let Some(holder) = holder.filter(|h| *h != seal.replica()) {
+            let notice = seal
+                .seal_answer(session_id, CHANGED)
+                .ok_or(SubscriptionNotKept::NoRandomness)?;
+            seal.share()
+                .relay(&holder, notice)
+                .await
+                .map_err(|_| SubscriptionNotKept::StoreDown)?;
+        }
+        for (uri, on) in changes {
+            if on {
+                told.uris.insert(uri);
+            } else {
+                told.uris.remove(&uri);
+            }
+        }
+        Ok(())
+    }
+
+    /// As the session's standalone stream opens here: records this replica as its holder,
+    /// and tells its copy here the subscriptions recorded at any replica, as `caller`.
+    pub(crate) async fn hold_stream(
+        &self,
+        session_id: &str,
+        session: &Session<H>,
+        caller: Option<Identity>,
+    ) -> Result<(), SubscriptionNotKept> {
+        let (Some(seal), Some(told)) = (&self.config.sealed_sessions, &session.subs) else {
+            return Ok(());
+        };
+        let mut told = told.lock().await;
+        let sealed = seal
+            .share()
+            .hold_stream(&share_key(session_id), seal.replica(), seal.max_age())
+            .await
+            .map_err(|_| SubscriptionNotKept::StoreDown)?;
+        told.caller = caller;
+        self.tell_subscriptions(session_id, session, &mut told, &sealed)
+            .await;
+        Ok(())
+    }
+
+    /// Another replica recorded a change of `session_id`'s subscriptions: if this replica
+    /// holds the session, its copy is told what changed (in a task of its own: the notice
+    /// comes on the share's thread).
+    pub(crate) fn subscriptions_changed(self: Arc<Self>, session_id: String) {
+        let Some(session) = lock(&self.sessions).get(&session_id).cloned() else {
+            return;
+        };
+        let Some(runtime) = self.runtime.clone() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let (Some(seal), Some(told)) = (&self.config.sealed_sessions, &session.subs) else {
+                return;
+            };
+            let mut told = told.lock().await;
+            // A share that cannot be read says so in its own log (this crate logs nothing);
+            // the next notice, or the stream opened again, tells the session.
+            if let Ok(sealed) = seal.share().subscriptions(&share_key(&session_id)).await {
+                self.tell_subscriptions(&session_id, &session, &mut told, &sealed)
+                    .await;
+            }
+        });
+    }
+
+    /// Tells `session` the subscribes and unsubscribes that make what it was `told` the
+    /// subscriptions `sealed` (from the share; each opened and kept only if it is bound to
+    /// this session), and waits (at most [`REPLAY_WAIT`]) for their answers.
+    async fn tell_subscriptions(
+        &self,
+        session_id: &str,
+        session: &Session<H>,
+        told: &mut Told,
+        sealed: &[Vec<u8>],
+    ) {
+        let Some(seal) = &self.config.sealed_sessions else {
+            return;
+        };
+        let wanted: BTreeSet<String> = sealed
+            .iter()
+            .filter_map(|sealed| seal.open_for(SUBSCRIPTION_CONTEXT, sealed))
+            .filter(|(session, _)| session == session_id)
+            .filter_map(|(_, uri)| String::from_utf8(uri).ok())
+            .collect();
+        let mut requests = Vec::new();
+        for uri in wanted.difference(&told.uris) {
+            requests.push(("resources/subscribe", uri.clone()));
+        }
+        for uri in told.uris.difference(&wanted) {
+            requests.push(("resources/unsubscribe", uri.clone()));
+        }
+        if requests.is_empty() {
+            return;
+        }
+        // Their answers come on a stream of their own, which nobody reads but this wait.
+        let (tx, mut rx) = queue::channel(self.limits(&session.buffer));
+        let stream = Arc::new(StreamTx { tx, json: true });
+        let mut sent = 0;
+        for (method, uri) in requests {
+            let Ok(params) = RawJson::encode(&serde_json::json!({ "uri": uri })) else {
+                continue;
+            };
+            let n = REPLAYED.fetch_add(1, Ordering::Relaxed);
+            let request = Decoded::Single(Message::Request(mcp_protocol::Request {
+                id: RequestId::String(format!("mcp-http/replayed-subscription/{n}")),
+                method: method.to_owned(),
+                params: Some(params),
+            }));
+            let claimed = lock(&session.routes.state).claim(request, &stream);
+            if let Some(request) = claimed {
+                session.core.receive_as(request, told.caller.clone());
+                sent += 1;
+            }
+        }
+        drop(stream);
+        told.uris = wanted;
+        let _ = tokio::time::timeout(REPLAY_WAIT, async {
+            for _ in 0..sent {
+                if !matches!(rx.recv().await, Ok(Some(_))) {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+}
