@@ -9,11 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mcp_host::redis::Reply;
 use mcp_testkit::TempDir;
 use serde_json::json;
 
-use super::sessions::Replica;
+use super::sessions::{Replica, keys};
 use super::{ROOT_PASSWORD, RedisServer};
 
 /// A gateway file whose one upstream, the testkit's fake server, writes the method of every
@@ -69,24 +68,6 @@ fn set_level(level: &str) -> String {
     json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel",
         "params": {"level": level}})
     .to_string()
-}
-
-/// The keys Redis holds that match `pattern`.
-fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
-    let reply = redis
-        .client("")
-        .command(&[b"KEYS", pattern.as_bytes()])
-        .unwrap();
-    let Reply::Array(Some(items)) = reply else {
-        panic!("KEYS answered {reply:?}")
-    };
-    items
-        .into_iter()
-        .filter_map(|item| match item {
-            Reply::Bulk(Some(key)) => String::from_utf8(key).ok(),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

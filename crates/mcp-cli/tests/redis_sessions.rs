@@ -57,9 +57,27 @@ pub(super) fn spawn(
     (child, addr, stderr, seen)
 }
 
+/// The keys Redis holds that match `pattern`.
+pub(super) fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
+    let reply = redis
+        .client("")
+        .command(&[b"KEYS", pattern.as_bytes()])
+        .unwrap();
+    let Reply::Array(Some(items)) = reply else {
+        panic!("KEYS answered {reply:?}")
+    };
+    items
+        .into_iter()
+        .filter_map(|item| match item {
+            Reply::Bulk(Some(key)) => String::from_utf8(key).ok(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One replica over HTTP on a free loopback port, its log kept; killed when dropped.
 pub(super) struct Replica {
-    child: Child,
+    pub(super) child: Child,
     pub(super) addr: String,
     log: Arc<Mutex<String>>,
 }
@@ -209,20 +227,7 @@ async fn a_session_ended_at_one_replica_is_refused_at_every_other() {
         assert_eq!(c.status_of_call(&ended), 404);
         c.called(&kept);
         // The end is in Redis, under a digest of the id: never the id itself.
-        let reply = redis
-            .client("")
-            .command(&[b"KEYS", b"*session-ended*"])
-            .unwrap();
-        let Reply::Array(Some(items)) = reply else {
-            panic!("KEYS answered {reply:?}")
-        };
-        let keys: Vec<String> = items
-            .into_iter()
-            .filter_map(|item| match item {
-                Reply::Bulk(Some(key)) => String::from_utf8(key).ok(),
-                _ => None,
-            })
-            .collect();
+        let keys = keys(&redis, "*session-ended*");
         assert_eq!(keys.len(), 1, "{keys:?}");
         assert!(keys[0].starts_with("mcp-host:session-ended:"), "{keys:?}");
         assert!(!keys[0].contains(&ended), "{keys:?}");

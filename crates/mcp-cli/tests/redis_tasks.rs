@@ -5,103 +5,17 @@
 //! its heartbeat has lapsed, B reports A's unfinished task failed instead of `working` for
 //! ever. In 2026-07-28 (meta mode's `call-tool` run as a task) the same holds for a task
 //! known by its id, and with Redis gone the other replica says so, naming Redis. A child of
-//! `redis.rs` (its redis-server), starting replicas with `redis_sessions.rs`'s `spawn`.
+//! `redis.rs` (its redis-server), starting replicas with `redis_sessions.rs`'s `Replica`.
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::process::Child;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_host::redis::Reply;
 use mcp_testkit::TempDir;
 use serde_json::{Value, json};
 
 use super::RedisServer;
-use super::sessions::spawn;
-
-/// The session key the replicas share (`redis_sessions.rs`'s).
-const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-
-/// A replica: its process (killed when dropped), address and log.
-struct Replica {
-    child: Child,
-    addr: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Replica {
-    fn start(file: &std::path::Path, home: &std::path::Path) -> Self {
-        let (child, addr, stderr, seen) = spawn(file, home, &[("MCP_SESSION_KEY", KEY)]);
-        // Read as it comes, which also keeps the pipe from filling.
-        let log = Arc::new(Mutex::new(seen));
-        let kept = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in stderr.lines() {
-                let Ok(line) = line else { break };
-                let mut log = kept.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        Self { child, addr, log }
-    }
-
-    /// What it logged so far.
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// One POST on a connection of its own: the status, the session id it gave, the body.
-    fn send(&self, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        let session = session
-            .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
-             Connection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut all = String::new();
-        stream.read_to_string(&mut all).unwrap();
-        let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
-        let id = head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| v.trim().to_owned())
-        });
-        (head[9..12].parse().unwrap(), id, body.to_owned())
-    }
-
-    /// A new session, through its handshake.
-    fn initialize(&self) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "redis-tasks", "version": "0"}}})
-        .to_string();
-        let (status, id, body) = self.send(None, &init);
-        assert_eq!(status, 200, "{body}");
-        let id = id.expect("a session id");
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert_eq!(self.send(Some(&id), &initialized.to_string()).0, 202);
-        id
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use super::sessions::{Replica, keys};
 
 /// The JSON-RPC answer in `body` (a JSON body, or the SSE event that carries it).
 fn answer(body: &str) -> Value {
@@ -117,7 +31,7 @@ fn answer(body: &str) -> Value {
 
 fn rpc(at: &Replica, session: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string();
-    let (status, _, text) = at.send(Some(session), &body);
+    let (status, _, text) = at.send("POST", Some(session), &body);
     assert_eq!(status, 200, "{method}: {text}");
     answer(&text)
 }
@@ -151,23 +65,6 @@ fn start_task(at: &Replica, session: &str, tool: &str, arguments: Value) -> Stri
         .as_str()
         .unwrap_or_else(|| panic!("no task: {started}"))
         .to_owned()
-}
-
-fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
-    let reply = redis
-        .client("")
-        .command(&[b"KEYS", pattern.as_bytes()])
-        .unwrap();
-    let Reply::Array(Some(items)) = reply else {
-        panic!("KEYS answered {reply:?}")
-    };
-    items
-        .into_iter()
-        .filter_map(|item| match item {
-            Reply::Bulk(Some(key)) => String::from_utf8(key).ok(),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
