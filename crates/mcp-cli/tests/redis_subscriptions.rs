@@ -14,7 +14,7 @@ use mcp_host::redis::Reply;
 use mcp_testkit::TempDir;
 use serde_json::json;
 
-use super::sessions::Replica;
+use super::sessions::{Replica, keys};
 use super::{ROOT_PASSWORD, RedisServer};
 
 /// A gateway file whose one upstream, the testkit's fake server, takes subscriptions and
@@ -121,24 +121,6 @@ impl Stream {
 /// What an update of `uri` looks like on the stream.
 fn update(uri: &str) -> String {
     format!(r#""method":"notifications/resources/updated","params":{{"uri":"{uri}"}}"#)
-}
-
-/// The keys Redis holds that match `pattern`.
-fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
-    let reply = redis
-        .client("")
-        .command(&[b"KEYS", pattern.as_bytes()])
-        .unwrap();
-    let Reply::Array(Some(items)) = reply else {
-        panic!("KEYS answered {reply:?}")
-    };
-    items
-        .into_iter()
-        .filter_map(|item| match item {
-            Reply::Bulk(Some(key)) => String::from_utf8(key).ok(),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
