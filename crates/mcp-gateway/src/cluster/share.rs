@@ -5,9 +5,9 @@
 //! The logging level each session's client set (`logging/setLevel`), one key per session under
 //! the same digest, read with the session's end in one `MGET` before every request.
 //!
-//! Each session's resource subscriptions (a hash of sealed URIs under a digest of each URI)
-//! and the replica holding its standalone stream, under the same digest (`mcp-http`'s
-//! `seal/subs.rs` says how they are used).
+//! Each session's resource subscriptions (a hash of sealed URIs, each under a digest of the
+//! URI and the session id) and the replica holding its standalone stream, under the same digest
+//! as the session's end (`mcp-http`'s `seal/subs.rs` says how they are used).
 //!
 //! And the answers to a replica's requests to clients that reached another replica: each
 //! replica SUBSCRIBEs to `<prefix>:answers:<replica>` as it starts, and a replica holding an

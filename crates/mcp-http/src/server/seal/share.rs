@@ -67,13 +67,13 @@ pub trait SessionShare: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    /// Records (`Some`) or removes (`None`) one resource subscription of `session`, under
-    /// `field` (a digest of its URI); `sealed` is the URI sealed with the session keys, opaque
-    /// to the share. Kept for `ttl`. Returns the replica holding the session's standalone
-    /// stream ([`hold_stream`](Self::hold_stream)), if one was recorded, read in the same
-    /// round trip, so that the replica that took the change tells that one (`subs.rs`). An
-    /// error makes the client's request a 503 that the session never hears. By default
-    /// nothing is recorded and no holder is known (subscriptions stay at each replica).
+    /// Records (`Some`) or removes (`None`) one resource subscription of `session`, under `field`
+    /// (a digest of its URI and the session id); `sealed` is the URI sealed with the session keys,
+    /// opaque to the share. Kept for `ttl`. Returns the replica holding the session's standalone
+    /// stream ([`hold_stream`](Self::hold_stream)), if one was recorded, read in the same round
+    /// trip, so that the replica that took the change tells that one (`subs.rs`). An error makes
+    /// the client's request a 503 that the session never hears. By default nothing is recorded and
+    /// no holder is known (subscriptions stay at each replica).
     fn set_subscription<'a>(
         &'a self,
         session: &'a str,

@@ -1,18 +1,17 @@
 //! Resource subscriptions across replicas (issue 24 §3). A handshake client subscribes with
-//! `resources/subscribe` on one POST and hears `notifications/resources/updated` on its
-//! standalone `GET` stream, which a balancer may have opened at another replica. So the
-//! replica that takes a `resources/subscribe` or `resources/unsubscribe` records it in the
+//! `resources/subscribe` on one POST and hears `notifications/resources/updated` on its standalone
+//! `GET` stream, which a balancer may have opened at another replica. So the replica that takes a
+//! `resources/subscribe` or `resources/unsubscribe` records it in the
 //! [`SessionShare`](super::SessionShare) before its session hears it (the URI sealed with the
-//! session keys, bound to the session id, under a digest of the URI), and reads in the same
-//! round trip which replica holds the session's stream; when that is another, it tells it on
-//! that replica's channel ([`SessionShare::relay`](super::SessionShare::relay)), a sealed
-//! notice naming the session and nothing else. The replica opening a stream records itself
-//! as the holder and reads the recorded subscriptions in one round trip, and the holder, told
-//! of a change, reads them again: either way it tells its own copy of the session the
-//! subscribes and unsubscribes that copy has not heard, as if the client had sent them there,
-//! so that its handler subscribes its own upstream connections and sends their updates on the
-//! stream, as at one replica. Updates themselves never cross: each replica hears its own
-//! upstreams.
+//! session keys, bound to the session id, under a digest of the URI and the session id), and reads
+//! in the same round trip which replica holds the session's stream; when that is another, it tells
+//! it on that replica's channel ([`SessionShare::relay`](super::SessionShare::relay)), a sealed
+//! notice naming the session and nothing else. The replica opening a stream records itself as the
+//! holder and reads the recorded subscriptions in one round trip, and the holder, told of a change,
+//! reads them again: either way it tells its own copy of the session the subscribes and
+//! unsubscribes that copy has not heard, as if the client had sent them there, so that its handler
+//! subscribes its own upstream connections and sends their updates on the stream, as at one
+//! replica. Updates themselves never cross: each replica hears its own upstreams.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -143,9 +142,12 @@ impl<H: Handler> HttpServer<H> {
             } else {
                 None
             };
+            // The field is a digest of the URI with the session id, so that a reader of the
+            // store cannot confirm a guessed URI.
+            let field = share_key(&format!("{session_id} {uri}"));
             holder = seal
                 .share()
-                .set_subscription(&key, &share_key(uri), sealed, seal.max_age())
+                .set_subscription(&key, &field, sealed, seal.max_age())
                 .await
                 .map_err(|_| SubscriptionNotKept::StoreDown)?;
         }
