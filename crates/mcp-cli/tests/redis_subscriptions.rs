@@ -66,6 +66,23 @@ fn touch_until(at: &Replica, session: &str, uri: &str, wanted: &str) {
     }
 }
 
+/// Waits (at most 10 s) for `at`'s log to say `needle`, which a replica writes as it answers
+/// (its stderr is read by a thread of the test's): the log.
+fn logged(at: &Replica, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let log = at.log();
+        if log.contains(needle) {
+            return log;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "'{needle}' never logged: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn request(method: &str, uri: &str) -> String {
     json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": {"uri": uri}}).to_string()
 }
@@ -207,6 +224,37 @@ async fn a_subscription_taken_at_one_replica_is_served_on_the_stream_at_another(
         assert!(!values[0].contains("fake://"), "{values:?}");
         assert_eq!(keys(&redis, "*session-stream*").len(), 1);
 
+        // Redis refusing scripts (an ACL taking them from the gateway's user), the session's
+        // end still read: a subscribe cannot be recorded, so it is refused (503) and A's
+        // session never hears it (its own upstream is not subscribed), and A's log says what
+        // could not be done, naming Redis at its address.
+        let acl = |rule: &[u8]| {
+            redis
+                .client("")
+                .command(&[b"ACL", b"SETUSER", b"default", rule])
+                .unwrap();
+        };
+        acl(b"-@scripting");
+        let (status, _, body) = a.send(
+            "POST",
+            Some(&id),
+            &request("resources/subscribe", "fake://d"),
+        );
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            body.contains("did not take the resource subscription"),
+            "{body}"
+        );
+        assert!(touch(&a, &id, "fake://d").contains("not subscribed fake://d"));
+        logged(
+            &a,
+            &format!(
+                "cannot record a resource subscription: Redis at 127.0.0.1:{}",
+                redis.port
+            ),
+        );
+        acl(b"+@scripting");
+
         // Redis gone: a subscribe is refused (503), never taken at one replica unknown to
         // the stream's, and the log names Redis at its address, never the password.
         let port = redis.port;
@@ -218,19 +266,7 @@ async fn a_subscription_taken_at_one_replica_is_served_on_the_stream_at_another(
             &request("resources/subscribe", "fake://d"),
         );
         assert_eq!(status, 503, "{body}");
-        let wanted = format!("Redis at 127.0.0.1:{port}");
-        let started = Instant::now();
-        let log = loop {
-            let log = a.log();
-            if log.contains(&wanted) {
-                break log;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "nothing logged: {log}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let log = logged(&a, &format!("Redis at 127.0.0.1:{port}/0: connect"));
         assert!(
             !log.contains(ROOT_PASSWORD),
             "the password was logged: {log}"

@@ -559,17 +559,27 @@ async fn handle(
                 has_subscribe,
             )
             .ok_or_else(|| resource_not_found(&context, &p.uri))?;
+            // The client is taken as subscribed before the upstream is asked: an update the
+            // upstream sends as soon as it has taken the subscribe reaches the client, instead
+            // of finding nobody subscribed while the upstream's answer is on its way. Given up
+            // again if no upstream takes it (unless the client was subscribed already).
+            let added = lock(&shared.routes.sessions)
+                .get_mut(&context.session)
+                .is_some_and(|d| d.subscriptions.insert(p.uri.clone()));
             let uri = &p.uri;
-            first_ok(&candidates, &method, |id| async move {
+            let subscribed = first_ok(&candidates, &method, |id| async move {
                 shared
                     .host
                     .subscribe_resource(&id, uri)
                     .await
                     .map_err(host_error)
             })
-            .await?;
-            if let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
-                d.subscriptions.insert(p.uri);
+            .await;
+            if let Err(e) = subscribed {
+                if added && let Some(d) = lock(&shared.routes.sessions).get_mut(&context.session) {
+                    d.subscriptions.remove(&p.uri);
+                }
+                return Err(e);
             }
             encode(&json!({}))
         }
