@@ -236,9 +236,9 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         // Meta mode's call-tool runs as a task of the gateway's for a client that declared
         // the extension; the upstream joins in the background, so until it does the task
         // fails: start again until one completes.
-        let call = |tool: &str, arguments: Value| {
+        let call_at = |at: &Replica, tool: &str, arguments: Value| {
             let (status, started) = stateless(
-                &a,
+                at,
                 "tools/call",
                 "call-tool",
                 json!({"name": "call-tool", "arguments":
@@ -248,6 +248,7 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
             assert_eq!(started["result"]["resultType"], "task", "{started}");
             started["result"]["taskId"].as_str().unwrap().to_owned()
         };
+        let call = |tool: &str, arguments: Value| call_at(&a, tool, arguments);
         let started = Instant::now();
         let done = loop {
             let id = call("echo", json!({"message": "made at A"}));
@@ -299,6 +300,45 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         let ended = stateless_until(&a, &asking, "completed");
         assert!(ended.to_string().contains("answered at B"), "{ended}");
 
+        // A task whose replica is gone (C, killed; its heartbeat has not lapsed yet): an
+        // update relayed there reaches nobody, and B records the task failed at once, as
+        // for a cancel, instead of leaving it waiting for an answer nobody will take.
+        let mut c = Replica::start(&file, dir.path());
+        let started = Instant::now();
+        let lost = loop {
+            let id = call_at(&c, "elicit", json!({}));
+            let got = loop {
+                let (_, got) = stateless(&c, "tasks/get", &id, json!({"taskId": id}));
+                if got["result"]["status"] != "working" {
+                    break got;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            if got["result"]["status"] == "input_required" {
+                break id;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{got}");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let waiting = stateless_until(&b, &lost, "input_required");
+        let key = waiting["result"]["inputRequests"]
+            .as_object()
+            .and_then(|requests| requests.keys().next())
+            .unwrap_or_else(|| panic!("{waiting}"))
+            .clone();
+        c.child.kill().unwrap();
+        c.child.wait().unwrap();
+        let answer = json!({"action": "accept", "content": {"name": "never heard"}});
+        let (status, ack) = stateless(
+            &b,
+            "tasks/update",
+            &lost,
+            json!({"taskId": lost, "inputResponses": {key: answer}}),
+        );
+        assert_eq!(status, 200, "{ack}");
+        let (_, got) = stateless(&b, "tasks/get", &lost, json!({"taskId": lost}));
+        assert_eq!(got["result"]["status"], "failed", "{got}");
+
         // An id nobody issued is unknown at B, as at A.
         let made_up = "00000000000000000000000000000000";
         let (_, unknown) = stateless(&b, "tasks/get", made_up, json!({"taskId": made_up}));
@@ -326,6 +366,75 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         assert_eq!(said.len(), 1, "{log}");
         assert!(said[0].contains(&format!("Redis at 127.0.0.1:{}", redis.port)), "{log}");
         assert!(!log.contains(super::ROOT_PASSWORD), "{log}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends_it_later() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let dir = TempDir::new("redis-tasks-ended");
+        let file = dir.path().join("gateway.json");
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "passthrough",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "permission": {"default": "allow"}}},
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (a, b) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        let mine = a.initialize();
+        let started = Instant::now();
+        loop {
+            let called = rpc(&a, &mine, "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            if called["result"]["content"][0]["text"] == "ready" {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{called}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let hung = start_task(&a, &mine, "hang", json!({}));
+        get_until(&b, &mine, &hung, "working");
+
+        // A frozen (as if cut off from Redis) and its heartbeat gone: B records the task
+        // failed.
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(a.child.id()).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        for beat in keys(&redis, "mcp-host:replica:*") {
+            // B's own is written again within 5 s; it never doubts itself meanwhile.
+            redis.client("").del(&beat).unwrap();
+        }
+        get_until(&b, &mine, &hung, "failed");
+
+        // A back, ending the task its own way: cancelled there, as A's own answer says.
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+        let cancelled = rpc(&a, &mine, "tasks/cancel", json!({"taskId": hung}));
+        assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+        // A's writer takes tasks in the order their changes came: once a later task reads
+        // completed at B, A's write of the cancel was attempted.
+        let quick = start_task(&a, &mine, "echo", json!({"message": "after"}));
+        get_until(&b, &mine, &quick, "completed");
+        // The record B wrote first stands: an ended task does not change.
+        let got = rpc(&b, &mine, "tasks/get", json!({"taskId": hung}));
+        assert_eq!(got["result"]["status"], "failed", "{got}");
+        let log = a.log();
+        let refused: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("another replica recorded it ended first"))
+            .collect();
+        assert_eq!(refused.len(), 1, "{log}");
+        assert!(refused[0].contains("cancelled"), "{log}");
     })
     .await
     .unwrap();

@@ -12,6 +12,10 @@
 //!   pending input requests), its owner (the session's name: a digest of its sealed id; none
 //!   in 2026-07-28) and the replica that runs it, sealed under the key's own name; it expires
 //!   with the task's TTL. A record over [`MAX_RECORD`] bytes is kept without its result.
+//!   Every write of it goes through one script, [`WRITE_TASK`], which refuses to replace a
+//!   record once a terminal one was written: a task in a terminal status never changes.
+//! - `<prefix>:task-ended:<digest of the task id>`: set by that script, beside a terminal
+//!   record and with its TTL, so that the script can tell without opening the sealed record.
 //! - `<prefix>:tasks-of:<session name>`: a set of the digests of a session's tasks, for
 //!   `tasks/list` (handshake era), expiring a TTL after its last task was written.
 //! - `<prefix>:replica:<replica>`: the replica's heartbeat, written every 5 s to live 15 s. A
@@ -23,7 +27,7 @@
 
 mod pending;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,6 +58,27 @@ const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 /// How often it looks meanwhile.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Writes a task's record (KEYS[1]) unless a terminal one was written before (its marker,
+/// KEYS[2], is there): ARGV[1] the sealed record, ARGV[2] its TTL in milliseconds (`0`: keep
+/// the record's own, and write nothing if there is none, as `SET … KEEPTTL XX`), ARGV[3] `1`
+/// when the record is terminal (the marker is set too, with the same TTL). 1 when written, 0
+/// when refused. One script, so that whichever terminal write comes first wins, whatever
+/// replica makes it and however late the other arrives.
+const WRITE_TASK: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local ttl = tonumber(ARGV[2])
+if ttl == 0 then
+  ttl = redis.call('PTTL', KEYS[1])
+  if ttl <= 0 then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+if ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ttl) end
+return 1
+";
+
+/// The most tasks the writer remembers it was refused for (to say so once per task).
+const MAX_REFUSED: usize = 1024;
 
 /// How long a subscription waits for a message before it looks again whether to go on.
 const LISTEN_TICK: Duration = Duration::from_secs(1);
@@ -184,6 +209,34 @@ impl TaskShare {
         format!("{}:task:{}", self.prefix, digest(id))
     }
 
+    fn ended_key(&self, id: &str) -> String {
+        format!("{}:task-ended:{}", self.prefix, digest(id))
+    }
+
+    /// Writes `sealed` as task `id`'s record through [`WRITE_TASK`], for `keep` (zero: for
+    /// what is left of the record's TTL, and only if there is one): whether it was written
+    /// (false: a terminal record was there first).
+    fn write_record(
+        redis: &Redis,
+        keys: [&str; 2],
+        sealed: &[u8],
+        keep: Duration,
+        terminal: bool,
+    ) -> Result<bool, RedisError> {
+        let ttl = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX);
+        // A TTL under a millisecond is one, not "keep the record's".
+        let ttl = if keep.is_zero() { 0 } else { ttl.max(1) }.to_string();
+        let terminal: &[u8] = if terminal { b"1" } else { b"0" };
+        match redis.eval(WRITE_TASK, &keys, &[sealed, ttl.as_bytes(), terminal])? {
+            Reply::Integer(written) => Ok(written == 1),
+            _ => Err(RedisError::Unexpected {
+                at: redis.address(),
+                phase: "EVAL".to_owned(),
+                what: "a reply other than an integer",
+            }),
+        }
+    }
+
     fn index_key(&self, owner: &str) -> String {
         format!("{}:tasks-of:{owner}", self.prefix)
     }
@@ -212,14 +265,19 @@ impl TaskShare {
     fn write_loop(&self) {
         let mut last_beat = Instant::now();
         let mut failing = false;
+        // Tasks whose change was refused (another replica recorded them ended first), so
+        // that it is said once per task; bounded, as a task that never ends here could stay.
+        let mut refused = HashSet::new();
         loop {
             let mut outcome = None;
             if last_beat.elapsed() >= HEARTBEAT_EVERY {
                 outcome = Some(self.beat());
                 last_beat = Instant::now();
             }
-            if let Some(record) = self.writes.next(HEARTBEAT_EVERY) {
-                let written = self.write(&record).map_err(|e| {
+            // Until the next beat is due, not a whole period: a write may take a while.
+            let until_beat = HEARTBEAT_EVERY.saturating_sub(last_beat.elapsed());
+            if let Some(record) = self.writes.next(until_beat) {
+                let written = self.write(&record, &mut refused).map_err(|e| {
                     format!("a task's state cannot be written for other replicas: {e}")
                 });
                 outcome = Some(outcome.unwrap_or(Ok(())).and(written));
@@ -262,7 +320,7 @@ impl TaskShare {
             .ok_or_else(|| "no randomness to seal it with".to_owned())
     }
 
-    fn write(&self, record: &TaskRecord) -> Result<(), String> {
+    fn write(&self, record: &TaskRecord, refused: &mut HashSet<String>) -> Result<(), String> {
         if record.keep.is_zero() {
             return Ok(());
         }
@@ -274,9 +332,32 @@ impl TaskShare {
             too_large: None,
         };
         let sealed = self.sealed(&key, &stored)?;
-        self.redis
-            .set(&key, &sealed, Some(record.keep))
-            .map_err(|e| e.to_string())?;
+        let ended = self.ended_key(&record.task.task_id);
+        let written = Self::write_record(
+            &self.redis,
+            [&key, &ended],
+            &sealed,
+            record.keep,
+            record.task.status.is_terminal(),
+        )
+        .map_err(|e| e.to_string())?;
+        if !written {
+            // Another replica recorded the task ended first (failed, when this one's
+            // heartbeat lapsed): that stands. Said once per task.
+            let id = &record.task.task_id;
+            if !refused.contains(id) {
+                tracing::warn!(target: "mcp_gateway", "tasks: a task's change ({}) was not written for other replicas: another replica recorded it ended first (this replica's heartbeat had lapsed), and an ended task does not change", record.task.status);
+                if refused.len() >= MAX_REFUSED {
+                    refused.clear();
+                }
+                refused.insert(id.clone());
+            }
+            if record.task.status.is_terminal() {
+                // Its last change here: nothing more of it comes to be refused.
+                refused.remove(id);
+            }
+            return Ok(());
+        }
         if let Some(owner) = stored.owner.as_ref().filter(|_| record.listed) {
             let index = self.index_key(owner);
             let member = digest(&record.task.task_id);
@@ -420,28 +501,34 @@ impl TaskShare {
     }
 
     /// Fails `stored`, whose replica stopped, and records it so (for what is left of its
-    /// TTL).
+    /// TTL), unless a terminal record was written meanwhile: then `stored` becomes that one.
     async fn lapsed(&self, id: &str, stored: &mut Stored) -> Result<(), ErrorObject> {
-        stored.task.status = TaskStatus::Failed;
-        stored.task.input_requests = None;
-        stored.task.error = Some(TaskError::new(
+        let mut failed = stored.clone();
+        failed.task.status = TaskStatus::Failed;
+        failed.task.input_requests = None;
+        failed.task.error = Some(TaskError::new(
             code::INTERNAL_ERROR,
             format!(
                 "the gateway replica that ran this task stopped (no heartbeat for {} s); its work is lost",
                 HEARTBEAT_TTL.as_secs()
             ),
         ));
-        let key = self.task_key(id);
+        let (key, ended) = (self.task_key(id), self.ended_key(id));
         let sealed = self
-            .sealed(&key, stored)
-            .map_err(|e| store_error("SET", e))?;
+            .sealed(&key, &failed)
+            .map_err(|e| store_error("EVAL", e))?;
         let redis = self.redis.clone();
-        blocking("SET", move || {
-            redis
-                .command(&[b"SET", key.as_bytes(), &sealed, b"KEEPTTL", b"XX"])
-                .map(|_| ())
+        let written = blocking("EVAL", move || {
+            Self::write_record(&redis, [&key, &ended], &sealed, Duration::ZERO, true)
         })
-        .await
+        .await?;
+        if written {
+            *stored = failed;
+        } else {
+            // It ended first: that stands (or it expired: then it is failed, as before).
+            *stored = self.fetch(id).await?.unwrap_or(failed);
+        }
+        Ok(())
     }
 
     /// Answers a `tasks/*` request for a task this replica does not hold; `None` when the
@@ -464,6 +551,15 @@ impl TaskShare {
             ClientRequest::UpdateTask(p) => {
                 let message = json!({"op": "update", "id": id, "responses": p.input_responses});
                 match self.relay(&stored.replica, &message).await {
+                    Ok(0) if !stored.task.status.is_terminal() => {
+                        // Nobody listens there: the replica is gone, and the task with it,
+                        // as for a cancel; the answer is an ended task's (responses ignored).
+                        let mut stored = stored;
+                        match self.lapsed(id, &mut stored).await {
+                            Ok(()) => encode(&EmptyResult::new()),
+                            Err(e) => Err(e),
+                        }
+                    }
                     Ok(_) => encode(&EmptyResult::new()),
                     Err(e) => Err(e),
                 }
