@@ -757,8 +757,22 @@ async fn a_subscription_the_store_does_not_take_is_a_503_that_the_session_never_
     let (_, id, _) = send(a, "POST", None, INIT).await;
     let id = id.expect("a session id");
     assert_eq!(subs_at(a, &id).await, "subs ");
-    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("fake://x")).await;
-    assert!(status.contains("503"), "{status} {body}");
-    assert!(body.contains("resource subscription"), "{body}");
+    let body = subscribe("fake://x");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {id}\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut tcp = TcpStream::connect(a).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_string(&mut answer))
+        .await
+        .expect("the response stalled")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("retry-after: 1\r\n"), "{answer}");
+    assert!(answer.contains("resource subscription"), "{answer}");
     assert_eq!(subs_at(a, &id).await, "subs ");
 }
