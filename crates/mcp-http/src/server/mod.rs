@@ -599,7 +599,7 @@ impl<H: Handler> HttpServer<H> {
                 // the same write. Sent at once, the head and the priming event took a write
                 // (and a wake-up of the client) of their own. (`recv` is cancel-safe: an
                 // event that comes after the wait stays in `rx`.)
-                let mut first = Vec::new();
+                let mut first = Vec::with_capacity(body::FRAME_ROOM);
                 sse::encode_priming(&mut first, &id, Some(self.config.retry_ms));
                 let mut ended = false;
                 if let Ok(Ok(Some(event))) =

@@ -12,6 +12,7 @@
 mod tests;
 
 use std::fmt;
+use std::io::Write as _;
 
 /// How many bytes of an oversized event's data are kept to report it.
 const HEAD: usize = 256;
@@ -368,7 +369,9 @@ fn has_line_break(bytes: &[u8]) -> bool {
 /// Appends a priming event: an id with empty data, so that the client can resume from it.
 pub fn encode_priming(out: &mut Vec<u8>, id: &str, retry_ms: Option<u64>) {
     if let Some(ms) = retry_ms {
-        out.extend_from_slice(format!("retry: {ms}\n").as_bytes());
+        // Written in place: a priming event leads every answer's stream, and a `format!` was
+        // an allocation per call.
+        let _ = writeln!(out, "retry: {ms}");
     }
     out.extend_from_slice(b"id: ");
     out.extend_from_slice(single_line(id).as_bytes());
