@@ -243,6 +243,7 @@ pub(crate) fn page(cx: &Context<'_>) -> String {
         time,
     );
     peaks(w, cx);
+    fastest(w, cx);
     single(
         w,
         cx,
@@ -387,7 +388,7 @@ Until d868a40 our client switched 2.2 times a call: our server sent a call's SSE
 A stream that has ended by the time its head leaves now goes whole with its `Content-Length`: p50 ×0.77 of before, calls/s at 16 ×1.08 and at 256 ×1.33, in five interleaved repetitions.
 What is left is work on the CPU: ours was ×1.27 of the floor at p50 in those runs (28.6 against 22.6 µs); our client spent 5.7–8.0 µs of user time a call against the floor client's 3.8–4.5, and our server 7.3–7.7 µs against the echo's 2.3–2.9, with 1–3 µs more system time on each side.
 Callgrind counts about 52,000 instructions a call in the release server, and no single item is large: hyper's parsing of the request head about 7,800, decoding the JSON-RPC message 4,300, the session 3,700, the benchmark's `echo` handler 3,400, the SSE event 3,600, with allocation, freeing and moves of large futures and enums (memcpy) over a quarter across all of them (14 vector re-allocations a call).
-What would move it to ×1.2: fewer allocations and copies per call on both sides (frames sized before they are written, the priming event written without `format!`, smaller futures: hyper boxes a 3.7 KB service future per request), each a few per cent.
+What would move it to ×1.2: fewer allocations and copies per call on both sides, each worth a few per cent at most: 37f2f1b sizes the server's frames before they are written and writes the priming event without `format!` (0.75% fewer instructions in the callgrind http layer); left are the moves of large values (hyper boxes a 3.7 KB service future per request, and the session's events and requests are moved whole several times), the request's header map, and the client's own allocations.
 
 **stdio.**
 Each process sleeps and is woken once a call, as in the floor: the scheduler trace shows no wake-up between threads of one process, only the two pipe writes (the request, the answer); the server's reader runs the handler and writes the answer in one task, and the client's reader hands the answer to its caller on the same worker.
@@ -510,6 +511,49 @@ fn peaks(w: &mut String, cx: &Context<'_>) {
             }
         }
         let _ = writeln!(w, "{line}");
+    }
+    let _ = writeln!(w);
+}
+
+/// Issue 25 §3 asks ours → ours to be the fastest pair on the two rows above over both
+/// transports: each row's verdict against the fastest of the others, so that the page says it
+/// in one place rather than leaving it to be read off two tables.
+fn fastest(w: &mut String, cx: &Context<'_>) {
+    let _ = writeln!(
+        w,
+        "Goals of issue 25 §3: ours → ours the fastest pair on both rows, over both transports (medians as above).\n"
+    );
+    let _ = writeln!(w, "| row | ours → ours | the fastest other pair | |");
+    let _ = writeln!(w, "| --- | --- | --- | --- |");
+    let p50 = |v: &Value| v["p50_us"].as_f64();
+    for (workload, row) in [
+        ("big", "1 MiB result".to_owned()),
+        ("list", format!("{LIST_TOOLS} tools")),
+    ] {
+        for (t, transport) in TRANSPORTS {
+            let ours = stat(cx, workload, t, Imp::Ours, Imp::Ours, 1, p50).value;
+            let other = MCP_PAIRS
+                .iter()
+                .filter(|&&p| p != (Imp::Ours, Imp::Ours))
+                .filter_map(|&(c, s)| {
+                    let v = stat(cx, workload, t, c, s, 1, p50).value?;
+                    Some((v, pair(c, s)))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let verdict = match (ours, &other) {
+                (Some(o), Some((v, _))) if o <= *v => "met",
+                (Some(_), Some(_)) => "**not met**",
+                _ => "not measured",
+            };
+            let shown = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), time);
+            let (v, name) = other.map_or((None, "none".to_owned()), |(v, n)| (Some(v), n));
+            let _ = writeln!(
+                w,
+                "| {row}, {transport} | {} | {name}: {} | {verdict} |",
+                shown(ours),
+                shown(v)
+            );
+        }
     }
     let _ = writeln!(w);
 }
