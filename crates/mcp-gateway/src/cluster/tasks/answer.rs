@@ -1,0 +1,81 @@
+//! Answering `tasks/*` at a replica that shares its tasks: from its own store first, and for a
+//! task it does not hold, from the record another replica wrote, for that task's owner only.
+
+use mcp_protocol::schema::{ClientRequest, ExperimentalTask, TaskStatus};
+use mcp_protocol::{Era, ErrorObject, RawJson, code};
+use mcp_session::{RequestContext, Tasks};
+
+use super::{MAX_RECORD, Stored, TaskShare, encode};
+
+/// Whether the caller of `context` owns `stored`, as at the replica that runs it: the same
+/// session (by its name among replicas) in the handshake era; in 2026-07-28 the same
+/// authenticated caller (by a digest of its subject), or anyone who knows the id of a task
+/// nobody authenticated made.
+pub(super) fn owns(stored: &Stored, context: &RequestContext) -> bool {
+    if context.era == Some(Era::Stateless) {
+        return stored.owner.as_deref() == context.session_name.as_deref();
+    }
+    match (&stored.owner, &context.session_name) {
+        (Some(owner), Some(name)) => owner.as_str() == &**name,
+        _ => false,
+    }
+}
+
+pub(super) fn too_large(stored: &Stored) -> ErrorObject {
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        format!(
+            "the task's result ({} bytes) is larger than the replicas share ({MAX_RECORD} bytes): only the gateway replica that ran it holds it",
+            stored.too_large.unwrap_or_default()
+        ),
+    )
+}
+
+/// `tasks/get`'s answer from a record, in the caller's era's form.
+pub(super) fn get_answer(stored: &Stored, stateless: bool) -> Result<RawJson, ErrorObject> {
+    if stateless {
+        if stored.task.status == TaskStatus::Completed && stored.task.result.is_none() {
+            return Err(too_large(stored));
+        }
+        let mut task = stored.task.clone();
+        task.result_type = Some("complete".to_owned());
+        return encode(&task);
+    }
+    encode(&ExperimentalTask::from_task(&stored.task.info()))
+}
+
+/// Answers `tasks/*`: from this replica's store first, as without sharing; a task it does not
+/// hold is looked for in `share`, when the replicas share one.
+pub(crate) async fn answer(
+    share: Option<&TaskShare>,
+    tasks: &Tasks,
+    request: &ClientRequest,
+    context: &RequestContext,
+) -> Option<Result<RawJson, ErrorObject>> {
+    let local = tasks.answer(request, context).await?;
+    let Some(share) = share else {
+        return Some(local);
+    };
+    let id = match request {
+        ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => &p.task_id,
+        ClientRequest::GetTaskPayload(p) => &p.task_id,
+        ClientRequest::UpdateTask(p) => &p.task_id,
+        ClientRequest::ListTasks(_) => {
+            return Some(match local {
+                Ok(raw) => share.list(raw, context).await,
+                Err(e) => Err(e),
+            });
+        }
+        _ => return Some(local),
+    };
+    // Only an id this replica does not hold is looked for elsewhere; every other answer
+    // (another session's task, a method the era lacks) stands.
+    match &local {
+        Err(e) if e.code == code::INVALID_PARAMS && tasks.status(id).is_none() => {}
+        _ => return Some(local),
+    }
+    match share.remote(request, id, context).await {
+        Some(answer) => Some(answer),
+        None => Some(local),
+    }
+}
