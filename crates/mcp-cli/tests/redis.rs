@@ -29,6 +29,11 @@ use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions, PrmLocation};
 use serde_json::{Value, json};
 
 // Sealed sessions whose ends are kept in Redis (SEAL24), beside this file.
+// The test as the browser of a login, as in the `it` tests.
+#[path = "it/browser.rs"]
+mod browser;
+use browser::browse;
+
 #[path = "redis_sessions.rs"]
 mod sessions;
 
@@ -268,32 +273,6 @@ fn the_client_logs_in_selects_and_shares_values_messages_locks_and_windows() {
     assert!(!e.to_string().contains(ROOT_PASSWORD));
 }
 
-/// A browser's GET: the status and the absolute `Location`, if any.
-fn browse(url: &str) -> (u16, Option<String>) {
-    use std::io::Read as _;
-    let url = Url::parse(url).unwrap();
-    let mut stream =
-        std::net::TcpStream::connect((url.host_str().unwrap(), url.port().unwrap())).unwrap();
-    let target = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
-    };
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        url.host_str().unwrap()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let location = answer
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("location:"))
-        .map(|l| url.join(l["location:".len()..].trim()).unwrap().to_string());
-    (status, location)
-}
-
 /// `mcp-host login --gateway FILE remote`, the test as the browser: it opens the address
 /// the command prints and follows the redirect back. Returns what the command said.
 fn login_gateway(file: &std::path::Path, home: &std::path::Path) -> String {
@@ -324,7 +303,7 @@ fn login_gateway(file: &std::path::Path, home: &std::path::Path) -> String {
             break format!("http{rest}");
         }
     };
-    let (status, callback) = browse(&url);
+    let (status, callback, _) = browse(&url);
     assert_eq!(status, 302, "{url}");
     assert_eq!(browse(&callback.unwrap()).0, 200);
     stderr.read_to_string(&mut said).unwrap();
