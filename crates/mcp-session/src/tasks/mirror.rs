@@ -3,12 +3,10 @@
 //! given to a [`TaskMirror`] as a [`TaskRecord`], and [`Tasks::cancel_relayed`] and
 //! [`Tasks::update_relayed`] act for a replica that checked its caller may.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::schema::{DetailedTask, TaskStatus};
-use serde_json::Value;
+use mcp_protocol::schema::{DetailedTask, TaskStatus, UpdateTaskParams};
 use tokio::time::Instant;
 
 use super::{Caller, Entry, Tasks};
@@ -89,10 +87,11 @@ impl Tasks {
         true
     }
 
-    /// Gives a stateless-era task `id` the input responses its client sent another replica
-    /// (`tasks/update` there), as [`answer`](Self::answer)'s update would. A handshake
-    /// session's task takes none: that era has no `tasks/update`.
-    pub fn update_relayed(&self, id: &str, responses: &BTreeMap<String, Value>) -> bool {
+    /// Gives a stateless-era task the input responses its client sent another replica (the
+    /// `tasks/update` there, `params`), as [`answer`](Self::answer)'s update would. A
+    /// handshake session's task takes none: that era has no `tasks/update`.
+    pub fn update_relayed(&self, params: &UpdateTaskParams) -> bool {
+        let (id, responses) = (params.task_id.as_str(), &params.input_responses);
         let owner = match self.lock().get(id) {
             Some(entry) if entry.owner.is_none() => entry.owner_name.clone(),
             _ => return false,

@@ -605,7 +605,10 @@ async fn a_relayed_cancel_and_update_act_as_the_owners_would() {
     let asked = heard.0.lock().unwrap().last().cloned().unwrap();
     assert_eq!(asked.task.status, TaskStatus::InputRequired);
     assert!(asked.task.input_requests.unwrap().contains_key("k"));
-    assert!(tasks.update_relayed(&id, &BTreeMap::from([("k".to_owned(), json!(42))])));
+    assert!(tasks.update_relayed(&UpdateTaskParams::new(
+        id.clone(),
+        BTreeMap::from([("k".to_owned(), json!(42))])
+    )));
     settle(&tasks, &id, TaskStatus::Completed).await;
     assert_eq!(
         get(&tasks, &id, &caller).await.unwrap()["result"]["content"][0]["text"],
@@ -613,7 +616,7 @@ async fn a_relayed_cancel_and_update_act_as_the_owners_would() {
     );
     // A handshake session's task takes no relayed input: that era has no tasks/update.
     let owned_id = id_of(&tasks.create_for(&owned, |_| std::future::pending()));
-    assert!(!tasks.update_relayed(&owned_id, &BTreeMap::new()));
+    assert!(!tasks.update_relayed(&UpdateTaskParams::new(owned_id, BTreeMap::new())));
 }
 
 #[tokio::test(start_paused = true)]

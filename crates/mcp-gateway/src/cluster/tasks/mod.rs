@@ -36,7 +36,7 @@ use mcp_host::redis::{Redis, RedisError, Reply, Subscription};
 use mcp_http::SessionSeal;
 use mcp_protocol::schema::{
     ClientRequest, DetailedTask, EmptyResult, ExperimentalListTasksResult, ExperimentalTask,
-    RELATED_TASK_META_KEY, TaskError, TaskStatus,
+    RELATED_TASK_META_KEY, TaskError, TaskStatus, UpdateTaskParams,
 };
 use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code};
 use mcp_session::{RequestContext, TaskMirror, TaskRecord, Tasks};
@@ -431,7 +431,7 @@ impl TaskShare {
                     .get("responses")
                     .and_then(|r| serde_json::from_value(r.clone()).ok())
                     .unwrap_or_default();
-                tasks.update_relayed(id, &responses);
+                tasks.update_relayed(&UpdateTaskParams::new(id.to_owned(), responses));
             }
             _ => {}
         }
