@@ -162,7 +162,7 @@ pub(super) fn state_of(reply: Reply, address: &str) -> Result<SessionState, Shar
         _ => None,
     };
     let ended = matches!(items.pop(), Some(Reply::Bulk(Some(_))));
-    Ok(SessionState { ended, level })
+    Ok(SessionState::new(ended, level))
 }
 
 impl SessionShare for RedisShare {

@@ -50,17 +50,11 @@ fn a_sessions_end_and_level_are_read_from_one_mget_and_another_reply_names_redis
     };
     assert_eq!(
         read(Some(b"1"), Some(b"error")),
-        SessionState {
-            ended: true,
-            level: Some("error".to_owned())
-        }
+        SessionState::new(true, Some("error".to_owned()))
     );
     assert_eq!(
         read(None, Some(b"debug")),
-        SessionState {
-            ended: false,
-            level: Some("debug".to_owned())
-        }
+        SessionState::new(false, Some("debug".to_owned()))
     );
     assert_eq!(read(None, None), SessionState::default());
     // Not the two values asked for: an error naming Redis, its address and the command.

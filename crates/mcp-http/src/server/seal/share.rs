@@ -107,13 +107,23 @@ pub trait SessionShare: Send + Sync + 'static {
     }
 }
 
-/// What [`SessionShare::state`] says of a session.
+/// What [`SessionShare::state`] says of a session. Non-exhaustive, so that what replicas share
+/// of a session can grow without breaking a store implemented elsewhere: such a store builds
+/// it with [`SessionState::new`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SessionState {
     /// The client ended it (DELETE) at some replica.
     pub ended: bool,
     /// The logging level its client last set, at any replica (`logging/setLevel`'s `level`).
     pub level: Option<String>,
+}
+
+impl SessionState {
+    /// A session ended or not, at the level its client last set if any.
+    pub fn new(ended: bool, level: Option<String>) -> Self {
+        Self { ended, level }
+    }
 }
 
 /// Why the share could not answer (the store is down, say). The request it was for is
