@@ -61,16 +61,38 @@ impl RedisShare {
 const LISTEN_TICK: Duration = Duration::from_secs(1);
 
 /// Listens on `channel` for as long as `inbox` is open: `first` is the subscription made
-/// before the server served anything, if Redis answered; a broken one is made again, after a
-/// pause that grows to 5 s while Redis does not answer.
+/// before the server served anything, if Redis answered.
 fn listen_on(redis: &Redis, channel: &str, inbox: &Inbox, first: Option<Subscription>) {
+    let what = format!("answers relayed by other replicas ({channel})");
+    listen(
+        redis,
+        channel,
+        &what,
+        first,
+        || inbox.is_open(),
+        |payload| inbox.deliver(payload),
+    );
+}
+
+/// Hears what other replicas publish on `channel` (`what` names it in the log) while `open`
+/// says so, giving each message to `deliver`, which says whether to go on. A broken
+/// subscription is made again, after a pause that grows to 5 s while Redis does not answer: a
+/// replica's channel must outlive Redis restarts, or what is relayed to it is lost unseen.
+pub(crate) fn listen(
+    redis: &Redis,
+    channel: &str,
+    what: &str,
+    first: Option<Subscription>,
+    open: impl Fn() -> bool,
+    mut deliver: impl FnMut(&[u8]) -> bool,
+) {
     let mut subscription = first;
     let mut pause = Duration::from_millis(100);
-    while inbox.is_open() {
+    while open() {
         let Some(live) = subscription.as_mut() else {
             match redis.subscribe(&[channel]) {
                 Ok(made) => {
-                    tracing::info!(target: "mcp_gateway", "listening again for answers relayed by other replicas ({channel})");
+                    tracing::info!(target: "mcp_gateway", "listening again for {what}");
                     subscription = Some(made);
                     pause = Duration::from_millis(100);
                 }
@@ -83,13 +105,13 @@ fn listen_on(redis: &Redis, channel: &str, inbox: &Inbox, first: Option<Subscrip
         };
         match live.recv(LISTEN_TICK) {
             Ok(Some(message)) => {
-                if !inbox.deliver(&message.payload) {
+                if !deliver(&message.payload) {
                     return;
                 }
             }
             Ok(None) => {}
             Err(e) => {
-                tracing::warn!(target: "mcp_gateway", "answers relayed by other replicas: {e}; subscribing again");
+                tracing::warn!(target: "mcp_gateway", "{what}: {e}; subscribing again");
                 subscription = None;
             }
         }

@@ -83,9 +83,6 @@ return 1
 /// The most tasks the writer remembers it was refused for (to say so once per task).
 const MAX_REFUSED: usize = 1024;
 
-/// How long a subscription waits for a message before it looks again whether to go on.
-const LISTEN_TICK: Duration = Duration::from_secs(1);
-
 /// The tasks' share of the store: where their records are written and read, and where
 /// cancels and updates are relayed.
 pub(crate) struct TaskShare {
@@ -383,32 +380,18 @@ impl TaskShare {
     /// The listener thread: cancels and updates other replicas relay here, for as long as
     /// the process lives; a broken subscription is made again.
     fn listen(&self, channel: &str, tasks: &Tasks, first: Option<Subscription>) {
-        let mut subscription = first;
-        let mut pause = Duration::from_millis(100);
-        loop {
-            let Some(live) = subscription.as_mut() else {
-                match self.redis.subscribe(&[channel]) {
-                    Ok(made) => {
-                        tracing::info!(target: "mcp_gateway", "tasks: listening again for cancels relayed by other replicas");
-                        subscription = Some(made);
-                        pause = Duration::from_millis(100);
-                    }
-                    Err(_) => {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(Duration::from_secs(5));
-                    }
-                }
-                continue;
-            };
-            match live.recv(LISTEN_TICK) {
-                Ok(Some(message)) => self.relayed(channel, &message.payload, tasks),
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(target: "mcp_gateway", "tasks: cancels relayed by other replicas: {e}; subscribing again");
-                    subscription = None;
-                }
-            }
-        }
+        let what = "cancels and updates relayed by other replicas (tasks)";
+        super::share::listen(
+            &self.redis,
+            channel,
+            what,
+            first,
+            || true,
+            |payload| {
+                self.relayed(channel, payload, tasks);
+                true
+            },
+        );
     }
 
     /// Acts on what another replica relayed: a cancel or an update of a task of this one.
