@@ -95,4 +95,4 @@ pub use server::{
     Sessions,
 };
 pub use skills::load_skills;
-pub use tasks::{TaskContext, TaskMirror, TaskOptions, TaskRecord, Tasks};
+pub use tasks::{TaskContext, TaskMirror, TaskOptions, TaskRecord, Tasks, ended_payload};

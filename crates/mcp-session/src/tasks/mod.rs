@@ -663,33 +663,13 @@ impl Tasks {
             {
                 let mut store = self.lock();
                 let entry = Self::visible(&mut store, id, caller)?;
-                match entry.status {
-                    TaskStatus::Completed => {
-                        let mut result = entry.result.clone().unwrap_or_default();
-                        let meta = result
-                            .entry("_meta")
-                            .or_insert_with(|| Value::Object(JsonObject::new()));
-                        if let Value::Object(meta) = meta {
-                            meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": id}));
-                        }
-                        return RawJson::encode(&result)
-                            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()));
-                    }
-                    TaskStatus::Failed => {
-                        let error = entry.error.clone().unwrap_or_else(|| {
-                            TaskError::new(code::INTERNAL_ERROR, "the task failed".to_owned())
-                        });
-                        let mut object = ErrorObject::new(error.code, error.message);
-                        object.data = error.data;
-                        return Err(object);
-                    }
-                    TaskStatus::Cancelled => {
-                        return Err(ErrorObject::new(
-                            code::INTERNAL_ERROR,
-                            format!("task {id:?} was cancelled"),
-                        ));
-                    }
-                    _ => {}
+                if let Some(answer) = ended_payload(
+                    id,
+                    &entry.status,
+                    Some(entry.result.clone().unwrap_or_default()),
+                    entry.error.as_ref(),
+                ) {
+                    return answer;
                 }
             }
             if changed.changed().await.is_err() {
@@ -737,6 +717,46 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// An ISO 8601 UTC timestamp with milliseconds, as `createdAt` and `lastUpdatedAt` carry.
+/// `tasks/result`'s answer for a task that has ended as `status`: its `result` with the
+/// related-task meta added, its error, or the error of a cancelled task; `None` while it has
+/// not ended. One answer wherever a task is read, so that a replica answering for another's
+/// task (the gateway's shared tasks) answers as the replica that ran it.
+pub fn ended_payload(
+    id: &str,
+    status: &TaskStatus,
+    result: Option<JsonObject>,
+    error: Option<&TaskError>,
+) -> Option<Result<RawJson, ErrorObject>> {
+    match status {
+        TaskStatus::Completed => {
+            let mut result = result.unwrap_or_default();
+            let meta = result
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": id}));
+            }
+            Some(
+                RawJson::encode(&result)
+                    .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string())),
+            )
+        }
+        TaskStatus::Failed => {
+            let error = error.cloned().unwrap_or_else(|| {
+                TaskError::new(code::INTERNAL_ERROR, "the task failed".to_owned())
+            });
+            let mut object = ErrorObject::new(error.code, error.message);
+            object.data = error.data;
+            Some(Err(object))
+        }
+        TaskStatus::Cancelled => Some(Err(ErrorObject::new(
+            code::INTERNAL_ERROR,
+            format!("task {id:?} was cancelled"),
+        ))),
+        _ => None,
+    }
+}
+
 pub(crate) fn timestamp(at: SystemTime) -> String {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();

@@ -36,9 +36,9 @@ use mcp_host::redis::{Redis, RedisError, Reply, Subscription};
 use mcp_http::SessionSeal;
 use mcp_protocol::schema::{
     ClientRequest, DetailedTask, EmptyResult, ExperimentalListTasksResult, ExperimentalTask,
-    RELATED_TASK_META_KEY, TaskError, TaskStatus, UpdateTaskParams,
+    TaskError, TaskStatus, UpdateTaskParams,
 };
-use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, code};
+use mcp_protocol::{Era, ErrorObject, RawJson, code};
 use mcp_session::{RequestContext, TaskMirror, TaskRecord, Tasks};
 use serde_json::{Value, json};
 
@@ -618,34 +618,16 @@ impl TaskShare {
         context: &RequestContext,
     ) -> Result<RawJson, ErrorObject> {
         loop {
-            match stored.task.status {
-                TaskStatus::Completed => {
-                    let Some(mut result) = stored.task.result.clone() else {
-                        return Err(too_large(&stored));
-                    };
-                    let meta = result
-                        .entry("_meta")
-                        .or_insert_with(|| Value::Object(JsonObject::new()));
-                    if let Value::Object(meta) = meta {
-                        meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": id}));
-                    }
-                    return encode(&result);
-                }
-                TaskStatus::Failed => {
-                    let error = stored.task.error.clone().unwrap_or_else(|| {
-                        TaskError::new(code::INTERNAL_ERROR, "the task failed".to_owned())
-                    });
-                    let mut object = ErrorObject::new(error.code, error.message);
-                    object.data = error.data;
-                    return Err(object);
-                }
-                TaskStatus::Cancelled => {
-                    return Err(ErrorObject::new(
-                        code::INTERNAL_ERROR,
-                        format!("task {id:?} was cancelled"),
-                    ));
-                }
-                _ => {}
+            if stored.task.status == TaskStatus::Completed && stored.task.result.is_none() {
+                return Err(too_large(&stored));
+            }
+            if let Some(answer) = mcp_session::ended_payload(
+                id,
+                &stored.task.status,
+                stored.task.result.clone(),
+                stored.task.error.as_ref(),
+            ) {
+                return answer;
             }
             let every = stored
                 .task

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use mcp_protocol::JsonObject;
 
 /// A share that is never started: no threads, Redis where nothing listens.
 fn share(url: &str) -> TaskShare {
