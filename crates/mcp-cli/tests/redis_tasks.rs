@@ -11,6 +11,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use mcp_host::redis::Reply;
 use mcp_testkit::TempDir;
 use serde_json::{Value, json};
 
@@ -435,6 +436,15 @@ async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends
             .collect();
         assert_eq!(refused.len(), 1, "{log}");
         assert!(refused[0].contains("cancelled"), "{log}");
+        // The markers that keep ended tasks ended (the hung task's and the quick one's) are
+        // named by digests and hold only `1`: neither a task id nor a status.
+        let ended = keys(&redis, "mcp-host:task-ended:*");
+        assert_eq!(ended.len(), 2, "{ended:?}");
+        for key in &ended {
+            assert!(!key.contains(&hung) && !key.contains(&quick), "{key}");
+            let value = redis.client("").command(&[b"GET", key.as_bytes()]).unwrap();
+            assert_eq!(value, Reply::Bulk(Some(b"1".to_vec())), "{key}");
+        }
     })
     .await
     .unwrap();
