@@ -420,6 +420,13 @@ async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends
 
         // A back, ending the task its own way: cancelled there, as A's own answer says.
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+        // Both heartbeats back (each replica writes its own within 5 s) before A starts
+        // another task: with A's beat still gone, B would rightly report that one failed too.
+        let started = Instant::now();
+        while keys(&redis, "mcp-host:replica:*").len() < 2 {
+            assert!(started.elapsed() < Duration::from_secs(30), "no heartbeats back");
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let cancelled = rpc(&a, &mine, "tasks/cancel", json!({"taskId": hung}));
         assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
         // A's writer takes tasks in the order their changes came: once a later task reads
