@@ -379,7 +379,8 @@ impl Guard {
 }
 
 /// What the caller is keyed by for its sessions: the issuer and the subject (or, for a token
-/// without `sub`, the client).
+/// without `sub`, the client). A token naming neither never gets here (mcp-oauth refuses it
+/// as `Rejection::Anonymous`), so no two callers share an empty name.
 fn subject_key(caller: &Caller) -> String {
     let who = caller
         .subject

@@ -322,6 +322,14 @@ async fn the_gateway_takes_only_its_issuers_tokens_for_itself_and_never_passes_t
             ("unsigned", unsigned),
             ("wrong key", other.sign(&claims(&|_| {}))),
             ("garbage", "not-a-jwt".to_owned()),
+            (
+                "anonymous",
+                key.sign(&claims(&|c| {
+                    let c = c.as_object_mut().unwrap();
+                    c.remove("sub");
+                    c.remove("client_id");
+                })),
+            ),
         ] {
             let r = post(&addr, Some(&token), None, &initialize());
             assert_eq!(r.status, 401, "{what}: {r:?}");

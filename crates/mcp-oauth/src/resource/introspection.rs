@@ -358,6 +358,14 @@ mod tests {
                 Rejection::Audience,
             ),
             (without("aud"), Rejection::Audience),
+            (
+                {
+                    let mut a = without("sub");
+                    a.as_object_mut().unwrap().remove("client_id");
+                    a
+                },
+                Rejection::Anonymous,
+            ),
             (with("exp", json!(NOW - 3600)), Rejection::Expired),
             (without("exp"), Rejection::Expired),
             (with("nbf", json!(NOW + 3600)), Rejection::NotYetValid),

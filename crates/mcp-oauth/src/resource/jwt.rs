@@ -79,6 +79,10 @@ pub enum Rejection {
     /// The issuer says the token is bound to a key (`cnf`) or of a `token_type` other than
     /// `Bearer`: it proves nothing without a proof this resource does not ask for.
     NotBearer,
+    /// It names neither a subject (`sub`) nor a client (`client_id` or `azp`), which RFC 9068
+    /// §2.2 requires of a JWT access token: a resource that binds sessions and tasks to their
+    /// caller could tell no two such callers apart, so each would be every other's owner.
+    Anonymous,
 }
 
 impl Rejection {
@@ -122,6 +126,9 @@ impl fmt::Display for Rejection {
             }
             Self::Inactive => f.write_str("the issuer says the token is not active"),
             Self::NotBearer => f.write_str("the token is not a bearer token"),
+            Self::Anonymous => {
+                f.write_str("the token names neither a subject (sub) nor a client (client_id)")
+            }
         }
     }
 }
@@ -323,6 +330,10 @@ pub(super) fn caller_of(
         roles: strings(claims.roles.as_ref(), false),
         expires_at: exp,
     };
+    let named = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.is_empty());
+    if !named(&caller.subject) && !named(&caller.client_id) {
+        return Err(Rejection::Anonymous);
+    }
     let missing: Vec<String> = policy
         .required_scopes
         .iter()

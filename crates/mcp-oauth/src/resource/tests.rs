@@ -555,3 +555,48 @@ mod proptests {
         }
     }
 }
+
+#[test]
+fn a_token_naming_neither_subject_nor_client_is_refused() {
+    let rsa = Key::rsa(test_keys::RSA_1);
+    let keys = set(&[(&rsa, "r")]);
+    let with = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let mut c = claims();
+        f(c.as_object_mut().unwrap());
+        validate(&token(&rsa, rs256("r"), &c), &policy(), &keys, NOW)
+    };
+    // Either name is enough: a user's token, a client's own (`client_credentials`), or a
+    // client named by `azp`.
+    assert!(with(&|_| {}).is_ok());
+    assert!(with(&|c| drop(c.remove("client_id"))).is_ok());
+    assert!(with(&|c| drop(c.remove("sub"))).is_ok());
+    assert!(
+        with(&|c| {
+            c.remove("sub");
+            c.remove("client_id");
+            c.insert("azp".into(), json!("app"));
+        })
+        .is_ok()
+    );
+    for (what, f) in [
+        (
+            "neither",
+            &(|c: &mut serde_json::Map<String, Value>| {
+                c.remove("sub");
+                c.remove("client_id");
+            }) as &dyn Fn(&mut serde_json::Map<String, Value>),
+        ),
+        ("both empty", &|c| {
+            c.insert("sub".into(), json!(""));
+            c.insert("client_id".into(), json!(""));
+        }),
+        ("not strings", &|c| {
+            c.insert("sub".into(), json!(7));
+            c.remove("client_id");
+        }),
+    ] {
+        let refused = with(f).expect_err(what);
+        assert_eq!(refused, Rejection::Anonymous, "{what}");
+        assert_eq!(refused.error_code(), "invalid_token");
+    }
+}
