@@ -87,6 +87,12 @@ impl LevelNotKept {
 impl<H: Handler> HttpServer<H> {
     /// Records the level a POST of a sealed session sets (if it sets one) in the share, before
     /// the session hears it; this replica's session is then taken as told.
+    ///
+    /// The session's lock is not held while the share writes: every request of the session
+    /// that finds a level in the share takes it ([`apply_level`](Self::apply_level)), so a
+    /// store slow to take the write (up to the Redis client's timeouts) would hold them all.
+    /// Nothing needs it: a request the client sends after this one's answer comes after the
+    /// write anyway, and one sent meanwhile was never ordered after it.
     pub(crate) async fn record_level(
         &self,
         session_id: &str,
@@ -99,12 +105,11 @@ impl<H: Handler> HttpServer<H> {
         let (Some(level), Some(told)) = (level_set(decoded), &session.level) else {
             return Ok(());
         };
-        let mut told = told.lock().await;
         seal.share()
             .set_level(&share_key(session_id), &level, seal.max_age())
             .await
             .map_err(|_| LevelNotKept)?;
-        *told = Some(level);
+        *told.lock().await = Some(level);
         Ok(())
     }
 

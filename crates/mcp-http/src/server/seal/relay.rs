@@ -54,11 +54,26 @@ impl Inbox {
     pub fn is_open(&self) -> bool {
         self.0.strong_count() > 0
     }
+
+    /// Tells the server that the share listens for it again after a break (a subscription
+    /// that broke and was made again): what was relayed meanwhile is lost, so the server
+    /// reads again what it must not miss, the recorded subscriptions of each session whose
+    /// standalone stream it holds (`subs.rs`). False once the server is gone.
+    pub fn listening_again(&self) -> bool {
+        match self.0.upgrade() {
+            Some(server) => {
+                server.listening_again();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// What an [`Inbox`] reaches, without the handler's type.
 trait Deliver: Send + Sync {
     fn deliver(self: Arc<Self>, payload: &[u8]);
+    fn listening_again(self: Arc<Self>);
 }
 
 impl<H: Handler> Deliver for HttpServer<H> {
@@ -91,6 +106,10 @@ impl<H: Handler> Deliver for HttpServer<H> {
         if let Some(session) = session {
             session.core.receive(decoded);
         }
+    }
+
+    fn listening_again(self: Arc<Self>) {
+        self.catch_up_subscriptions();
     }
 }
 

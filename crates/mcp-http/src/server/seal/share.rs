@@ -36,7 +36,10 @@ pub trait SessionShare: Send + Sync + 'static {
 
     /// Starts delivering what is relayed to `replica` into `inbox`, until the inbox closes
     /// (its server is gone). Called once, as the server starts; it should be listening when
-    /// it returns, if the store answers, so that no answer sent meanwhile is missed.
+    /// it returns, if the store answers, so that no answer sent meanwhile is missed. When it
+    /// listens again after a break (a broken subscription made again), it calls
+    /// [`Inbox::listening_again`], so that the server catches up with what was relayed
+    /// meanwhile and lost.
     fn listen(&self, replica: &str, inbox: Inbox);
 
     /// What a replica must know of `session` before serving a request of it: whether it

@@ -217,6 +217,27 @@ impl<H: Handler> HttpServer<H> {
         });
     }
 
+    /// The share listens for this replica again after a break, during which notices of
+    /// changes may have been lost (a `PUBLISH` reaches only who listens at that moment): each
+    /// session whose standalone stream is open here reads its recorded subscriptions again, as
+    /// if it had been told they changed.
+    pub(crate) fn catch_up_subscriptions(self: Arc<Self>) {
+        let sessions: Vec<(String, Arc<Session<H>>)> = lock(&self.sessions)
+            .iter()
+            .filter(|(_, session)| session.subs.is_some())
+            .map(|(id, session)| (id.clone(), Arc::clone(session)))
+            .collect();
+        for (id, session) in sessions {
+            let streaming = lock(&session.routes.state)
+                .standalone
+                .as_ref()
+                .is_some_and(|s| !s.tx.is_closed());
+            if streaming {
+                Arc::clone(&self).subscriptions_changed(id);
+            }
+        }
+    }
+
     /// Tells `session` the subscribes and unsubscribes that make what it was `told` the
     /// subscriptions `sealed` (from the share; each opened and kept only if it is bound to
     /// this session), and waits (at most [`REPLAY_WAIT`]) for their answers.

@@ -16,6 +16,9 @@ use tokio::net::TcpStream;
 use super::*;
 use crate::server::{HttpServerConfig, bind, serve_http};
 
+// What a store slow to write, or a listener that missed a notice, does to the replicas.
+mod store;
+
 const KEY_A: [u8; KEY_LEN] = [7; KEY_LEN];
 const KEY_B: [u8; KEY_LEN] = [9; KEY_LEN];
 
@@ -624,12 +627,14 @@ async fn event_ids_are_unique_across_the_replicas_and_copies_serving_a_session()
     drop((stream_a, stream_b));
 }
 
-/// Keeps the resources each session subscribed to, and answers a call with them.
+/// Keeps the resources each session subscribed to, and answers a call with them; each
+/// subscribe it takes is also sent on its channel, when it has one, for a test to await.
 #[derive(Default)]
 struct Subscribed(
     std::sync::Mutex<
         std::collections::HashMap<mcp_session::SessionKey, std::collections::BTreeSet<String>>,
     >,
+    Option<tokio::sync::mpsc::UnboundedSender<String>>,
 );
 
 impl Handler for Subscribed {
@@ -641,6 +646,9 @@ impl Handler for Subscribed {
         let mut subs = self.0.lock().unwrap();
         let answer = match request {
             ClientRequest::Subscribe(p) => {
+                if let Some(told) = &self.1 {
+                    let _ = told.send(p.uri.clone());
+                }
                 subs.entry(context.session).or_default().insert(p.uri);
                 serde_json::json!({})
             }
@@ -665,6 +673,12 @@ impl Handler for Subscribed {
 
 /// A [`Subscribed`] server declaring resource subscriptions, with `share`.
 async fn subscribed(share: Arc<dyn SessionShare>) -> SocketAddr {
+    let seal = SessionSeal::new(&[KEY_A], HOUR).unwrap().with_share(share);
+    subscribed_with(Arc::new(seal), Subscribed::default()).await
+}
+
+/// A server with `handler` declaring resource subscriptions, with `seal`.
+async fn subscribed_with(seal: Arc<SessionSeal>, handler: Subscribed) -> SocketAddr {
     let mut config = ServerConfig::new(Implementation::new("seal".into(), "1".into()));
     config.capabilities.tools = Some(ListChangedCapability::new());
     let mut resources = mcp_protocol::schema::ResourcesCapability::new();
@@ -672,11 +686,9 @@ async fn subscribed(share: Arc<dyn SessionShare>) -> SocketAddr {
     config.capabilities.resources = Some(resources);
     let mut http = HttpServerConfig::new(config);
     http.json_response = true;
-    http.sealed_sessions = Some(Arc::new(
-        SessionSeal::new(&[KEY_A], HOUR).unwrap().with_share(share),
-    ));
+    http.sealed_sessions = Some(seal);
     let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    tokio::spawn(serve_http(listener, http, Subscribed::default()));
+    tokio::spawn(serve_http(listener, http, handler));
     addr
 }
 
