@@ -11,6 +11,7 @@
 //! also has a maximum age, after which every replica refuses it (404, as for an unknown
 //! session). Keys rotate: the first seals, every listed one opens.
 
+mod aead;
 mod kept;
 mod record;
 mod relay;
@@ -23,7 +24,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_protocol::RawJson;
-use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom as _, SystemRandom};
 use serde_json::Value;
 
@@ -48,7 +48,7 @@ pub const KEY_LEN: usize = 32;
 pub struct SessionSeal {
     /// The first seals; every one opens (rotation: a new key goes first, the old one stays
     /// listed until the ids it sealed have aged out).
-    keys: Vec<LessSafeKey>,
+    keys: Vec<aead::SealKey>,
     max_age: Duration,
     share: Arc<dyn SessionShare>,
     random: SystemRandom,
@@ -116,9 +116,7 @@ impl SessionSeal {
                 if key.len() != KEY_LEN {
                     return Err(bad);
                 }
-                UnboundKey::new(&AES_256_GCM, key)
-                    .map(LessSafeKey::new)
-                    .map_err(|_| bad)
+                aead::SealKey::new(key).ok_or(bad)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let random = SystemRandom::new();
@@ -163,44 +161,22 @@ impl SessionSeal {
         &*self.share
     }
 
-    /// A new session id holding `opened`, or `None` when the OS gives no randomness for its
-    /// nonce.
+    /// A new session id holding `opened`, or `None` when the OS gives no randomness.
     pub(crate) fn seal(&self, opened: &Opened) -> Option<String> {
-        let key = self.keys.first()?;
         let plain = serde_json::json!({
             "t": opened.made,
             "s": opened.subject,
             "i": serde_json::from_str::<Value>(opened.initialize.get()).ok()?,
         });
-        let mut sealed = serde_json::to_vec(&plain).ok()?;
-        let mut nonce = [0u8; NONCE_LEN];
-        self.random.fill(&mut nonce).ok()?;
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(CONTEXT),
-            &mut sealed,
-        )
-        .ok()?;
-        let mut bytes = nonce.to_vec();
-        bytes.extend_from_slice(&sealed);
-        Some(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
+        let sealed = self.seal_bytes(CONTEXT, &serde_json::to_vec(&plain).ok()?)?;
+        Some(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(sealed)))
     }
 
     /// What `id` holds, if one of the keys sealed it, it is intact and it is not older than
     /// the maximum age at `now` (seconds since the Unix epoch).
     pub(crate) fn open(&self, id: &str, now: u64) -> Option<Opened> {
         let bytes = URL_SAFE_NO_PAD.decode(id.strip_prefix(PREFIX)?).ok()?;
-        if bytes.len() < NONCE_LEN {
-            return None;
-        }
-        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        let plain = self.keys.iter().find_map(|key| {
-            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-            let mut buffer = sealed.to_vec();
-            key.open_in_place(nonce, Aad::from(CONTEXT), &mut buffer)
-                .ok()
-                .map(|plain| plain.to_vec())
-        })?;
+        let plain = self.open_bytes(CONTEXT, &bytes)?;
         let value: Value = serde_json::from_slice(&plain).ok()?;
         let made = value.get("t")?.as_u64()?;
         // A session from the future (clocks apart) is as young as can be; one past the

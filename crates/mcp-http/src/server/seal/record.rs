@@ -2,9 +2,6 @@
 //! ([`SessionSeal::seal_record`]): the store holds only ciphertext, and a record sealed under
 //! one name cannot be passed off under another. The gateway keeps its tasks' states this way.
 
-use ring::aead::{Aad, NONCE_LEN, Nonce};
-use ring::rand::SecureRandom as _;
-
 use super::SessionSeal;
 
 /// Bound into every sealed record, before its name: neither a sealed session id nor a relayed
@@ -12,39 +9,16 @@ use super::SessionSeal;
 const RECORD_CONTEXT: &[u8] = b"mcp-host shared record v1\0";
 
 impl SessionSeal {
-    /// `plain` sealed with the first key (AES-256-GCM, a fresh random nonce), bound to `name`
-    /// (say, the store key it is kept under); `None` when the OS gives no randomness.
+    /// `plain` sealed with the first key (`aead`), bound to `name` (say, the store key it is
+    /// kept under); `None` when the OS gives no randomness.
     pub fn seal_record(&self, name: &str, plain: &[u8]) -> Option<Vec<u8>> {
-        let key = self.keys.first()?;
-        let mut sealed = plain.to_vec();
-        let mut nonce = [0u8; NONCE_LEN];
-        self.random.fill(&mut nonce).ok()?;
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(aad(name)),
-            &mut sealed,
-        )
-        .ok()?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        Some(out)
+        self.seal_bytes(&aad(name), plain)
     }
 
     /// What [`seal_record`](Self::seal_record) sealed under `name` with any of the keys;
     /// `None` for anything else (tampered, another name, a key this replica lacks).
     pub fn open_record(&self, name: &str, sealed: &[u8]) -> Option<Vec<u8>> {
-        if sealed.len() < NONCE_LEN {
-            return None;
-        }
-        let (nonce, sealed) = sealed.split_at(NONCE_LEN);
-        let aad = aad(name);
-        self.keys.iter().find_map(|key| {
-            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-            let mut buffer = sealed.to_vec();
-            key.open_in_place(nonce, Aad::from(aad.as_slice()), &mut buffer)
-                .ok()
-                .map(|plain| plain.to_vec())
-        })
+        self.open_bytes(&aad(name), sealed)
     }
 }
 

@@ -12,8 +12,6 @@ use std::sync::{Arc, Weak};
 
 use mcp_protocol::{Decoded, Message, RequestId};
 use mcp_session::Handler;
-use ring::aead::{Aad, NONCE_LEN, Nonce};
-use ring::rand::SecureRandom as _;
 
 use super::super::{HttpServer, lock};
 use super::SessionSeal;
@@ -120,7 +118,7 @@ impl SessionSeal {
     }
 
     /// `message`, an answer that came on session `session_id`, sealed for the replica that
-    /// waits for it; `None` when the OS gives no randomness for the nonce.
+    /// waits for it; `None` when the OS gives no randomness.
     pub(crate) fn seal_answer(&self, session_id: &str, message: &[u8]) -> Option<Vec<u8>> {
         self.seal_for(ANSWER_CONTEXT, session_id, message)
     }
@@ -133,23 +131,12 @@ impl SessionSeal {
         session_id: &str,
         message: &[u8],
     ) -> Option<Vec<u8>> {
-        let key = self.keys.first()?;
-        let mut sealed = Vec::with_capacity(2 + session_id.len() + message.len() + 16);
+        let mut plain = Vec::with_capacity(2 + session_id.len() + message.len());
         let len = u16::try_from(session_id.len()).ok()?;
-        sealed.extend_from_slice(&len.to_be_bytes());
-        sealed.extend_from_slice(session_id.as_bytes());
-        sealed.extend_from_slice(message);
-        let mut nonce = [0u8; NONCE_LEN];
-        self.random.fill(&mut nonce).ok()?;
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(context),
-            &mut sealed,
-        )
-        .ok()?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        Some(out)
+        plain.extend_from_slice(&len.to_be_bytes());
+        plain.extend_from_slice(session_id.as_bytes());
+        plain.extend_from_slice(message);
+        self.seal_bytes(context, &plain)
     }
 
     /// The session id and the answer a replica sealed with one of the keys.
@@ -163,17 +150,7 @@ impl SessionSeal {
         context: &'static [u8],
         payload: &[u8],
     ) -> Option<(String, Vec<u8>)> {
-        if payload.len() < NONCE_LEN {
-            return None;
-        }
-        let (nonce, sealed) = payload.split_at(NONCE_LEN);
-        let plain = self.keys.iter().find_map(|key| {
-            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-            let mut buffer = sealed.to_vec();
-            key.open_in_place(nonce, Aad::from(context), &mut buffer)
-                .ok()
-                .map(|plain| plain.to_vec())
-        })?;
+        let plain = self.open_bytes(context, payload)?;
         let (len, rest) = plain.split_first_chunk::<2>()?;
         let len = usize::from(u16::from_be_bytes(*len));
         if rest.len() < len {
