@@ -26,7 +26,7 @@ use mcp_protocol::schema::{
     SubscriptionFilter,
 };
 use mcp_protocol::{
-    ClientInfo, DecodeError, Decoded, Era, ErrorObject, Message, RawJson, RequestId,
+    ClientInfo, DecodeError, Decoded, Era, ErrorObject, Message, RawJson, Request, RequestId,
     RequestOptions, ServerConfig, ServerEvent, ServerSession, code, decode_result,
 };
 use tokio::sync::{Notify, oneshot};
@@ -358,8 +358,30 @@ trait Link: Send + Sync {
         params: Option<RawJson>,
         options: RequestOptions,
     ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>>;
+    /// [`request`](Self::request), but kept waiting for its answer even when no stream can
+    /// carry it now ([`Held`]).
+    fn request_held(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<Held>;
+    /// Sends `request` as it is, tied to `related`; whether a stream took it.
+    fn forward(&self, related: Option<&RequestId>, request: Request) -> bool;
     /// [`notify`](Self::notify) unprompted, only in the stateless era; whether it was sent.
     fn notify_listening(&self, method: &str, params: Option<RawJson>) -> bool;
+}
+
+/// A request to the client that waits for its answer whether or not a stream carried it
+/// ([`Peer::request_held`]): a task's question, which a later `tasks/result` may carry.
+pub(crate) struct Held {
+    /// Its id, which the client's answer carries.
+    pub(crate) id: RequestId,
+    /// Whether a stream took it as it was sent.
+    pub(crate) delivered: bool,
+    /// The answer, once it comes (or the request fails: timeout, session closed).
+    pub(crate) answer: oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>,
 }
 
 /// The client as seen from a server: send it notifications and requests.
@@ -417,6 +439,37 @@ impl Peer {
         answer
             .await
             .map_err(|_| mcp_protocol::Error::Closed("the client went away".to_owned()))?
+    }
+
+    /// Sends a request and keeps waiting for its answer even when no stream can carry it now
+    /// (over HTTP: the request it is tied to has no open stream, and the client no standalone
+    /// one), instead of failing at once: [`forward_request`](Self::forward_request) may carry
+    /// it later, on another request's stream, under the same id.
+    pub(crate) fn request_held(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<Held> {
+        self.link()?
+            .request_held(self.related.as_ref(), method, params, options)
+    }
+
+    /// Sends `request`, made elsewhere, as it is, on this peer's way to the client (over HTTP
+    /// the stream of the request this peer is tied to, else the standalone stream): whether a
+    /// stream took it. Nothing waits for its answer here: whoever made it does (a task's
+    /// question held by the task store, or by another replica of the server whose name the id
+    /// carries, where the client's answer is relayed), so that a `tasks/result` carries the
+    /// questions of a task that runs elsewhere. Unchecked by the session (the one that made
+    /// the request checked the client may be asked it).
+    pub fn forward_request(&self, request: Request) -> bool {
+        self.link()
+            .is_ok_and(|link| link.forward(self.related.as_ref(), request))
+    }
+
+    /// The request this peer is tied to, if any.
+    pub(crate) fn related(&self) -> Option<&RequestId> {
+        self.related.as_ref()
     }
 
     /// The same client, for messages not tied to any request (they go to the standalone
@@ -831,6 +884,37 @@ impl<H: Handler> Link for ServerCore<H> {
             let id = state.session.send_request(now(), method, params, options)?;
             state.waiters.insert(id, tx);
             Ok(rx)
+        })
+    }
+
+    fn request_held(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<RawJson>,
+        options: RequestOptions,
+    ) -> mcp_protocol::Result<Held> {
+        let (tx, answer) = oneshot::channel();
+        self.with_session(related, |state| {
+            let delivered = self.transport.undeliverable(related).is_none();
+            // Sent as any request (the transport drops what no stream carries), and waited for.
+            let id = state.session.send_request(now(), method, params, options)?;
+            state.waiters.insert(id.clone(), tx);
+            Ok(Held {
+                id,
+                delivered,
+                answer,
+            })
+        })
+    }
+
+    fn forward(&self, related: Option<&RequestId>, request: Request) -> bool {
+        self.with_session(related, |_| {
+            if self.transport.undeliverable(related).is_some() {
+                return false;
+            }
+            self.transport.send(Message::Request(request), related);
+            true
         })
     }
 }

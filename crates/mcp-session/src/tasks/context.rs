@@ -4,12 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use mcp_protocol::schema::{InputRequest, ProgressParams, RELATED_TASK_META_KEY, TaskStatus};
-use mcp_protocol::{JsonObject, RawJson, RequestOptions};
-use serde_json::{Value, json};
+use mcp_protocol::schema::{InputRequest, ProgressParams, TaskStatus};
+use mcp_protocol::{ErrorObject, RawJson, code};
 
 use super::Tasks;
-use crate::server::Peer;
 
 /// What a task's work gets: its id, and its way to ask for input and report progress.
 #[derive(Clone)]
@@ -35,10 +33,13 @@ impl TaskContext {
     /// Asks the client for input (SEP-2322 requests, by keys this work chooses, unique within
     /// the task) and waits for all of the answers, which come by `tasks/update`, one key or
     /// several at a time (in the handshake era, as the answers to requests sent to the
-    /// client, each tied to the task by the related-task `_meta`). The task is `input_required` while any key of any caller is
-    /// unanswered, then `working` again. Returns the answers by key (an `ElicitResult`, a
+    /// client one after the other, each tied to the task by the related-task `_meta`: on the
+    /// stream of a `tasks/result` waiting on the task, else unprompted, and when neither can
+    /// reach the client now, on the stream of the next `tasks/result`, at this replica or
+    /// another; see `questions.rs`). The task is `input_required` while any key of any caller
+    /// is unanswered, then `working` again. Returns the answers by key (an `ElicitResult`, a
     /// `CreateMessageResult`, ... as the client sent it); `None` if the task was forgotten or
-    /// ended meanwhile.
+    /// ended meanwhile, or a handshake client answered one with an error.
     pub async fn input(
         &self,
         requests: BTreeMap<String, InputRequest>,
@@ -58,7 +59,21 @@ impl TaskContext {
             (rx, entry.peer.clone())
         };
         if let Some(peer) = peer {
-            return self.ask_session(&peer, asked).await;
+            let mut answers = BTreeMap::new();
+            for (key, request) in asked {
+                match self.ask_session(&peer, &key, request).await {
+                    Ok(answer) => {
+                        answers.insert(key, answer);
+                    }
+                    Err(_) => {
+                        // The keys not asked yet are given up with it.
+                        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                        self.settle(&keys);
+                        return None;
+                    }
+                }
+            }
+            return Some(answers);
         }
         loop {
             {
@@ -80,65 +95,37 @@ impl TaskContext {
         }
     }
 
-    /// In the handshake era the client has no `tasks/update`: each input request goes to it as
-    /// a request of its own, tied to the task by the related-task `_meta`, one after the other:
-    /// on the stream of a `tasks/result` that waits on the task (as 2025-11-25 has it), else
-    /// unprompted, and when that cannot reach the client now, once a `tasks/result` comes. The
-    /// task is `working` again once all are answered. `None` if one was not.
-    async fn ask_session(
-        &self,
-        peer: &Peer,
-        asked: BTreeMap<String, InputRequest>,
-    ) -> Option<BTreeMap<String, RawJson>> {
-        let mut answers = BTreeMap::new();
-        for (key, request) in asked {
-            let mut params: JsonObject = match &request.params {
-                Some(raw) => raw.decode().ok()?,
-                None => JsonObject::new(),
-            };
-            let meta = params
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(JsonObject::new()));
-            if let Value::Object(meta) = meta {
-                meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": self.id}));
-            }
-            let params = RawJson::encode(&params).ok()?;
-            let answer = loop {
-                // A `tasks/result` waiting on the task carries the request on its own stream;
-                // else it goes unprompted (over HTTP, on the standalone stream).
-                let (waiter, mut changed) = {
-                    let store = self.tasks.lock();
-                    let entry = store.get(&self.id)?;
-                    (entry.result_waiter.clone(), entry.changed.subscribe())
-                };
-                let via = waiter.as_ref().unwrap_or(peer);
-                let sent = via
-                    .request_raw(
-                        &request.method,
-                        Some(params.clone()),
-                        RequestOptions::DEFAULT,
-                    )
-                    .await;
-                match sent {
-                    Ok(answer) => break answer,
-                    // Nowhere to send it now: wait for a `tasks/result` to carry it.
-                    Err(mcp_protocol::Error::Transport { .. }) if waiter.is_none() => {
-                        changed.changed().await.ok()?;
-                    }
-                    Err(_) => return None,
-                }
-            };
-            answers.insert(key, answer);
+    /// Asks the client one question, `request` under `key`, as [`input`](Self::input) does,
+    /// and returns its answer, or why there is none: in the handshake era a client's JSON-RPC
+    /// error answer comes back as it was sent (a client that declines to be asked says why),
+    /// where [`input`](Self::input) has only `None`.
+    pub async fn ask(&self, key: String, request: InputRequest) -> Result<RawJson, ErrorObject> {
+        let ended = || {
+            ErrorObject::new(
+                code::INTERNAL_ERROR,
+                "the task ended before its client answered".to_owned(),
+            )
+        };
+        let peer = self
+            .tasks
+            .lock()
+            .get(&self.id)
+            .ok_or_else(ended)?
+            .peer
+            .clone();
+        if let Some(peer) = peer {
+            return self.ask_session(&peer, &key, request).await;
         }
-        let mut store = self.tasks.lock();
-        let entry = store.get_mut(&self.id)?;
-        for key in answers.keys() {
-            entry.pending.remove(key);
-        }
-        if entry.pending.is_empty() && entry.transition(TaskStatus::Working) {
-            self.tasks.announce(&self.id, entry);
-        }
-        Some(answers)
+        let mut answers = self
+            .input(BTreeMap::from([(key.clone(), request)]))
+            .await
+            .ok_or_else(ended)?;
+        answers.remove(&key).ok_or_else(|| {
+            ErrorObject::new(
+                code::INTERNAL_ERROR,
+                "the task's client sent no answer".to_owned(),
+            )
+        })
     }
 
     /// Reports progress with the token of the request that created the task, if it had one,

@@ -36,6 +36,7 @@
 
 mod context;
 mod mirror;
+mod questions;
 #[cfg(test)]
 mod tests;
 
@@ -195,6 +196,9 @@ struct Entry {
     error: Option<TaskError>,
     /// Input requests not answered yet, by key.
     pending: BTreeMap<String, InputRequest>,
+    /// A handshake task's questions sent to its client and not answered yet, by key, with
+    /// what carried each (`questions.rs`).
+    questions: BTreeMap<String, questions::Question>,
     /// Answers not taken by the work yet, by key.
     answers: BTreeMap<String, Value>,
     /// Bumped on every change, for whoever waits on the task (input, `tasks/result`).
@@ -249,6 +253,11 @@ impl Entry {
         match self.status {
             TaskStatus::Completed => task.result = self.result.clone(),
             TaskStatus::Failed => task.error = self.error.clone(),
+            // A handshake client is asked by requests of their own: what its record shows
+            // is the questions no stream carried yet, for a `tasks/result` elsewhere.
+            TaskStatus::InputRequired if self.owner.is_some() => {
+                task.input_requests = Some(self.held_questions());
+            }
             TaskStatus::InputRequired => task.input_requests = Some(self.pending.clone()),
             _ => {}
         }
@@ -387,6 +396,7 @@ impl Tasks {
                 result: None,
                 error: None,
                 pending: BTreeMap::new(),
+                questions: BTreeMap::new(),
                 answers: BTreeMap::new(),
                 changed,
                 abort: None,
@@ -654,15 +664,24 @@ impl Tasks {
             }
             changed
         };
-        let _waiting = Waiting {
+        let _waiting = questions::Waiting {
             tasks: self,
             id,
-            ours: caller.request_peer.is_some(),
+            by: caller
+                .request_peer
+                .as_ref()
+                .and_then(|p| p.related().cloned()),
         };
         loop {
             {
                 let mut store = self.lock();
                 let entry = Self::visible(&mut store, id, caller)?;
+                // The questions no stream carried go on this one.
+                if let Some(waiter) = &caller.request_peer
+                    && entry.carry_held(waiter)
+                {
+                    self.mirror(id, entry);
+                }
                 if let Some(answer) = ended_payload(
                     id,
                     &entry.status,
@@ -691,23 +710,6 @@ impl Tasks {
             .collect();
         tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         Ok(RawJson::encode(&ExperimentalListTasksResult::new(tasks)))
-    }
-}
-
-/// Forgets a `tasks/result` as the task's way to the client when it ends or is dropped.
-struct Waiting<'a> {
-    tasks: &'a Tasks,
-    id: &'a str,
-    ours: bool,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if self.ours
-            && let Some(entry) = self.tasks.lock().get_mut(self.id)
-        {
-            entry.result_waiter = None;
-        }
     }
 }
 

@@ -433,7 +433,10 @@ struct NoStandalone(Sent);
 
 impl ServerTransport for NoStandalone {
     fn send(&self, message: Message, related: Option<&RequestId>) {
-        self.0.lock().unwrap().push((message, related.cloned()));
+        // What no request's stream carries goes nowhere, as over HTTP.
+        if related.is_some() {
+            self.0.lock().unwrap().push((message, related.cloned()));
+        }
     }
 
     fn undeliverable(&self, related: Option<&RequestId>) -> Option<String> {

@@ -1,0 +1,272 @@
+//! A handshake-era task's questions to its client (2025-11-25 has no `tasks/update`): each is a
+//! request of the server's to the client, tied to the task by the related-task `_meta`, sent on
+//! the stream of a `tasks/result` waiting on the task, else unprompted (over HTTP, the
+//! standalone stream). One that no stream can carry when it is asked is held: its request
+//! waits for an answer under its id all the same, and goes, as it is, on the stream of the
+//! next `tasks/result` that waits on the task, here ([`Tasks`]'s `tasks/result`) or at another
+//! replica of the server, which reads it in the task's record ([`TaskRecord`]'s
+//! `input_requests`, keyed by the request's id) and sends it with
+//! [`Peer::forward_request`]. Wherever the client POSTs its answer, it answers the request that
+//! waits here (a replica's request ids name it, and answers cross to it). A question carried by
+//! a `tasks/result` whose stream went away before its answer is held again.
+//!
+//! [`TaskRecord`]: super::TaskRecord
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp_protocol::schema::{InputRequest, RELATED_TASK_META_KEY, TaskStatus};
+use mcp_protocol::{ErrorObject, JsonObject, RawJson, Request, RequestId, RequestOptions, code};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::{Entry, TaskContext, Tasks};
+use crate::server::Peer;
+
+/// A question of a handshake task, asked and not answered yet.
+pub(super) struct Question {
+    /// The request as it was sent: its id, method and params (with the related-task meta).
+    request: Request,
+    /// What carried it to the client.
+    carrier: Carrier,
+}
+
+/// What carried a [`Question`] to the client.
+#[derive(Debug, Clone, PartialEq)]
+enum Carrier {
+    /// Nothing yet: the next `tasks/result` carries it.
+    Held,
+    /// The session itself (over HTTP the standalone stream).
+    Session,
+    /// The stream of the `tasks/result` with this id.
+    Result(RequestId),
+}
+
+fn internal(message: String) -> ErrorObject {
+    ErrorObject::new(code::INTERNAL_ERROR, message)
+}
+
+fn ended() -> ErrorObject {
+    internal("the task ended before its client answered".to_owned())
+}
+
+/// `params` with the related-task `_meta` naming task `id`.
+fn tied_to(params: Option<&RawJson>, id: &str) -> Result<RawJson, ErrorObject> {
+    let mut params: JsonObject = match params {
+        Some(raw) => raw
+            .decode()
+            .map_err(|e| internal(format!("the task's question has bad params: {e}")))?,
+        None => JsonObject::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(RELATED_TASK_META_KEY.to_owned(), json!({"taskId": id}));
+    }
+    RawJson::encode(&params).map_err(|e| internal(e.to_string()))
+}
+
+/// The text of a request id, as a record's `input_requests` keys it.
+fn key_of(id: &RequestId) -> String {
+    match id {
+        RequestId::String(s) => s.clone(),
+        RequestId::Number(n) => n.to_string(),
+    }
+}
+
+impl Entry {
+    /// The questions no stream has carried yet, keyed by their request's id: a handshake
+    /// task's `input_requests` in its record, for a `tasks/result` at another replica.
+    pub(super) fn held_questions(&self) -> BTreeMap<String, InputRequest> {
+        self.questions
+            .values()
+            .filter(|q| q.carrier == Carrier::Held)
+            .map(|q| {
+                let mut request = InputRequest::new(q.request.method.clone());
+                request.params = q.request.params.clone();
+                (key_of(&q.request.id), request)
+            })
+            .collect()
+    }
+
+    /// Sends the held questions on `waiter`'s stream (a `tasks/result` waiting on the task);
+    /// whether any went.
+    pub(super) fn carry_held(&mut self, waiter: &Peer) -> bool {
+        let Some(by) = waiter.related() else {
+            return false;
+        };
+        let mut carried = false;
+        for question in self.questions.values_mut() {
+            if question.carrier == Carrier::Held && waiter.forward_request(question.request.clone())
+            {
+                question.carrier = Carrier::Result(by.clone());
+                carried = true;
+            }
+        }
+        carried
+    }
+
+    /// The `tasks/result` `by` stopped waiting: what its stream carried and is not answered is
+    /// held again; whether any was.
+    pub(super) fn release(&mut self, by: &RequestId) -> bool {
+        let mut released = false;
+        for question in self.questions.values_mut() {
+            if question.carrier == Carrier::Result(by.clone()) {
+                question.carrier = Carrier::Held;
+                released = true;
+            }
+        }
+        released
+    }
+}
+
+impl Tasks {
+    /// Tells whoever waits on task `id`, and the mirror, that its questions changed.
+    pub(super) fn questions_changed(&self, id: &str, entry: &Entry) {
+        entry.changed.send_modify(|n| *n += 1);
+        self.mirror(id, entry);
+    }
+}
+
+/// Returns once task `id` ended or is forgotten.
+async fn until_ended(tasks: &Tasks, id: &str, changed: &mut watch::Receiver<u64>) {
+    loop {
+        if tasks
+            .lock()
+            .get(id)
+            .is_none_or(|entry| entry.status.is_terminal())
+        {
+            return;
+        }
+        if changed.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+impl TaskContext {
+    /// Asks the handshake client `request` under `key` (see the module doc) and waits for its
+    /// answer: the client's result, its JSON-RPC error as it came, or why none came (the task
+    /// ended, the session closed, the task's life ran out).
+    pub(super) async fn ask_session(
+        &self,
+        session: &Peer,
+        key: &str,
+        request: InputRequest,
+    ) -> Result<RawJson, ErrorObject> {
+        let method = request.method.clone();
+        let params = tied_to(request.params.as_ref(), &self.id)?;
+        let (held, mut changed) = {
+            let mut store = self.tasks.lock();
+            let entry = store.get_mut(&self.id).ok_or_else(ended)?;
+            if entry.status.is_terminal() {
+                return Err(ended());
+            }
+            let waiter = entry.result_waiter.clone();
+            let via = waiter.as_ref().unwrap_or(session);
+            // It waits as long as the task lives, whatever carries it.
+            let life = entry
+                .expires
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(1));
+            let held = via
+                .request_held(
+                    &method,
+                    Some(params.clone()),
+                    RequestOptions::DEFAULT.timeout(life),
+                )
+                .map_err(|e| internal(format!("{method}: the task cannot ask its client: {e}")))?;
+            let carrier = match (held.delivered, via.related()) {
+                (false, _) => Carrier::Held,
+                (true, Some(by)) => Carrier::Result(by.clone()),
+                (true, None) => Carrier::Session,
+            };
+            let question = Question {
+                request: Request {
+                    id: held.id.clone(),
+                    method: method.clone(),
+                    params: Some(params),
+                },
+                carrier,
+            };
+            entry.pending.insert(key.to_owned(), request);
+            entry.questions.insert(key.to_owned(), question);
+            if entry.transition(TaskStatus::InputRequired) {
+                self.tasks.announce(&self.id, entry);
+            } else {
+                self.tasks.questions_changed(&self.id, entry);
+            }
+            (held, entry.changed.subscribe())
+        };
+        let answer = tokio::select! {
+            answer = held.answer => Some(answer),
+            () = until_ended(&self.tasks, &self.id, &mut changed) => None,
+        };
+        self.settle(&[key]);
+        match answer {
+            None => Err(ended()),
+            Some(Ok(Ok(answer))) => Ok(answer),
+            Some(Ok(Err(mcp_protocol::Error::Rpc { error, .. }))) => Err(error),
+            Some(Ok(Err(other))) => Err(internal(format!(
+                "{method}: the task's client did not answer: {other}"
+            ))),
+            Some(Err(_)) => Err(internal(format!(
+                "{method}: the task's client went away before it answered"
+            ))),
+        }
+    }
+
+    /// Forgets the questions under `keys` (answered, or given up): the task is `working`
+    /// again once none is pending.
+    pub(super) fn settle(&self, keys: &[&str]) {
+        let mut store = self.tasks.lock();
+        let Some(entry) = store.get_mut(&self.id) else {
+            return;
+        };
+        for key in keys {
+            entry.pending.remove(*key);
+            entry.questions.remove(*key);
+        }
+        if entry.status.is_terminal() {
+            return;
+        }
+        if entry.pending.is_empty() && entry.transition(TaskStatus::Working) {
+            self.tasks.announce(&self.id, entry);
+        } else {
+            self.tasks.questions_changed(&self.id, entry);
+        }
+    }
+}
+
+/// Forgets a `tasks/result` as the task's way to the client when it ends or is dropped: the
+/// questions its stream carried and that are not answered are held again, for the next.
+pub(super) struct Waiting<'a> {
+    pub(super) tasks: &'a Tasks,
+    pub(super) id: &'a str,
+    /// The `tasks/result`'s id, when its stream may carry the task's requests.
+    pub(super) by: Option<RequestId>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let Some(by) = &self.by else {
+            return;
+        };
+        let mut store = self.tasks.lock();
+        let Some(entry) = store.get_mut(self.id) else {
+            return;
+        };
+        // A later `tasks/result` took its place: that one stays the way.
+        if entry.result_waiter.as_ref().and_then(Peer::related) == Some(by) {
+            entry.result_waiter = None;
+        }
+        if entry.release(by) && !entry.status.is_terminal() {
+            self.tasks.questions_changed(self.id, entry);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

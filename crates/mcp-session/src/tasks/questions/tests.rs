@@ -1,0 +1,280 @@
+//! Tests of a handshake task's questions across `tasks/result` streams and replicas: a question
+//! no stream can carry is held in the task's record under its request id, another replica's
+//! session sends it as it is and the answer, taken where it was asked, answers it; a question a
+//! `tasks/result` carried is held again when that request goes, and each stream carries a
+//! question once. Time is tokio's paused clock.
+
+use std::sync::{Arc, Mutex};
+
+use mcp_protocol::schema::{ClientRequest, Implementation, TaskIdParams};
+use mcp_protocol::{Message, ServerConfig};
+
+use super::super::Caller;
+use super::super::mirror::{TaskMirror, TaskRecord};
+use super::*;
+use crate::server::{Handler, RequestContext, ServerCore, ServerTransport};
+
+/// What a transport sent on a stream, with the request that stream answers; what no request
+/// is tied to goes nowhere (a session with no standalone stream, over HTTP).
+#[derive(Clone, Default)]
+struct Streams(Arc<Mutex<Vec<(Message, RequestId)>>>);
+
+impl ServerTransport for Streams {
+    fn send(&self, message: Message, related: Option<&RequestId>) {
+        if let Some(related) = related {
+            self.0.lock().unwrap().push((message, related.clone()));
+        }
+    }
+
+    fn undeliverable(&self, related: Option<&RequestId>) -> Option<String> {
+        related.is_none().then(|| "no standalone stream".to_owned())
+    }
+}
+
+impl Streams {
+    /// The elicitations sent, with the stream each went on.
+    fn asked(&self) -> Vec<(Request, RequestId)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(m, on)| match m {
+                Message::Request(r) if r.method == "elicitation/create" => {
+                    Some((r.clone(), on.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+struct Nothing;
+
+impl Handler for Nothing {
+    async fn handle(&self, _: ClientRequest, _: RequestContext) -> Result<RawJson, ErrorObject> {
+        Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            "nothing".to_owned(),
+        ))
+    }
+}
+
+/// A session of a client that declared elicitation, at a replica whose request ids begin
+/// with `prefix`.
+fn session(prefix: &str, transport: Streams) -> Arc<ServerCore<Nothing>> {
+    let mut config = ServerConfig::new(Implementation::new("t".to_owned(), "1".to_owned()));
+    config.request_id_prefix = Some(prefix.to_owned());
+    let core = ServerCore::new(config, Arc::new(Nothing), transport);
+    core.receive_frame(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}"#,
+    );
+    core.receive_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    core
+}
+
+fn owner_of(core: &ServerCore<Nothing>) -> Caller {
+    Caller {
+        stateless: false,
+        session: core.key(),
+        declares_extension: false,
+        peer: Some(core.peer()),
+        request_peer: None,
+        progress_token: None,
+        name: Some("the-session".into()),
+    }
+}
+
+/// The same caller's `tasks/result`, request `id` of its session.
+fn waiting(caller: &Caller, core: &ServerCore<Nothing>, id: i64) -> Caller {
+    Caller {
+        request_peer: Some(core.peer().related_to(RequestId::Number(id))),
+        ..caller.clone()
+    }
+}
+
+fn question(message: &str) -> InputRequest {
+    serde_json::from_value(json!({"method": "elicitation/create", "params": {
+        "message": message, "requestedSchema": {"type": "object", "properties": {}}}}))
+    .unwrap()
+}
+
+/// The records a mirror heard.
+#[derive(Default, Clone)]
+struct Heard(Arc<Mutex<Vec<TaskRecord>>>);
+
+impl TaskMirror for Heard {
+    fn changed(&self, record: TaskRecord) {
+        self.0.lock().unwrap().push(record);
+    }
+}
+
+impl Heard {
+    fn last(&self) -> TaskRecord {
+        self.0.lock().unwrap().last().cloned().expect("a record")
+    }
+}
+
+/// `tasks/result` for `id` by `caller`, running.
+fn fetch(tasks: &Tasks, id: &str, caller: Caller) -> tokio::task::JoinHandle<Value> {
+    let (tasks, id) = (tasks.clone(), id.to_owned());
+    tokio::spawn(async move {
+        let request = ClientRequest::GetTaskPayload(TaskIdParams::new(id));
+        let answer = tasks.answer_for(&request, &caller).await.unwrap();
+        answer.unwrap().decode().unwrap()
+    })
+}
+
+/// Lets the runtime run until `done` holds, for 100 s of paused time at most.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..10_000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never {what}");
+}
+
+fn answer(id: &RequestId, name: &str) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"name": name}}})
+        .to_string()
+        .into_bytes()
+}
+
+fn created(announced: &Result<RawJson, ErrorObject>) -> String {
+    let created: Value = announced.clone().unwrap().decode().unwrap();
+    created["task"]["taskId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_question_is_recorded_by_its_id_and_answered_when_another_replica_carried_it() {
+    let (at_a, at_b) = (Streams::default(), Streams::default());
+    let a = session("aa.", at_a.clone());
+    let b = session("bb.", at_b.clone());
+    let caller = owner_of(&a);
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    assert!(tasks.mirror_to(Arc::new(heard.clone())));
+    let id = created(&tasks.create_for(&caller, |task| async move {
+        let answer = task.ask("q".to_owned(), question("Your name?")).await?;
+        let answer: Value = answer.decode().unwrap();
+        Ok(RawJson::encode(&json!({"content": [{"type": "text",
+            "text": answer["content"]["name"]}]}))
+        .unwrap())
+    }));
+    until("input_required", || {
+        tasks.status(&id) == Some(TaskStatus::InputRequired)
+    })
+    .await;
+    // No stream at A could carry it (the initialize answer went out: the transport is real).
+    assert!(at_a.len() > 0);
+    assert!(at_a.asked().is_empty());
+    // The record holds it under its request's id, which names A, tied to the task.
+    let record = heard.last();
+    assert_eq!(record.task.status, TaskStatus::InputRequired);
+    let held = record
+        .task
+        .input_requests
+        .clone()
+        .expect("the held question");
+    assert_eq!(held.len(), 1, "{held:?}");
+    let (key, request) = held.into_iter().next().unwrap();
+    assert!(key.starts_with("aa."), "{key}");
+    let params: Value = request.params.clone().unwrap().decode().unwrap();
+    assert_eq!(params["message"], "Your name?");
+    assert_eq!(params["_meta"][RELATED_TASK_META_KEY]["taskId"], json!(id));
+
+    // B's `tasks/result` (request 9 there) sends it as it is.
+    let carried = Request {
+        id: RequestId::String(key.clone()),
+        method: request.method.clone(),
+        params: request.params.clone(),
+    };
+    assert!(
+        b.peer()
+            .related_to(RequestId::Number(9))
+            .forward_request(carried.clone())
+    );
+    assert_eq!(at_b.asked(), [(carried, RequestId::Number(9))]);
+    // The client's answer, relayed to A, answers the request waiting there.
+    a.receive_frame(&answer(&RequestId::String(key), "Ada"));
+    until("completed", || {
+        tasks.status(&id) == Some(TaskStatus::Completed)
+    })
+    .await;
+    let done = fetch(&tasks, &id, caller).await.unwrap();
+    assert_eq!(done["content"][0]["text"], "Ada");
+    // Once answered, no record holds it: a `tasks/result` elsewhere does not ask again.
+    let records = heard.0.lock().unwrap().clone();
+    let working = records
+        .iter()
+        .rev()
+        .find(|r| r.task.status == TaskStatus::Working)
+        .expect("working again");
+    assert_eq!(working.task.input_requests, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_is_carried_once_a_stream_and_held_again_when_its_tasks_result_goes() {
+    let streams = Streams::default();
+    let a = session("aa.", streams.clone());
+    let caller = owner_of(&a);
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    assert!(tasks.mirror_to(Arc::new(heard.clone())));
+    let id = created(&tasks.create_for(&caller, |task| async move {
+        let first = task.ask("q1".to_owned(), question("first"));
+        let second = async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            task.ask("q2".to_owned(), question("second")).await
+        };
+        let (first, second) = tokio::join!(first, second);
+        let names: Vec<Value> = [first?, second?]
+            .iter()
+            .map(|a| a.decode::<Value>().unwrap()["content"]["name"].clone())
+            .collect();
+        Ok(
+            RawJson::encode(&json!({"content": [{"type": "text", "text": format!("{names:?}")}]}))
+                .unwrap(),
+        )
+    }));
+    until("input_required", || {
+        tasks.status(&id) == Some(TaskStatus::InputRequired)
+    })
+    .await;
+    // A `tasks/result` (request 7) carries the first question; then it goes.
+    let first = fetch(&tasks, &id, waiting(&caller, &a, 7));
+    until("the first question on 7", || streams.asked().len() == 1).await;
+    let (q1, on) = streams.asked()[0].clone();
+    assert_eq!(on, RequestId::Number(7));
+    let held = |record: &TaskRecord| record.task.input_requests.clone().unwrap_or_default();
+    assert!(held(&heard.last()).is_empty(), "carried: not held");
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    // Held again, for the next.
+    let record = heard.last();
+    assert_eq!(held(&record).keys().collect::<Vec<_>>(), [&key_of(&q1.id)]);
+    // The next (request 8) carries it, under the same id, and the second question as it is
+    // asked; the change that second question makes does not send the first again.
+    let done = fetch(&tasks, &id, waiting(&caller, &a, 8));
+    until("both questions on 8", || streams.asked().len() == 3).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let asked = streams.asked();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert_eq!(asked[1], (q1.clone(), RequestId::Number(8)));
+    let (q2, on) = asked[2].clone();
+    assert_eq!(on, RequestId::Number(8));
+    assert_ne!(q2.id, q1.id);
+    a.receive_frame(&answer(&q1.id, "Ada"));
+    a.receive_frame(&answer(&q2.id, "Grace"));
+    let result = done.await.unwrap();
+    assert_eq!(
+        result["content"][0]["text"],
+        r#"[String("Ada"), String("Grace")]"#
+    );
+    assert_eq!(streams.asked().len(), 3);
+}
