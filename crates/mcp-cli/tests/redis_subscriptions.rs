@@ -15,11 +15,16 @@ use mcp_testkit::TempDir;
 use serde_json::json;
 
 use super::sessions::{Replica, keys};
-use super::{ROOT_PASSWORD, RedisServer};
+use super::{APP_PASSWORD, ROOT_PASSWORD, RedisServer};
 
 /// A gateway file whose one upstream, the testkit's fake server, takes subscriptions and
 /// sends updates for them on demand (`touch`).
 fn gateway(dir: &Path, name: &str, redis_port: u16) -> PathBuf {
+    gateway_as(dir, name, redis_port, ":${REDIS_PASSWORD}")
+}
+
+/// [`gateway`], logging in to Redis as `login` (`user:password`).
+fn gateway_as(dir: &Path, name: &str, redis_port: u16, login: &str) -> PathBuf {
     let file = dir.join(format!("{name}.json"));
     std::fs::write(
         &file,
@@ -28,7 +33,7 @@ fn gateway(dir: &Path, name: &str, redis_port: u16) -> PathBuf {
             "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
                 "args": ["--subscribe"],
                 "permission": {"default": "allow"}}},
-            "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{redis_port}")},
+            "store": {"redis": format!("redis://{login}@127.0.0.1:{redis_port}")},
             "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
         })
         .to_string(),
@@ -275,6 +280,53 @@ async fn a_subscription_taken_at_one_replica_is_served_on_the_stream_at_another(
             "the password was logged: {log}"
         );
         assert!(!log.contains(&id), "the session id was logged: {log}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_replica_that_lost_its_channel_catches_up_once_it_listens_again() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let dir = TempDir::new("redis-subscriptions-again");
+        // B logs in as a user of its own, whose channels the test can take away.
+        let (a, b) = (
+            Replica::start(&gateway(dir.path(), "a", redis.port), dir.path()),
+            Replica::start(
+                &gateway_as(dir.path(), "b", redis.port, &format!("app:{APP_PASSWORD}")),
+                dir.path(),
+            ),
+        );
+        let first = a.initialize();
+        touch_until(&a, &first, "fake://none", "not subscribed");
+        touch_until(&b, &first, "fake://none", "not subscribed");
+        let id = a.initialize();
+        let mut stream = Stream::open(&b, &id);
+        let acl = |rule: &[u8]| {
+            redis
+                .client("")
+                .command(&[b"ACL", b"SETUSER", b"app", rule])
+                .unwrap();
+        };
+        // B's user loses its channels: Redis drops B's subscription to its channel and
+        // refuses it again, so the notice of a subscribe at A reaches nobody.
+        acl(b"resetchannels");
+        logged(&b, "subscribing again");
+        let (status, _, body) = a.send(
+            "POST",
+            Some(&id),
+            &request("resources/subscribe", "fake://missed"),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(touch(&b, &id, "fake://missed").contains("not subscribed fake://missed"));
+        // Its channels back, B listens again and reads the session's subscriptions: its
+        // upstream is subscribed and the update comes on the stream (before, only the next
+        // change or the next GET told B).
+        acl(b"allchannels");
+        logged(&b, "listening again for answers");
+        touch_until(&b, &id, "fake://missed", "updated");
+        stream.until(&update("fake://missed"));
     })
     .await
     .unwrap();

@@ -61,16 +61,21 @@ impl RedisShare {
 const LISTEN_TICK: Duration = Duration::from_secs(1);
 
 /// Listens on `channel` for as long as `inbox` is open: `first` is the subscription made
-/// before the server served anything, if Redis answered.
+/// before the server served anything, if Redis answered. Each time it listens again after a
+/// break, the server is told ([`Inbox::listening_again`]): what was published meanwhile
+/// (a notice that a session's subscriptions changed, above all) reached nobody.
 fn listen_on(redis: &Redis, channel: &str, inbox: &Inbox, first: Option<Subscription>) {
     let what = format!("answers relayed by other replicas ({channel})");
-    listen(
+    listen_telling(
         redis,
         channel,
         &what,
         first,
         || inbox.is_open(),
         |payload| inbox.deliver(payload),
+        || {
+            inbox.listening_again();
+        },
     );
 }
 
@@ -84,7 +89,22 @@ pub(crate) fn listen(
     what: &str,
     first: Option<Subscription>,
     open: impl Fn() -> bool,
+    deliver: impl FnMut(&[u8]) -> bool,
+) {
+    listen_telling(redis, channel, what, first, open, deliver, || {});
+}
+
+/// [`listen`], calling `again` each time a subscription is made again (the first too, when
+/// Redis did not answer as the server started), once it listens: whoever must not miss what
+/// was published meanwhile reads it again from where it is kept.
+fn listen_telling(
+    redis: &Redis,
+    channel: &str,
+    what: &str,
+    first: Option<Subscription>,
+    open: impl Fn() -> bool,
     mut deliver: impl FnMut(&[u8]) -> bool,
+    mut again: impl FnMut(),
 ) {
     let mut subscription = first;
     let mut pause = Duration::from_millis(100);
@@ -95,6 +115,7 @@ pub(crate) fn listen(
                     tracing::info!(target: "mcp_gateway", "listening again for {what}");
                     subscription = Some(made);
                     pause = Duration::from_millis(100);
+                    again();
                 }
                 Err(_) => {
                     std::thread::sleep(pause);
