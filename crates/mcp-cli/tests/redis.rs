@@ -57,6 +57,10 @@ mod rules;
 #[path = "redis_tasks.rs"]
 mod tasks;
 
+// A 2026-07-28 client's retry of a suspended call at any replica (RETRY24), beside this file.
+#[path = "redis_resumes.rs"]
+mod resumes;
+
 const ROOT_PASSWORD: &str = "root-pw-7f3a";
 const APP_PASSWORD: &str = "app-pw-91c2";
 

@@ -318,6 +318,13 @@ impl Gateway {
                     &self.shared.tasks,
                 )?;
                 let _ = self.task_share.set(share);
+                // And the retries of suspended calls, which any replica may receive.
+                crate::cluster::resume::ResumeShare::start(
+                    store.redis.clone(),
+                    &store.prefix,
+                    Arc::clone(&seal),
+                    &self.shared.suspensions,
+                )?;
             }
             http.sealed_sessions = Some(seal);
         }

@@ -208,9 +208,28 @@ impl Shared {
             Turn::Resumed => self.routes.resumed(asks, &context.peer),
         };
         let adopt = |running| tasks::adopt(&self.tasks, context, running, server, &tool);
+        let bound = self.bound(context, server, &tool);
         self.suspensions
-            .run(retry, start, started, &track, &adopt)
+            .run(retry, start, started, &track, &adopt, bound)
             .await
+    }
+
+    /// Whose a stateless call is, and what resumes it for a retry relayed from another
+    /// replica (which has no stream here): what the upstream writes goes to this request's
+    /// peer, whose stream has ended by then (so nowhere), and a task it becomes is this
+    /// request's caller's (`suspend::Bound`).
+    fn bound(&self, context: &RequestContext, server: &str, tool: &str) -> suspend::Bound {
+        let (routes, peer) = (Arc::clone(&self.routes), context.peer.clone());
+        let (store, owner) = (self.tasks.clone(), context.clone());
+        let (server, tool) = (server.to_owned(), tool.to_owned());
+        suspend::Bound {
+            caller: context.session_name.clone(),
+            track: Arc::new(move |asks, turn| match turn {
+                Turn::Suspended => routes.suspended(asks),
+                Turn::Resumed => routes.resumed(asks, &peer),
+            }),
+            adopt: Arc::new(move |running| tasks::adopt(&store, &owner, running, &server, &tool)),
+        }
     }
 
     /// The task support of `server`'s tool `tool`, as the upstream listed it.

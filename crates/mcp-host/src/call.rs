@@ -29,6 +29,12 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// An output made elsewhere and carried here: a gateway replica answering a retry with
+    /// the result of a call another replica ran (`result` already bounded there).
+    pub fn new(result: CallToolResult, truncated: bool) -> Self {
+        Self { result, truncated }
+    }
+
     /// Whether the tool reported a failure (`isError: true`): an answer for the model, not a
     /// failure of the host.
     pub fn is_tool_error(&self) -> bool {

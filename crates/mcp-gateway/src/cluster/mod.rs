@@ -2,8 +2,9 @@
 //! serves any session (issue 24 §3, docs/gateway.md "Many replicas"). Its keys seal session ids
 //! (`mcp_http::SessionSeal`); the ends of sessions go to the file's store when it has one
 //! (`share.rs`), else they stay in the process, and so do the gateway's own tasks
-//! (`tasks.rs`).
+//! (`tasks.rs`) and the 2026-07-28 calls suspended for their clients' retries (`resume/`).
 
+pub(crate) mod resume;
 mod share;
 pub(crate) mod tasks;
 

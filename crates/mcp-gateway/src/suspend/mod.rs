@@ -21,13 +21,19 @@
 //! [`MAX_SUSPENDED`] calls wait at once (past that the upstream's request is refused, saying
 //! why), and each waits at most [`SUSPEND_FOR`], after which the upstream's request is
 //! answered with an error saying the client did not answer, and the call goes on without it.
+//!
+//! A suspension is bound to its caller (the name every replica gives it,
+//! `RequestContext::session_name`): a retry by another caller finds nothing. With `cluster`
+//! the `requestState` names the replica holding the suspension (`<replica>.<n>-<secret>`), and
+//! with a `store` a retry that reaches another replica is relayed to that one
+//! ([`Elsewhere`], `cluster/resume.rs`), which resumes it here ([`Suspensions::resume_relayed`]).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use mcp_host::{CallError, Relayed, TaskRecord};
 use mcp_protocol::schema::ServerRequest;
@@ -108,6 +114,60 @@ pub(crate) fn asking<F: Future>(
 /// The relayed call, running apart from the client's request so that it outlives it.
 type Call = JoinHandle<Result<Relayed, CallError>>;
 
+/// [`Suspensions::run`]'s `track`, owned.
+pub(crate) type Track = Arc<dyn Fn(&mpsc::Sender<Ask>, Turn) + Send + Sync>;
+
+/// [`Suspensions::run`]'s `adopt`, owned.
+pub(crate) type AdoptOwned = Arc<dyn Fn(Running) -> Result<RawJson, ErrorObject> + Send + Sync>;
+
+/// Whose a call is, and what resumes it for a retry relayed from another replica: made with
+/// the call's first request, kept while it waits.
+pub(crate) struct Bound {
+    /// The name every replica gives the caller (`RequestContext::session_name`: a digest of
+    /// the authenticated subject; `None` where nobody is authenticated): a retry by another
+    /// caller finds nothing, as if the state were unknown.
+    pub(crate) caller: Option<Arc<str>>,
+    /// `track` for a relayed retry, which has no stream here: the call's first request's.
+    pub(crate) track: Track,
+    /// `adopt` for a relayed retry, with the call's first request's context (its caller's).
+    pub(crate) adopt: AdoptOwned,
+}
+
+/// Where a retry naming a suspension held by another replica goes (`cluster/resume.rs`): it
+/// comes back with the call's outcome there, as [`Suspensions::run`] would have given it.
+pub(crate) trait Elsewhere: Send + Sync {
+    /// Resumes `state`, held by replica `holder`, with the client's `responses`, for `caller`.
+    fn resume<'a>(
+        &'a self,
+        holder: &'a str,
+        state: &'a str,
+        responses: JsonObject,
+        caller: Option<&'a str>,
+    ) -> Pin<Box<dyn Future<Output = Result<Outcome, ErrorObject>> + Send + 'a>>;
+}
+
+/// What became of a retry relayed here ([`Suspensions::resume_relayed`]).
+#[derive(Debug)]
+pub(crate) enum RelayedRetry {
+    /// It resumed the call: its outcome.
+    Resumed(Result<Outcome, ErrorObject>),
+    /// The same retry (same state, same caller) was relayed before and resumed the call;
+    /// `written`: its outcome was written already.
+    Taken { written: bool },
+    /// No call of this caller waits under the state.
+    Unknown,
+}
+
+/// How long a relayed retry is remembered after its outcome was written, so that the same
+/// retry relayed again is answered that outcome (`cluster/resume.rs` keeps it as long).
+pub(crate) const RESUMED_FOR: Duration = Duration::from_secs(60);
+
+/// A state resumed by a relayed retry: its caller, and when its outcome was written.
+struct Taken {
+    caller: Option<Arc<str>>,
+    written: Option<Instant>,
+}
+
 /// A call whose client was answered `input_required`, waiting for its retry.
 struct Suspended {
     call: Call,
@@ -119,6 +179,8 @@ struct Suspended {
     /// For a call its client wants as a task ([`until_task`]): told when the upstream made
     /// its task; `None` for another call, or once the call said it will make none.
     started: Option<oneshot::Receiver<TaskRecord>>,
+    /// Whose it is, and what resumes it for a relayed retry.
+    bound: Bound,
 }
 
 /// A call whose upstream made its task, still running: what the gateway's task that takes
@@ -141,6 +203,12 @@ pub(crate) struct Suspensions {
     next: AtomicU64,
     /// How long each waits: [`SUSPEND_FOR`] but in tests.
     ttl: Duration,
+    /// This replica's name, put in every `requestState` made here, with `cluster`.
+    replica: OnceLock<String>,
+    /// Where a retry naming another replica is relayed, with `cluster` and `store`.
+    elsewhere: OnceLock<Arc<dyn Elsewhere>>,
+    /// The states resumed by relayed retries, by state (lock after `waiting`, never before).
+    taken: Mutex<HashMap<String, Taken>>,
 }
 
 impl Default for Suspensions {
@@ -149,7 +217,41 @@ impl Default for Suspensions {
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
             ttl: SUSPEND_FOR,
+            replica: OnceLock::new(),
+            elsewhere: OnceLock::new(),
+            taken: Mutex::new(HashMap::new()),
         }
+    }
+}
+
+/// The replica a gateway `requestState` names (`<replica>.<n>-<secret>` after the prefix), if
+/// it names one: hex digits only, as replicas are named, since it becomes part of a channel's
+/// name.
+pub(crate) fn holder_of(state: &str) -> Option<&str> {
+    let (replica, _) = state.strip_prefix(STATE_PREFIX)?.split_once('.')?;
+    let named = !replica.is_empty()
+        && replica.len() <= 32
+        && replica.bytes().all(|b| b.is_ascii_hexdigit());
+    named.then_some(replica)
+}
+
+/// The answer to a retry whose state no call of its caller waits under.
+fn no_call() -> ErrorObject {
+    reply::invalid_params(
+        "requestState: no call of this gateway waits under it (it ended, or expired)".to_owned(),
+    )
+}
+
+/// Gives each of the suspension's pending upstream requests the client's answer to it.
+fn answer_pending(suspended: &mut Suspended, responses: &JsonObject) {
+    for (key, answer) in suspended.pending.drain(..) {
+        let outcome = match responses.get(&key) {
+            Some(result) => RawJson::encode(result).map_err(|e| reply::internal(e.to_string())),
+            None => Err(reply::invalid_params(format!(
+                "the client in front of the gateway retried without inputResponses.{key}"
+            ))),
+        };
+        let _ = answer.send(outcome);
     }
 }
 
@@ -211,6 +313,8 @@ impl Suspensions {
     /// so that what the upstream writes meanwhile is kept and travels on the retry's stream.
     /// `started`, for a call begun here that its client wants as a task ([`until_task`]), is
     /// told when the upstream made its task: then the client's answer is `adopt`'s.
+    /// `bound` says whose the request is (a retry resumes only a call of the same caller)
+    /// and, for a call begun here, what resumes it for a retry relayed from another replica.
     pub(crate) async fn run<F>(
         self: &Arc<Self>,
         retry: Option<(String, JsonObject)>,
@@ -218,29 +322,26 @@ impl Suspensions {
         started: Option<oneshot::Receiver<TaskRecord>>,
         track: &(dyn Fn(&mpsc::Sender<Ask>, Turn) + Sync),
         adopt: Adopt<'_>,
+        bound: Bound,
     ) -> Result<Outcome, ErrorObject>
     where
         F: FnOnce() -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send + 'static>>,
     {
         let suspended = match retry {
             Some((state, responses)) => {
-                let Some(mut suspended) = lock(&self.waiting).remove(&state) else {
-                    return Err(reply::invalid_params(
-                        "requestState: no call of this gateway waits under it (it ended, or expired)".to_owned(),
-                    ));
+                let caller = bound.caller.as_deref();
+                let Some(mut suspended) = self.take(&state, caller) else {
+                    // Held by a replica (another, or this one for a retry relayed here
+                    // before): the holder answers, through the store.
+                    if let (Some(holder), Some(elsewhere)) =
+                        (holder_of(&state), self.elsewhere.get())
+                    {
+                        return elsewhere.resume(holder, &state, responses, caller).await;
+                    }
+                    return Err(no_call());
                 };
                 track(&suspended.tx, Turn::Resumed);
-                for (key, answer) in suspended.pending.drain(..) {
-                    let outcome = match responses.get(&key) {
-                        Some(result) => {
-                            RawJson::encode(result).map_err(|e| reply::internal(e.to_string()))
-                        }
-                        None => Err(reply::invalid_params(format!(
-                            "the client in front of the gateway retried without inputResponses.{key}"
-                        ))),
-                    };
-                    let _ = answer.send(outcome);
-                }
+                answer_pending(&mut suspended, &responses);
                 suspended
             }
             None => {
@@ -252,10 +353,84 @@ impl Suspensions {
                     asks,
                     pending: Vec::new(),
                     started,
+                    bound,
                 }
             }
         };
         self.wait(suspended, track, adopt).await
+    }
+
+    /// Names this replica in the states made from now on, and relays retries naming another
+    /// (or this one's, no longer waiting) to `elsewhere`.
+    pub(crate) fn share(&self, replica: &str, elsewhere: Arc<dyn Elsewhere>) {
+        let _ = self.replica.set(replica.to_owned());
+        let _ = self.elsewhere.set(elsewhere);
+    }
+
+    /// Takes the call waiting under `state` when it is `caller`'s; another's stays.
+    fn take(&self, state: &str, caller: Option<&str>) -> Option<Suspended> {
+        let mut waiting = lock(&self.waiting);
+        let mine = waiting
+            .get(state)
+            .is_some_and(|s| s.bound.caller.as_deref() == caller);
+        if mine { waiting.remove(state) } else { None }
+    }
+
+    /// A retry relayed from another replica (`cluster/resume.rs`) for the call waiting here
+    /// under `state`: resumed at most once, whatever number of times it is relayed (one relayed
+    /// again while the first runs, or after its outcome was written, is [`RelayedRetry::Taken`]).
+    pub(crate) async fn resume_relayed(
+        self: &Arc<Self>,
+        state: &str,
+        responses: &JsonObject,
+        caller: Option<&str>,
+    ) -> RelayedRetry {
+        let found = {
+            let mut waiting = lock(&self.waiting);
+            let mine = waiting
+                .get(state)
+                .is_some_and(|s| s.bound.caller.as_deref() == caller);
+            let found = if mine { waiting.remove(state) } else { None };
+            let mut taken = lock(&self.taken);
+            if found.is_some() {
+                taken.retain(|_, t| t.written.is_none_or(|at| at.elapsed() < RESUMED_FOR));
+                // Bounded: past it, the same retry relayed again is answered as unknown.
+                if taken.len() < 4 * MAX_SUSPENDED {
+                    taken.insert(
+                        state.to_owned(),
+                        Taken {
+                            caller: caller.map(Arc::from),
+                            written: None,
+                        },
+                    );
+                }
+            } else if let Some(t) = taken.get(state)
+                && t.caller.as_deref() == caller
+            {
+                return RelayedRetry::Taken {
+                    written: t.written.is_some(),
+                };
+            }
+            found
+        };
+        let Some(mut suspended) = found else {
+            return RelayedRetry::Unknown;
+        };
+        let (track, adopt) = (
+            Arc::clone(&suspended.bound.track),
+            Arc::clone(&suspended.bound.adopt),
+        );
+        track(&suspended.tx, Turn::Resumed);
+        answer_pending(&mut suspended, responses);
+        RelayedRetry::Resumed(self.wait(suspended, &*track, &*adopt).await)
+    }
+
+    /// The outcome of the relayed retry that resumed `state` was written: the same retry
+    /// relayed again is told so, for [`RESUMED_FOR`].
+    pub(crate) fn written(&self, state: &str) {
+        if let Some(taken) = lock(&self.taken).get_mut(state) {
+            taken.written = Some(Instant::now());
+        }
     }
 
     /// Waits for the call to end or to ask; an ask suspends it. Once its upstream made its
@@ -305,7 +480,10 @@ impl Suspensions {
             }
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = format!("{STATE_PREFIX}{n}-{secret}");
+        let state = match self.replica.get() {
+            Some(replica) => format!("{STATE_PREFIX}{replica}.{n}-{secret}"),
+            None => format!("{STATE_PREFIX}{n}-{secret}"),
+        };
         let mut requests = JsonObject::new();
         for (i, ask) in asks.into_iter().enumerate() {
             let key = format!("upstream-{i}");
@@ -389,108 +567,4 @@ fn random_hex() -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A call that asks its client one elicitation and reports what the upstream was answered.
-    fn asking(
-        told: oneshot::Sender<Result<RawJson, ErrorObject>>,
-    ) -> impl FnOnce() -> Pin<Box<dyn Future<Output = Result<Relayed, CallError>> + Send + 'static>>
-    {
-        move || {
-            Box::pin(async move {
-                let asks = current_asks().expect("the call runs where it can ask");
-                let params = RawJson::encode(&json!({
-                    "message": "m", "requestedSchema": {"type": "object", "properties": {}},
-                }))
-                .expect("encodes");
-                let request =
-                    ServerRequest::decode("elicitation/create", Some(&params)).expect("decodes");
-                let (answer, answered) = oneshot::channel();
-                asks.send(Ask { request, answer }).await.expect("sent");
-                let _ = told.send(answered.await.expect("answered"));
-                Err(CallError::Failed {
-                    server: "s".to_owned(),
-                    what: "t".to_owned(),
-                    message: "done".to_owned(),
-                })
-            })
-        }
-    }
-
-    /// The adopter of calls that never make a task.
-    fn no_task(_: Running) -> Result<RawJson, ErrorObject> {
-        Err(reply::internal("no task was expected"))
-    }
-
-    #[tokio::test]
-    async fn a_client_that_never_retries_expires_with_an_error_to_the_upstream() {
-        assert_eq!(Suspensions::default().ttl, SUSPEND_FOR);
-        let suspensions = Arc::new(Suspensions {
-            ttl: Duration::from_millis(50),
-            ..Suspensions::default()
-        });
-        let (told, upstream_was_told) = oneshot::channel();
-        let outcome = suspensions
-            .run(None, asking(told), None, &|_, _| {}, &no_task)
-            .await
-            .expect("runs");
-        let Outcome::InputRequired(raw) = outcome else {
-            panic!("not suspended: {outcome:?}");
-        };
-        let result: Value = raw.decode().expect("json");
-        assert_eq!(result["resultType"], "input_required");
-        assert_eq!(
-            result["inputRequests"]["upstream-0"]["method"],
-            "elicitation/create"
-        );
-        assert!(
-            result["requestState"]
-                .as_str()
-                .is_some_and(|s| s.starts_with(STATE_PREFIX)),
-            "{result}"
-        );
-        assert_eq!(suspensions.len(), 1);
-        // Nobody retries: at the deadline the upstream is answered.
-        let error = tokio::time::timeout(Duration::from_secs(10), upstream_was_told)
-            .await
-            .expect("the upstream is answered at the deadline")
-            .expect("answered")
-            .expect_err("with an error");
-        assert!(
-            error.message.contains("did not answer within 0 s"),
-            "{}",
-            error.message
-        );
-        assert_eq!(suspensions.len(), 0);
-    }
-
-    #[tokio::test]
-    async fn past_the_bound_the_upstreams_request_is_refused() {
-        let suspensions = Arc::new(Suspensions::default());
-        for _ in 0..MAX_SUSPENDED {
-            let (told, _) = oneshot::channel();
-            let outcome = suspensions
-                .run(None, asking(told), None, &|_, _| {}, &no_task)
-                .await;
-            assert!(matches!(outcome, Ok(Outcome::InputRequired(_))));
-        }
-        assert_eq!(suspensions.len(), MAX_SUSPENDED);
-        let (told, upstream_was_told) = oneshot::channel();
-        let outcome = suspensions
-            .run(None, asking(told), None, &|_, _| {}, &no_task)
-            .await;
-        // Refused, the call goes on to its own end without its client's answer.
-        assert!(matches!(outcome, Ok(Outcome::Done(Err(_)))), "{outcome:?}");
-        let error = upstream_was_told
-            .await
-            .expect("answered")
-            .expect_err("refused");
-        assert!(
-            error.message.contains("256 calls already wait"),
-            "{}",
-            error.message
-        );
-        assert_eq!(suspensions.len(), MAX_SUSPENDED);
-    }
-}
+mod tests;
