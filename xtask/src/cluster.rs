@@ -17,6 +17,12 @@
 //!   systemd's `Restart=always` would: when it dies it is started again on its port.
 //! - nginx in front: round robin, no affinity, HTTP/1.1 keep-alive to the replicas,
 //!   `proxy_buffering off` (answers stream as SSE), long read timeouts for the GET streams.
+//!   nginx lets an idle connection to a replica go after 4 s (`keepalive_timeout`, 60 s by
+//!   default), before the replica closes it (10 s, its `header_read_timeout`): otherwise
+//!   nginx may send a POST on a connection just as the replica closes it, and answers `502`
+//!   without trying another (a POST is not idempotent). A run saw two such `502`s from a
+//!   replica nobody killed, 12 s after the kill (the connections opened in its burst, idle
+//!   since).
 //!
 //! `proxy_next_upstream` is nginx's default, `error timeout`, without `non_idempotent`: a
 //! request nginx could not deliver (the connection to a dead replica refused) goes to the next
@@ -153,6 +159,24 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
     let _redis = Ended(redis_child.id(), "TERM");
     wait_for_port(redis_port, "redis-server")?;
 
+    // nginx next, on the port just picked, before anything else can take it: a port free
+    // when picked may be another process's by the time a late nginx binds it, and a
+    // stranger answering there would take the whole load (a run saw 7,355 404s). It waits
+    // for the replicas' ports to open; nobody sends it anything before they are ready.
+    eprintln!("==> cluster: nginx on 127.0.0.1:{nginx_port}, round robin");
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(&dir, nginx_port, &ports))?;
+    let mut nginx_child = Command::new(&nginx)
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("starting nginx")?;
+    let _nginx = Ended(nginx_child.id(), "QUIT");
+    wait_for_nginx(&mut nginx_child, nginx_port, &dir)?;
+
     // The load process first: it serves the protected upstream the gateway file names.
     let replica_list = ports
         .iter()
@@ -244,19 +268,6 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
     for port in &ports {
         wait_ready(*port)?;
     }
-    eprintln!("==> cluster: nginx on 127.0.0.1:{nginx_port}, round robin");
-    let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, nginx_conf(&dir, nginx_port, &ports))?;
-    let nginx_child = Command::new(&nginx)
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .spawn()
-        .context("starting nginx")?;
-    let _nginx = Ended(nginx_child.id(), "QUIT");
-    wait_for_port(nginx_port, "nginx")?;
 
     eprintln!(
         "==> cluster: {} clients for {} s through nginx, one replica killed halfway",
@@ -490,6 +501,35 @@ fn wait_for_port(port: u16, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Waits until nginx, started as `child` with its pid file and error log in `dir`, listens on
+/// `port`: its pid file names it (nginx writes it once its sockets are bound) and the port
+/// answers. Fails at once, with nginx's error log, if it exits first (the port was taken, or
+/// the configuration is refused), instead of taking whoever listens there for it.
+fn wait_for_nginx(child: &mut Child, port: u16, dir: &Path) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid = child.id().to_string();
+    let log = || std::fs::read_to_string(dir.join("nginx-error.log")).unwrap_or_default();
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for nginx")? {
+            bail!(
+                "nginx exited ({status}) instead of listening on 127.0.0.1:{port}; its log:\n{}",
+                log()
+            );
+        }
+        let written = std::fs::read_to_string(dir.join("nginx.pid")).unwrap_or_default();
+        if written.trim() == pid && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "nginx did not listen on 127.0.0.1:{port} within 20 s; its log:\n{}",
+                log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A port free now (the kernel's choice), for a process started next to bind.
 fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -519,6 +559,7 @@ http {{
     access_log {dir}/nginx-failed.log failed if=$failed;
     upstream gateway {{
 {servers}        keepalive 64;
+        keepalive_timeout 4s;
     }}
     server {{
         listen 127.0.0.1:{port};
@@ -713,5 +754,44 @@ mod tests {
             assert_eq!(base64(plain.as_bytes()), encoded, "{plain:?}");
         }
         assert_eq!(base64(&[0xff; 32]).len(), 44);
+    }
+
+    /// A stand-in for nginx: `sh` running `script` in `dir`.
+    fn fake_nginx(dir: &Path, script: &str) -> Child {
+        Command::new("sh")
+            .args(["-c", script])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn nginx_that_exits_is_not_taken_for_whoever_holds_its_port() {
+        let dir = crate::target_dir().join("cluster-test-nginx");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A stranger holds the port; nginx cannot bind it and exits, saying why in its log.
+        let stranger = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = stranger.local_addr().unwrap().port();
+        let mut child = fake_nginx(
+            &dir,
+            "echo 'bind() to 127.0.0.1 failed (98: Address already in use)' > nginx-error.log; exit 1",
+        );
+        let e = wait_for_nginx(&mut child, port, &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nginx exited") && e.contains("Address already in use"),
+            "{e}"
+        );
+        // The real one: its pid file names it and the port answers (this listener stands for
+        // its socket).
+        let mut child = fake_nginx(&dir, "echo $$ > nginx.pid; exec sleep 30");
+        let waited = wait_for_nginx(&mut child, port, &dir);
+        let _ = child.kill();
+        let _ = child.wait();
+        waited.unwrap();
+        drop(stranger);
     }
 }
