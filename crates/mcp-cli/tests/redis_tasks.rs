@@ -456,3 +456,140 @@ async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends
     .await
     .unwrap();
 }
+
+/// `tasks/result` for task `id` at `at`, on a connection of its own, read until the gateway's
+/// `elicitation/create` request on its stream: the connection, what was read, the request's id.
+fn result_stream(at: &Replica, session: &str, id: &str) -> (TcpStream, String, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result",
+        "params": {"taskId": id}})
+    .to_string();
+    let mut stream = TcpStream::connect(&at.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        at.addr,
+        body.len()
+    )
+    .unwrap();
+    let needle = r#""method":"elicitation/create""#;
+    let mut read = String::new();
+    let mut buf = [0u8; 4096];
+    while !read.contains(needle) {
+        let n = stream
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("no elicitation/create came ({e}): {read}"));
+        assert!(n > 0, "tasks/result ended without asking: {read}");
+        read.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+    let event = read
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|v| v["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("no request in {read}"));
+    assert_eq!(
+        event["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(id),
+        "{event}"
+    );
+    let asked = event["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no string id in {event}"))
+        .to_owned();
+    (stream, read, asked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_tasks_question_goes_on_a_tasks_result_at_another_replica() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let dir = TempDir::new("redis-task-questions");
+        let file = dir.path().join("gateway.json");
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "passthrough",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "permission": {"default": "allow"}}},
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (a, b, c) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        // A client that may be asked (elicitation), with no standalone stream anywhere.
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "redis-task-questions", "version": "0"}}})
+        .to_string();
+        let (status, mine, body) = a.send("POST", None, &init);
+        assert_eq!(status, 200, "{body}");
+        let mine = mine.expect("a session id");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(a.send("POST", Some(&mine), &initialized.to_string()).0, 202);
+        let started = Instant::now();
+        loop {
+            let called = rpc(&a, &mine, "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            if called["result"]["content"][0]["text"] == "ready" {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{called}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+
+        // A task at A whose upstream asks its client: nothing at A can carry the question, so
+        // the task waits for it, `input_required` at B too.
+        let id = start_task(&a, &mine, "elicit", json!({}));
+        get_until(&b, &mine, &id, "input_required");
+        // B's `tasks/result` carries the question, tied to the task, under an id naming a
+        // replica.
+        let (mut waiting, mut read, asked) = result_stream(&b, &mine, &id);
+        assert!(
+            asked.split_once('.').is_some_and(|(r, _)| r.len() == 16),
+            "{asked}"
+        );
+        // The answer, POSTed at C, reaches A, where the upstream's request waits.
+        let answer = json!({"jsonrpc": "2.0", "id": asked,
+            "result": {"action": "accept", "content": {"name": "answered at C"}}});
+        let (status, _, body) = c.send("POST", Some(&mine), &answer.to_string());
+        assert_eq!(status, 202, "{body}");
+        // B's `tasks/result` ends with the task's result, which holds the answer.
+        let mut rest = String::new();
+        waiting
+            .read_to_string(&mut rest)
+            .expect("tasks/result did not end: the answer did not reach the task");
+        read.push_str(&rest);
+        let result = read
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|v| v["id"] == 11)
+            .unwrap_or_else(|| panic!("no answer in {read}"));
+        let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("answered at C"), "{result}");
+        assert_eq!(
+            result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+            json!(id)
+        );
+        // The stream carried the question once.
+        assert_eq!(read.matches(r#""method":"elicitation/create""#).count(), 1, "{read}");
+        // At A, where it ran, the task completed with that answer.
+        let done = get_until(&a, &mine, &id, "completed");
+        assert_eq!(done["result"]["status"], "completed");
+        let at_a = rpc(&a, &mine, "tasks/result", json!({"taskId": id}));
+        assert_eq!(at_a["result"]["content"][0]["text"], json!(text), "{at_a}");
+    })
+    .await
+    .unwrap();
+}

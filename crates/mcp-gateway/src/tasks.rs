@@ -20,29 +20,28 @@
 //! upstream (and the upstream's task with it). With `cluster` and `store`, the other replicas
 //! answer for the task too, from what this one writes to Redis (`cluster/tasks.rs`).
 //!
-//! What the upstream asks mid-task (sampling, elicitation) reaches the task's client: a
-//! 2026-07-28 client sees it as the task's `input_required` (its `inputRequests` in
-//! `tasks/get`) and answers with `tasks/update`; a handshake client, which has a session to be
-//! asked on, is sent the request itself, tagged with the task (the related-task `_meta`).
+//! What the upstream asks mid-task (sampling, elicitation) reaches the task's client, and the
+//! task is `input_required` until it is answered: a 2026-07-28 client sees the question in
+//! `tasks/get` (its `inputRequests`) and answers with `tasks/update`; a handshake client, which
+//! has a session to be asked on, is sent the request itself, tagged with the task (the
+//! related-task `_meta`), on the stream of a `tasks/result` waiting on the task, else on its
+//! standalone stream, and when neither is open at this replica, on the stream of the next
+//! `tasks/result` it sends, here or at another replica (which reads the question in the task's
+//! record).
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_host::{CallError, Relayed};
-use mcp_protocol::schema::{InputRequest, RELATED_TASK_META_KEY, TaskSupport, Tool, ToolExecution};
-use mcp_protocol::{Era, ErrorObject, JsonObject, RawJson, RequestOptions};
+use mcp_protocol::schema::{InputRequest, TaskSupport, Tool, ToolExecution};
+use mcp_protocol::{Era, ErrorObject, RawJson};
 use mcp_session::{RequestContext, TaskContext, Tasks};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::reply::{self, call_error_result, encode};
 use crate::suspend::{self, Ask, Running};
-
-/// How long the gateway waits for its client to answer an upstream's request during a task:
-/// a person may be answering it.
-const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// How a client's tool call runs.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -127,10 +126,7 @@ pub(crate) fn start(
         asks_tx,
         suspend::in_task(call(call_context)),
     ));
-    let context = context.clone();
-    store.create(&context.clone(), move |task| {
-        run(begun, asks, context, task)
-    })
+    store.create(context, move |task| run(begun, asks, task))
 }
 
 /// Makes a task of the gateway's store of a call of the client of `context` whose upstream
@@ -157,10 +153,7 @@ pub(crate) fn adopt(
             })
         })
     });
-    let context = context.clone();
-    store.create(&context.clone(), move |task| {
-        run(begun, asks, context, task)
-    })
+    store.create(context, move |task| run(begun, asks, task))
 }
 
 /// A spawned call that stops when its handle is dropped.
@@ -178,10 +171,8 @@ impl Drop for Aborting {
 async fn run(
     call: Begun,
     mut asks: mpsc::Receiver<Ask>,
-    context: RequestContext,
     task: TaskContext,
 ) -> Result<RawJson, ErrorObject> {
-    let stateless = context.era == Some(Era::Stateless);
     tokio::pin!(call);
     let next = AtomicU64::new(0);
     let outcome = loop {
@@ -189,14 +180,10 @@ async fn run(
             outcome = &mut call => break outcome,
             Some(ask) = asks.recv() => {
                 let key = format!("upstream-{}", next.fetch_add(1, Ordering::Relaxed));
-                let (task, context) = (task.clone(), context.clone());
+                let task = task.clone();
                 // Each in a task of its own, so that several questions are pending at once.
                 tokio::spawn(async move {
-                    let answer = if stateless {
-                        ask_in_task(&task, key, &ask).await
-                    } else {
-                        ask_on_session(&task, &context, &ask).await
-                    };
+                    let answer = ask_client(&task, key, &ask).await;
                     let _ = ask.answer.send(answer);
                 });
             }
@@ -222,9 +209,12 @@ async fn run(
     }
 }
 
-/// Asks a 2026-07-28 client through the task: `input_required` with the upstream's request
-/// under `key`, answered by its `tasks/update`.
-async fn ask_in_task(task: &TaskContext, key: String, ask: &Ask) -> Result<RawJson, ErrorObject> {
+/// Asks the task's client the upstream's request under `key`: a 2026-07-28 client through the
+/// task (`input_required` with the request, answered by its `tasks/update`); a handshake client
+/// by the request itself, tied to the task by the related-task `_meta`, on the stream of a
+/// `tasks/result` waiting on the task, at this replica or, through the task's record, at
+/// another (`mcp_session`'s task questions), and its JSON-RPC error answer as it came.
+async fn ask_client(task: &TaskContext, key: String, ask: &Ask) -> Result<RawJson, ErrorObject> {
     let params = ask
         .request
         .encode_params()
@@ -237,54 +227,5 @@ async fn ask_in_task(task: &TaskContext, key: String, ask: &Ask) -> Result<RawJs
     }
     let request: InputRequest =
         serde_json::from_value(request).map_err(|e| reply::internal(e.to_string()))?;
-    let mut answers = task
-        .input(BTreeMap::from([(key.clone(), request)]))
-        .await
-        .ok_or_else(|| reply::internal("the task ended before its client answered"))?;
-    answers
-        .remove(&key)
-        .ok_or_else(|| reply::internal("the task's client sent no answer"))
-}
-
-/// Asks a handshake client on its session, the request tied to the task by the related-task
-/// `_meta`.
-async fn ask_on_session(
-    task: &TaskContext,
-    context: &RequestContext,
-    ask: &Ask,
-) -> Result<RawJson, ErrorObject> {
-    let method = ask.request.method();
-    let params = ask
-        .request
-        .encode_params()
-        .map_err(|e| reply::internal(e.to_string()))?;
-    let mut params = match params.map(|p| p.decode::<Value>()) {
-        Some(Ok(Value::Object(params))) => params,
-        _ => JsonObject::new(),
-    };
-    if let Value::Object(meta) = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(JsonObject::new()))
-    {
-        meta.insert(
-            RELATED_TASK_META_KEY.to_owned(),
-            json!({"taskId": task.id()}),
-        );
-    }
-    let params = RawJson::encode(&params).map_err(|e| reply::internal(e.to_string()))?;
-    context
-        .peer
-        .unrelated()
-        .request_raw(
-            method,
-            Some(params),
-            RequestOptions::DEFAULT.timeout(ASK_TIMEOUT),
-        )
-        .await
-        .map_err(|e| match e {
-            mcp_protocol::Error::Rpc { error, .. } => error,
-            other => reply::internal(format!(
-                "{method}: the gateway's client did not answer: {other}"
-            )),
-        })
+    task.ask(key, request).await
 }

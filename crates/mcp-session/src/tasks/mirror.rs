@@ -28,7 +28,11 @@ pub struct TaskRecord {
     /// nobody would read and which, for a caller that never stops making tasks, would only grow.
     pub listed: bool,
     /// Everything `tasks/get` shows in either era: its result when completed, its error when
-    /// failed, its pending input requests while input is required.
+    /// failed, its pending input requests while input is required. A handshake session's
+    /// client is asked by requests of their own instead: for its task these are the questions
+    /// no stream has carried to it yet, keyed by the ids of those requests, which wait for
+    /// their answers here, so that a `tasks/result` at another replica sends them as they are
+    /// ([`Peer::forward_request`](crate::Peer::forward_request)).
     pub task: DetailedTask,
     /// How long the store should keep it: what is left of its TTL.
     pub keep: Duration,

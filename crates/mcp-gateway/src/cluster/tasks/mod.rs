@@ -9,7 +9,9 @@
 //! in 2026-07-28 is what lets a client see its task):
 //!
 //! - `<prefix>:task:<digest of the task id>`: the task as it stands (status, result or error,
-//!   pending input requests), its owner (the session's name: a digest of its sealed id; none
+//!   pending input requests: for a handshake task, the questions no stream at its replica
+//!   carried, by the ids of the requests waiting there, which a `tasks/result` at another
+//!   replica sends on its stream), its owner (the session's name: a digest of its sealed id; none
 //!   in 2026-07-28) and the replica that runs it, sealed under the key's own name; it expires
 //!   with the task's TTL. A record over [`MAX_RECORD`] bytes is kept without its result.
 //!   Every write of it goes through one script, [`WRITE_TASK`], which refuses to replace a
@@ -22,6 +24,8 @@
 //!   task whose replica's heartbeat lapsed is reported failed by the others: its work went with
 //!   that process, and without this a client would poll a `working` task until its TTL.
 //! - channel `<prefix>:tasks:<replica>`: cancels and updates relayed to that replica (sealed).
+//!   The client's answers to a handshake task's questions cross as every answer to a
+//!   replica's request does (`mcp_http`'s relay, on `<prefix>:answers:<replica>`).
 //!
 //! The replica that runs a task answers for it from its own memory, as without a store.
 
@@ -38,8 +42,8 @@ use mcp_protocol::schema::{
     ClientRequest, DetailedTask, EmptyResult, ExperimentalListTasksResult, ExperimentalTask,
     TaskError, TaskStatus, UpdateTaskParams,
 };
-use mcp_protocol::{Era, ErrorObject, RawJson, code};
-use mcp_session::{RequestContext, TaskMirror, TaskRecord, Tasks};
+use mcp_protocol::{Era, ErrorObject, RawJson, Request, RequestId, code};
+use mcp_session::{Peer, RequestContext, TaskMirror, TaskRecord, Tasks};
 use serde_json::{Value, json};
 
 pub(crate) use answer::answer;
@@ -610,14 +614,18 @@ impl TaskShare {
     }
 
     /// `tasks/result` (handshake era) for a task of another replica: polls the store at the
-    /// task's suggested interval until it ends.
+    /// task's suggested interval until it ends, and meanwhile sends the questions the record
+    /// holds for the client (those no stream at the running replica carried) on this request's
+    /// stream, each once.
     async fn payload(
         &self,
         id: &str,
         mut stored: Stored,
         context: &RequestContext,
     ) -> Result<RawJson, ErrorObject> {
+        let mut carried = HashSet::new();
         loop {
+            carry(&stored, &context.peer, &mut carried);
             if stored.task.status == TaskStatus::Completed && stored.task.result.is_none() {
                 return Err(too_large(&stored));
             }
@@ -703,6 +711,34 @@ impl TaskShare {
         }
         listed.tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         encode(&listed)
+    }
+}
+
+/// Sends the questions `stored` holds for its client (a handshake task waiting for answers
+/// that no stream at its replica carried: its `input_requests`, keyed by the ids of the
+/// requests that wait there) on `peer`'s stream, those not in `carried` yet, and notes them
+/// there. An id that does not name the task's replica is left: the client's answer to it would
+/// reach no one.
+fn carry(stored: &Stored, peer: &Peer, carried: &mut HashSet<String>) {
+    if stored.task.status != TaskStatus::InputRequired {
+        return;
+    }
+    let Some(questions) = &stored.task.input_requests else {
+        return;
+    };
+    let replica = format!("{}.", stored.replica);
+    for (id, question) in questions {
+        if !id.starts_with(&replica) || carried.contains(id) {
+            continue;
+        }
+        let request = Request {
+            id: RequestId::String(id.clone()),
+            method: question.method.clone(),
+            params: question.params.clone(),
+        };
+        if peer.forward_request(request) {
+            carried.insert(id.clone());
+        }
     }
 }
 

@@ -107,3 +107,82 @@ fn while_the_writer_is_behind_only_each_tasks_latest_change_waits() {
     pending.push("t".to_owned(), 1001);
     assert_eq!(pending.next(Duration::ZERO), Some(1001));
 }
+
+/// What a session sent, whatever stream it went on.
+#[derive(Clone, Default)]
+struct Sent(Arc<std::sync::Mutex<Vec<mcp_protocol::Message>>>);
+
+impl mcp_session::ServerTransport for Sent {
+    fn send(&self, message: mcp_protocol::Message, _related: Option<&RequestId>) {
+        self.0.lock().unwrap().push(message);
+    }
+}
+
+impl Sent {
+    fn requests(&self) -> Vec<Request> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|m| match m {
+                mcp_protocol::Message::Request(r) => Some(r.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+struct Nothing;
+
+impl mcp_session::Handler for Nothing {
+    async fn handle(&self, _: ClientRequest, _: RequestContext) -> Result<RawJson, ErrorObject> {
+        Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            "nothing".to_owned(),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_records_questions_go_once_a_stream_and_only_those_naming_its_replica() {
+    let sent = Sent::default();
+    let config = mcp_protocol::ServerConfig::new(mcp_protocol::schema::Implementation::new(
+        "t".to_owned(),
+        "1".to_owned(),
+    ));
+    let core = mcp_session::ServerCore::new(config, Arc::new(Nothing), sent.clone());
+    let mut stored = stored(JsonObject::new());
+    stored.replica = "00aa00aa00aa00aa".to_owned();
+    stored.task.status = TaskStatus::InputRequired;
+    stored.task.result = None;
+    let question: mcp_protocol::schema::InputRequest = serde_json::from_value(json!({
+        "method": "elicitation/create",
+        "params": {"message": "Your name?", "_meta": {"io.modelcontextprotocol/related-task":
+            {"taskId": stored.task.task_id}}}
+    }))
+    .unwrap();
+    stored.task.input_requests = Some(BTreeMap::from([
+        ("00aa00aa00aa00aa.4".to_owned(), question.clone()),
+        // Its answer would go to another replica, which asked nothing.
+        ("11bb11bb11bb11bb.5".to_owned(), question.clone()),
+    ]));
+    let peer = core.peer();
+    let mut carried = HashSet::new();
+    carry(&stored, &peer, &mut carried);
+    carry(&stored, &peer, &mut carried);
+    let requests = sent.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        requests[0].id,
+        RequestId::String("00aa00aa00aa00aa.4".to_owned())
+    );
+    assert_eq!(requests[0].method, "elicitation/create");
+    assert_eq!(requests[0].params, question.params);
+    // Another stream carries it too.
+    carry(&stored, &peer, &mut HashSet::new());
+    assert_eq!(sent.requests().len(), 2);
+    // A record no longer waiting for input carries nothing.
+    stored.task.status = TaskStatus::Working;
+    carry(&stored, &peer, &mut HashSet::new());
+    assert_eq!(sent.requests().len(), 2);
+}
