@@ -23,11 +23,11 @@ use serde_json::{Value, json};
 use super::{ROOT_PASSWORD, RedisServer};
 
 /// The audience both processes take tokens for (their ports differ).
-const AUDIENCE: &str = "https://gateway.test/mcp";
+pub(super) const AUDIENCE: &str = "https://gateway.test/mcp";
 
 /// An RFC 7662 endpoint on loopback answering `active` for the tokens it was given, by
 /// token, and `{"active": false}` for any other. Its thread ends with the test.
-fn introspector(subjects: &[(&str, &str)]) -> String {
+pub(super) fn introspector(subjects: &[(&str, &str)]) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/introspect", listener.local_addr().unwrap());
     let exp = std::time::SystemTime::now()

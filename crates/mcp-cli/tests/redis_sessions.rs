@@ -111,6 +111,17 @@ impl Replica {
         session: Option<&str>,
         body: &str,
     ) -> (u16, Option<String>, String) {
+        self.send_as(None, method, session, body)
+    }
+
+    /// [`send`](Self::send), with `Authorization: Bearer <token>` when a token is given.
+    pub(super) fn send_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        session: Option<&str>,
+        body: &str,
+    ) -> (u16, Option<String>, String) {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -118,10 +129,13 @@ impl Replica {
         let session = session
             .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
             .unwrap_or_default();
+        let token = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
         write!(
             stream,
             "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
+             Accept: application/json, text/event-stream\r\n{session}{token}Content-Length: {}\r\n\
              Connection: close\r\n\r\n{body}",
             self.addr,
             body.len()
@@ -162,16 +176,22 @@ impl Replica {
     }
 
     pub(super) fn initialize(&self) -> String {
+        self.initialize_as(None)
+    }
+
+    /// [`initialize`](Self::initialize), as the caller holding `token` when one is given.
+    pub(super) fn initialize_as(&self, token: Option<&str>) -> String {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "redis-sessions", "version": "0"}}})
         .to_string();
-        let (status, id, body) = self.send("POST", None, &init);
+        let (status, id, body) = self.send_as(token, "POST", None, &init);
         assert_eq!(status, 200, "{body}");
         let id = id.expect("a session id");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert_eq!(
-            self.send("POST", Some(&id), &initialized.to_string()).0,
+            self.send_as(token, "POST", Some(&id), &initialized.to_string())
+                .0,
             202
         );
         id

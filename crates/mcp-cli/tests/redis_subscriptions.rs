@@ -14,6 +14,7 @@ use mcp_host::redis::Reply;
 use mcp_testkit::TempDir;
 use serde_json::json;
 
+use super::rules::{AUDIENCE, introspector};
 use super::sessions::{Replica, keys};
 use super::{APP_PASSWORD, ROOT_PASSWORD, RedisServer};
 
@@ -102,12 +103,20 @@ struct Stream {
 
 impl Stream {
     fn open(at: &Replica, session: &str) -> Self {
+        Self::open_as(at, session, None)
+    }
+
+    /// [`open`](Self::open), as the caller holding `token` when one is given.
+    fn open_as(at: &Replica, session: &str, token: Option<&str>) -> Self {
         let mut tcp = TcpStream::connect(&at.addr).unwrap();
         tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let token = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
         write!(
             tcp,
             "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\
-             Mcp-Session-Id: {session}\r\n\r\n",
+             Mcp-Session-Id: {session}\r\n{token}\r\n",
             at.addr
         )
         .unwrap();
@@ -327,6 +336,106 @@ async fn a_stream_replica_that_lost_its_channel_catches_up_once_it_listens_again
         logged(&b, "listening again for answers");
         touch_until(&b, &id, "fake://missed", "updated");
         stream.until(&update("fake://missed"));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribe_the_rules_refuse_is_refused_at_the_stream_replica_too() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let endpoint = introspector(&[("alice-token", "alice"), ("bob-token", "bob")]);
+        let issuer = endpoint.trim_end_matches("/introspect").to_owned();
+        let dir = TempDir::new("redis-subscriptions-rules");
+        let file = dir.path().join("gateway.json");
+        // Alice may not use the one upstream; bob may.
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "passthrough",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "args": ["--subscribe"], "permission": {"default": "allow"}}},
+                "auth": {"issuer": issuer, "audience": AUDIENCE,
+                    "introspection": {"endpoint": endpoint, "clientId": "gw",
+                        "clientSecret": "introspection-secret"}},
+                "rules": [
+                    {"name": "no-fake-for-alice", "effect": "deny", "when": {"sub": ["alice"]},
+                     "upstreams": ["fake"]},
+                    {"name": "everyone", "effect": "allow"}
+                ],
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (a, b) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        // Bob's sessions see where each replica's upstream stands (`touch`).
+        let bob = Some("bob-token");
+        let touch_as_bob = |at: &Replica, session: &str, uri: &str| {
+            let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "touch", "arguments": {"uri": uri}}})
+            .to_string();
+            let (status, _, body) = at.send_as(bob, "POST", Some(session), &call);
+            assert_eq!(status, 200, "{body}");
+            body
+        };
+        let bobs = a.initialize_as(bob);
+        for at in [&a, &b] {
+            let started = Instant::now();
+            while !touch_as_bob(at, &bobs, "fake://none").contains("not subscribed fake://none") {
+                assert!(started.elapsed() < Duration::from_secs(20), "the upstream never came");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        // Bob's subscribe at A, his stream at B: B's copy of his session is told it, as him,
+        // and B's upstream is subscribed before the stream's head leaves.
+        let (status, _, body) = a.send_as(
+            bob,
+            "POST",
+            Some(&bobs),
+            &request("resources/subscribe", "fake://bobs"),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(r#""id":5,"result""#), "{body}");
+        let _bobs_stream = Stream::open_as(&b, &bobs, bob);
+        assert!(touch_as_bob(&b, &bobs, "fake://bobs").contains("updated fake://bobs"));
+
+        // Alice's subscribe at A is refused as at one replica: the resource is not found for
+        // her, and A's upstream is not subscribed.
+        let alice = Some("alice-token");
+        let alices = a.initialize_as(alice);
+        let (status, _, body) = a.send_as(
+            alice,
+            "POST",
+            Some(&alices),
+            &request("resources/subscribe", "fake://alices"),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains(r#""id":5,"error""#) && body.contains("-32002"),
+            "{body}"
+        );
+        assert!(touch_as_bob(&a, &bobs, "fake://alices").contains("not subscribed fake://alices"));
+        // Her stream at B: B's copy of her session is told the recorded subscribe as her, the
+        // rules refuse it there too, and B's upstream is not subscribed (before the stream's
+        // head left, as bob's was), so her stream carries no update of it.
+        let _alices_stream = Stream::open_as(&b, &alices, alice);
+        assert!(touch_as_bob(&b, &bobs, "fake://alices").contains("not subscribed fake://alices"));
+        // B's log: the subscribe told on her behalf, refused by the rules, as her.
+        let log = logged(&b, "resources/subscribe fake://alices");
+        let line = log
+            .lines()
+            .find(|l| l.contains("resources/subscribe fake://alices"))
+            .unwrap();
+        assert!(
+            line.contains("failed: Resource not found") && line.contains(r#"sub="alice""#),
+            "{line}"
+        );
     })
     .await
     .unwrap();
