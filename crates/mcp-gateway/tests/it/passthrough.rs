@@ -605,6 +605,69 @@ async fn logging_completion_and_subscriptions_pass_through() {
     gateway.shutdown().await;
 }
 
+/// `Mem`, whose subscribe sends an update of the URI at once and answers only when the test
+/// lets it (`release`): the update reaches the gateway before the upstream's answer, every
+/// time, which is the window a subscribed client must not fall into.
+#[derive(Clone, Default)]
+struct Announcing {
+    release: Arc<tokio::sync::Notify>,
+}
+
+impl Handler for Announcing {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        match request {
+            ClientRequest::Subscribe(p) => {
+                let _ = context.peer.unrelated().notify(
+                    "notifications/resources/updated",
+                    RawJson::encode(&json!({"uri": p.uri})).ok(),
+                );
+                self.release.notified().await;
+                Ok(RawJson::encode(&json!({})).unwrap())
+            }
+            other => Mem.handle(other, context).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_sent_before_the_upstream_answers_the_subscribe_reaches_the_client() {
+    let dir = TempDir::new("announcing");
+    let upstream = Announcing::default();
+    let release = Arc::clone(&upstream.release);
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let config = mcp_http::HttpServerConfig::new(mem_config());
+        let _ = mcp_http::serve_http(listener, config, upstream).await;
+    });
+    let gateway = start(&dir, json!({"mem": http(&format!("http://{addr}/mcp"))})).await;
+    let client = over_http(&gateway, plain_client()).await;
+    let mut incoming = client.take_incoming().unwrap();
+    let subscribing = {
+        let client = client.clone();
+        tokio::spawn(
+            async move { raw(&client, "resources/subscribe", json!({"uri": "mem://a"})).await },
+        )
+    };
+    // The update comes while the upstream has not answered yet: the client was taken as
+    // subscribed before the upstream was asked (before, the update found nobody subscribed
+    // and was dropped).
+    let ServerNotification::ResourceUpdated(updated) =
+        notification(&mut incoming, "notifications/resources/updated").await
+    else {
+        unreachable!()
+    };
+    assert_eq!(updated.uri, "mem://a");
+    release.notify_one();
+    subscribing.await.unwrap().unwrap();
+    gateway.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_upstreams_are_namespaced_and_routed() {
     let dir = TempDir::new("several");
