@@ -21,6 +21,11 @@ use super::{ROOT_PASSWORD, RedisServer};
 /// A 2026-07-28 `tools/call` of `elicit` at `at` (no session), declaring elicitation, with
 /// `extra` in its parameters: the JSON-RPC answer.
 fn call(at: &Replica, extra: Value) -> Value {
+    call_as(at, None, extra)
+}
+
+/// [`call`] by the caller holding `token`, if any.
+fn call_as(at: &Replica, token: Option<&str>, extra: Value) -> Value {
     let mut params = json!({"name": "elicit", "arguments": {}, "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
@@ -30,6 +35,9 @@ fn call(at: &Replica, extra: Value) -> Value {
     }
     let body =
         json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}).to_string();
+    let token = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let mut stream = TcpStream::connect(&at.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -38,7 +46,7 @@ fn call(at: &Replica, extra: Value) -> Value {
         stream,
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: elicit\r\nContent-Length: {}\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: elicit\r\n{token}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         at.addr,
         body.len()
@@ -61,9 +69,14 @@ fn call(at: &Replica, extra: Value) -> Value {
 /// Calls `elicit` at `at` until it is suspended (the replica joins the upstream in the
 /// background): the `requestState` of its `input_required`.
 fn suspended_at(at: &Replica) -> String {
+    suspended_for(at, None)
+}
+
+/// [`suspended_at`] for the caller holding `token`, if any.
+fn suspended_for(at: &Replica, token: Option<&str>) -> String {
     let started = Instant::now();
     loop {
-        let answer = call(at, json!({}));
+        let answer = call_as(at, token, json!({}));
         let result = &answer["result"];
         if result["resultType"] == "input_required" {
             assert_eq!(
@@ -164,6 +177,53 @@ async fn a_retry_at_another_replica_resumes_the_call_once_and_a_lost_holder_or_r
         // At A, which holds it, the retry still resumes the call.
         let held = call(&a, retry(&state, "held"));
         assert!(text_of(&held).contains("held"), "{held}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_callers_retry_finds_nothing_at_any_replica_and_the_call_waits_for_its_own() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let endpoint =
+            super::rules::introspector(&[("alice-token", "alice"), ("bob-token", "bob")]);
+        let issuer = endpoint.trim_end_matches("/introspect").to_owned();
+        let dir = TempDir::new("redis-resumes-callers");
+        let file = dir.path().join("gateway.json");
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "passthrough",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "permission": {"default": "allow"}}},
+                "auth": {"issuer": issuer, "audience": super::rules::AUDIENCE,
+                    "introspection": {"endpoint": endpoint, "clientId": "gw",
+                        "clientSecret": "introspection-secret"}},
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (a, b) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        let state = suspended_for(&a, Some("alice-token"));
+        // Bob holds Alice's state: at the replica holding the call and at another, it is a
+        // state nobody made, and the call goes on waiting.
+        for at in [&b, &a] {
+            let refused = call_as(at, Some("bob-token"), retry(&state, "bob"));
+            assert_eq!(refused["error"]["code"], -32602, "{refused}");
+            let message = refused["error"]["message"].as_str().unwrap();
+            assert!(message.contains("no call of this gateway waits"), "{refused}");
+        }
+        // Alice's retry, at B, resumes it with her answer.
+        let resumed = call_as(&b, Some("alice-token"), retry(&state, "alice"));
+        let text = text_of(&resumed);
+        assert!(text.contains("alice"), "{resumed}");
+        assert!(!text.contains("bob"), "{resumed}");
     })
     .await
     .unwrap();
