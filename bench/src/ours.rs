@@ -170,10 +170,11 @@ impl Handler for Bench {
     ) -> Result<RawJson, ErrorObject> {
         match request {
             ClientRequest::ListTools(p) => {
+                // The page straight from the list this server keeps, not from copies of its
+                // tools (`encode_page`): the TypeScript server's `slice` copies no tool
+                // either.
                 let (range, next) = workload::page(p.cursor.as_deref(), self.tools.len());
-                let mut result = ListToolsResult::new(self.tools[range].to_vec());
-                result.next_cursor = next;
-                RawJson::encode(&result).map_err(internal)
+                ListToolsResult::encode_page(&self.tools[range], next.as_deref()).map_err(internal)
             }
             ClientRequest::CallTool(p) => {
                 let text = match p.name.as_str() {

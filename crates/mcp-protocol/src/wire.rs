@@ -62,6 +62,28 @@ pub(crate) trait WireFields {
     fn serialize_fields<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error>;
 }
 
+/// One page of a list result (`tools/list` and the like) whose items the caller keeps: it
+/// encodes as the owned result with the same items and cursor, and no `_meta`, would
+/// (`{"<key>":[...],"nextCursor":"..."}`), without a copy of each item first.
+pub(crate) struct PageRef<'a, T> {
+    /// The member that holds the items: `tools`, `resources`, ...
+    pub(crate) key: &'static str,
+    pub(crate) items: &'a [T],
+    pub(crate) next_cursor: Option<&'a str>,
+}
+
+impl<T: serde::Serialize> serde::Serialize for PageRef<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map =
+            serializer.serialize_map(Some(1 + usize::from(self.next_cursor.is_some())))?;
+        map.serialize_entry(self.key, self.items)?;
+        if let Some(cursor) = self.next_cursor {
+            map.serialize_entry("nextCursor", cursor)?;
+        }
+        map.end()
+    }
+}
+
 /// Reads the next value of a map into `slot`, refusing a key that appears twice.
 pub(crate) fn fill<'de, A, T>(
     map: &mut A,

@@ -1,8 +1,9 @@
 //! Resources and prompts (spec `server/resources.mdx`, `server/prompts.mdx`; SPEC.md §6.3–6.4).
 
+use crate::jsonrpc::RawJson;
 use crate::schema::common::{Annotations, Icon, Role};
 use crate::schema::content::{ContentBlock, ResourceContents};
-use crate::wire::{JsonObject, wire_struct};
+use crate::wire::{JsonObject, PageRef, wire_struct};
 
 wire_struct! {
     /// A resource a server offers.
@@ -74,6 +75,22 @@ wire_struct! {
     }
 }
 
+impl ListResourcesResult {
+    /// Encodes one page of resources that the caller keeps, as a `ListResourcesResult` of
+    /// copies of them would encode, without the copies (see
+    /// [`ListToolsResult::encode_page`](crate::schema::ListToolsResult::encode_page)).
+    pub fn encode_page(
+        resources: &[Resource],
+        next_cursor: Option<&str>,
+    ) -> Result<RawJson, serde_json::Error> {
+        RawJson::encode(&PageRef {
+            key: "resources",
+            items: resources,
+            next_cursor,
+        })
+    }
+}
+
 wire_struct! {
     /// The result of `resources/templates/list`.
     pub struct ListResourceTemplatesResult {
@@ -87,6 +104,22 @@ wire_struct! {
             /// Protocol metadata.
             meta: JsonObject = "_meta",
         }
+    }
+}
+
+impl ListResourceTemplatesResult {
+    /// Encodes one page of resource templates that the caller keeps, as a `ListResourceTemplatesResult` of
+    /// copies of them would encode, without the copies (see
+    /// [`ListToolsResult::encode_page`](crate::schema::ListToolsResult::encode_page)).
+    pub fn encode_page(
+        templates: &[ResourceTemplate],
+        next_cursor: Option<&str>,
+    ) -> Result<RawJson, serde_json::Error> {
+        RawJson::encode(&PageRef {
+            key: "resourceTemplates",
+            items: templates,
+            next_cursor,
+        })
     }
 }
 
@@ -172,6 +205,22 @@ wire_struct! {
             /// Protocol metadata.
             meta: JsonObject = "_meta",
         }
+    }
+}
+
+impl ListPromptsResult {
+    /// Encodes one page of prompts that the caller keeps, as a `ListPromptsResult` of
+    /// copies of them would encode, without the copies (see
+    /// [`ListToolsResult::encode_page`](crate::schema::ListToolsResult::encode_page)).
+    pub fn encode_page(
+        prompts: &[Prompt],
+        next_cursor: Option<&str>,
+    ) -> Result<RawJson, serde_json::Error> {
+        RawJson::encode(&PageRef {
+            key: "prompts",
+            items: prompts,
+            next_cursor,
+        })
     }
 }
 
