@@ -26,7 +26,7 @@
 //! `RequestContext::session_name`): a retry by another caller finds nothing. With `cluster`
 //! the `requestState` names the replica holding the suspension (`<replica>.<n>-<secret>`), and
 //! with a `store` a retry that reaches another replica is relayed to that one
-//! ([`Elsewhere`], `cluster/resume.rs`), which resumes it here ([`Suspensions::resume_relayed`]).
+//! ([`Elsewhere`], `cluster/resume/`), which resumes it here ([`Suspensions::resume_relayed`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -133,7 +133,7 @@ pub(crate) struct Bound {
     pub(crate) adopt: AdoptOwned,
 }
 
-/// Where a retry naming a suspension held by another replica goes (`cluster/resume.rs`): it
+/// Where a retry naming a suspension held by another replica goes (`cluster/resume/`): it
 /// comes back with the call's outcome there, as [`Suspensions::run`] would have given it.
 pub(crate) trait Elsewhere: Send + Sync {
     /// Resumes `state`, held by replica `holder`, with the client's `responses`, for `caller`.
@@ -159,7 +159,7 @@ pub(crate) enum RelayedRetry {
 }
 
 /// How long a relayed retry is remembered after its outcome was written, so that the same
-/// retry relayed again is answered that outcome (`cluster/resume.rs` keeps it as long).
+/// retry relayed again is answered that outcome (`cluster/resume/` keeps it as long).
 pub(crate) const RESUMED_FOR: Duration = Duration::from_secs(60);
 
 /// A state resumed by a relayed retry: its caller, and when its outcome was written.
@@ -233,6 +233,18 @@ pub(crate) fn holder_of(state: &str) -> Option<&str> {
         && replica.len() <= 32
         && replica.bytes().all(|b| b.is_ascii_hexdigit());
     named.then_some(replica)
+}
+
+/// The call in `waiting` under `state`, taken out when it is `caller`'s; another's stays.
+fn take_from(
+    waiting: &mut HashMap<String, Suspended>,
+    state: &str,
+    caller: Option<&str>,
+) -> Option<Suspended> {
+    let mine = waiting
+        .get(state)
+        .is_some_and(|s| s.bound.caller.as_deref() == caller);
+    if mine { waiting.remove(state) } else { None }
 }
 
 /// The answer to a retry whose state no call of its caller waits under.
@@ -369,14 +381,10 @@ impl Suspensions {
 
     /// Takes the call waiting under `state` when it is `caller`'s; another's stays.
     fn take(&self, state: &str, caller: Option<&str>) -> Option<Suspended> {
-        let mut waiting = lock(&self.waiting);
-        let mine = waiting
-            .get(state)
-            .is_some_and(|s| s.bound.caller.as_deref() == caller);
-        if mine { waiting.remove(state) } else { None }
+        take_from(&mut lock(&self.waiting), state, caller)
     }
 
-    /// A retry relayed from another replica (`cluster/resume.rs`) for the call waiting here
+    /// A retry relayed from another replica (`cluster/resume/`) for the call waiting here
     /// under `state`: resumed at most once, whatever number of times it is relayed (one relayed
     /// again while the first runs, or after its outcome was written, is [`RelayedRetry::Taken`]).
     pub(crate) async fn resume_relayed(
@@ -387,10 +395,7 @@ impl Suspensions {
     ) -> RelayedRetry {
         let found = {
             let mut waiting = lock(&self.waiting);
-            let mine = waiting
-                .get(state)
-                .is_some_and(|s| s.bound.caller.as_deref() == caller);
-            let found = if mine { waiting.remove(state) } else { None };
+            let found = take_from(&mut waiting, state, caller);
             let mut taken = lock(&self.taken);
             if found.is_some() {
                 taken.retain(|_, t| t.written.is_none_or(|at| at.elapsed() < RESUMED_FOR));
