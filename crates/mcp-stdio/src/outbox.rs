@@ -32,8 +32,11 @@ pub(crate) trait Direct: Send + Sync + 'static {
 }
 
 impl Direct for pipe::Sender {
+    /// A partial write tells the reactor that the pipe is full (see `streams::write_some`).
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        pipe::Sender::try_write(self, buf)
+        crate::streams::write_some(self, buf, |buf| {
+            nix::unistd::write(self, buf).map_err(io::Error::from)
+        })
     }
 
     fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {

@@ -155,7 +155,7 @@ impl Direct for DirectOutput {
 /// system call wasted each time a frame larger than the pipe is handed over (a 1 MiB answer
 /// in 64 KiB pieces wasted 16). A reader that drains the pipe meanwhile raises a new event,
 /// which clearing does not lose.
-fn write_some(
+pub(crate) fn write_some(
     sender: &pipe::Sender,
     buf: &[u8],
     write: impl FnOnce(&[u8]) -> io::Result<usize>,
@@ -258,7 +258,7 @@ mod tests {
     use super::*;
 
     /// Whether `output` reports itself writable now, without waiting.
-    fn writable_now(output: &DirectOutput) -> bool {
+    fn writable_now(output: &impl Direct) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
         pin!(output.writable()).poll(&mut cx).is_ready()
     }
@@ -266,7 +266,7 @@ mod tests {
     /// Writes more than `output` holds, and checks that it then waits for its reader (which
     /// `drain` reads `n` bytes from) instead of being written again at once.
     async fn fill_and_drain<F: Future<Output = ()>>(
-        output: &DirectOutput,
+        output: &impl Direct,
         drain: impl FnOnce(usize) -> F,
     ) {
         // The reactor learns that the new output is writable.
@@ -295,6 +295,20 @@ mod tests {
         // Borrowed: the reader stays open for the last write.
         let reader = &mut receiver;
         fill_and_drain(&output, |n| async move {
+            let mut read = vec![0; n];
+            tokio::io::AsyncReadExt::read_exact(reader, &mut read)
+                .await
+                .unwrap();
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_write_that_fills_a_child_s_stdin_leaves_it_waiting_for_the_reader() {
+        // The client half writes a server's stdin through `pipe::Sender` itself.
+        let (sender, mut receiver) = pipe::pipe().unwrap();
+        let reader = &mut receiver;
+        fill_and_drain(&sender, |n| async move {
             let mut read = vec![0; n];
             tokio::io::AsyncReadExt::read_exact(reader, &mut read)
                 .await
