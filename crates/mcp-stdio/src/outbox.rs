@@ -32,15 +32,42 @@ pub(crate) trait Direct: Send + Sync + 'static {
 }
 
 impl Direct for pipe::Sender {
-    /// A partial write tells the reactor that the pipe is full (see `streams::write_some`).
+    /// A partial write tells the reactor that the pipe is full (see [`write_some`]).
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        crate::streams::write_some(self, buf, |buf| {
+        write_some(self, buf, |buf| {
             nix::unistd::write(self, buf).map_err(io::Error::from)
         })
     }
 
     fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
         pipe::Sender::writable(self)
+    }
+}
+
+/// Writes what fits of `buf` with `write` on `sender`'s registration. When only part of it
+/// fitted, the pipe or socket is full, and the reactor is told so as if the write had failed
+/// with `WouldBlock`: tokio forgets that an output is writable only on that error, so the
+/// writer task's next `writable()` would return at once, and its write would fail, one
+/// system call wasted each time a frame larger than the pipe is handed over (a 1 MiB answer
+/// in 64 KiB pieces wasted 16). A reader that drains the pipe meanwhile raises a new event,
+/// which clearing does not lose.
+pub(crate) fn write_some(
+    sender: &pipe::Sender,
+    buf: &[u8],
+    write: impl FnOnce(&[u8]) -> io::Result<usize>,
+) -> io::Result<usize> {
+    let mut took = 0;
+    let written = sender.try_io(|| {
+        took = write(buf)?;
+        if took < buf.len() {
+            Err(io::ErrorKind::WouldBlock.into())
+        } else {
+            Ok(took)
+        }
+    });
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && took > 0 => Ok(took),
+        other => other,
     }
 }
 

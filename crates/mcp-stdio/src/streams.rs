@@ -32,7 +32,7 @@ use nix::sys::socket::{MsgFlags, recv, send};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::unix::pipe;
 
-use crate::outbox::Direct;
+use crate::outbox::{Direct, write_some};
 
 /// What stdin or stdout is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,33 +145,6 @@ impl Direct for DirectOutput {
             Self::Pipe(p) => p.writable().await,
             Self::Socket(s) => s.0.writable().await,
         }
-    }
-}
-
-/// Writes what fits of `buf` with `write` on `sender`'s registration. When only part of it
-/// fitted, the pipe or socket is full, and the reactor is told so as if the write had failed
-/// with `WouldBlock`: tokio forgets that an output is writable only on that error, so the
-/// writer task's next `writable()` would return at once, and its write would fail, one
-/// system call wasted each time a frame larger than the pipe is handed over (a 1 MiB answer
-/// in 64 KiB pieces wasted 16). A reader that drains the pipe meanwhile raises a new event,
-/// which clearing does not lose.
-pub(crate) fn write_some(
-    sender: &pipe::Sender,
-    buf: &[u8],
-    write: impl FnOnce(&[u8]) -> io::Result<usize>,
-) -> io::Result<usize> {
-    let mut took = 0;
-    let written = sender.try_io(|| {
-        took = write(buf)?;
-        if took < buf.len() {
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(took)
-        }
-    });
-    match written {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && took > 0 => Ok(took),
-        other => other,
     }
 }
 
