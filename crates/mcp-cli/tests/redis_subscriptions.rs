@@ -421,21 +421,17 @@ async fn a_subscribe_the_rules_refuse_is_refused_at_the_stream_replica_too() {
             "{body}"
         );
         assert!(touch_as_bob(&a, &bobs, "fake://alices").contains("not subscribed fake://alices"));
-        // Her stream at B: B's copy of her session is told the recorded subscribe as her, the
-        // rules refuse it there too, and B's upstream is not subscribed (before the stream's
-        // head left, as bob's was), so her stream carries no update of it.
+        // Her stream at B: the refused subscribe was never recorded (the session judges a
+        // subscribe before it is recorded), so B's copy of her session is told nothing, and
+        // B's upstream is not subscribed, as at one replica; bob's, recorded, was told to
+        // B's copy of his session, as him, in B's log.
         let _alices_stream = Stream::open_as(&b, &alices, alice);
         assert!(touch_as_bob(&b, &bobs, "fake://alices").contains("not subscribed fake://alices"));
-        // B's log: the subscribe told on her behalf, refused by the rules, as her.
-        let log = logged(&b, "resources/subscribe fake://alices");
-        let line = log
-            .lines()
-            .find(|l| l.contains("resources/subscribe fake://alices"))
-            .unwrap();
-        assert!(
-            line.contains("failed: Resource not found") && line.contains(r#"sub="alice""#),
-            "{line}"
-        );
+        let log = logged(&b, "resources/subscribe fake://bobs");
+        assert!(log.contains(r#"sub="bob""#), "{log}");
+        assert!(!log.contains("fake://alices"), "{log}");
+        let held = keys(&redis, "*session-subscriptions*");
+        assert_eq!(held.len(), 1, "bob's only: {held:?}");
     })
     .await
     .unwrap();

@@ -554,7 +554,22 @@ impl<H: Handler> HttpServer<H> {
         if let Err(e) = self.record_level(&session_id, &session, &decoded).await {
             return e.response();
         }
-        // So are the resources it subscribes to, and the replica holding its stream is told.
+        // A lone subscribe is judged by the session first, and recorded only if it took it.
+        let judged = self
+            .judge_subscribe(
+                &session_id,
+                &session,
+                decoded,
+                caller.as_ref().map(|c| c.caller.clone()),
+            )
+            .await;
+        let (decoded, answered) = match judged {
+            Ok(seal::subs::Judged::Not(decoded)) => (decoded, None),
+            Ok(seal::subs::Judged::Answered(answer)) => (Decoded::Batch(Vec::new()), Some(answer)),
+            Err(e) => return e.response(),
+        };
+        // The other subscribes and unsubscribes are recorded before the session hears them,
+        // and the replica holding its stream is told.
         if let Err(e) = self
             .record_subscriptions(&session_id, &session, &decoded)
             .await
@@ -564,11 +579,14 @@ impl<H: Handler> HttpServer<H> {
         // Answers to requests another replica sent go there; the rest stays here.
         let decoded = match self.relay_answers(&session_id, decoded).await {
             Ok(Some(rest)) => rest,
-            Ok(None) => return with_session_id(empty(StatusCode::ACCEPTED), &session_id),
+            Ok(None) if answered.is_none() => {
+                return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
+            }
+            Ok(None) => Decoded::Batch(Vec::new()),
             Err(e) => return not_relayed(e),
         };
         let identity = caller.map(|c| c.caller);
-        if !owes_answers(&decoded) {
+        if answered.is_none() && !owes_answers(&decoded) {
             session.core.receive_as(decoded, identity);
             return with_session_id(empty(StatusCode::ACCEPTED), &session_id);
         }
@@ -582,7 +600,14 @@ impl<H: Handler> HttpServer<H> {
             let mut routes = lock(&session.routes.state);
             // The priming event's id comes first in the session's order, whenever it is sent.
             let priming = (!self.config.json_response).then(|| routes.next_event_id());
-            let rest = routes.claim(decoded, &stream);
+            let rest = match &answered {
+                // The session answered already: its answer is all the stream carries.
+                Some(answer) => {
+                    routes.deliver(&stream, answer);
+                    None
+                }
+                None => routes.claim(decoded, &stream),
+            };
             (priming, rest)
         };
         drop(stream);

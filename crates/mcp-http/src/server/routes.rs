@@ -114,7 +114,7 @@ impl RouteState {
 
     /// Puts `message` on `stream`: an SSE event with the session's next event id, or in a
     /// JSON answer as it is, if it is an answer (a JSON answer carries nothing else).
-    fn deliver(&mut self, stream: &StreamTx, message: &Message) {
+    pub(super) fn deliver(&mut self, stream: &StreamTx, message: &Message) {
         let frame = if !stream.json {
             body::event(message, Some(&self.next_event_id()))
         } else if matches!(message, Message::Response(_))

@@ -75,7 +75,8 @@ pub trait SessionShare: Send + Sync + 'static {
     /// opaque to the share. Kept for `ttl`. Returns the replica holding the session's standalone
     /// stream ([`hold_stream`](Self::hold_stream)), if one was recorded, read in the same round
     /// trip, so that the replica that took the change tells that one (`subs.rs`). An error makes
-    /// the client's request a 503 that the session never hears. By default nothing is recorded and
+    /// the client's request a 503: the session never hears an unsubscribe, and takes back a
+    /// subscribe (recorded only once the session took it). By default nothing is recorded and
     /// no holder is known (subscriptions stay at each replica).
     fn set_subscription<'a>(
         &'a self,

@@ -1,9 +1,10 @@
 //! Resource subscriptions across replicas (issue 24 §3). A handshake client subscribes with
 //! `resources/subscribe` on one POST and hears `notifications/resources/updated` on its standalone
 //! `GET` stream, which a balancer may have opened at another replica. So the replica that takes a
-//! `resources/subscribe` or `resources/unsubscribe` records it in the
-//! [`SessionShare`](super::SessionShare) before its session hears it (the URI sealed with the
-//! session keys, bound to the session id, under a digest of the URI and the session id), and reads
+//! `resources/unsubscribe` records it in the [`SessionShare`](super::SessionShare) before its
+//! session hears it, and a `resources/subscribe` once its session took it (a subscribe the session
+//! refuses is never recorded, so no other replica judges it again), the URI sealed with the
+//! session keys, bound to the session id, under a digest of the URI and the session id; it reads
 //! in the same round trip which replica holds the session's stream; when that is another, it tells
 //! it on that replica's channel ([`SessionShare::relay`](super::SessionShare::relay)), a sealed
 //! notice naming the session and nothing else. The replica opening a stream records itself as the
@@ -23,7 +24,7 @@ use mcp_session::{Handler, Identity};
 
 use super::super::routes::StreamTx;
 use super::super::{HttpServer, SERVER_BUSY, Session, lock, queue, rpc_error};
-use super::share_key;
+use super::{SessionSeal, share_key};
 
 /// Bound into every sealed subscription: one cannot pass for an answer or an id.
 const SUBSCRIPTION_CONTEXT: &[u8] = b"mcp-host resource subscription v1";
@@ -50,25 +51,27 @@ pub(crate) struct Told {
     caller: Option<Identity>,
 }
 
+/// The subscribe (`true`) or unsubscribe (`false`) `message` is, if it is one: its URI.
+fn change(message: &Message) -> Option<(String, bool)> {
+    let Message::Request(request) = message else {
+        return None;
+    };
+    let on = match request.method.as_str() {
+        "resources/subscribe" => true,
+        "resources/unsubscribe" => false,
+        _ => return None,
+    };
+    let params = request
+        .params
+        .as_ref()?
+        .decode::<serde_json::Value>()
+        .ok()?;
+    let uri = params.get("uri")?.as_str()?;
+    Some((uri.to_owned(), on))
+}
+
 /// The subscribes (`true`) and unsubscribes (`false`) a POST holds, in order.
 fn changes(decoded: &Decoded) -> Vec<(String, bool)> {
-    let change = |message: &Message| {
-        let Message::Request(request) = message else {
-            return None;
-        };
-        let on = match request.method.as_str() {
-            "resources/subscribe" => true,
-            "resources/unsubscribe" => false,
-            _ => return None,
-        };
-        let params = request
-            .params
-            .as_ref()?
-            .decode::<serde_json::Value>()
-            .ok()?;
-        let uri = params.get("uri")?.as_str()?;
-        Some((uri.to_owned(), on))
-    };
     match decoded {
         Decoded::Single(message) => change(message).into_iter().collect(),
         Decoded::Batch(items) => items
@@ -116,7 +119,8 @@ impl SubscriptionNotKept {
 impl<H: Handler> HttpServer<H> {
     /// Records the subscribes and unsubscribes a POST of a sealed session holds in the share,
     /// before the session hears them, and tells the replica holding the session's stream,
-    /// when that is another; this replica's copy is then taken as told.
+    /// when that is another; this replica's copy is then taken as told. (A lone subscribe is
+    /// not here: the session judges it first, [`judge_subscribe`](Self::judge_subscribe).)
     pub(crate) async fn record_subscriptions(
         &self,
         session_id: &str,
@@ -130,36 +134,8 @@ impl<H: Handler> HttpServer<H> {
         if changes.is_empty() {
             return Ok(());
         }
-        let key = share_key(session_id);
         let mut told = told.lock().await;
-        let mut holder = None;
-        for (uri, on) in &changes {
-            let sealed = if *on {
-                Some(
-                    seal.seal_for(SUBSCRIPTION_CONTEXT, session_id, uri.as_bytes())
-                        .ok_or(SubscriptionNotKept::NoRandomness)?,
-                )
-            } else {
-                None
-            };
-            // The field is a digest of the URI with the session id, so that a reader of the
-            // store cannot confirm a guessed URI.
-            let field = share_key(&format!("{session_id} {uri}"));
-            holder = seal
-                .share()
-                .set_subscription(&key, &field, sealed, seal.max_age())
-                .await
-                .map_err(|_| SubscriptionNotKept::StoreDown)?;
-        }
-        if let Some(holder) = holder.filter(|h| *h != seal.replica()) {
-            let notice = seal
-                .seal_answer(session_id, CHANGED)
-                .ok_or(SubscriptionNotKept::NoRandomness)?;
-            seal.share()
-                .relay(&holder, notice)
-                .await
-                .map_err(|_| SubscriptionNotKept::StoreDown)?;
-        }
+        record(seal, session_id, &changes).await?;
         for (uri, on) in changes {
             if on {
                 told.uris.insert(uri);
@@ -168,6 +144,66 @@ impl<H: Handler> HttpServer<H> {
             }
         }
         Ok(())
+    }
+
+    /// A lone `resources/subscribe` of a sealed session: the session hears it first, on a
+    /// stream of its own, and it is recorded in the share (and the stream's replica told)
+    /// only once the session took it, so that a subscribe the session refuses (the rules, no
+    /// upstream taking it) is never recorded: no other replica tells it to its copy of the
+    /// session, under the claims of another token of the same subject, and the session's
+    /// subscriptions are those one replica would have. A subscribe the session took and the
+    /// share does not is taken back (the session is told to unsubscribe, as the caller) and
+    /// answered 503. Anything else goes on as it came ([`Judged::Not`]); a batch (2025-03-26)
+    /// is recorded before the session hears it ([`record_subscriptions`](Self::record_subscriptions)).
+    pub(crate) async fn judge_subscribe(
+        &self,
+        session_id: &str,
+        session: &Session<H>,
+        decoded: Decoded,
+        caller: Option<Identity>,
+    ) -> Result<Judged, SubscriptionNotKept> {
+        let (Some(seal), Some(told)) = (&self.config.sealed_sessions, &session.subs) else {
+            return Ok(Judged::Not(decoded));
+        };
+        let uri = match &decoded {
+            Decoded::Single(message) => match change(message) {
+                Some((uri, true)) => uri,
+                _ => return Ok(Judged::Not(decoded)),
+            },
+            Decoded::Batch(_) => return Ok(Judged::Not(decoded)),
+        };
+        let id = match &decoded {
+            Decoded::Single(Message::Request(request)) => request.id.clone(),
+            _ => return Ok(Judged::Not(decoded)),
+        };
+        let mut told = told.lock().await;
+        let answers = self.tell(session, decoded, caller.clone());
+        let answer = answers
+            .first()
+            .await
+            .unwrap_or_else(|| unanswered(id.clone()));
+        if matches!(answer, Message::Response(_)) {
+            if let Err(e) = record(seal, session_id, &[(uri.clone(), true)]).await {
+                let undo = self.tell(session, replayed("resources/unsubscribe", &uri), caller);
+                let _ = tokio::time::timeout(REPLAY_WAIT, undo.first()).await;
+                return Err(e);
+            }
+            told.uris.insert(uri);
+        }
+        Ok(Judged::Answered(answer))
+    }
+
+    /// Gives `request` to the session's core as `caller`, its answers on a stream of their
+    /// own, which nobody reads but the caller of this.
+    fn tell(&self, session: &Session<H>, request: Decoded, caller: Option<Identity>) -> Answers {
+        let (tx, rx) = queue::channel(self.limits(&session.buffer));
+        let stream = Arc::new(StreamTx { tx, json: true });
+        let claimed = lock(&session.routes.state).claim(request, &stream);
+        drop(stream);
+        if let Some(request) = claimed {
+            session.core.receive_as(request, caller);
+        }
+        Answers(rx)
     }
 
     /// As the session's standalone stream opens here: records this replica as its holder,
@@ -272,16 +308,7 @@ impl<H: Handler> HttpServer<H> {
         let stream = Arc::new(StreamTx { tx, json: true });
         let mut sent = 0;
         for (method, uri) in requests {
-            let Ok(params) = RawJson::encode(&serde_json::json!({ "uri": uri })) else {
-                continue;
-            };
-            let n = REPLAYED.fetch_add(1, Ordering::Relaxed);
-            let request = Decoded::Single(Message::Request(mcp_protocol::Request {
-                id: RequestId::String(format!("mcp-http/replayed-subscription/{n}")),
-                method: method.to_owned(),
-                params: Some(params),
-            }));
-            let claimed = lock(&session.routes.state).claim(request, &stream);
+            let claimed = lock(&session.routes.state).claim(replayed(method, &uri), &stream);
             if let Some(request) = claimed {
                 session.core.receive_as(request, told.caller.clone());
                 sent += 1;
@@ -298,4 +325,89 @@ impl<H: Handler> HttpServer<H> {
         })
         .await;
     }
+}
+
+/// Records `changes` (subscribes `true`, unsubscribes `false`) of session `session_id` in the
+/// share, and tells the replica holding the session's stream, when that is another.
+async fn record(
+    seal: &SessionSeal,
+    session_id: &str,
+    changes: &[(String, bool)],
+) -> Result<(), SubscriptionNotKept> {
+    let key = share_key(session_id);
+    let mut holder = None;
+    for (uri, on) in changes {
+        let sealed = if *on {
+            Some(
+                seal.seal_for(SUBSCRIPTION_CONTEXT, session_id, uri.as_bytes())
+                    .ok_or(SubscriptionNotKept::NoRandomness)?,
+            )
+        } else {
+            None
+        };
+        // The field is a digest of the URI with the session id, so that a reader of the
+        // store cannot confirm a guessed URI.
+        let field = share_key(&format!("{session_id} {uri}"));
+        holder = seal
+            .share()
+            .set_subscription(&key, &field, sealed, seal.max_age())
+            .await
+            .map_err(|_| SubscriptionNotKept::StoreDown)?;
+    }
+    if let Some(holder) = holder.filter(|h| *h != seal.replica()) {
+        let notice = seal
+            .seal_answer(session_id, CHANGED)
+            .ok_or(SubscriptionNotKept::NoRandomness)?;
+        seal.share()
+            .relay(&holder, notice)
+            .await
+            .map_err(|_| SubscriptionNotKept::StoreDown)?;
+    }
+    Ok(())
+}
+
+/// What [`HttpServer::judge_subscribe`] did with a POST.
+#[derive(Debug)]
+pub(crate) enum Judged {
+    /// Not a lone subscribe of a sealed session: it goes on as it came.
+    Not(Decoded),
+    /// The session's answer to the lone subscribe, for the client.
+    Answered(Message),
+}
+
+/// The answers to what a replica told its session on its own ([`HttpServer::tell`]).
+struct Answers(queue::Receiver<bytes::Bytes>);
+
+impl Answers {
+    /// The first answer, if the session gives one (`None` once its stream ends unanswered:
+    /// the session closed).
+    async fn first(mut self) -> Option<Message> {
+        let frame = self.0.recv().await.ok().flatten()?;
+        match mcp_protocol::decode(&frame).ok()? {
+            Decoded::Single(message) => Some(message),
+            Decoded::Batch(_) => None,
+        }
+    }
+}
+
+/// The answer to request `id` of a session that closed before it answered.
+fn unanswered(id: RequestId) -> Message {
+    Message::Error(mcp_protocol::ErrorResponse {
+        id: Some(id),
+        error: mcp_protocol::ErrorObject::new(
+            mcp_protocol::code::INTERNAL_ERROR,
+            "the session closed before it answered".to_owned(),
+        ),
+    })
+}
+
+/// `method` (a subscribe or an unsubscribe) of `uri`, as a replica tells its session on its
+/// client's behalf.
+fn replayed(method: &str, uri: &str) -> Decoded {
+    let n = REPLAYED.fetch_add(1, Ordering::Relaxed);
+    Decoded::Single(Message::Request(mcp_protocol::Request {
+        id: RequestId::String(format!("mcp-http/replayed-subscription/{n}")),
+        method: method.to_owned(),
+        params: RawJson::encode(&serde_json::json!({ "uri": uri })).ok(),
+    }))
 }

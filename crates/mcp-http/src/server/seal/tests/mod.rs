@@ -628,7 +628,8 @@ async fn event_ids_are_unique_across_the_replicas_and_copies_serving_a_session()
 }
 
 /// Keeps the resources each session subscribed to, and answers a call with them; each
-/// subscribe it takes is also sent on its channel, when it has one, for a test to await.
+/// subscribe it is asked is also sent on its channel, when it has one, for a test to await.
+/// It refuses a subscribe to a `refused://` URI.
 #[derive(Default)]
 struct Subscribed(
     std::sync::Mutex<
@@ -648,6 +649,10 @@ impl Handler for Subscribed {
             ClientRequest::Subscribe(p) => {
                 if let Some(told) = &self.1 {
                     let _ = told.send(p.uri.clone());
+                }
+                // What a handler refuses (the gateway: the rules, or no upstream taking it).
+                if p.uri.starts_with("refused://") {
+                    return Err(ErrorObject::new(-32002, format!("not found: {}", p.uri)));
                 }
                 subs.entry(context.session).or_default().insert(p.uri);
                 serde_json::json!({})
@@ -764,7 +769,7 @@ impl SessionShare for NoSubscriptions {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscription_the_store_does_not_take_is_a_503_that_the_session_never_hears() {
+async fn a_subscription_the_store_does_not_take_is_a_503_and_the_session_keeps_none() {
     let a = subscribed(Arc::new(NoSubscriptions::default())).await;
     let (_, id, _) = send(a, "POST", None, INIT).await;
     let id = id.expect("a session id");

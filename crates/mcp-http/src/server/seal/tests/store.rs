@@ -166,3 +166,35 @@ async fn a_replica_listening_again_catches_up_with_the_subscriptions_it_was_not_
     assert_eq!(next_subscribe(&mut told_b).await, "fake://missed");
     assert_eq!(subs_at(b, &id).await, "subs fake://heard fake://missed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribe_the_session_refuses_is_never_recorded_for_the_stream_replica() {
+    let share = Arc::new(LocalShare::default());
+    let shared: Arc<dyn SessionShare> = share.clone();
+    let a = subscribed(Arc::clone(&shared)).await;
+    let seal_b = SessionSeal::new(&[KEY_A], HOUR).unwrap().with_share(shared);
+    let (tx, mut told_b) = mpsc::unbounded_channel();
+    let b = subscribed_with(Arc::new(seal_b), Subscribed(Mutex::default(), Some(tx))).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.expect("a session id");
+    // A's session refuses one subscribe, as one replica would, and takes another.
+    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("refused://x")).await;
+    assert!(status.contains("200"), "{status} {body}");
+    assert!(
+        body.contains(r#""error""#) && body.contains("-32002"),
+        "{body}"
+    );
+    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("fake://y")).await;
+    assert!(
+        status.contains("200") && body.contains(r#""result":{}"#),
+        "{status} {body}"
+    );
+    assert_eq!(subs_at(a, &id).await, "subs fake://y");
+    // Only the one it took is recorded (before, both were, the refused one before the session
+    // judged it), so the stream's replica is told only that one.
+    assert_eq!(share.subscriptions(&share_key(&id)).await.unwrap().len(), 1);
+    let (_stream, _) = standalone_event_id(b, &id).await;
+    assert_eq!(next_subscribe(&mut told_b).await, "fake://y");
+    assert_eq!(subs_at(b, &id).await, "subs fake://y");
+    assert!(told_b.try_recv().is_err(), "B was asked another subscribe");
+}
