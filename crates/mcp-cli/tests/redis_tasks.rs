@@ -593,3 +593,100 @@ async fn a_handshake_tasks_question_goes_on_a_tasks_result_at_another_replica() 
     .await
     .unwrap();
 }
+
+/// The members of `key`'s set in `redis`.
+fn members(redis: &RedisServer, key: &str) -> Vec<String> {
+    match redis
+        .client("")
+        .command(&[b"SMEMBERS", key.as_bytes()])
+        .unwrap()
+    {
+        Reply::Array(Some(members)) => members
+            .into_iter()
+            .filter_map(|m| match m {
+                Reply::Bulk(Some(m)) => String::from_utf8(m).ok(),
+                _ => None,
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_task_set_lets_go_of_tasks_whose_records_are_gone() {
+    tokio::task::spawn_blocking(|| {
+        let redis = RedisServer::start();
+        let dir = TempDir::new("redis-task-set");
+        let file = dir.path().join("gateway.json");
+        std::fs::write(
+            &file,
+            json!({
+                "mode": "passthrough",
+                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+                    "permission": {"default": "allow"}}},
+                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
+                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (a, b) = (
+            Replica::start(&file, dir.path()),
+            Replica::start(&file, dir.path()),
+        );
+        let mine = a.initialize();
+        let started = Instant::now();
+        loop {
+            let called = rpc(&a, &mine, "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            if called["result"]["content"][0]["text"] == "ready" {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{called}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // A task at A; once B reads it completed, A wrote its last record, and its set
+        // (written just after) lists it, by a digest.
+        let first = start_task(&a, &mine, "echo", json!({"message": "first"}));
+        get_until(&b, &mine, &first, "completed");
+        let until = |what: &str, done: &dyn Fn(&[String]) -> bool| {
+            let started = Instant::now();
+            loop {
+                let sets = keys(&redis, "mcp-host:tasks-of:*");
+                assert!(sets.len() <= 1, "{sets:?}");
+                let now = sets.first().map(|set| members(&redis, set)).unwrap_or_default();
+                if done(&now) {
+                    return (sets, now);
+                }
+                assert!(started.elapsed() < Duration::from_secs(30), "{what}: {now:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let (sets, listed) = until("the first task listed", &|m| !m.is_empty());
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        let old = listed[0].clone();
+        assert!(!old.contains(&first), "a digest, not the id: {old}");
+        // Its record gone (as when it expires), the next task's writes let it go.
+        let gone = format!("mcp-host:task:{old}");
+        let deleted = redis.client("").command(&[b"DEL", gone.as_bytes()]).unwrap();
+        assert_eq!(deleted, Reply::Integer(1));
+        let second = start_task(&a, &mine, "echo", json!({"message": "second"}));
+        get_until(&b, &mine, &second, "completed");
+        let (_, left) = until("the first let go", &|m| m.len() == 1 && !m.contains(&old));
+        // And one whose record goes leaves at the session's next `tasks/list` (at A, which
+        // still lists it from its memory).
+        let gone = format!("mcp-host:task:{}", left[0]);
+        redis.client("").command(&[b"DEL", gone.as_bytes()]).unwrap();
+        let listed = rpc(&a, &mine, "tasks/list", json!({}));
+        let ids: Vec<&str> = listed["result"]["tasks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .filter_map(|t| t["taskId"].as_str())
+            .collect();
+        assert_eq!(ids, [first.as_str(), second.as_str()], "{listed}");
+        assert_eq!(members(&redis, &sets[0]), Vec::<String>::new());
+    })
+    .await
+    .unwrap();
+}

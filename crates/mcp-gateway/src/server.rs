@@ -311,13 +311,18 @@ impl Gateway {
             ));
             // The gateway's tasks too, when the replicas share a store.
             if let Some(store) = &store {
-                let share = TaskShare::start(
-                    store.redis.clone(),
-                    &store.prefix,
-                    Arc::clone(&seal),
-                    &self.shared.tasks,
-                )?;
-                let _ = self.task_share.set(share);
+                // Once for the gateway, however many times it is served: its tasks are one
+                // store, and a share's threads and heartbeat are per share.
+                if self.task_share.get().is_none() {
+                    let share = TaskShare::start(
+                        store.redis.clone(),
+                        &store.prefix,
+                        Arc::clone(&seal),
+                        &self.shared.tasks,
+                    )
+                    .await?;
+                    let _ = self.task_share.set(share);
+                }
                 // And the retries of suspended calls, which any replica may receive.
                 crate::cluster::resume::ResumeShare::start(
                     store.redis.clone(),

@@ -1,9 +1,12 @@
 //! Answering `tasks/*` at a replica that shares its tasks: from its own store first, and for a
-//! task it does not hold, from the record another replica wrote, for that task's owner only.
+//! task it does not hold, from the record another replica wrote, for that task's owner only;
+//! a `tasks/result` there carries the questions the record holds for the client.
+
+use std::collections::HashSet;
 
 use mcp_protocol::schema::{ClientRequest, ExperimentalTask, TaskStatus};
-use mcp_protocol::{Era, ErrorObject, RawJson, code};
-use mcp_session::{RequestContext, Tasks};
+use mcp_protocol::{Era, ErrorObject, RawJson, Request, RequestId, code};
+use mcp_session::{Peer, RequestContext, Tasks};
 
 use super::{MAX_RECORD, Stored, TaskShare, encode};
 
@@ -77,5 +80,39 @@ pub(crate) async fn answer(
     match share.remote(request, id, context).await {
         Some(answer) => Some(answer),
         None => Some(local),
+    }
+}
+
+/// Sends the questions `stored` holds for its client (a handshake task waiting for answers
+/// that no stream at its replica carried: its `input_requests`, keyed by the ids of the
+/// requests that wait there) on `peer`'s stream, those not in `carried` yet, and notes them
+/// there. An id that names no replica (`<16 hex digits>.<n>`, as every request of a replica
+/// with sealed sessions is named) is left: the client's answer to it would stay at the replica
+/// it reached, where nothing waits for it. (Not only the record's replica: a gateway served
+/// twice asks through each serve's own name.)
+pub(super) fn carry(stored: &Stored, peer: &Peer, carried: &mut HashSet<String>) {
+    if stored.task.status != TaskStatus::InputRequired {
+        return;
+    }
+    let Some(questions) = &stored.task.input_requests else {
+        return;
+    };
+    let names_a_replica = |id: &str| {
+        id.split_once('.').is_some_and(|(replica, _)| {
+            replica.len() == 16 && replica.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+    };
+    for (id, question) in questions {
+        if !names_a_replica(id) || carried.contains(id) {
+            continue;
+        }
+        let request = Request {
+            id: RequestId::String(id.clone()),
+            method: question.method.clone(),
+            params: question.params.clone(),
+        };
+        if peer.forward_request(request) {
+            carried.insert(id.clone());
+        }
     }
 }

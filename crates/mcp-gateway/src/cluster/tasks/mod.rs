@@ -19,8 +19,11 @@
 //! - `<prefix>:task-ended:<digest of the task id>`: set by that script, beside a terminal
 //!   record and with its TTL, so that the script can tell without opening the sealed record.
 //! - `<prefix>:tasks-of:<session name>`: a set of the digests of a session's tasks, for
-//!   `tasks/list` (handshake era), expiring a TTL after its last task was written.
-//! - `<prefix>:replica:<replica>`: the replica's heartbeat, written every 5 s to live 15 s. A
+//!   `tasks/list` (handshake era), expiring a TTL after its last task was written. A task whose
+//!   record is gone (expired) leaves it at the session's next `tasks/list`, and meanwhile a few
+//!   members picked at random are looked at as each task is written ([`LIST_TASK`]).
+//! - `<prefix>:replica:<replica>`: the replica's heartbeat, written every 5 s to live 15 s
+//!   while the share lives (its threads end when it is dropped, and the beats with them). A
 //!   task whose replica's heartbeat lapsed is reported failed by the others: its work went with
 //!   that process, and without this a client would poll a `working` task until its TTL.
 //! - channel `<prefix>:tasks:<replica>`: cancels and updates relayed to that replica (sealed).
@@ -33,7 +36,7 @@ mod answer;
 mod pending;
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use mcp_host::redis::{Redis, RedisError, Reply, Subscription};
@@ -42,12 +45,12 @@ use mcp_protocol::schema::{
     ClientRequest, DetailedTask, EmptyResult, ExperimentalListTasksResult, ExperimentalTask,
     TaskError, TaskStatus, UpdateTaskParams,
 };
-use mcp_protocol::{Era, ErrorObject, RawJson, Request, RequestId, code};
-use mcp_session::{Peer, RequestContext, TaskMirror, TaskRecord, Tasks};
+use mcp_protocol::{Era, ErrorObject, RawJson, code};
+use mcp_session::{RequestContext, TaskMirror, TaskRecord, Tasks};
 use serde_json::{Value, json};
 
 pub(crate) use answer::answer;
-use answer::{get_answer, owns, too_large};
+use answer::{carry, get_answer, owns, too_large};
 use pending::Pending;
 
 /// How often a replica writes its heartbeat.
@@ -84,6 +87,23 @@ if ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ttl) end
 return 1
 ";
 
+/// Lists a task in its session's set (KEYS[1]): ARGV[1] the task's digest, ARGV[2] how long
+/// the set lives from now, in milliseconds, ARGV[3] what its tasks' keys begin with. A few
+/// members picked at random whose records are gone (expired) leave the set on the way: each
+/// task is written at least twice (made, ended), so for a session that makes tasks all its
+/// life the set holds its live tasks and a share of dead ones in proportion, not every task it
+/// ever made. (It reads keys it is not given: a single Redis, as the gateway's store is.)
+const LIST_TASK: &str = r"
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+for _, member in ipairs(redis.call('SRANDMEMBER', KEYS[1], 3)) do
+  if redis.call('EXISTS', ARGV[3] .. member) == 0 then
+    redis.call('SREM', KEYS[1], member)
+  end
+end
+return 1
+";
+
 /// The most tasks the writer remembers it was refused for (to say so once per task).
 const MAX_REFUSED: usize = 1024;
 
@@ -105,6 +125,13 @@ impl std::fmt::Debug for TaskShare {
             .field("redis", &self.redis)
             .field("replica", &self.replica)
             .finish_non_exhaustive()
+    }
+}
+
+/// The writer thread ends with the share, at once.
+impl Drop for TaskShare {
+    fn drop(&mut self) {
+        self.writes.close();
     }
 }
 
@@ -169,8 +196,10 @@ impl TaskShare {
     /// Starts sharing `tasks`: every change of them is written to `redis` under `prefix`
     /// (by a thread of its own, in order, with this replica's heartbeat), and what other
     /// replicas relay to `seal`'s replica is heard (subscribed before this returns, when
-    /// Redis answers).
-    pub(crate) fn start(
+    /// Redis answers). The first heartbeat and the subscription are made on tokio's blocking
+    /// pool, never on the runtime's threads; the two threads end once the share is dropped
+    /// (the heartbeat with them, so that the other replicas then take its tasks for lost).
+    pub(crate) async fn start(
         redis: Redis,
         prefix: &str,
         seal: Arc<SessionSeal>,
@@ -184,27 +213,34 @@ impl TaskShare {
             seal,
             writes,
         });
+        let channel = share.channel(&share.replica);
         // The heartbeat first, so that a task made at once is not taken for lost.
-        if let Err(e) = share.beat() {
-            tracing::warn!(target: "mcp_gateway", "tasks: {e}");
-        }
-        let writer = Arc::clone(&share);
+        let first = {
+            let (share, channel) = (Arc::clone(&share), channel.clone());
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = share.beat() {
+                    tracing::warn!(target: "mcp_gateway", "tasks: {e}");
+                }
+                match share.redis.subscribe(&[&channel]) {
+                    Ok(subscription) => Some(subscription),
+                    Err(e) => {
+                        tracing::warn!(target: "mcp_gateway", "tasks: cancels relayed by other replicas cannot be received yet: {e}");
+                        None
+                    }
+                }
+            })
+            .await
+            .map_err(std::io::Error::other)?
+        };
+        let (writer, writes) = (Arc::downgrade(&share), Arc::clone(&share.writes));
         std::thread::Builder::new()
             .name("mcp-tasks-store".to_owned())
-            .spawn(move || writer.write_loop())?;
-        let channel = share.channel(&share.replica);
-        let first = match share.redis.subscribe(&[&channel]) {
-            Ok(subscription) => Some(subscription),
-            Err(e) => {
-                tracing::warn!(target: "mcp_gateway", "tasks: cancels relayed by other replicas cannot be received yet: {e}");
-                None
-            }
-        };
-        let listener = Arc::clone(&share);
+            .spawn(move || Self::write_loop(&writer, &writes))?;
+        let (listener, redis) = (Arc::downgrade(&share), share.redis.clone());
         let relayed_to = tasks.clone();
         std::thread::Builder::new()
             .name("mcp-tasks-relay".to_owned())
-            .spawn(move || listener.listen(&channel, &relayed_to, first))?;
+            .spawn(move || Self::listen(&listener, &redis, &channel, &relayed_to, first))?;
         tasks.mirror_to(Arc::new(Mirror(Arc::clone(&share.writes))));
         Ok(share)
     }
@@ -261,27 +297,33 @@ impl TaskShare {
             .map_err(|e| format!("this replica's heartbeat cannot be written: {e}"))
     }
 
-    /// The writer thread, for as long as the process lives: each task's latest record, and
+    /// The writer thread, for as long as the share lives: each task's latest record, and
     /// the heartbeat every [`HEARTBEAT_EVERY`].
     /// While Redis fails, one warning says so (not one per task change) and one line says
     /// when it answers again; a change not written is not retried, since the next one writes
     /// the whole task.
-    fn write_loop(&self) {
+    /// It holds the share only while it writes, so that dropping the share closes `writes`
+    /// and the thread ends at once.
+    fn write_loop(share: &Weak<Self>, writes: &Pending<TaskRecord>) {
         let mut last_beat = Instant::now();
         let mut failing = false;
         // Tasks whose change was refused (another replica recorded them ended first), so
         // that it is said once per task; bounded, as a task that never ends here could stay.
         let mut refused = HashSet::new();
         loop {
-            let mut outcome = None;
-            if last_beat.elapsed() >= HEARTBEAT_EVERY {
-                outcome = Some(self.beat());
-                last_beat = Instant::now();
-            }
             // Until the next beat is due, not a whole period: a write may take a while.
             let until_beat = HEARTBEAT_EVERY.saturating_sub(last_beat.elapsed());
-            if let Some(record) = self.writes.next(until_beat) {
-                let written = self.write(&record, &mut refused).map_err(|e| {
+            let record = writes.next(until_beat);
+            let Some(share) = share.upgrade() else {
+                return;
+            };
+            let mut outcome = None;
+            if last_beat.elapsed() >= HEARTBEAT_EVERY {
+                outcome = Some(share.beat());
+                last_beat = Instant::now();
+            }
+            if let Some(record) = record {
+                let written = share.write(&record, &mut refused).map_err(|e| {
                     format!("a task's state cannot be written for other replicas: {e}")
                 });
                 outcome = Some(outcome.unwrap_or(Ok(())).and(written));
@@ -371,29 +413,40 @@ impl TaskShare {
                 .unwrap_or_else(|| u64::try_from(record.keep.as_millis()).unwrap_or(u64::MAX))
                 .max(1)
                 .to_string();
+            let tasks = format!("{}:task:", self.prefix);
             self.redis
-                .command(&[b"SADD", index.as_bytes(), member.as_bytes()])
-                .map_err(|e| e.to_string())?;
-            self.redis
-                .command(&[b"PEXPIRE", index.as_bytes(), ttl.as_bytes()])
+                .eval(
+                    LIST_TASK,
+                    &[&index],
+                    &[member.as_bytes(), ttl.as_bytes(), tasks.as_bytes()],
+                )
                 .map_err(|e| e.to_string())?;
         }
         Ok(())
     }
 
     /// The listener thread: cancels and updates other replicas relay here, for as long as
-    /// the process lives; a broken subscription is made again.
-    fn listen(&self, channel: &str, tasks: &Tasks, first: Option<Subscription>) {
+    /// the share lives; a broken subscription is made again.
+    fn listen(
+        share: &Weak<Self>,
+        redis: &Redis,
+        channel: &str,
+        tasks: &Tasks,
+        first: Option<Subscription>,
+    ) {
         let what = "cancels and updates relayed by other replicas (tasks)";
         super::share::listen(
-            &self.redis,
+            redis,
             channel,
             what,
             first,
-            || true,
-            |payload| {
-                self.relayed(channel, payload, tasks);
-                true
+            || share.strong_count() > 0,
+            |payload| match share.upgrade() {
+                Some(share) => {
+                    share.relayed(channel, payload, tasks);
+                    true
+                }
+                None => false,
             },
         );
     }
@@ -658,11 +711,8 @@ impl TaskShare {
         let mut listed: ExperimentalListTasksResult = local
             .decode()
             .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
-        let (redis, index, prefix) = (
-            self.redis.clone(),
-            self.index_key(&owner),
-            self.prefix.clone(),
-        );
+        let (redis, index) = (self.redis.clone(), self.index_key(&owner));
+        let tasks = format!("{}:task:", self.prefix);
         let found = blocking("SMEMBERS", move || {
             let members = match redis.command(&[b"SMEMBERS", index.as_bytes()])? {
                 Reply::Array(Some(members)) => members,
@@ -674,7 +724,7 @@ impl TaskShare {
                     Reply::Bulk(Some(m)) => String::from_utf8(m).ok(),
                     _ => None,
                 })
-                .map(|m| format!("{prefix}:task:{m}"))
+                .map(|m| format!("{tasks}{m}"))
                 .collect();
             if keys.is_empty() {
                 return Ok(Vec::new());
@@ -685,14 +735,19 @@ impl TaskShare {
                 Reply::Array(Some(values)) => values,
                 _ => Vec::new(),
             };
-            Ok(keys
-                .into_iter()
-                .zip(values)
-                .filter_map(|(key, value)| match value {
-                    Reply::Bulk(Some(bytes)) => Some((key, bytes)),
-                    _ => None,
-                })
-                .collect::<Vec<_>>())
+            let mut found = Vec::new();
+            let mut gone: Vec<&[u8]> = vec![b"SREM", index.as_bytes()];
+            for (key, value) in keys.iter().zip(values) {
+                match value {
+                    Reply::Bulk(Some(bytes)) => found.push((key.clone(), bytes)),
+                    // Expired: it leaves the session's set.
+                    _ => gone.extend(key.strip_prefix(&tasks).map(str::as_bytes)),
+                }
+            }
+            if gone.len() > 2 {
+                redis.command(&gone)?;
+            }
+            Ok(found)
         })
         .await?;
         for (key, bytes) in found {
@@ -711,34 +766,6 @@ impl TaskShare {
         }
         listed.tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         encode(&listed)
-    }
-}
-
-/// Sends the questions `stored` holds for its client (a handshake task waiting for answers
-/// that no stream at its replica carried: its `input_requests`, keyed by the ids of the
-/// requests that wait there) on `peer`'s stream, those not in `carried` yet, and notes them
-/// there. An id that does not name the task's replica is left: the client's answer to it would
-/// reach no one.
-fn carry(stored: &Stored, peer: &Peer, carried: &mut HashSet<String>) {
-    if stored.task.status != TaskStatus::InputRequired {
-        return;
-    }
-    let Some(questions) = &stored.task.input_requests else {
-        return;
-    };
-    let replica = format!("{}.", stored.replica);
-    for (id, question) in questions {
-        if !id.starts_with(&replica) || carried.contains(id) {
-            continue;
-        }
-        let request = Request {
-            id: RequestId::String(id.clone()),
-            method: question.method.clone(),
-            params: question.params.clone(),
-        };
-        if peer.forward_request(request) {
-            carried.insert(id.clone());
-        }
     }
 }
 

@@ -18,6 +18,8 @@ struct Waiting<T> {
     /// Each task waiting, once, in the order its first waiting change came.
     order: VecDeque<String>,
     latest: HashMap<String, T>,
+    /// Nobody writes any more ([`Pending::close`]).
+    closed: bool,
 }
 
 impl<T> Default for Pending<T> {
@@ -26,6 +28,7 @@ impl<T> Default for Pending<T> {
             waiting: Mutex::new(Waiting {
                 order: VecDeque::new(),
                 latest: HashMap::new(),
+                closed: false,
             }),
             ready: Condvar::new(),
         }
@@ -41,6 +44,9 @@ impl<T> Pending<T> {
     /// on the writer (it is called with the task store locked).
     pub(super) fn push(&self, task: String, change: T) {
         let mut waiting = self.lock();
+        if waiting.closed {
+            return;
+        }
         if waiting.latest.insert(task.clone(), change).is_none() {
             waiting.order.push_back(task);
         }
@@ -48,14 +54,28 @@ impl<T> Pending<T> {
         self.ready.notify_one();
     }
 
-    /// The next change to write, waiting at most `wait` for one.
+    /// The next change to write, waiting at most `wait` for one; `None` at once when closed.
     pub(super) fn next(&self, wait: Duration) -> Option<T> {
         let waiting = self.lock();
         let (mut waiting, _) = self
             .ready
-            .wait_timeout_while(waiting, wait, |w| w.order.is_empty())
+            .wait_timeout_while(waiting, wait, |w| w.order.is_empty() && !w.closed)
             .unwrap_or_else(PoisonError::into_inner);
+        if waiting.closed {
+            return None;
+        }
         let task = waiting.order.pop_front()?;
         waiting.latest.remove(&task)
+    }
+
+    /// Nobody writes any more (the share is gone): what waits is dropped, what comes is
+    /// ignored, and a writer waiting in [`next`](Self::next) returns at once.
+    pub(super) fn close(&self) {
+        let mut waiting = self.lock();
+        waiting.closed = true;
+        waiting.order.clear();
+        waiting.latest.clear();
+        drop(waiting);
+        self.ready.notify_all();
     }
 }

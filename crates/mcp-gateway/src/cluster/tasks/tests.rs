@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use mcp_protocol::JsonObject;
+use mcp_protocol::{JsonObject, Request, RequestId};
 
 /// A share that is never started: no threads, Redis where nothing listens.
 fn share(url: &str) -> TaskShare {
@@ -144,7 +144,7 @@ impl mcp_session::Handler for Nothing {
 }
 
 #[tokio::test]
-async fn a_records_questions_go_once_a_stream_and_only_those_naming_its_replica() {
+async fn a_records_questions_go_once_a_stream_and_only_those_naming_a_replica() {
     let sent = Sent::default();
     let config = mcp_protocol::ServerConfig::new(mcp_protocol::schema::Implementation::new(
         "t".to_owned(),
@@ -163,8 +163,8 @@ async fn a_records_questions_go_once_a_stream_and_only_those_naming_its_replica(
     .unwrap();
     stored.task.input_requests = Some(BTreeMap::from([
         ("00aa00aa00aa00aa.4".to_owned(), question.clone()),
-        // Its answer would go to another replica, which asked nothing.
-        ("11bb11bb11bb11bb.5".to_owned(), question.clone()),
+        // An id naming no replica: its answer would stay wherever it reached.
+        ("5".to_owned(), question.clone()),
     ]));
     let peer = core.peer();
     let mut carried = HashSet::new();
@@ -185,4 +185,42 @@ async fn a_records_questions_go_once_a_stream_and_only_those_naming_its_replica(
     stored.task.status = TaskStatus::Working;
     carry(&stored, &peer, &mut HashSet::new());
     assert_eq!(sent.requests().len(), 2);
+}
+
+/// How many threads of this process a task share runs (no other test starts one).
+fn share_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("mcp-tasks-"))
+        .count()
+}
+
+#[tokio::test]
+async fn a_shares_threads_end_once_it_is_dropped() {
+    let seal = SessionSeal::new(&[[3u8; 32]], Duration::from_secs(60)).unwrap();
+    let tasks = Tasks::default();
+    // Redis where nothing listens: the share starts all the same, and says so.
+    let redis = Redis::new("redis://127.0.0.1:1").unwrap();
+    let share = TaskShare::start(redis, "gw", Arc::new(seal), &tasks)
+        .await
+        .unwrap();
+    // A new thread takes its name as it begins to run.
+    let started = Instant::now();
+    while share_threads() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(30), "never named");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(share_threads(), 2);
+    drop(share);
+    // The writer notices within a heartbeat's period, the listener within its pause.
+    let started = Instant::now();
+    while share_threads() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{} threads left",
+            share_threads()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
