@@ -150,8 +150,14 @@ async fn a_retry_at_another_replica_resumes_the_call_once_and_a_lost_holder_or_r
         let kept = keys(&redis, "*resumed*");
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert!(kept[0].starts_with("mcp-host:resumed:"), "{kept:?}");
-        let secret = state.rsplit('-').next().unwrap();
-        assert!(!kept[0].contains(secret), "{kept:?}");
+        let sealed = state.rsplit_once('.').unwrap().1;
+        assert!(sealed.len() > 40, "{state}");
+        assert!(!kept[0].contains(sealed), "{kept:?}");
+        // A state no replica made, naming A, is refused at B, and nothing is written for it.
+        let forged = format!("mcp-gateway/suspended/{}.0-0123456789abcdef", named.unwrap());
+        let refused = call(&b, retry(&forged, "forged"));
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert_eq!(keys(&redis, "*resumed*"), kept);
 
         // Suspended at C, which is then killed: the retry at B is told at once.
         let state = suspended_at(&c);

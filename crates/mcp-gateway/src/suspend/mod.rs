@@ -24,9 +24,11 @@
 //!
 //! A suspension is bound to its caller (the name every replica gives it,
 //! `RequestContext::session_name`): a retry by another caller finds nothing. With `cluster`
-//! the `requestState` names the replica holding the suspension (`<replica>.<n>-<secret>`), and
-//! with a `store` a retry that reaches another replica is relayed to that one
-//! ([`Elsewhere`], `cluster/resume/`), which resumes it here ([`Suspensions::resume_relayed`]).
+//! and a `store` the `requestState` names the replica holding the suspension and is sealed
+//! with the session key ([`Elsewhere::state`]), so that a state no replica made is refused
+//! where it arrives, at no cost to Redis or the replica it names; a retry that reaches
+//! another replica is relayed to that one ([`Elsewhere`], `cluster/resume/`), which resumes it
+//! here ([`Suspensions::resume_relayed`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -53,7 +55,7 @@ pub(crate) const SUSPEND_FOR: Duration = Duration::from_secs(300);
 
 /// What the gateway's own `requestState` values start with: a retry carrying another one is
 /// the upstream's own multi round-trip, passed on as it came.
-const STATE_PREFIX: &str = "mcp-gateway/suspended/";
+pub(crate) const STATE_PREFIX: &str = "mcp-gateway/suspended/";
 
 /// An upstream's request for the client of a suspended call, and where its answer goes.
 #[derive(Debug)]
@@ -136,6 +138,11 @@ pub(crate) struct Bound {
 /// Where a retry naming a suspension held by another replica goes (`cluster/resume/`): it
 /// comes back with the call's outcome there, as [`Suspensions::run`] would have given it.
 pub(crate) trait Elsewhere: Send + Sync {
+    /// The `requestState` of the suspension `body` (`<n>-<secret>`) held at this replica:
+    /// it names this replica ([`holder_of`]) and `resume` tells it from one no replica made;
+    /// `None` when it cannot be made (no randomness).
+    fn state(&self, body: &str) -> Option<String>;
+
     /// Resumes `state`, held by replica `holder`, with the client's `responses`, for `caller`.
     fn resume<'a>(
         &'a self,
@@ -203,8 +210,6 @@ pub(crate) struct Suspensions {
     next: AtomicU64,
     /// How long each waits: [`SUSPEND_FOR`] but in tests.
     ttl: Duration,
-    /// This replica's name, put in every `requestState` made here, with `cluster`.
-    replica: OnceLock<String>,
     /// Where a retry naming another replica is relayed, with `cluster` and `store`.
     elsewhere: OnceLock<Arc<dyn Elsewhere>>,
     /// The states resumed by relayed retries, by state (lock after `waiting`, never before).
@@ -217,14 +222,13 @@ impl Default for Suspensions {
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
             ttl: SUSPEND_FOR,
-            replica: OnceLock::new(),
             elsewhere: OnceLock::new(),
             taken: Mutex::new(HashMap::new()),
         }
     }
 }
 
-/// The replica a gateway `requestState` names (`<replica>.<n>-<secret>` after the prefix), if
+/// The replica a gateway `requestState` names (`<replica>.<sealed>` after the prefix), if
 /// it names one: hex digits only, as replicas are named, since it becomes part of a channel's
 /// name.
 pub(crate) fn holder_of(state: &str) -> Option<&str> {
@@ -372,10 +376,9 @@ impl Suspensions {
         self.wait(suspended, track, adopt).await
     }
 
-    /// Names this replica in the states made from now on, and relays retries naming another
-    /// (or this one's, no longer waiting) to `elsewhere`.
-    pub(crate) fn share(&self, replica: &str, elsewhere: Arc<dyn Elsewhere>) {
-        let _ = self.replica.set(replica.to_owned());
+    /// Has `elsewhere` make the states from now on (naming this replica), and relays retries
+    /// naming another (or this one's, no longer waiting) to it.
+    pub(crate) fn share(&self, elsewhere: Arc<dyn Elsewhere>) {
         let _ = self.elsewhere.set(elsewhere);
     }
 
@@ -465,17 +468,25 @@ impl Suspensions {
         while let Ok(more) = suspended.asks.try_recv() {
             asks.push(more);
         }
-        let secret = if lock(&self.waiting).len() >= MAX_SUSPENDED {
+        let state = if lock(&self.waiting).len() >= MAX_SUSPENDED {
             Err(format!(
                 "{MAX_SUSPENDED} calls already wait for their clients' answers; this one's request is refused"
             ))
         } else {
-            random_hex().ok_or_else(|| {
-                "the system's random generator failed, so no requestState could be made; this request is refused".to_owned()
-            })
+            random_hex()
+                .and_then(|secret| {
+                    let body = format!("{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed));
+                    match self.elsewhere.get() {
+                        Some(elsewhere) => elsewhere.state(&body),
+                        None => Some(format!("{STATE_PREFIX}{body}")),
+                    }
+                })
+                .ok_or_else(|| {
+                    "the system's random generator failed, so no requestState could be made; this request is refused".to_owned()
+                })
         };
-        let secret = match secret {
-            Ok(secret) => secret,
+        let state = match state {
+            Ok(state) => state,
             Err(why) => {
                 for ask in asks {
                     let _ = ask.answer.send(Err(reply::internal(why.clone())));
@@ -483,11 +494,6 @@ impl Suspensions {
                 // The call goes on without its client's answer.
                 return Box::pin(self.wait(suspended, track, adopt)).await;
             }
-        };
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = match self.replica.get() {
-            Some(replica) => format!("{STATE_PREFIX}{replica}.{n}-{secret}"),
-            None => format!("{STATE_PREFIX}{n}-{secret}"),
         };
         let mut requests = JsonObject::new();
         for (i, ask) in asks.into_iter().enumerate() {

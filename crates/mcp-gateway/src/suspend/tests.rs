@@ -242,6 +242,10 @@ struct Recorder(Mutex<Vec<Heard>>);
 type Heard = (String, String, JsonObject, Option<String>);
 
 impl Elsewhere for Recorder {
+    fn state(&self, body: &str) -> Option<String> {
+        Some(format!("{STATE_PREFIX}00aa11bb22cc33dd.{body}"))
+    }
+
     fn resume<'a>(
         &'a self,
         holder: &'a str,
@@ -263,10 +267,7 @@ impl Elsewhere for Recorder {
 async fn with_a_share_states_name_the_replica_and_a_retry_it_does_not_hold_is_relayed() {
     let suspensions = Arc::new(Suspensions::default());
     let recorder = Arc::new(Recorder::default());
-    suspensions.share(
-        "00aa11bb22cc33dd",
-        Arc::clone(&recorder) as Arc<dyn Elsewhere>,
-    );
+    suspensions.share(Arc::clone(&recorder) as Arc<dyn Elsewhere>);
     let (state, _upstream) = suspended(&suspensions, Some("alice")).await;
     assert!(
         state.starts_with("mcp-gateway/suspended/00aa11bb22cc33dd."),

@@ -13,9 +13,16 @@
 //!   name, kept [`RESUMED_FOR`]; written with the notice in one script ([`WRITE_OUTCOME`]),
 //!   never replacing one written before.
 //!
+//! A state is sealed with the session key under the holder's name ([`ResumeShare::state`]):
+//! one no replica made (forged, or naming a replica it was not made by) is refused where it
+//! arrives, before Redis is asked anything, so that it costs neither Redis nor the replica it
+//! names anything. Only a state a replica made reaches the holder, and the outcome key of one
+//! is written once for each caller that retries it.
+//!
 //! A `PUBLISH` is delivered at most once, so the relaying replica does not only wait for the
-//! notice: it also reads the key every [`POLL`], and a notice lost costs that much time, never
-//! the outcome. It waits [`SUSPEND_FOR`] at most. The holder resumes a call at most once
+//! notice: it also reads the key, [`POLL`] after the relay and then less and less often (to
+//! [`POLL_MAX`]), and a notice lost costs that much time, never the outcome. It waits
+//! [`SUSPEND_FOR`] at most, and at most [`MAX_RELAYED`] retries wait at a replica at once. The holder resumes a call at most once
 //! (`Suspensions::resume_relayed`): the same retry relayed again, while the first runs or
 //! after its outcome was written, is answered that outcome. A `PUBLISH` nobody heard means
 //! the holder is gone, and the call with it: the client is told so at once.
@@ -24,6 +31,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_host::redis::{Redis, RedisError, Subscription};
 use mcp_host::{CallError, Relayed, ToolOutput};
 use mcp_http::SessionSeal;
@@ -32,11 +41,22 @@ use mcp_protocol::{ErrorObject, JsonObject, RawJson, code};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::suspend::{Elsewhere, Outcome, RESUMED_FOR, RelayedRetry, SUSPEND_FOR, Suspensions};
+use crate::suspend::{
+    Elsewhere, Outcome, RESUMED_FOR, RelayedRetry, STATE_PREFIX, SUSPEND_FOR, Suspensions,
+    holder_of,
+};
 use crate::sync::lock;
 
-/// How often a replica waiting for an outcome reads its key, in case the notice was lost.
+/// How long after the relay a replica waiting for an outcome first reads its key, in case
+/// the notice was lost; each read after waits twice as long, to [`POLL_MAX`].
 const POLL: Duration = Duration::from_millis(500);
+
+/// The longest between two reads of the key of an outcome that was not there.
+const POLL_MAX: Duration = Duration::from_secs(5);
+
+/// How many relayed retries may wait at a replica at once: past it, a retry is refused
+/// saying so, rather than each one more polling Redis for up to [`SUSPEND_FOR`].
+pub(crate) const MAX_RELAYED: usize = 4 * crate::suspend::MAX_SUSPENDED;
 
 /// Writes an outcome (KEYS[1]: ARGV[1], for ARGV[2] ms) unless one is there, and tells the
 /// replica waiting for it (PUBLISH ARGV[4] on channel ARGV[3]); how many heard.
@@ -61,6 +81,8 @@ pub(crate) struct ResumeShare {
     runtime: tokio::runtime::Handle,
     /// The outcomes this replica waits for, by key: told when their notice comes.
     waiters: Mutex<HashMap<String, watch::Sender<()>>>,
+    /// One permit for each relayed retry that may wait here ([`MAX_RELAYED`]).
+    relayed: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for ResumeShare {
@@ -139,6 +161,7 @@ impl ResumeShare {
             suspensions: Arc::downgrade(suspensions),
             runtime: tokio::runtime::Handle::current(),
             waiters: Mutex::new(HashMap::new()),
+            relayed: Arc::new(tokio::sync::Semaphore::new(MAX_RELAYED)),
         });
         let channel = share.channel(&share.replica);
         let first = match share.redis.subscribe(&[&channel]) {
@@ -152,8 +175,35 @@ impl ResumeShare {
         std::thread::Builder::new()
             .name("mcp-resumes".to_owned())
             .spawn(move || listener.listen(&channel, first))?;
-        suspensions.share(&share.replica, Arc::clone(&share) as Arc<dyn Elsewhere>);
+        suspensions.share(Arc::clone(&share) as Arc<dyn Elsewhere>);
         Ok(share)
+    }
+
+    /// What a state's body is sealed under: the holder's name, so that a body sealed for one
+    /// replica does not pass for another's.
+    fn state_name(&self, holder: &str) -> String {
+        format!("{STATE_PREFIX}{holder}")
+    }
+
+    /// Whether `state`, naming `holder`, was made by a replica sharing the keys
+    /// ([`Elsewhere::state`]) for that holder.
+    fn made_by_a_replica(&self, holder: &str, state: &str) -> bool {
+        let Some(sealed) = state
+            .strip_prefix(STATE_PREFIX)
+            .and_then(|rest| rest.strip_prefix(holder))
+            .and_then(|rest| rest.strip_prefix('.'))
+        else {
+            return false;
+        };
+        // A body is about 40 bytes; anything much longer is nobody's.
+        if sealed.len() > 256 {
+            return false;
+        }
+        URL_SAFE_NO_PAD
+            .decode(sealed)
+            .ok()
+            .and_then(|bytes| self.seal.open_record(&self.state_name(holder), &bytes))
+            .is_some()
     }
 
     fn channel(&self, replica: &str) -> String {
@@ -351,6 +401,20 @@ impl ResumeShare {
         responses: JsonObject,
         caller: Option<&str>,
     ) -> Result<Outcome, ErrorObject> {
+        if !self.made_by_a_replica(holder, state) {
+            return Err(crate::reply::invalid_params(
+                "requestState: no call of this gateway waits under it (no replica of it made it)"
+                    .to_owned(),
+            ));
+        }
+        let Ok(_permit) = Arc::clone(&self.relayed).try_acquire_owned() else {
+            return Err(ErrorObject::new(
+                code::INTERNAL_ERROR,
+                format!(
+                    "{MAX_RELAYED} retries already wait here for the replicas holding their calls; retry this one later"
+                ),
+            ));
+        };
         let key = self.outcome_key(state, caller);
         // Listening before anything is sent, so that no notice falls before it.
         let mut waiting = self.waiting(&key);
@@ -372,10 +436,12 @@ impl ResumeShare {
         }
         let deadline = tokio::time::Instant::now() + SUSPEND_FOR;
         let mut failed = None;
+        let mut poll = POLL;
         loop {
             if let Some(told) = waiting.told.as_mut() {
-                let _ = tokio::time::timeout(POLL, told.changed()).await;
+                let _ = tokio::time::timeout(poll, told.changed()).await;
             }
+            poll = (poll * 2).min(POLL_MAX);
             match self.read(&key).await {
                 Ok(Some(outcome)) => return outcome,
                 Ok(None) => {}
@@ -398,6 +464,19 @@ impl ResumeShare {
 }
 
 impl Elsewhere for ResumeShare {
+    fn state(&self, body: &str) -> Option<String> {
+        let sealed = self
+            .seal
+            .seal_record(&self.state_name(&self.replica), body.as_bytes())?;
+        let state = format!(
+            "{STATE_PREFIX}{}.{}",
+            self.replica,
+            URL_SAFE_NO_PAD.encode(sealed)
+        );
+        // What every replica reads the holder from.
+        (holder_of(&state) == Some(self.replica.as_str())).then_some(state)
+    }
+
     fn resume<'a>(
         &'a self,
         holder: &'a str,

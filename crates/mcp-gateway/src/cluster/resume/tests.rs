@@ -15,6 +15,7 @@ fn share(url: &str, suspensions: &Arc<Suspensions>) -> ResumeShare {
         suspensions: Arc::downgrade(suspensions),
         runtime: tokio::runtime::Handle::current(),
         waiters: Mutex::new(HashMap::new()),
+        relayed: Arc::new(tokio::sync::Semaphore::new(MAX_RELAYED)),
     }
 }
 
@@ -141,13 +142,9 @@ async fn keys_name_digests_and_an_outcome_opens_under_its_own_key_only() {
 async fn redis_down_is_an_error_naming_redis_and_the_phase_never_the_password() {
     let suspensions = Arc::new(Suspensions::default());
     let share = share("redis://:hunter2-secret@127.0.0.1:1/0", &suspensions);
+    let state = share.state("0-s").unwrap();
     let e = share
-        .resume_at(
-            "00aa11bb22cc33dd",
-            "mcp-gateway/suspended/00aa11bb22cc33dd.0-s",
-            JsonObject::new(),
-            None,
-        )
+        .resume_at(&share.replica, &state, JsonObject::new(), None)
         .await
         .expect_err("Redis is down");
     assert_eq!(e.code, code::INTERNAL_ERROR);
@@ -160,4 +157,87 @@ async fn redis_down_is_an_error_naming_redis_and_the_phase_never_the_password() 
     assert!(!e.message.contains("hunter2"), "{}", e.message);
     // Nothing is left waiting.
     assert!(lock(&share.waiters).is_empty());
+}
+
+/// The error `share` answers a retry of `state`, held by `holder`, with.
+async fn retried(share: &ResumeShare, holder: &str, state: &str) -> ErrorObject {
+    share
+        .resume_at(holder, state, JsonObject::new(), Some("alice"))
+        .await
+        .expect_err("no outcome")
+}
+
+#[tokio::test]
+async fn a_state_no_replica_made_is_refused_before_redis_is_asked_anything() {
+    // Redis is down: a retry that reaches it is told so (-32603 naming the GET).
+    let suspensions = Arc::new(Suspensions::default());
+    let share = share("redis://127.0.0.1:1", &suspensions);
+    let made = share.state("7-0123456789abcdef").unwrap();
+    assert_eq!(holder_of(&made), Some(share.replica.as_str()));
+    let reached = retried(&share, &share.replica, &made).await;
+    assert_eq!(reached.code, code::INTERNAL_ERROR, "{}", reached.message);
+    assert!(reached.message.starts_with("GET: "), "{}", reached.message);
+    // Another cluster's replica, with keys of its own, makes states this one refuses.
+    let stranger = ResumeShare {
+        seal: Arc::new(SessionSeal::new(&[[6u8; 32]], Duration::from_secs(60)).unwrap()),
+        ..self::share("redis://127.0.0.1:1", &suspensions)
+    };
+    let theirs = stranger.state("7-0123456789abcdef").unwrap();
+    let sealed = made.rsplit_once('.').unwrap().1;
+    let mut tampered = made.clone().into_bytes();
+    let last = tampered.len() - 1;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let forged = [
+        // The format before states were sealed, naming a live replica.
+        format!("{STATE_PREFIX}{}.0-0123456789abcdef", share.replica),
+        // Sealed with another key, naming this replica or the one that made it.
+        format!(
+            "{STATE_PREFIX}{}.{}",
+            share.replica,
+            theirs.rsplit_once('.').unwrap().1
+        ),
+        theirs.clone(),
+        tampered,
+        // Made for this replica, presented as another's (its channel would be another's).
+        format!("{STATE_PREFIX}00aa11bb22cc33dd.{sealed}"),
+        format!("{STATE_PREFIX}{}.{}", share.replica, "A".repeat(300)),
+    ];
+    for state in &forged {
+        let holder = holder_of(state).unwrap();
+        let refused = retried(&share, holder, state).await;
+        assert_eq!(
+            refused.code,
+            code::INVALID_PARAMS,
+            "{state}: {}",
+            refused.message
+        );
+        assert!(
+            refused.message.contains("no call of this gateway waits"),
+            "{}",
+            refused.message
+        );
+    }
+    assert!(lock(&share.waiters).is_empty());
+}
+
+#[tokio::test]
+async fn past_its_bound_a_relayed_retry_is_refused_saying_so_before_redis_is_asked() {
+    let suspensions = Arc::new(Suspensions::default());
+    let share = ResumeShare {
+        relayed: Arc::new(tokio::sync::Semaphore::new(1)),
+        ..share("redis://127.0.0.1:1", &suspensions)
+    };
+    let state = share.state("1-0123456789abcdef").unwrap();
+    // One may wait: it reaches Redis (down here).
+    let reached = retried(&share, &share.replica, &state).await;
+    assert!(reached.message.starts_with("GET: "), "{}", reached.message);
+    let _held = Arc::clone(&share.relayed).try_acquire_owned().unwrap();
+    let refused = retried(&share, &share.replica, &state).await;
+    assert_eq!(refused.code, code::INTERNAL_ERROR);
+    assert!(
+        refused.message.contains("retries already wait here"),
+        "{}",
+        refused.message
+    );
 }
