@@ -243,8 +243,8 @@ async fn a_subscription_taken_at_one_replica_is_served_on_the_stream_at_another(
 
         // Redis refusing scripts (an ACL taking them from the gateway's user), the session's
         // end still read: a subscribe cannot be recorded, so it is refused (503) and A's
-        // session never hears it (its own upstream is not subscribed), and A's log says what
-        // could not be done, naming Redis at its address.
+        // session, which took it first, takes it back (its own upstream is not subscribed),
+        // and A's log says what could not be done, naming Redis at its address.
         let acl = |rule: &[u8]| {
             redis
                 .client("")
