@@ -92,8 +92,9 @@ pub(crate) enum SubscriptionNotKept {
 
 impl SubscriptionNotKept {
     /// 503 with `Retry-After: 1` (500 without randomness): the session never heard the
-    /// change (or took back the subscribe it took), and the client may send it again. Taken here and unknown to the replica
-    /// holding the stream, it would change nothing the client hears, with nothing to say so.
+    /// change (or took back the subscribe it took), and the client may send it again. Taken
+    /// here and unknown to the replica holding the stream, it would change nothing the client
+    /// hears, with nothing to say so.
     pub(crate) fn response(self) -> http::Response<super::super::ResponseBody> {
         if matches!(self, Self::NoRandomness) {
             return rpc_error(
