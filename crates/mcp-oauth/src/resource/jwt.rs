@@ -22,9 +22,10 @@ pub const MAX_TOKEN_BYTES: usize = 16 << 10;
 pub struct Caller {
     /// `iss`, the policy's issuer.
     pub issuer: String,
-    /// `sub`: the user (or the client, for a `client_credentials` token).
+    /// `sub`: the user (or the client, for a `client_credentials` token); never empty.
     pub subject: Option<String>,
-    /// `client_id` (RFC 9068 §2.2), or `azp` where the issuer states that instead.
+    /// `client_id` (RFC 9068 §2.2), or `azp` where the issuer states that instead; never
+    /// empty. A caller always has this or [`subject`](Self::subject).
     pub client_id: Option<String>,
     /// `scope` split on spaces (RFC 9068 §2.2.3), or an `scp` array.
     pub scopes: Vec<String>,
@@ -187,9 +188,11 @@ pub(super) struct Claims {
     roles: Option<Value>,
 }
 
-fn text(v: Option<Value>) -> Option<String> {
+/// A claim naming someone (`sub`, `client_id`, `azp`): a non-empty string, since callers are
+/// told apart by it and an empty one would name every caller whose token has one.
+fn name(v: Option<Value>) -> Option<String> {
     match v {
-        Some(Value::String(s)) => Some(s),
+        Some(Value::String(s)) if !s.is_empty() => Some(s),
         _ => None,
     }
 }
@@ -323,15 +326,14 @@ pub(super) fn caller_of(
     }
     let caller = Caller {
         issuer: policy.issuer.clone(),
-        subject: text(claims.sub),
-        client_id: text(claims.client_id).or(text(claims.azp)),
+        subject: name(claims.sub),
+        client_id: name(claims.client_id).or(name(claims.azp)),
         scopes,
         groups: strings(claims.groups.as_ref(), false),
         roles: strings(claims.roles.as_ref(), false),
         expires_at: exp,
     };
-    let named = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.is_empty());
-    if !named(&caller.subject) && !named(&caller.client_id) {
+    if caller.subject.is_none() && caller.client_id.is_none() {
         return Err(Rejection::Anonymous);
     }
     let missing: Vec<String> = policy

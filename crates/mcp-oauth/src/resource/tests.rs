@@ -600,3 +600,31 @@ fn a_token_naming_neither_subject_nor_client_is_refused() {
         assert_eq!(refused.error_code(), "invalid_token");
     }
 }
+
+#[test]
+fn an_empty_name_is_no_name_so_callers_with_an_empty_sub_are_told_apart_by_their_clients() {
+    let rsa = Key::rsa(test_keys::RSA_1);
+    let keys = set(&[(&rsa, "r")]);
+    let with = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let mut c = claims();
+        f(c.as_object_mut().unwrap());
+        validate(&token(&rsa, rs256("r"), &c), &policy(), &keys, NOW)
+    };
+    // An empty `sub` with a client: the caller is that client, as for a token without `sub`,
+    // and not a subject named "" that every such token would share.
+    let caller = with(&|c| {
+        c.insert("sub".into(), json!(""));
+        c.insert("client_id".into(), json!("app"));
+    })
+    .unwrap();
+    assert_eq!(caller.client_id.as_deref(), Some("app"));
+    assert_eq!(caller.subject, None);
+    // An empty `client_id` gives way to `azp`.
+    let caller = with(&|c| {
+        c.remove("sub");
+        c.insert("client_id".into(), json!(""));
+        c.insert("azp".into(), json!("other-app"));
+    })
+    .unwrap();
+    assert_eq!(caller.client_id.as_deref(), Some("other-app"));
+}
