@@ -169,6 +169,28 @@ pub(crate) enum RelayedRetry {
 /// retry relayed again is answered that outcome (`cluster/resume/` keeps it as long).
 pub(crate) const RESUMED_FOR: Duration = Duration::from_secs(60);
 
+/// How many states resumed by relayed retries are remembered once their outcomes were
+/// written: past it, the oldest of those are forgotten first (the same retry relayed again
+/// then finds the outcome in the store, which the holder never replaces). Those still
+/// running are all remembered; each is a call in flight.
+const MAX_TAKEN: usize = 4 * MAX_SUSPENDED;
+
+/// Forgets the states of `taken` whose outcome was written, oldest first, until at most
+/// `room` are left (or none written is).
+fn forget_oldest_written(taken: &mut HashMap<String, Taken>, room: usize) {
+    if taken.len() <= room {
+        return;
+    }
+    let mut written: Vec<(Instant, String)> = taken
+        .iter()
+        .filter_map(|(state, t)| Some((t.written?, state.clone())))
+        .collect();
+    written.sort_unstable();
+    for (_, state) in written.into_iter().take(taken.len() - room) {
+        taken.remove(&state);
+    }
+}
+
 /// A state resumed by a relayed retry: its caller, and when its outcome was written.
 struct Taken {
     caller: Option<Arc<str>>,
@@ -402,16 +424,17 @@ impl Suspensions {
             let mut taken = lock(&self.taken);
             if found.is_some() {
                 taken.retain(|_, t| t.written.is_none_or(|at| at.elapsed() < RESUMED_FOR));
-                // Bounded: past it, the same retry relayed again is answered as unknown.
-                if taken.len() < 4 * MAX_SUSPENDED {
-                    taken.insert(
-                        state.to_owned(),
-                        Taken {
-                            caller: caller.map(Arc::from),
-                            written: None,
-                        },
-                    );
-                }
+                forget_oldest_written(&mut taken, MAX_TAKEN - 1);
+                // Always remembered while it runs: relayed again meanwhile and answered
+                // unknown, that answer would be written first (the outcome key is never
+                // replaced) and stand in for the call's outcome.
+                taken.insert(
+                    state.to_owned(),
+                    Taken {
+                        caller: caller.map(Arc::from),
+                        written: None,
+                    },
+                );
             } else if let Some(t) = taken.get(state)
                 && t.caller.as_deref() == caller
             {

@@ -234,6 +234,41 @@ async fn a_relayed_retry_resumes_its_callers_call_once() {
     assert!(matches!(other, RelayedRetry::Unknown), "{other:?}");
 }
 
+#[tokio::test]
+async fn past_the_bound_on_taken_states_a_relayed_retry_is_still_remembered_while_it_runs() {
+    let suspensions = Arc::new(Suspensions::default());
+    // As many states as the bound, each resumed by a relayed retry whose outcome was written
+    // (a client that resumed many calls through another replica in the last minute).
+    {
+        let mut taken = lock(&suspensions.taken);
+        for i in 0..4 * MAX_SUSPENDED {
+            taken.insert(
+                format!("{STATE_PREFIX}old-{i}"),
+                Taken {
+                    caller: None,
+                    written: Some(Instant::now()),
+                },
+            );
+        }
+    }
+    let (state, _upstream) = suspended(&suspensions, Some("alice")).await;
+    let first = suspensions
+        .resume_relayed(&state, &answered("mine"), Some("alice"))
+        .await;
+    assert!(matches!(first, RelayedRetry::Resumed(_)), "{first:?}");
+    // Relayed again before its outcome is written: told to wait for it. Answered unknown,
+    // that answer would be written first and stand in for the call's outcome.
+    let again = suspensions
+        .resume_relayed(&state, &answered("again"), Some("alice"))
+        .await;
+    assert!(
+        matches!(again, RelayedRetry::Taken { written: false }),
+        "{again:?}"
+    );
+    // The oldest written one made room; the bound holds.
+    assert_eq!(lock(&suspensions.taken).len(), 4 * MAX_SUSPENDED);
+}
+
 /// Records the retries relayed to it, and answers each with an error naming its holder.
 #[derive(Default)]
 struct Recorder(Mutex<Vec<Heard>>);
