@@ -428,7 +428,11 @@ async fn a_subscribe_the_rules_refuse_is_refused_at_the_stream_replica_too() {
         let _alices_stream = Stream::open_as(&b, &alices, alice);
         assert!(touch_as_bob(&b, &bobs, "fake://alices").contains("not subscribed fake://alices"));
         let log = logged(&b, "resources/subscribe fake://bobs");
-        assert!(log.contains(r#"sub="bob""#), "{log}");
+        let told = log
+            .lines()
+            .find(|l| l.contains("resources/subscribe fake://bobs"))
+            .unwrap();
+        assert!(told.contains(r#"sub="bob""#), "{told}");
         assert!(!log.contains("fake://alices"), "{log}");
         let held = keys(&redis, "*session-subscriptions*");
         assert_eq!(held.len(), 1, "bob's only: {held:?}");
