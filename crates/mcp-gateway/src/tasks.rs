@@ -25,9 +25,9 @@
 //! `tasks/get` (its `inputRequests`) and answers with `tasks/update`; a handshake client, which
 //! has a session to be asked on, is sent the request itself, tagged with the task (the
 //! related-task `_meta`), on the stream of a `tasks/result` waiting on the task, else on its
-//! standalone stream, and when neither is open at this replica, on the stream of the next
-//! `tasks/result` it sends, here or at another replica (which reads the question in the task's
-//! record).
+//! standalone stream, and unless the standalone stream took it, on the stream of every
+//! `tasks/result` it sends while the question waits, here or at another replica (which reads
+//! the question in the task's record).
 
 use std::future::Future;
 use std::pin::Pin;

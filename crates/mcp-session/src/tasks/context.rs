@@ -34,9 +34,9 @@ impl TaskContext {
     /// the task) and waits for all of the answers, which come by `tasks/update`, one key or
     /// several at a time (in the handshake era, as the answers to requests sent to the
     /// client one after the other, each tied to the task by the related-task `_meta`: on the
-    /// stream of a `tasks/result` waiting on the task, else unprompted, and when neither can
-    /// reach the client now, on the stream of the next `tasks/result`, at this replica or
-    /// another; see `questions.rs`). The task is `input_required` while any key of any caller
+    /// stream of a `tasks/result` waiting on the task, else unprompted, and unless the
+    /// standalone stream took it, on the stream of every later `tasks/result`, at this replica
+    /// or another; see `questions/mod.rs`). The task is `input_required` while any key of any caller
     /// is unanswered, then `working` again. Returns the answers by key (an `ElicitResult`, a
     /// `CreateMessageResult`, ... as the client sent it); `None` if the task was forgotten or
     /// ended meanwhile, or a handshake client answered one with an error.

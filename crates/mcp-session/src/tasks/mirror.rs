@@ -30,7 +30,7 @@ pub struct TaskRecord {
     /// Everything `tasks/get` shows in either era: its result when completed, its error when
     /// failed, its pending input requests while input is required. A handshake session's
     /// client is asked by requests of their own instead: for its task these are the questions
-    /// no stream has carried to it yet, keyed by the ids of those requests, which wait for
+    /// its standalone stream did not take, keyed by the ids of those requests, which wait for
     /// their answers here, so that a `tasks/result` at another replica sends them as they are
     /// ([`Peer::forward_request`](crate::Peer::forward_request)).
     pub task: DetailedTask,

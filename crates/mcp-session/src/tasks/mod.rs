@@ -197,7 +197,7 @@ struct Entry {
     /// Input requests not answered yet, by key.
     pending: BTreeMap<String, InputRequest>,
     /// A handshake task's questions sent to its client and not answered yet, by key, with
-    /// what carried each (`questions.rs`).
+    /// the streams that carried each (`questions/mod.rs`).
     questions: BTreeMap<String, questions::Question>,
     /// Answers not taken by the work yet, by key.
     answers: BTreeMap<String, Value>,
@@ -254,7 +254,7 @@ impl Entry {
             TaskStatus::Completed => task.result = self.result.clone(),
             TaskStatus::Failed => task.error = self.error.clone(),
             // A handshake client is asked by requests of their own: what its record shows
-            // is the questions no stream carried yet, for a `tasks/result` elsewhere.
+            // is those the standalone stream did not take, for a `tasks/result` elsewhere.
             TaskStatus::InputRequired if self.owner.is_some() => {
                 task.input_requests = Some(self.held_questions());
             }
@@ -676,11 +676,9 @@ impl Tasks {
             {
                 let mut store = self.lock();
                 let entry = Self::visible(&mut store, id, caller)?;
-                // The questions no stream carried go on this one.
-                if let Some(waiter) = &caller.request_peer
-                    && entry.carry_held(waiter)
-                {
-                    self.mirror(id, entry);
+                // The questions the standalone stream did not take go on this one.
+                if let Some(waiter) = &caller.request_peer {
+                    entry.carry_held(waiter);
                 }
                 if let Some(answer) = ended_payload(
                     id,

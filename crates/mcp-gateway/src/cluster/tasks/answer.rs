@@ -84,7 +84,7 @@ pub(crate) async fn answer(
 }
 
 /// Sends the questions `stored` holds for its client (a handshake task waiting for answers
-/// that no stream at its replica carried: its `input_requests`, keyed by the ids of the
+/// that its standalone stream did not take: its `input_requests`, keyed by the ids of the
 /// requests that wait there) on `peer`'s stream, those not in `carried` yet, and notes them
 /// there. An id that names no replica (`<16 hex digits>.<n>`, as every request of a replica
 /// with sealed sessions is named) is left: the client's answer to it would stay at the replica

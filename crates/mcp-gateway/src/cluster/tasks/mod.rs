@@ -9,9 +9,9 @@
 //! in 2026-07-28 is what lets a client see its task):
 //!
 //! - `<prefix>:task:<digest of the task id>`: the task as it stands (status, result or error,
-//!   pending input requests: for a handshake task, the questions no stream at its replica
-//!   carried, by the ids of the requests waiting there, which a `tasks/result` at another
-//!   replica sends on its stream), its owner (the session's name: a digest of its sealed id; none
+//!   pending input requests: for a handshake task, the questions its standalone stream did not
+//!   take, by the ids of the requests waiting there, which a `tasks/result` at another replica
+//!   sends on its stream), its owner (the session's name: a digest of its sealed id; none
 //!   in 2026-07-28) and the replica that runs it, sealed under the key's own name; it expires
 //!   with the task's TTL. A record over [`MAX_RECORD`] bytes is kept without its result.
 //!   Every write of it goes through one script, [`WRITE_TASK`], which refuses to replace a
@@ -668,8 +668,8 @@ impl TaskShare {
 
     /// `tasks/result` (handshake era) for a task of another replica: polls the store at the
     /// task's suggested interval until it ends, and meanwhile sends the questions the record
-    /// holds for the client (those no stream at the running replica carried) on this request's
-    /// stream, each once.
+    /// holds for the client (those the session's standalone stream did not take) on this
+    /// request's stream, each once.
     async fn payload(
         &self,
         id: &str,

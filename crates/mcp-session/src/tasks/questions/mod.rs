@@ -1,14 +1,16 @@
 //! A handshake-era task's questions to its client (2025-11-25 has no `tasks/update`): each is a
 //! request of the server's to the client, tied to the task by the related-task `_meta`, sent on
 //! the stream of a `tasks/result` waiting on the task, else unprompted (over HTTP, the
-//! standalone stream). One that no stream can carry when it is asked is held: its request
-//! waits for an answer under its id all the same, and goes, as it is, on the stream of the
-//! next `tasks/result` that waits on the task, here ([`Tasks`]'s `tasks/result`) or at another
-//! replica of the server, which reads it in the task's record ([`TaskRecord`]'s
-//! `input_requests`, keyed by the request's id) and sends it with
-//! [`Peer::forward_request`]. Wherever the client POSTs its answer, it answers the request that
-//! waits here (a replica's request ids name it, and answers cross to it). A question carried by
-//! a `tasks/result` whose stream went away before its answer is held again.
+//! standalone stream), where it waits for its answer under its id whether or not a stream took
+//! it. A question the standalone stream did not take goes, as it is, on the stream of every
+//! `tasks/result` that waits on the task, once each: here ([`Tasks`]'s `tasks/result`), or at
+//! another replica of the server, which reads it in the task's record ([`TaskRecord`]'s
+//! `input_requests`, keyed by the request's id) and sends it with [`Peer::forward_request`].
+//! So a client whose `tasks/result` was cut (a proxy's timeout) is asked again on the next,
+//! wherever it lands, and its answer, wherever it is POSTed, answers the request that waits
+//! here (a replica's request ids name it, and answers cross to it). One the standalone stream
+//! took is not sent again: a client that reads that stream and then calls `tasks/result`, as a
+//! task's `input_required` tells it to, would ask its user twice.
 //!
 //! [`TaskRecord`]: super::TaskRecord
 
@@ -28,19 +30,10 @@ use crate::server::Peer;
 pub(super) struct Question {
     /// The request as it was sent: its id, method and params (with the related-task meta).
     request: Request,
-    /// What carried it to the client.
-    carrier: Carrier,
-}
-
-/// What carried a [`Question`] to the client.
-#[derive(Debug, Clone, PartialEq)]
-enum Carrier {
-    /// Nothing yet: the next `tasks/result` carries it.
-    Held,
-    /// The session itself (over HTTP the standalone stream).
-    Session,
-    /// The stream of the `tasks/result` with this id.
-    Result(RequestId),
+    /// The session's standalone stream took it (or the session has no other way: stdio).
+    unprompted: bool,
+    /// The `tasks/result` requests here whose streams carried it, while they wait.
+    carried_by: Vec<RequestId>,
 }
 
 fn internal(message: String) -> ErrorObject {
@@ -77,12 +70,13 @@ fn key_of(id: &RequestId) -> String {
 }
 
 impl Entry {
-    /// The questions no stream has carried yet, keyed by their request's id: a handshake
-    /// task's `input_requests` in its record, for a `tasks/result` at another replica.
+    /// The questions the standalone stream did not take, keyed by their request's id: a
+    /// handshake task's `input_requests` in its record, for a `tasks/result` at another
+    /// replica.
     pub(super) fn held_questions(&self) -> BTreeMap<String, InputRequest> {
         self.questions
             .values()
-            .filter(|q| q.carrier == Carrier::Held)
+            .filter(|q| !q.unprompted)
             .map(|q| {
                 let mut request = InputRequest::new(q.request.method.clone());
                 request.params = q.request.params.clone();
@@ -91,34 +85,27 @@ impl Entry {
             .collect()
     }
 
-    /// Sends the held questions on `waiter`'s stream (a `tasks/result` waiting on the task);
-    /// whether any went.
-    pub(super) fn carry_held(&mut self, waiter: &Peer) -> bool {
+    /// Sends on `waiter`'s stream (a `tasks/result` waiting on the task) the questions the
+    /// standalone stream did not take and that stream has not carried yet.
+    pub(super) fn carry_held(&mut self, waiter: &Peer) {
         let Some(by) = waiter.related() else {
-            return false;
+            return;
         };
-        let mut carried = false;
         for question in self.questions.values_mut() {
-            if question.carrier == Carrier::Held && waiter.forward_request(question.request.clone())
+            if !question.unprompted
+                && !question.carried_by.contains(by)
+                && waiter.forward_request(question.request.clone())
             {
-                question.carrier = Carrier::Result(by.clone());
-                carried = true;
+                question.carried_by.push(by.clone());
             }
         }
-        carried
     }
 
-    /// The `tasks/result` `by` stopped waiting: what its stream carried and is not answered is
-    /// held again; whether any was.
-    pub(super) fn release(&mut self, by: &RequestId) -> bool {
-        let mut released = false;
+    /// The `tasks/result` `by` stopped waiting: its stream carries nothing more.
+    pub(super) fn release(&mut self, by: &RequestId) {
         for question in self.questions.values_mut() {
-            if question.carrier == Carrier::Result(by.clone()) {
-                question.carrier = Carrier::Held;
-                released = true;
-            }
+            question.carried_by.retain(|id| id != by);
         }
-        released
     }
 }
 
@@ -178,18 +165,19 @@ impl TaskContext {
                     RequestOptions::DEFAULT.timeout(life),
                 )
                 .map_err(|e| internal(format!("{method}: the task cannot ask its client: {e}")))?;
-            let carrier = match (held.delivered, via.related()) {
-                (false, _) => Carrier::Held,
-                (true, Some(by)) => Carrier::Result(by.clone()),
-                (true, None) => Carrier::Session,
-            };
             let question = Question {
                 request: Request {
                     id: held.id.clone(),
                     method: method.clone(),
                     params: Some(params),
                 },
-                carrier,
+                unprompted: held.delivered && via.related().is_none(),
+                carried_by: via
+                    .related()
+                    .filter(|_| held.delivered)
+                    .into_iter()
+                    .cloned()
+                    .collect(),
             };
             entry.pending.insert(key.to_owned(), request);
             entry.questions.insert(key.to_owned(), question);
@@ -240,8 +228,7 @@ impl TaskContext {
     }
 }
 
-/// Forgets a `tasks/result` as the task's way to the client when it ends or is dropped: the
-/// questions its stream carried and that are not answered are held again, for the next.
+/// Forgets a `tasks/result` as the task's way to the client when it ends or is dropped.
 pub(super) struct Waiting<'a> {
     pub(super) tasks: &'a Tasks,
     pub(super) id: &'a str,
@@ -262,9 +249,7 @@ impl Drop for Waiting<'_> {
         if entry.result_waiter.as_ref().and_then(Peer::related) == Some(by) {
             entry.result_waiter = None;
         }
-        if entry.release(by) && !entry.status.is_terminal() {
-            self.tasks.questions_changed(self.id, entry);
-        }
+        entry.release(by);
     }
 }
 

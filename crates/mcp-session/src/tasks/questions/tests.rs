@@ -1,8 +1,8 @@
 //! Tests of a handshake task's questions across `tasks/result` streams and replicas: a question
-//! no stream can carry is held in the task's record under its request id, another replica's
-//! session sends it as it is and the answer, taken where it was asked, answers it; a question a
-//! `tasks/result` carried is held again when that request goes, and each stream carries a
-//! question once. Time is tokio's paused clock.
+//! no stream can carry is in the task's record under its request id, another replica's session
+//! sends it as it is and the answer, taken where it was asked, answers it; every `tasks/result`
+//! stream carries a question once, and the record keeps it while one does; one the standalone
+//! stream took is not asked again. Time is tokio's paused clock.
 
 use std::sync::{Arc, Mutex};
 
@@ -219,7 +219,7 @@ async fn a_held_question_is_recorded_by_its_id_and_answered_when_another_replica
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_question_is_carried_once_a_stream_and_held_again_when_its_tasks_result_goes() {
+async fn every_tasks_result_carries_a_question_once_and_the_record_keeps_it_meanwhile() {
     let streams = Streams::default();
     let a = session("aa.", streams.clone());
     let caller = owner_of(&a);
@@ -246,35 +246,144 @@ async fn a_question_is_carried_once_a_stream_and_held_again_when_its_tasks_resul
         tasks.status(&id) == Some(TaskStatus::InputRequired)
     })
     .await;
-    // A `tasks/result` (request 7) carries the first question; then it goes.
+    // A `tasks/result` (request 7) carries the first question, and the record still holds
+    // it (that stream may be gone: a `tasks/result` elsewhere carries it too); then 7 goes.
     let first = fetch(&tasks, &id, waiting(&caller, &a, 7));
     until("the first question on 7", || streams.asked().len() == 1).await;
     let (q1, on) = streams.asked()[0].clone();
     assert_eq!(on, RequestId::Number(7));
     let held = |record: &TaskRecord| record.task.input_requests.clone().unwrap_or_default();
-    assert!(held(&heard.last()).is_empty(), "carried: not held");
+    assert_eq!(
+        held(&heard.last()).keys().collect::<Vec<_>>(),
+        [&key_of(&q1.id)]
+    );
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
-    // Held again, for the next.
-    let record = heard.last();
-    assert_eq!(held(&record).keys().collect::<Vec<_>>(), [&key_of(&q1.id)]);
     // The next (request 8) carries it, under the same id, and the second question as it is
-    // asked; the change that second question makes does not send the first again.
-    let done = fetch(&tasks, &id, waiting(&caller, &a, 8));
+    // asked; the change that second question makes does not send the first on 8 again.
+    let second = fetch(&tasks, &id, waiting(&caller, &a, 8));
     until("both questions on 8", || streams.asked().len() == 3).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
     let asked = streams.asked();
-    assert_eq!(asked.len(), 3, "{asked:?}");
     assert_eq!(asked[1], (q1.clone(), RequestId::Number(8)));
     let (q2, on) = asked[2].clone();
     assert_eq!(on, RequestId::Number(8));
     assert_ne!(q2.id, q1.id);
+    // The record, written as the second was asked, holds both, though 8 carried them.
+    let mut recorded: Vec<String> = held(&heard.last()).into_keys().collect();
+    recorded.sort();
+    let mut ids = vec![key_of(&q1.id), key_of(&q2.id)];
+    ids.sort();
+    assert_eq!(recorded, ids);
+    // Another `tasks/result` (request 9) while 8 waits carries both too, once each.
+    let third = fetch(&tasks, &id, waiting(&caller, &a, 9));
+    until("both questions on 9", || streams.asked().len() == 5).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let on = |stream: i64| -> Vec<RequestId> {
+        streams
+            .asked()
+            .into_iter()
+            .filter(|(_, on)| *on == RequestId::Number(stream))
+            .map(|(request, _)| request.id)
+            .collect()
+    };
+    assert_eq!(on(7), std::slice::from_ref(&q1.id));
+    assert_eq!(on(8), [q1.id.clone(), q2.id.clone()]);
+    let mut nine = on(9);
+    nine.sort_by_key(key_of);
+    let mut both = vec![q1.id.clone(), q2.id.clone()];
+    both.sort_by_key(key_of);
+    assert_eq!(nine, both);
     a.receive_frame(&answer(&q1.id, "Ada"));
     a.receive_frame(&answer(&q2.id, "Grace"));
-    let result = done.await.unwrap();
-    assert_eq!(
-        result["content"][0]["text"],
-        r#"[String("Ada"), String("Grace")]"#
+    for waiting in [second, third] {
+        let result = waiting.await.unwrap();
+        assert_eq!(
+            result["content"][0]["text"],
+            r#"[String("Ada"), String("Grace")]"#
+        );
+    }
+    assert_eq!(streams.asked().len(), 5);
+    // Answered, they leave the record.
+    let records = heard.0.lock().unwrap().clone();
+    let working = records
+        .iter()
+        .rev()
+        .find(|r| r.task.status == TaskStatus::Working)
+        .expect("working again");
+    assert_eq!(working.task.input_requests, None);
+}
+
+/// What a transport sent, with the request each message was tied to (`None`: unprompted).
+type Sent = Arc<Mutex<Vec<(Message, Option<RequestId>)>>>;
+
+/// A session with a standalone stream: what no request is tied to goes there (`None`).
+#[derive(Clone, Default)]
+struct WithStandalone(Sent);
+
+impl ServerTransport for WithStandalone {
+    fn send(&self, message: Message, related: Option<&RequestId>) {
+        self.0.lock().unwrap().push((message, related.cloned()));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_the_standalone_stream_took_is_not_asked_again_on_a_tasks_result() {
+    let sent = WithStandalone::default();
+    let mut config = ServerConfig::new(Implementation::new("t".to_owned(), "1".to_owned()));
+    config.request_id_prefix = Some("aa.".to_owned());
+    let a = ServerCore::new(config, Arc::new(Nothing), sent.clone());
+    a.receive_frame(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}"#,
     );
-    assert_eq!(streams.asked().len(), 3);
+    a.receive_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let caller = owner_of(&a);
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    assert!(tasks.mirror_to(Arc::new(heard.clone())));
+    let id = created(&tasks.create_for(&caller, |task| async move {
+        let answer = task.ask("q".to_owned(), question("Your name?")).await?;
+        let answer: Value = answer.decode().unwrap();
+        Ok(RawJson::encode(&json!({"content": [{"type": "text",
+            "text": answer["content"]["name"]}]}))
+        .unwrap())
+    }));
+    until("input_required", || {
+        tasks.status(&id) == Some(TaskStatus::InputRequired)
+    })
+    .await;
+    let asked = |sent: &WithStandalone| -> Vec<(RequestId, Option<RequestId>)> {
+        sent.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(m, on)| match m {
+                Message::Request(r) if r.method == "elicitation/create" => {
+                    Some((r.id.clone(), on.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    // It went on the standalone stream; the record holds nothing for a `tasks/result`.
+    let first = asked(&sent);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].1, None);
+    let record = heard.last();
+    assert_eq!(record.task.status, TaskStatus::InputRequired);
+    assert_eq!(record.task.input_requests, Some(BTreeMap::new()));
+    // A `tasks/result` (request 10) waits without asking again; the answer ends both.
+    let waiting = fetch(
+        &tasks,
+        &id,
+        Caller {
+            request_peer: Some(a.peer().related_to(RequestId::Number(10))),
+            ..caller.clone()
+        },
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(asked(&sent), first);
+    a.receive_frame(&answer(&first[0].0, "Ada"));
+    let done = waiting.await.unwrap();
+    assert_eq!(done["content"][0]["text"], "Ada");
+    assert_eq!(asked(&sent), first);
 }
