@@ -1,8 +1,8 @@
-//! A 2026-07-28 client's retry of a suspended call (`suspend.rs`) at any replica, with
+//! A 2026-07-28 client's retry of a suspended call (`suspend/`) at any replica, with
 //! `cluster` and `store` (issue 24 §3): the call waits in the memory of the replica that
-//! suspended it, whose name its `requestState` carries (`<replica>.<n>-<secret>`), and a retry
-//! that reaches another replica is relayed to that one through Redis, which resumes the call
-//! and writes its outcome back for the relaying replica to answer with.
+//! suspended it, whose name its `requestState` carries (`<replica>.<sealed n-secret>`), and
+//! a retry that reaches another replica is relayed to that one through Redis, which resumes
+//! the call and writes its outcome back for the relaying replica to answer with.
 //!
 //! - channel `<prefix>:resumes:<replica>`: what other replicas send this one, sealed with the
 //!   session key under the channel's name: a retry to resume (its state, the client's
