@@ -167,6 +167,24 @@ async fn a_retry_at_another_replica_resumes_the_call_once_and_a_lost_holder_or_r
         assert_eq!(gone["error"]["code"], -32602, "{gone}");
         let message = gone["error"]["message"].as_str().unwrap();
         assert!(message.contains("is gone"), "{gone}");
+        // C killed after it heard the retry, before it answered: a stand-in hears what is
+        // sent on C's channel and says nothing, and C's heartbeat, which lives 15 s past a
+        // kill, is deleted to stand for its lapse. The retry at B is told C is gone, once its
+        // heartbeat was missing for longer than a beat's interval, not after 300 s.
+        let holder = state
+            .strip_prefix("mcp-gateway/suspended/")
+            .and_then(|rest| rest.split_once('.'))
+            .map(|(replica, _)| replica.to_owned())
+            .unwrap();
+        let root = redis.client("");
+        let _stand_in = root
+            .subscribe(&[&format!("mcp-host:resumes:{holder}")])
+            .unwrap();
+        assert!(root.del(&format!("mcp-host:replica:{holder}")).unwrap());
+        let lost = call(&b, retry(&state, "lost"));
+        assert_eq!(lost["error"]["code"], -32602, "{lost}");
+        let message = lost["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("({holder}) is gone")), "{lost}");
 
         // Redis killed: a retry of a call suspended at A cannot reach it from B.
         let state = suspended_at(&a);

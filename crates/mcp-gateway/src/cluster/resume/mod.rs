@@ -22,7 +22,9 @@
 //! A `PUBLISH` is delivered at most once, so the relaying replica does not only wait for the
 //! notice: it also reads the key, [`POLL`] after the relay and then less and less often (to
 //! [`POLL_MAX`]), and a notice lost costs that much time, never the outcome. It waits
-//! [`SUSPEND_FOR`] at most, and at most [`MAX_RELAYED`] retries wait at a replica at once. The holder resumes a call at most once
+//! [`SUSPEND_FOR`] at most, and at most [`MAX_RELAYED`] retries wait at a replica at once.
+//! Each read also looks for the holder's heartbeat (`cluster::tasks`'): missing at every
+//! read for [`BEAT_MISSED_FOR`], the holder is taken for gone, as when nobody heard the relay. The holder resumes a call at most once
 //! (`Suspensions::resume_relayed`): the same retry relayed again, while the first runs or
 //! after its outcome was written, is answered that outcome. A `PUBLISH` nobody heard means
 //! the holder is gone, and the call with it: the client is told so at once.
@@ -33,7 +35,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mcp_host::redis::{Redis, RedisError, Subscription};
+use mcp_host::redis::{Redis, RedisError, Reply, Subscription};
 use mcp_host::{CallError, Relayed, ToolOutput};
 use mcp_http::SessionSeal;
 use mcp_protocol::schema::CallToolResult;
@@ -53,6 +55,11 @@ const POLL: Duration = Duration::from_millis(500);
 
 /// The longest between two reads of the key of an outcome that was not there.
 const POLL_MAX: Duration = Duration::from_secs(5);
+
+/// How long a holder's heartbeat must be missing, read after read, for a relaying replica to
+/// take it for gone while it waits: longer than the 5 s between beats, so that a beat late
+/// (or one not yet made by a holder that started while Redis was down) is not taken for it.
+const BEAT_MISSED_FOR: Duration = Duration::from_secs(6);
 
 /// How many relayed retries may wait at a replica at once: past it, a retry is refused
 /// saying so, rather than each one more polling Redis for up to [`SUSPEND_FOR`].
@@ -101,6 +108,22 @@ fn digest(text: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The answer to a retry whose holder is gone.
+fn gone(holder: &str) -> ErrorObject {
+    ErrorObject::new(
+        code::INVALID_PARAMS,
+        format!(
+            "requestState: the gateway replica holding this call ({holder}) is gone, and the call with it; call the tool again"
+        ),
+    )
+}
+
+/// Where `replica`'s heartbeat is (`cluster::tasks`, whose share every replica with a store
+/// runs beside this one: written every 5 s, kept 15 s).
+fn heartbeat_key(prefix: &str, replica: &str) -> String {
+    format!("{prefix}:replica:{replica}")
 }
 
 fn store_error(phase: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -362,11 +385,38 @@ impl ResumeShare {
         let Some(bytes) = blocking("GET", move || redis.get(&read)).await? else {
             return Ok(None);
         };
-        Ok(self
-            .seal
-            .open_record(key, &bytes)
+        Ok(self.opened(key, &bytes))
+    }
+
+    /// The outcome sealed in `bytes` under `key`, if this replica can open it.
+    fn opened(&self, key: &str, bytes: &[u8]) -> Option<Result<Outcome, ErrorObject>> {
+        self.seal
+            .open_record(key, bytes)
             .and_then(|plain| serde_json::from_slice::<Value>(&plain).ok())
-            .and_then(|value| decode(&value)))
+            .and_then(|value| decode(&value))
+    }
+
+    /// [`read`](Self::read), and whether `holder`'s heartbeat is there, in one `MGET`.
+    async fn read_watching(
+        &self,
+        key: &str,
+        holder: &str,
+    ) -> Result<(Option<Result<Outcome, ErrorObject>>, bool), ErrorObject> {
+        let (redis, read) = (self.redis.clone(), key.to_owned());
+        let beat = heartbeat_key(&self.prefix, holder);
+        let reply = blocking("MGET", move || {
+            redis.command(&[b"MGET", read.as_bytes(), beat.as_bytes()])
+        })
+        .await?;
+        let Reply::Array(Some(mut values)) = reply else {
+            return Err(store_error("MGET", "Redis answered other than two values"));
+        };
+        let alive = matches!(values.pop(), Some(Reply::Bulk(Some(_))));
+        let outcome = match values.pop() {
+            Some(Reply::Bulk(Some(bytes))) => self.opened(key, &bytes),
+            _ => None,
+        };
+        Ok((outcome, alive))
     }
 
     /// Relays a retry to `holder`: how many heard it.
@@ -427,24 +477,29 @@ impl ResumeShare {
             "caller": caller, "replyTo": self.replica,
         });
         if self.relay(holder, &message).await? == 0 {
-            return Err(ErrorObject::new(
-                code::INVALID_PARAMS,
-                format!(
-                    "requestState: the gateway replica holding this call ({holder}) is gone, and the call with it; call the tool again"
-                ),
-            ));
+            return Err(gone(holder));
         }
         let deadline = tokio::time::Instant::now() + SUSPEND_FOR;
         let mut failed = None;
         let mut poll = POLL;
+        // Since when the holder's heartbeat has been missing at every read.
+        let mut unheard: Option<tokio::time::Instant> = None;
         loop {
             if let Some(told) = waiting.told.as_mut() {
                 let _ = tokio::time::timeout(poll, told.changed()).await;
             }
             poll = (poll * 2).min(POLL_MAX);
-            match self.read(&key).await {
-                Ok(Some(outcome)) => return outcome,
-                Ok(None) => {}
+            match self.read_watching(&key, holder).await {
+                Ok((Some(outcome), _)) => return outcome,
+                Ok((None, true)) => unheard = None,
+                Ok((None, false)) => {
+                    let since = *unheard.get_or_insert_with(tokio::time::Instant::now);
+                    // Missing for a beat's interval: not a beat late, the holder stopped
+                    // (killed mid-resume), and the call with it, as the tasks take it.
+                    if since.elapsed() >= BEAT_MISSED_FOR {
+                        return Err(gone(holder));
+                    }
+                }
                 // Redis may come back before the holder gives up writing.
                 Err(e) => failed = Some(e),
             }
