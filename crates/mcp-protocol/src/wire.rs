@@ -72,6 +72,38 @@ pub(crate) struct PageRef<'a, T> {
     pub(crate) next_cursor: Option<&'a str>,
 }
 
+/// The most [`PageRef::encode`] reserves up front, whatever its guess: past it the buffer
+/// grows by doubling, as any other does.
+const MAX_PAGE_GUESS: usize = 4 << 20;
+
+impl<T: serde::Serialize> PageRef<'_, T> {
+    /// Encodes the page into a buffer sized from its first item (its length times the number
+    /// of items, up to 4 MiB), not grown from 128 bytes: a page of 500 tools (80 KB) took
+    /// ten doublings, each a copy into new memory, and the page faults of that memory were
+    /// about half the time of encoding it.
+    pub(crate) fn encode(&self) -> Result<crate::jsonrpc::RawJson, serde_json::Error> {
+        crate::json_out::to_string_sized(self, self.capacity()?)
+            .map(crate::jsonrpc::RawJson::from_encoded)
+    }
+
+    /// The room reserved for the page: its first item's length (and a comma) times the
+    /// number of items, plus room for the key and the cursor, at most [`MAX_PAGE_GUESS`].
+    fn capacity(&self) -> Result<usize, serde_json::Error> {
+        let guess = match self.items.first() {
+            Some(first) => crate::json_out::to_string(first)?
+                .len()
+                .saturating_add(1)
+                .saturating_mul(self.items.len()),
+            None => 0,
+        };
+        let cursor = self.next_cursor.map_or(0, str::len);
+        Ok(guess
+            .saturating_add(cursor)
+            .saturating_add(64)
+            .min(MAX_PAGE_GUESS))
+    }
+}
+
 impl<T: serde::Serialize> serde::Serialize for PageRef<'_, T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map =
@@ -380,3 +412,45 @@ macro_rules! wire_tagged_enum {
 }
 
 pub(crate) use {wire_str_enum, wire_struct, wire_tagged_enum};
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_page_reserves_about_what_it_encodes_to_and_no_more_than_the_cap() {
+        let items: Vec<Value> = (0..500)
+            .map(|i| json!({"name": format!("tool_{i:05}"), "schema": {"type": "object"}}))
+            .collect();
+        let page = PageRef {
+            key: "tools",
+            items: &items,
+            next_cursor: Some("500"),
+        };
+        let encoded = page.encode().unwrap();
+        let reserved = page.capacity().unwrap();
+        assert!(
+            reserved >= encoded.get().len() && reserved <= encoded.get().len() * 11 / 10,
+            "reserved {reserved} bytes for {}",
+            encoded.get().len()
+        );
+        assert_eq!(encoded.get(), crate::RawJson::encode(&page).unwrap().get());
+
+        // A huge first item does not make a huge reservation.
+        let huge = vec![Value::String("x".repeat(1 << 20)); 500];
+        let page = PageRef {
+            key: "tools",
+            items: &huge,
+            next_cursor: None,
+        };
+        assert_eq!(page.capacity().unwrap(), MAX_PAGE_GUESS);
+        let empty = PageRef::<Value> {
+            key: "tools",
+            items: &[],
+            next_cursor: None,
+        };
+        assert_eq!(empty.encode().unwrap().get(), r#"{"tools":[]}"#);
+    }
+}

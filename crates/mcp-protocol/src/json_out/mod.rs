@@ -59,7 +59,16 @@ impl Out for Vec<u8> {
 
 /// Encodes `value` into a new string.
 pub(crate) fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    let mut out = String::with_capacity(128);
+    to_string_sized(value, 128)
+}
+
+/// Encodes `value` into a new string made with room for `capacity` bytes: a caller that can
+/// tell the size roughly spares the buffer its doublings, each a copy into new memory.
+pub(crate) fn to_string_sized<T: Serialize + ?Sized>(
+    value: &T,
+    capacity: usize,
+) -> Result<String, serde_json::Error> {
+    let mut out = String::with_capacity(capacity);
     value.serialize(&mut Writer { out: &mut out })?;
     Ok(out)
 }

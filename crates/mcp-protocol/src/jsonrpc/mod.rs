@@ -141,6 +141,11 @@ impl RawJson {
         crate::json_out::to_string(value).map(|json| Self(json.into_boxed_str()))
     }
 
+    /// Wraps what our own writer encoded: valid JSON by construction.
+    pub(crate) fn from_encoded(json: String) -> Self {
+        Self(json.into_boxed_str())
+    }
+
     /// Takes JSON text, checking that it is one valid JSON value.
     pub fn from_string(json: String) -> Result<Self, serde_json::Error> {
         RawValue::from_string(json).map(|raw| Self(raw.into()))

@@ -83,11 +83,12 @@ impl ListResourcesResult {
         resources: &[Resource],
         next_cursor: Option<&str>,
     ) -> Result<RawJson, serde_json::Error> {
-        RawJson::encode(&PageRef {
+        PageRef {
             key: "resources",
             items: resources,
             next_cursor,
-        })
+        }
+        .encode()
     }
 }
 
@@ -115,11 +116,12 @@ impl ListResourceTemplatesResult {
         templates: &[ResourceTemplate],
         next_cursor: Option<&str>,
     ) -> Result<RawJson, serde_json::Error> {
-        RawJson::encode(&PageRef {
+        PageRef {
             key: "resourceTemplates",
             items: templates,
             next_cursor,
-        })
+        }
+        .encode()
     }
 }
 
@@ -216,11 +218,12 @@ impl ListPromptsResult {
         prompts: &[Prompt],
         next_cursor: Option<&str>,
     ) -> Result<RawJson, serde_json::Error> {
-        RawJson::encode(&PageRef {
+        PageRef {
             key: "prompts",
             items: prompts,
             next_cursor,
-        })
+        }
+        .encode()
     }
 }
 

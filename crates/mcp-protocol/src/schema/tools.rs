@@ -105,11 +105,12 @@ impl ListToolsResult {
         tools: &[Tool],
         next_cursor: Option<&str>,
     ) -> Result<RawJson, serde_json::Error> {
-        RawJson::encode(&PageRef {
+        PageRef {
             key: "tools",
             items: tools,
             next_cursor,
-        })
+        }
+        .encode()
     }
 }
 
