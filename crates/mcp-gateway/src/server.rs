@@ -89,6 +89,9 @@ pub struct Gateway {
     task_share: Arc<OnceLock<Arc<TaskShare>>>,
 }
 
+/// Why a gateway with `cluster` and `store` is not served twice.
+const SERVED_ONCE: &str = "this gateway already serves HTTP with its file's cluster and store; it is one replica and serves one listener (start another gateway for another)";
+
 impl Gateway {
     /// Starts the gateway and returns once every upstream server has settled (ready, failed or
     /// waiting for authorization): [`launch`](Self::launch), then
@@ -261,7 +264,9 @@ impl Gateway {
     }
 
     /// Serves any number of clients over Streamable HTTP on `listener` (bind it to
-    /// `127.0.0.1`), until the task is dropped or accepting fails.
+    /// `127.0.0.1`), until the task is dropped or accepting fails. With the file's `cluster`
+    /// and `store` the gateway is one replica among others, so it serves once: a second
+    /// call is an error at once.
     pub async fn serve_http(
         self,
         listener: tokio::net::TcpListener,
@@ -311,17 +316,21 @@ impl Gateway {
             ));
             // The gateway's tasks too, when the replicas share a store.
             if let Some(store) = &store {
-                // Once for the gateway, however many times it is served: its tasks are one
-                // store, and a share's threads and heartbeat are per share.
-                if self.task_share.get().is_none() {
-                    let share = TaskShare::start(
-                        store.redis.clone(),
-                        &store.prefix,
-                        Arc::clone(&seal),
-                        &self.shared.tasks,
-                    )
-                    .await?;
-                    let _ = self.task_share.set(share);
+                // Once for the gateway: the replica it is among the others (its name, in the
+                // ids it sends, the channels it hears, its heartbeat) is one, and a second
+                // serve would be a second replica holding the same tasks and suspended calls.
+                if self.task_share.get().is_some() {
+                    return Err(std::io::Error::other(SERVED_ONCE));
+                }
+                let share = TaskShare::start(
+                    store.redis.clone(),
+                    &store.prefix,
+                    Arc::clone(&seal),
+                    &self.shared.tasks,
+                )
+                .await?;
+                if self.task_share.set(share).is_err() {
+                    return Err(std::io::Error::other(SERVED_ONCE));
                 }
                 // And the retries of suspended calls, which any replica may receive.
                 crate::cluster::resume::ResumeShare::start(

@@ -543,3 +543,69 @@ async fn a_stateless_client_sees_the_upstreams_input_round_before_its_task() {
     // Its result carries the answer given in round 1.
     assert_eq!(first_text(&result_of(&c, &id).await), "composed for Lin");
 }
+
+/// With `cluster` and `store` a gateway is one replica among others (its name in the ids it
+/// sends, the channels it hears, the heartbeat its tasks live by): a second `serve_http` of
+/// it is an error at once, not a second replica holding the same tasks and suspended calls,
+/// and the first goes on serving.
+#[tokio::test]
+async fn a_gateway_with_cluster_and_store_serves_http_once() {
+    let dir = TempDir::new("tasks-served-once");
+    let file = json!({
+        "mode": "passthrough",
+        "mcpServers": {},
+        "logFile": dir.path().join("gateway.log"),
+        "cluster": {"sessionKeys": ["MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="]},
+        // Nothing listens there: the shares start all the same, and say so.
+        "store": {"redis": "redis://127.0.0.1:1"},
+    });
+    let path = dir.path().join("gateway.json");
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let gateway = load_and_start(&path).await;
+    let serve = |gateway: Gateway| async move {
+        let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let config = mcp_http::HttpServerConfig::new(gateway.server_config());
+        (addr, tokio::spawn(gateway.serve_http(listener, config)))
+    };
+    let (addr, first) = serve(gateway.clone()).await;
+    // The first serves: a request is answered (after the shares started).
+    let status = loop {
+        if let Some(status) = status_of(addr, "GET /nowhere").await {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.starts_with("HTTP/1.1 404"), "{status}");
+    let (_, second) = serve(gateway.clone()).await;
+    let refused = tokio::time::timeout(Duration::from_secs(30), second)
+        .await
+        .expect("the second serve ends at once")
+        .unwrap()
+        .expect_err("a second serve with cluster and store");
+    assert!(
+        refused.to_string().contains("serves one listener"),
+        "{refused}"
+    );
+    assert!(!first.is_finished());
+    let status = status_of(addr, "GET /nowhere").await.unwrap();
+    assert!(status.starts_with("HTTP/1.1 404"), "{status}");
+    first.abort();
+}
+
+/// The status line of a bare HTTP/1.1 request to `addr`, or `None` when it is not answered.
+async fn status_of(addr: std::net::SocketAddr, request_line: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("{request_line} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.ok()?;
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .lines()
+        .next()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
+}
