@@ -16,6 +16,13 @@ use mcp_host::config::Env;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Where `replica`'s heartbeat is kept: its task share (`tasks/`) writes it every 5 s to live
+/// 15 s, and the other replicas read it to tell a replica gone (its tasks failed, a retry
+/// relayed to it in vain, `resume/`).
+fn heartbeat_key(prefix: &str, replica: &str) -> String {
+    format!("{prefix}:replica:{replica}")
+}
+
 /// The longest a sealed session id lives by default: a day, long past any idle timeout a
 /// client would meet at one process (30 minutes).
 pub const DEFAULT_MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);

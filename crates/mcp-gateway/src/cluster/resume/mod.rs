@@ -120,12 +120,6 @@ fn gone(holder: &str) -> ErrorObject {
     )
 }
 
-/// Where `replica`'s heartbeat is (`cluster::tasks`, whose share every replica with a store
-/// runs beside this one: written every 5 s, kept 15 s).
-fn heartbeat_key(prefix: &str, replica: &str) -> String {
-    format!("{prefix}:replica:{replica}")
-}
-
 fn store_error(phase: &str, e: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(
         code::INTERNAL_ERROR,
@@ -403,7 +397,7 @@ impl ResumeShare {
         holder: &str,
     ) -> Result<(Option<Result<Outcome, ErrorObject>>, bool), ErrorObject> {
         let (redis, read) = (self.redis.clone(), key.to_owned());
-        let beat = heartbeat_key(&self.prefix, holder);
+        let beat = super::heartbeat_key(&self.prefix, holder);
         let reply = blocking("MGET", move || {
             redis.command(&[b"MGET", read.as_bytes(), beat.as_bytes()])
         })

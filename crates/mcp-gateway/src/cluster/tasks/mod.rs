@@ -282,7 +282,7 @@ impl TaskShare {
     }
 
     fn heartbeat_key(&self, replica: &str) -> String {
-        format!("{}:replica:{replica}", self.prefix)
+        super::heartbeat_key(&self.prefix, replica)
     }
 
     fn channel(&self, replica: &str) -> String {
