@@ -154,7 +154,8 @@ impl<H: Handler> HttpServer<H> {
     /// session, under the claims of another token of the same subject, and the session's
     /// subscriptions are those one replica would have. A subscribe the session took and the
     /// share does not is taken back (the session is told to unsubscribe, as the caller) and
-    /// answered 503. Anything else goes on as it came ([`Judged::Not`]); a batch (2025-03-26)
+    /// answered 503; one the session held already, recorded, is left as it was (taking it
+    /// back would end a subscription the store and the other replicas keep). Anything else goes on as it came ([`Judged::Not`]); a batch (2025-03-26)
     /// is recorded before the session hears it ([`record_subscriptions`](Self::record_subscriptions)).
     pub(crate) async fn judge_subscribe(
         &self,
@@ -178,6 +179,9 @@ impl<H: Handler> HttpServer<H> {
             _ => return Ok(Judged::Not(decoded)),
         };
         let mut told = told.lock().await;
+        // Subscribed already (recorded, and taken by the session here): a subscribe again is
+        // nothing new to take back if the store refuses it.
+        let had = told.uris.contains(&uri);
         let answers = self.tell(session, decoded, caller.clone());
         let answer = answers
             .first()
@@ -185,8 +189,10 @@ impl<H: Handler> HttpServer<H> {
             .unwrap_or_else(|| unanswered(id.clone()));
         if matches!(answer, Message::Response(_)) {
             if let Err(e) = record(seal, session_id, &[(uri.clone(), true)]).await {
-                let undo = self.tell(session, replayed("resources/unsubscribe", &uri), caller);
-                let _ = tokio::time::timeout(REPLAY_WAIT, undo.first()).await;
+                if !had {
+                    let undo = self.tell(session, replayed("resources/unsubscribe", &uri), caller);
+                    let _ = tokio::time::timeout(REPLAY_WAIT, undo.first()).await;
+                }
                 return Err(e);
             }
             told.uris.insert(uri);

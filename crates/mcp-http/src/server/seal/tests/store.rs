@@ -12,14 +12,16 @@ use super::*;
 
 /// A [`LocalShare`] whose writes of levels wait, while `hold_levels` is set, until the test
 /// lets each go (`go`), saying when one waits (`writing`); whose relays are lost while `deaf`
-/// is set, as a `PUBLISH` is while its listener's subscription is broken; and which keeps
-/// the inbox of every server that listens, by replica.
+/// is set, as a `PUBLISH` is while its listener's subscription is broken; which refuses
+/// subscriptions while `refuse_subs` is set (a Redis gone down); and which keeps the inbox of
+/// every server that listens, by replica.
 struct Gated {
     inner: LocalShare,
     hold_levels: AtomicBool,
     writing: Notify,
     go: Semaphore,
     deaf: AtomicBool,
+    refuse_subs: AtomicBool,
     inboxes: Mutex<HashMap<String, Inbox>>,
 }
 
@@ -31,6 +33,7 @@ impl Gated {
             writing: Notify::new(),
             go: Semaphore::new(0),
             deaf: AtomicBool::new(false),
+            refuse_subs: AtomicBool::new(false),
             inboxes: Mutex::new(HashMap::new()),
         }
     }
@@ -80,6 +83,9 @@ impl SessionShare for Gated {
         sealed: Option<Vec<u8>>,
         ttl: Duration,
     ) -> ShareFuture<'a, Option<String>> {
+        if self.refuse_subs.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(ShareError("down".to_owned()))));
+        }
         self.inner.set_subscription(session, field, sealed, ttl)
     }
     fn hold_stream<'a>(
@@ -197,4 +203,31 @@ async fn a_subscribe_the_session_refuses_is_never_recorded_for_the_stream_replic
     assert_eq!(next_subscribe(&mut told_b).await, "fake://y");
     assert_eq!(subs_at(b, &id).await, "subs fake://y");
     assert!(told_b.try_recv().is_err(), "B was asked another subscribe");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribe_again_the_store_refuses_leaves_the_subscription_the_session_had() {
+    let share = Arc::new(Gated::new());
+    let a = subscribed(share.clone()).await;
+    let (_, id, _) = send(a, "POST", None, INIT).await;
+    let id = id.expect("a session id");
+    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("fake://kept")).await;
+    assert!(
+        status.contains("200") && body.contains(r#""result":{}"#),
+        "{status} {body}"
+    );
+    assert_eq!(subs_at(a, &id).await, "subs fake://kept");
+    // The store goes down, and the client subscribes to the same resource again: a 503, and
+    // the subscription the session had, which the store still records, stays (before, the
+    // undo of the refused write unsubscribed it, so its updates stopped here while every
+    // other replica took it as subscribed).
+    share.refuse_subs.store(true, Ordering::SeqCst);
+    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("fake://kept")).await;
+    assert!(status.contains("503"), "{status} {body}");
+    assert_eq!(subs_at(a, &id).await, "subs fake://kept");
+    assert_eq!(share.subscriptions(&share_key(&id)).await.unwrap().len(), 1);
+    // A new one the store refuses is still taken back.
+    let (status, _, body) = send(a, "POST", Some(&id), &subscribe("fake://new")).await;
+    assert!(status.contains("503"), "{status} {body}");
+    assert_eq!(subs_at(a, &id).await, "subs fake://kept");
 }
