@@ -8,6 +8,7 @@ use mcp_protocol::schema::{InputRequest, ProgressParams, TaskStatus};
 use mcp_protocol::{ErrorObject, RawJson, code};
 
 use super::Tasks;
+use super::questions::Settling;
 
 /// What a task's work gets: its id, and its way to ask for input and report progress.
 #[derive(Clone)]
@@ -58,21 +59,16 @@ impl TaskContext {
             }
             (rx, entry.peer.clone())
         };
+        // The keys are given up if this wait ends without their answers, or is dropped.
+        let mut settling = Settling::new(self, &keys);
         if let Some(peer) = peer {
             let mut answers = BTreeMap::new();
             for (key, request) in asked {
-                match self.ask_session(&peer, &key, request).await {
-                    Ok(answer) => {
-                        answers.insert(key, answer);
-                    }
-                    Err(_) => {
-                        // The keys not asked yet are given up with it.
-                        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                        self.settle(&keys);
-                        return None;
-                    }
-                }
+                // An error gives up the keys not asked yet with it.
+                let answer = self.ask_session(&peer, &key, request).await.ok()?;
+                answers.insert(key, answer);
             }
+            settling.armed = false;
             return Some(answers);
         }
         loop {
@@ -83,6 +79,7 @@ impl TaskContext {
                     return None;
                 }
                 if keys.iter().all(|k| entry.answers.contains_key(k)) {
+                    settling.armed = false;
                     return Some(
                         keys.iter()
                             .filter_map(|k| entry.answers.remove_entry(k))

@@ -265,6 +265,40 @@ async fn input_is_answered_one_key_at_a_time() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn input_the_work_stops_waiting_for_leaves_the_task_working() {
+    let tasks = Tasks::default();
+    let caller = stateless(true);
+    let go = Arc::new(tokio::sync::Notify::new());
+    let id = {
+        let go = Arc::clone(&go);
+        id_of(&tasks.create_for(&caller, move |task| async move {
+            let request: InputRequest =
+                serde_json::from_value(json!({"method": "elicitation/create", "params": {}}))
+                    .unwrap();
+            let asking = task.input(BTreeMap::from([("a".to_owned(), request)]));
+            // The work gives up on its input (a timeout around it) and goes on.
+            assert!(
+                tokio::time::timeout(Duration::from_secs(5), asking)
+                    .await
+                    .is_err()
+            );
+            go.notified().await;
+            text("done")
+        }))
+    };
+    settle(&tasks, &id, TaskStatus::InputRequired).await;
+    let waiting = get(&tasks, &id, &caller).await.unwrap();
+    assert!(waiting["inputRequests"].get("a").is_some(), "{waiting}");
+    // Before, it stayed `input_required`, asking for "a", until the task ended.
+    settle(&tasks, &id, TaskStatus::Working).await;
+    let working = get(&tasks, &id, &caller).await.unwrap();
+    assert_eq!(working["status"], "working", "{working}");
+    assert!(working.get("inputRequests").is_none(), "{working}");
+    go.notify_one();
+    settle(&tasks, &id, TaskStatus::Completed).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_extension_gates_the_stateless_methods() {
     let tasks = Tasks::default();
     let undeclared = get(&tasks, "x", &stateless(false)).await.unwrap_err();

@@ -188,11 +188,12 @@ impl TaskContext {
             }
             (held, entry.changed.subscribe())
         };
+        let settling = Settling::new(self, &[key]);
         let answer = tokio::select! {
             answer = held.answer => Some(answer),
             () = until_ended(&self.tasks, &self.id, &mut changed) => None,
         };
-        self.settle(&[key]);
+        drop(settling);
         match answer {
             None => Err(ended()),
             Some(Ok(Ok(answer))) => Ok(answer),
@@ -216,6 +217,7 @@ impl TaskContext {
         for key in keys {
             entry.pending.remove(*key);
             entry.questions.remove(*key);
+            entry.answers.remove(*key);
         }
         if entry.status.is_terminal() {
             return;
@@ -224,6 +226,37 @@ impl TaskContext {
             self.tasks.announce(&self.id, entry);
         } else {
             self.tasks.questions_changed(&self.id, entry);
+        }
+    }
+}
+
+/// Settles questions ([`TaskContext::settle`]) when it is dropped: when they are answered or
+/// given up, and also when the work stops waiting for them first (a timeout or a `select!`
+/// around [`TaskContext::ask`] or [`TaskContext::input`] drops the wait). Without it, such a
+/// question stayed pending until the task ended: the task `input_required` while its work went
+/// on, and every `tasks/result`, here or at another replica, asking the client again.
+pub(super) struct Settling<'a> {
+    context: &'a TaskContext,
+    keys: Vec<String>,
+    /// Cleared when the wait ended with the questions settled otherwise.
+    pub(super) armed: bool,
+}
+
+impl<'a> Settling<'a> {
+    pub(super) fn new<K: AsRef<str>>(context: &'a TaskContext, keys: &[K]) -> Self {
+        Self {
+            context,
+            keys: keys.iter().map(|k| k.as_ref().to_owned()).collect(),
+            armed: true,
+        }
+    }
+}
+
+impl Drop for Settling<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
+            self.context.settle(&keys);
         }
     }
 }

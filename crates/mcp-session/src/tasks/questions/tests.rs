@@ -387,3 +387,47 @@ async fn a_question_the_standalone_stream_took_is_not_asked_again_on_a_tasks_res
     assert_eq!(done["content"][0]["text"], "Ada");
     assert_eq!(asked(&sent), first);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_question_the_work_stops_waiting_for_leaves_the_task_and_its_record() {
+    let streams = Streams::default();
+    let a = session("aa.", streams.clone());
+    let caller = owner_of(&a);
+    let tasks = Tasks::default();
+    let heard = Heard::default();
+    assert!(tasks.mirror_to(Arc::new(heard.clone())));
+    let go = Arc::new(tokio::sync::Notify::new());
+    let id = {
+        let go = Arc::clone(&go);
+        created(&tasks.create_for(&caller, move |task| async move {
+            // The work gives up on its question (a timeout around it) and goes on.
+            let asking = task.ask("q".to_owned(), question("Your name?"));
+            let given_up = tokio::time::timeout(Duration::from_secs(5), asking).await;
+            assert!(given_up.is_err(), "{given_up:?}");
+            go.notified().await;
+            Ok(RawJson::encode(&json!({"content": []})).unwrap())
+        }))
+    };
+    until("input_required", || {
+        tasks.status(&id) == Some(TaskStatus::InputRequired)
+    })
+    .await;
+    let record = heard.last();
+    assert_eq!(record.task.input_requests.map(|q| q.len()), Some(1));
+    // Once the work stopped waiting, the task is working again and its record holds no
+    // question (before, both stayed as they were until the task ended: `input_required`, and
+    // every `tasks/result`, here or at another replica, asked the client again).
+    until("working again", || {
+        tasks.status(&id) == Some(TaskStatus::Working)
+    })
+    .await;
+    let record = heard.last();
+    assert_eq!(record.task.status, TaskStatus::Working);
+    assert_eq!(record.task.input_requests, None);
+    let result = fetch(&tasks, &id, waiting(&caller, &a, 7));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(streams.len() > 0);
+    assert!(streams.asked().is_empty(), "{:?}", streams.asked());
+    go.notify_one();
+    assert_eq!(result.await.unwrap()["content"], json!([]));
+}
