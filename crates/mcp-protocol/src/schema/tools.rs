@@ -162,6 +162,7 @@ impl CallToolResult {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
@@ -223,5 +224,76 @@ mod tests {
                 .get(),
             RawJson::encode(&owned).unwrap().get()
         );
+    }
+
+    /// Any JSON value, strings of any characters included.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((any::<String>(), inner), 0..6)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A tool with any text and schemas, and members this crate does not know (some named
+    /// as ones it does).
+    fn any_tool() -> impl Strategy<Value = Tool> {
+        (
+            any::<String>(),
+            proptest::option::of(any::<String>()),
+            proptest::option::of(any_json()),
+            proptest::option::of(any::<bool>()),
+            prop::collection::vec(("[a-z_A-Z]{1,12}|name|tools", any_json()), 0..3),
+        )
+            .prop_map(|(name, description, schema, read_only, extra)| {
+                let mut tool = Tool::new(name);
+                tool.description = description;
+                tool.input_schema = schema;
+                tool.annotations = read_only.map(|r| {
+                    let mut a = ToolAnnotations::new();
+                    a.read_only_hint = Some(r);
+                    a
+                });
+                tool.extra.extend(extra);
+                tool
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn any_borrowed_page_encodes_as_the_owned_result_would(
+            tools in prop::collection::vec(any_tool(), 0..6),
+            cursor in proptest::option::of(any::<String>()),
+        ) {
+            let mut owned = ListToolsResult::new(tools.clone());
+            owned.next_cursor = cursor.clone();
+            let page = ListToolsResult::encode_page(&tools, cursor.as_deref()).unwrap();
+            let expected = RawJson::encode(&owned).unwrap();
+            prop_assert_eq!(page.get(), expected.get());
+
+            let resources: Vec<Resource> = tools
+                .iter()
+                .map(|t| {
+                    let mut r = Resource::new(t.name.clone(), t.name.clone());
+                    r.description = t.description.clone();
+                    r.extra = t.extra.clone();
+                    r
+                })
+                .collect();
+            let mut owned = ListResourcesResult::new(resources.clone());
+            owned.next_cursor = cursor.clone();
+            let page = ListResourcesResult::encode_page(&resources, cursor.as_deref()).unwrap();
+            let expected = RawJson::encode(&owned).unwrap();
+            prop_assert_eq!(page.get(), expected.get());
+        }
     }
 }
