@@ -869,11 +869,6 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                 Err(_) => Err(PostError::Timeout(inner.config.post_timeout)),
             }
         };
-        let (resp, lease) = match resp {
-            Ok(answer) => answer,
-            Err(e) => return fail(e),
-        };
-        let status = resp.status();
         let sent = answer::Sent {
             request: id.is_some(),
             initialize: is_init,
@@ -881,6 +876,18 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
             has_session: inner.ids().session.is_some(),
             has_auth: inner.config.auth.is_some(),
         };
+        let (resp, lease) = match resp {
+            Ok(answer) => answer,
+            Err(e) => match retries.after_lost(sent) {
+                Some(wait) => {
+                    core.diagnostic(format!("{what}: {e}; sending it again in {wait:?}"));
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                None => return fail(e),
+            },
+        };
+        let status = resp.status();
         let decision = answer::decide(sent, retries, status, resp.headers());
         if let Some(session) = decision.session {
             inner.ids().session = Some(session);
@@ -913,6 +920,14 @@ async fn post(inner: Arc<Inner>, core: Arc<Core>, message: Message, stamped: Opt
                 return lease.release().await;
             }
             Next::Done => return drain(resp.into_body(), lease).await,
+            Next::Later(wait) => {
+                drain(resp.into_body(), lease).await;
+                core.diagnostic(format!(
+                    "{what}: HTTP {status}; sending it again in {wait:?}"
+                ));
+                retries.waited();
+                tokio::time::sleep(wait).await;
+            }
             Next::Fail(error) => {
                 drain(resp.into_body(), lease).await;
                 return fail(error);

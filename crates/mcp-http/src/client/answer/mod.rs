@@ -38,11 +38,14 @@ pub(super) struct Sent {
 
 /// The retries one POST has spent: it is sent again at most once for new credentials, and
 /// once more for a challenge that carries a `DPoP-Nonce` (RFC 9449 §9: a first request with a
-/// new token may be refused only for lack of the server's nonce).
+/// new token may be refused only for lack of the server's nonce); a notification or a
+/// response, also up to [`AGAIN`] times after a server or balancer said it could not take it
+/// now, or the connection was lost under it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Retries {
     reauthorized: bool,
     nonce_retried: bool,
+    again: u8,
 }
 
 impl Retries {
@@ -52,6 +55,42 @@ impl Retries {
             Retry::Credentials => self.reauthorized = true,
             Retry::Nonce => self.nonce_retried = true,
         }
+    }
+
+    /// How long to wait before sending a notification or a response again whose connection
+    /// was lost before its answer (a replica killed under it, say), if a try is left; the try
+    /// is spent. A request is never sent twice: only its caller knows whether to.
+    pub(super) fn after_lost(&mut self, sent: Sent) -> Option<std::time::Duration> {
+        if sent.request || self.again >= AGAIN {
+            return None;
+        }
+        let wait = later(None, self.again);
+        self.again += 1;
+        Some(wait)
+    }
+
+    /// A [`Next::Later`] was taken: its try is spent.
+    pub(super) fn waited(&mut self) {
+        self.again = self.again.saturating_add(1);
+    }
+}
+
+/// How many times a notification or a response is sent again after `502`, `503` or `504`, or
+/// a connection lost under it. Sending one twice does no harm (a server takes the answer to
+/// each of its requests once), and losing one can leave the server waiting on a request of
+/// its own (an elicitation the user answered, say) until its time runs out.
+pub(super) const AGAIN: u8 = 3;
+
+/// How long to wait before the next try: the server's `Retry-After` in seconds when it gives
+/// one (at most 5 s), else 250 ms, doubling with each try.
+fn later(headers: Option<&HeaderMap>, tried: u8) -> std::time::Duration {
+    let told = headers
+        .and_then(|h| h.get(http::header::RETRY_AFTER))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match told {
+        Some(secs) => std::time::Duration::from_secs(secs.min(5)),
+        None => std::time::Duration::from_millis(250 << tried.min(4)),
     }
 }
 
@@ -95,6 +134,9 @@ pub(super) enum Next {
     },
     /// Give up on this message (after draining the body).
     Fail(PostError),
+    /// `502`, `503` or `504` to a notification or a response with a try left: wait this long
+    /// and send it again (see [`AGAIN`]).
+    Later(std::time::Duration),
 }
 
 /// Everything an answer decides.
@@ -132,6 +174,11 @@ pub(super) fn decide(
             challenged(sent, retries, status, headers)
         }
         StatusCode::NOT_FOUND if has_session => Next::SessionEnded,
+        StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+            if !sent.request && retries.again < AGAIN =>
+        {
+            Next::Later(later(Some(headers), retries.again))
+        }
         _ => Next::Refused {
             fallback: sent.initialize
                 && matches!(

@@ -43,18 +43,24 @@ const STATELESS: Sent = Sent {
 const FRESH: Retries = Retries {
     reauthorized: false,
     nonce_retried: false,
+    again: 0,
+};
+const TRIED_OUT: Retries = Retries {
+    again: super::AGAIN,
+    ..FRESH
 };
 const REAUTHORIZED: Retries = Retries {
     reauthorized: true,
-    nonce_retried: false,
+    ..FRESH
 };
 const NONCE_RETRIED: Retries = Retries {
-    reauthorized: false,
     nonce_retried: true,
+    ..FRESH
 };
 const SPENT: Retries = Retries {
     reauthorized: true,
     nonce_retried: true,
+    ..FRESH
 };
 
 fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -98,6 +104,7 @@ fn shown(decision: &Decision) -> String {
         Next::Refused { fallback: true } => "refused fallback".to_owned(),
         Next::Refused { fallback: false } => "refused".to_owned(),
         Next::Fail(e) => format!("fail: {e}"),
+        Next::Later(wait) => format!("again in {wait:?}"),
     };
     let mut line = next;
     if let Some(session) = &decision.session {
@@ -135,6 +142,16 @@ fn every_status_and_header_decides_one_thing() {
         ("sse with parameters", REQUEST, FRESH, 200, &[("content-type", " text/event-stream; charset=utf-8")], "sse +ok"),
         ("media types ignore case", REQUEST, FRESH, 200, &[("content-type", "Text/Event-Stream")], "sse +ok"),
         ("a near miss is JSON", REQUEST, FRESH, 200, &[("content-type", "text/event")], "json +ok"),
+        // 502, 503, 504 to what waits for no answer: sent again, after Retry-After (at most
+        // 5 s) or 250 ms, a few times; a request never is.
+        ("503 to a response", NOTIFICATION, FRESH, 503, &[], "again in 250ms"),
+        ("503 with Retry-After", NOTIFICATION, FRESH, 503, &[("retry-after", "1")], "again in 1s"),
+        ("a long Retry-After is cut to 5 s", NOTIFICATION, FRESH, 503, &[("retry-after", "3600")], "again in 5s"),
+        ("502 from a balancer", NOTIFICATION, FRESH, 502, &[], "again in 250ms"),
+        ("504 from a balancer", NOTIFICATION, FRESH, 504, &[], "again in 250ms"),
+        ("503 after the last try", NOTIFICATION, TRIED_OUT, 503, &[], "refused"),
+        ("503 to a request", REQUEST, FRESH, 503, &[("retry-after", "1")], "refused"),
+        ("500 is not sent again", NOTIFICATION, FRESH, 500, &[], "refused"),
         // 202: only for what waits for no answer.
         ("202 to a notification", NOTIFICATION, FRESH, 202, &[], "done +ok"),
         ("202 to a request", REQUEST, FRESH, 202, &[], "fail: the server answered a request with 202 Accepted and no answer +ok"),
@@ -329,4 +346,22 @@ fn a_cut_word_is_left_out() {
     assert_eq!(excerpt(b"refused key sk-123456 more", 15), "refused key …");
     assert_eq!(excerpt(b"refused key sk-123456 more", 11), "refused key…");
     assert_eq!(excerpt(b"one-long-token-cut", 5), "…");
+}
+
+#[test]
+fn a_lost_connection_sends_a_response_again_a_few_times_and_a_request_never() {
+    let mut retries = Retries::default();
+    assert_eq!(retries.after_lost(REQUEST), None);
+    let waits: Vec<_> = std::iter::from_fn(|| retries.after_lost(NOTIFICATION)).collect();
+    assert_eq!(
+        waits,
+        [250, 500, 1000].map(std::time::Duration::from_millis),
+        "{waits:?}"
+    );
+    // The tries are one budget with the 5xx ones.
+    let mut retries = Retries::default();
+    retries.waited();
+    retries.waited();
+    assert!(retries.after_lost(NOTIFICATION).is_some());
+    assert_eq!(retries.after_lost(NOTIFICATION), None);
 }
