@@ -7,12 +7,13 @@
 //!   installs gnome-keyring); Redis keeps nothing on disk.
 //! - the testkit's `mcp-cluster`, started first: it serves the OAuth-protected upstream (the
 //!   testkit's fake authorization server and MCP endpoint, short-lived access tokens, rotating
-//!   refresh tokens), then drives the load through nginx and judges (see its header).
+//!   refresh tokens) and `asker`, a plain Streamable HTTP upstream that asks the client mid-call,
+//!   then drives the load through nginx and judges (see its header).
 //! - one `mcp-host login --gateway FILE remote`, with this task as the browser, so that the
 //!   tokens are in the store before any replica starts.
 //! - N replicas, `mcp-host serve --gateway FILE --http 127.0.0.1:PORT`, on the same gateway
 //!   file: upstream `fake` (the testkit's `mcp-fake-server` over stdio, a process per replica)
-//!   and upstream `remote` (the protected one, shared by all). The file's `store` block names
+//!   and upstreams `remote` (the protected one) and `asker`, shared by all. The file's `store` block names
 //!   the Redis and its `cluster` block the shared session key. Each replica is supervised as
 //!   systemd's `Restart=always` would: when it dies it is started again on its port.
 //! - nginx in front: round robin, no affinity, HTTP/1.1 keep-alive to the replicas,
@@ -198,13 +199,17 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
     let load_guard = Ended(load.id(), "KILL");
     let mut load_in = load.stdin.take().context("mcp-cluster's stdin")?;
     let mut load_out = BufReader::new(load.stdout.take().context("mcp-cluster's stdout")?);
-    let mut first = String::new();
-    load_out.read_line(&mut first)?;
-    let remote = first
-        .trim()
-        .strip_prefix("upstream ")
-        .with_context(|| format!("mcp-cluster did not name its upstream: {first:?}"))?
-        .to_owned();
+    let mut named = |name: &str| -> anyhow::Result<String> {
+        let mut line = String::new();
+        load_out.read_line(&mut line)?;
+        let url = line
+            .trim()
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix(' '));
+        url.map(str::to_owned)
+            .with_context(|| format!("mcp-cluster did not name its {name}: {line:?}"))
+    };
+    let (remote, asker) = (named("upstream")?, named("asker")?);
     let copier = std::thread::spawn(move || {
         for line in load_out.lines().map_while(Result::ok) {
             println!("{line}");
@@ -217,6 +222,7 @@ fn run(sh: &Shell, plan: &Plan) -> anyhow::Result<()> {
         "mcpServers": {
             "fake": {"command": bin.join("mcp-fake-server"), "permission": {"default": "allow"}},
             "remote": {"type": "http", "url": remote, "permission": {"default": "allow"}},
+            "asker": {"type": "http", "url": asker, "permission": {"default": "allow"}},
         },
     });
     if plan.sharing == Sharing::Redis {
@@ -736,62 +742,5 @@ impl Drop for Ended {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_is_rfc_4648s() {
-        // RFC 4648 section 10's test vectors.
-        for (plain, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(plain.as_bytes()), encoded, "{plain:?}");
-        }
-        assert_eq!(base64(&[0xff; 32]).len(), 44);
-    }
-
-    /// A stand-in for nginx: `sh` running `script` in `dir`.
-    fn fake_nginx(dir: &Path, script: &str) -> Child {
-        Command::new("sh")
-            .args(["-c", script])
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap()
-    }
-
-    #[test]
-    fn nginx_that_exits_is_not_taken_for_whoever_holds_its_port() {
-        let dir = crate::target_dir().join("cluster-test-nginx");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // A stranger holds the port; nginx cannot bind it and exits, saying why in its log.
-        let stranger = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = stranger.local_addr().unwrap().port();
-        let mut child = fake_nginx(
-            &dir,
-            "echo 'bind() to 127.0.0.1 failed (98: Address already in use)' > nginx-error.log; exit 1",
-        );
-        let e = wait_for_nginx(&mut child, port, &dir)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("nginx exited") && e.contains("Address already in use"),
-            "{e}"
-        );
-        // The real one: its pid file names it and the port answers (this listener stands for
-        // its socket).
-        let mut child = fake_nginx(&dir, "echo $$ > nginx.pid; exec sleep 30");
-        let waited = wait_for_nginx(&mut child, port, &dir);
-        let _ = child.kill();
-        let _ = child.wait();
-        waited.unwrap();
-        drop(stranger);
-    }
-}
+#[path = "cluster_tests.rs"]
+mod tests;

@@ -11,14 +11,25 @@
 //! Then `--clients` clients (our own Streamable HTTP client) connect through `--url`: the even
 //! ones in the 2025-11-25 era (a handshake, an `Mcp-Session-Id`, the standalone GET stream),
 //! the odd ones in the 2026-07-28 era (stateless). Each calls, in turn, `sleep` (a few ms) on
-//! `fake`, the stdio upstream every replica runs, and `echo` on `remote`, the protected one.
+//! `fake`, the stdio upstream every replica runs, `echo` on `remote`, the protected one, and
+//! `ask` on `asker`, a Streamable HTTP upstream this binary also serves (printed as `asker
+//! URL`), which asks the client a name in the middle of the call, on the call's own stream (so
+//! the gateway knows whose call it is; a stdio server's question says no such thing, and the
+//! gateway refuses to guess while several clients' calls wait there). A 2025-11-25 client
+//! answers on a POST of its own, a 2026-07-28 client by calling again with the answer (the
+//! gateway suspended the call), and nginx sends either to whichever replica is next, so the
+//! answer must cross to the replica holding the call. Each client answers with a name of that
+//! call's own, and the result must be `<name> answered by <name>`.
 //! At half time the first replica of `--replicas` is killed with SIGKILL (xtask starts it
 //! again); its memory and the others' (`VmRSS`) are sampled every 2 s.
 //!
 //! The rules, each a `FAIL:` line and exit code 1 when broken:
 //! - a failed call is allowed only if it was on the killed replica and its error is one a
-//!   client may retry: nginx's `502`/`504` for a request the replica never answered, or the
-//!   connection closing under the call. It must end within 2 s of the kill (in flight when
+//!   client may retry: nginx's `502`/`504` for a request the replica never answered, the
+//!   connection closing under the call, or a retry told that the replica holding its
+//!   suspended call is gone; or, for a call in flight when the replica died whose answer
+//!   stream had begun (a question on it), the client's own time-out: it resumes the stream
+//!   at another replica, which cannot replay it. It must end within 2 s of the kill (in flight when
 //!   the replica died, or sent to it by nginx on a kept-alive connection in the moment before
 //!   nginx saw that connection close), and nginx's log of failed answers (`--failed-log`)
 //!   must show every `5xx` on the killed replica;
@@ -39,8 +50,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_http::HttpConfig;
-use mcp_protocol::schema::{CallToolParams, ContentBlock, Implementation};
-use mcp_protocol::{ClientConfig, JsonObject, ProtocolVersion, RequestOptions};
+use mcp_protocol::schema::{CallToolParams, ClientRequest, ContentBlock, Implementation};
+use mcp_protocol::{
+    ClientConfig, ErrorObject, JsonObject, ProtocolVersion, RawJson, RequestOptions, ServerConfig,
+    code,
+};
 use mcp_testkit::fake_auth::{FakeAuth, FakeAuthOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -129,6 +143,7 @@ async fn run(a: Args) -> bool {
     .await;
     let born = Instant::now();
     println!("upstream {}", fake.url());
+    println!("asker {}", start_asker().await);
     // Wait for xtask: the login is done and the replicas are up.
     let go = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
@@ -424,6 +439,7 @@ async fn client_loop(
         session.protocol_version = era.clone();
         session.supported_versions = vec![era];
         session.request_timeout = Duration::from_secs(30);
+        session.capabilities.elicitation = serde_json::from_value(json!({"form": {}})).ok();
         let began = Instant::now();
         let client = match mcp_http::connect(
             HttpConfig::new(format!("cluster-{i}"), url.to_owned()),
@@ -449,15 +465,16 @@ async fn client_loop(
         if !stateless {
             tally.sessions.fetch_add(1, Ordering::Relaxed);
         }
+        let asked = Arc::new(Mutex::new(String::new()));
+        answer_elicitations(&client, Arc::clone(&asked));
         while !stop.load(Ordering::Relaxed) {
-            let (tool, args) = if turn.is_multiple_of(2) {
-                ("mcp__fake__sleep", json!({"ms": call_ms}))
-            } else {
-                (
-                    "mcp__remote__echo",
-                    json!({"message": format!("c{i}t{turn}")}),
-                )
+            let name = format!("c{i}t{turn}");
+            let (tool, args) = match turn % 3 {
+                0 => ("mcp__fake__sleep", json!({"ms": call_ms})),
+                1 => ("mcp__remote__echo", json!({"message": name})),
+                _ => ("mcp__asker__ask", json!({"name": name})),
             };
+            name.clone_into(&mut asked.lock().unwrap());
             turn += 1;
             let mut params = CallToolParams::new(tool.into());
             params.arguments = match args {
@@ -470,19 +487,31 @@ async fn client_loop(
             if kill.lock().unwrap().at.is_some_and(|k| began >= k) {
                 tally.made_after_kill.fetch_add(1, Ordering::Relaxed);
             }
+            let text_of = |result: &mcp_protocol::schema::CallToolResult| {
+                result
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t.text.clone()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             let error = match outcome {
+                // The answer that reached the call must be this call's, wherever it went.
+                Ok(result)
+                    if result.is_error != Some(true)
+                        && tool == "mcp__asker__ask"
+                        && text_of(&result) != format!("{name} answered by {name}") =>
+                {
+                    Some(format!(
+                        "ask ended without this call's answer {name}: {}",
+                        text_of(&result)
+                    ))
+                }
                 Ok(result) if result.is_error != Some(true) => None,
-                Ok(result) => Some(
-                    result
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::Text(t) => Some(t.text.clone()),
-                            _ => None,
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
+                Ok(result) => Some(text_of(&result)),
                 Err(e) => Some(e.to_string()),
             };
             let Some(text) = error else { continue };
@@ -502,6 +531,96 @@ async fn client_loop(
     }
 }
 
+/// Answers each elicitation that reaches `client` (on a call's stream, or among the inputs of
+/// an `input_required` result) with the name its call in flight expects back.
+fn answer_elicitations(client: &mcp_session::Client, name: Arc<Mutex<String>>) {
+    let Some(mut incoming) = client.take_incoming() else {
+        return;
+    };
+    let client = client.clone();
+    tokio::spawn(async move {
+        while let Some(item) = incoming.recv().await {
+            if let mcp_session::Incoming::Request { id, request, .. } = item {
+                let answer = if request.method() == "elicitation/create" {
+                    json!({"action": "accept", "content": {"name": *name.lock().unwrap()}})
+                } else {
+                    json!({})
+                };
+                let _ = client.respond(&id, Ok(RawJson::encode(&answer).unwrap()));
+            }
+        }
+    });
+}
+
+/// The `asker` upstream: `ask {name}` asks its client `who answers for <name>?` on the call's
+/// own response stream and returns `<name> answered by <the name that came back>`.
+#[derive(Clone)]
+struct Asker;
+
+impl mcp_session::Handler for Asker {
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        context: mcp_session::RequestContext,
+    ) -> Result<RawJson, ErrorObject> {
+        let result = match request {
+            ClientRequest::ListTools(_) => json!({"tools": [{"name": "ask", "inputSchema":
+                {"type": "object", "properties": {"name": {"type": "string"}}}}]}),
+            ClientRequest::CallTool(p) if p.name == "ask" => {
+                let name = p
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("name"))
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let elicit = json!({
+                    "message": format!("who answers for {name}?"),
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                });
+                let answer = context
+                    .peer
+                    .request_raw(
+                        "elicitation/create",
+                        RawJson::encode(&elicit).ok(),
+                        RequestOptions::DEFAULT,
+                    )
+                    .await
+                    .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+                let by = answer
+                    .decode::<serde_json::Value>()
+                    .ok()
+                    .and_then(|v| v["content"]["name"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "nobody".to_owned());
+                json!({"content": [{"type": "text", "text": format!("{name} answered by {by}")}]})
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    code::METHOD_NOT_FOUND,
+                    other.method().to_owned(),
+                ));
+            }
+        };
+        RawJson::encode(&result).map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+}
+
+/// Serves [`Asker`] over Streamable HTTP on a loopback port; returns its URL.
+async fn start_asker() -> String {
+    let mut config = ServerConfig::new(Implementation::new("asker".into(), "0".into()));
+    config.capabilities = serde_json::from_value(json!({"tools": {}})).unwrap();
+    let (listener, addr) = mcp_http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut http = mcp_http::HttpServerConfig::new(config);
+    // Every replica's sessions, and their calls in flight, come here.
+    http.max_sessions = 10_000;
+    tokio::spawn(async move {
+        let _ = mcp_http::serve_http(listener, http, Asker).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
 /// How long after the kill a failure may still be the killed replica's: nginx may send a
 /// request on a kept-alive connection to it in the moment before it sees the connection
 /// closed (the request then reached the dead replica: `502`, tied to it by nginx's log).
@@ -514,7 +633,11 @@ fn judge_failure(tally: &Tally, kill: &Mutex<Kill>, what: &str, began: Instant, 
     let at = kill.lock().unwrap().at;
     let in_flight = at.is_some_and(|k| began <= k && ended >= k);
     let just_after = at.is_some_and(|k| began > k && ended <= k + KILL_GRACE);
-    let allowed = (in_flight || just_after) && retryable(text);
+    // A call whose answer stream was cut with the replica is resumed by the client at
+    // another, which cannot replay it (no replica replays a stream): it waits for its own
+    // time-out. Only a call in flight at the kill may end so.
+    let lost_with_its_stream = in_flight && text.contains("timed out after");
+    let allowed = ((in_flight || just_after) && retryable(text)) || lost_with_its_stream;
     if allowed && just_after {
         tally.sent_after_kill.fetch_add(1, Ordering::Relaxed);
     }
@@ -528,9 +651,10 @@ fn judge_failure(tally: &Tally, kill: &Mutex<Kill>, what: &str, began: Instant, 
 }
 
 /// An error a client may retry: the balancer's `502`/`504` for a request a dead replica never
-/// answered, the connection to the balancer closing under the request, or the resumption of
+/// answered, the connection to the balancer closing under the request, the resumption of
 /// a call's SSE answer cut with the replica, refused by the replica it reached (a stream is
-/// held by the replica that opened it: docs/gateway.md, "Many replicas").
+/// held by the replica that opened it: docs/gateway.md, "Many replicas"), or the retry of a
+/// call suspended at the killed replica, which another replica says is gone.
 fn retryable(text: &str) -> bool {
     [
         "HTTP 502",
@@ -538,6 +662,7 @@ fn retryable(text: &str) -> bool {
         "connection closed",
         "Connection reset",
         "resuming the SSE stream",
+        "is gone, and the call with it",
     ]
     .iter()
     .any(|s| text.contains(s))
