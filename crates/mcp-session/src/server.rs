@@ -369,6 +369,8 @@ trait Link: Send + Sync {
     ) -> mcp_protocol::Result<Held>;
     /// Sends `request` as it is, tied to `related`; whether a stream took it.
     fn forward(&self, related: Option<&RequestId>, request: Request) -> bool;
+    /// Gives up request `id` (see [`Peer::withdraw`]).
+    fn withdraw(&self, related: Option<&RequestId>, id: &RequestId, reason: &str);
     /// [`notify`](Self::notify) unprompted, only in the stateless era; whether it was sent.
     fn notify_listening(&self, method: &str, params: Option<RawJson>) -> bool;
 }
@@ -465,6 +467,16 @@ impl Peer {
     pub fn forward_request(&self, request: Request) -> bool {
         self.link()
             .is_ok_and(|link| link.forward(self.related.as_ref(), request))
+    }
+
+    /// Gives up request `id` that this peer sent ([`request_held`](Self::request_held)) and
+    /// whose answer nobody waits for any more: the client is told with
+    /// `notifications/cancelled` (on this peer's way), the session stops waiting, and a late
+    /// answer is dropped. Nothing when it is answered or given up already.
+    pub(crate) fn withdraw(&self, id: &RequestId, reason: &str) {
+        if let Ok(link) = self.link() {
+            link.withdraw(self.related.as_ref(), id, reason);
+        }
     }
 
     /// The request this peer is tied to, if any.
@@ -916,6 +928,13 @@ impl<H: Handler> Link for ServerCore<H> {
             self.transport.send(Message::Request(request), related);
             true
         })
+    }
+
+    fn withdraw(&self, related: Option<&RequestId>, id: &RequestId, reason: &str) {
+        self.with_session(related, |state| {
+            state.waiters.remove(id);
+            state.session.cancel_request(id, reason);
+        });
     }
 }
 

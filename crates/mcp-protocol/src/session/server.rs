@@ -884,6 +884,15 @@ impl ServerSession {
         self.events.push_back(ServerEvent::Closed(ended));
     }
 
+    /// Gives up request `id` sent to the client, whose answer nobody waits for any more (a
+    /// task's question once the task ended, or once its work stopped waiting): it is
+    /// forgotten, a late answer is dropped, and the client is told with
+    /// `notifications/cancelled`, so that it stops asking its user. No event is raised: whoever
+    /// gives it up knows. Whether it was pending.
+    pub fn cancel_request(&mut self, id: &RequestId, reason: &str) -> bool {
+        self.core.abandon(id, Some(reason), true).is_some()
+    }
+
     /// Fails requests we sent whose deadline has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         for id in self.core.expired(now) {

@@ -145,7 +145,7 @@ impl TaskContext {
     ) -> Result<RawJson, ErrorObject> {
         let method = request.method.clone();
         let params = tied_to(request.params.as_ref(), &self.id)?;
-        let (held, mut changed) = {
+        let (held, mut changed, via) = {
             let mut store = self.tasks.lock();
             let entry = store.get_mut(&self.id).ok_or_else(ended)?;
             if entry.status.is_terminal() {
@@ -186,13 +186,20 @@ impl TaskContext {
             } else {
                 self.tasks.questions_changed(&self.id, entry);
             }
-            (held, entry.changed.subscribe())
+            (held, entry.changed.subscribe(), via.clone())
         };
         let settling = Settling::new(self, &[key]);
+        // Unanswered when the task ends or the work stops waiting, the client is told to stop
+        // asking (before, it was told only at the task's TTL, when the request timed out).
+        let withdrawing = Withdrawing {
+            via,
+            id: held.id.clone(),
+        };
         let answer = tokio::select! {
             answer = held.answer => Some(answer),
             () = until_ended(&self.tasks, &self.id, &mut changed) => None,
         };
+        drop(withdrawing);
         drop(settling);
         match answer {
             None => Err(ended()),
@@ -258,6 +265,20 @@ impl Drop for Settling<'_> {
             let keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
             self.context.settle(&keys);
         }
+    }
+}
+
+/// Withdraws a question from the client when it is dropped ([`Peer::withdraw`]): nothing
+/// once it is answered, or once it timed out (the session gave it up then).
+struct Withdrawing {
+    via: Peer,
+    id: RequestId,
+}
+
+impl Drop for Withdrawing {
+    fn drop(&mut self) {
+        self.via
+            .withdraw(&self.id, "the task ended or stopped waiting for the answer");
     }
 }
 

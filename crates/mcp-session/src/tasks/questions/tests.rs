@@ -431,3 +431,67 @@ async fn a_question_the_work_stops_waiting_for_leaves_the_task_and_its_record() 
     go.notify_one();
     assert_eq!(result.await.unwrap()["content"], json!([]));
 }
+
+/// The ids of the requests the client was told are cancelled, with the stream each went on.
+fn withdrawn(streams: &Streams) -> Vec<(Value, RequestId)> {
+    streams
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(m, on)| match m {
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                let params: Value = n.params.as_ref()?.decode().ok()?;
+                Some((params["requestId"].clone(), on.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_of_a_task_that_ended_is_withdrawn_from_the_client() {
+    let streams = Streams::default();
+    let a = session("aa.", streams.clone());
+    let caller = owner_of(&a);
+    let tasks = Tasks::default();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let id = {
+        let go = Arc::clone(&go);
+        created(&tasks.create_for(&caller, move |task| async move {
+            go.notified().await;
+            task.ask("q".to_owned(), question("Your name?")).await?;
+            Ok(RawJson::encode(&json!({"content": []})).unwrap())
+        }))
+    };
+    // Asked while a `tasks/result` (request 7) waits: the question goes on its stream.
+    let waiting_on_7 = {
+        let (tasks, id, by) = (tasks.clone(), id.clone(), waiting(&caller, &a, 7));
+        tokio::spawn(async move {
+            let request = ClientRequest::GetTaskPayload(TaskIdParams::new(id));
+            tasks.answer_for(&request, &by).await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    go.notify_one();
+    until("the question on 7", || streams.asked().len() == 1).await;
+    let (q, on) = streams.asked()[0].clone();
+    assert_eq!(on, RequestId::Number(7));
+    assert!(withdrawn(&streams).is_empty());
+    // The task is cancelled: the client is told on that stream to stop asking its user
+    // (before, only when the request timed out, at the task's TTL: 600 s).
+    let cancel = ClientRequest::CancelTask(TaskIdParams::new(id.clone()));
+    tasks.answer_for(&cancel, &caller).await.unwrap().unwrap();
+    until("the question withdrawn", || !withdrawn(&streams).is_empty()).await;
+    assert_eq!(
+        withdrawn(&streams),
+        [(json!(key_of(&q.id)), RequestId::Number(7))]
+    );
+    // Its late answer answers nothing, and nothing more is sent.
+    let sent = streams.len();
+    a.receive_frame(&answer(&q.id, "Ada"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(streams.len(), sent);
+    // The `tasks/result` ends with the task.
+    assert!(waiting_on_7.await.unwrap().is_some());
+}
