@@ -846,6 +846,18 @@ impl<H: Handler> HttpServer<H> {
             Ok(found) => found,
             Err(refusal) => return refusal.response(self.config.max_sessions),
         };
+        if let Some(last) = req
+            .headers()
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            && !lock(&session.routes.state).resumable_here(last)
+        {
+            return rpc_error(
+                StatusCode::CONFLICT,
+                -32600,
+                "Last-Event-ID names an event of a call's stream that another replica held; no replica keeps another's events, so that call's answer cannot come here: call again",
+            );
+        }
         // The session's updates come from this replica's upstreams now: it subscribes for
         // what the client subscribed to at any replica, and is told of later changes.
         if let Err(e) = self
@@ -868,7 +880,7 @@ impl<H: Handler> HttpServer<H> {
                     "a standalone stream is already open",
                 );
             }
-            let event = routes.next_event_id();
+            let event = routes.next_standalone_event_id();
             let mut priming = Vec::new();
             sse::encode_priming(&mut priming, &event, Some(self.config.retry_ms));
             tx.send(Bytes::from(priming));

@@ -46,13 +46,47 @@ impl Routes {
 }
 
 impl RouteState {
-    /// Event ids are unique in the session and say which stream they are on.
+    /// Event ids are unique in the session and say which stream they are on: with sealed
+    /// ids, a standalone stream's count is marked `s` (`<replica>.<copy>.s<n>`), so that a
+    /// replica asked to resume a stream knows whether it was a call's ([`resumable_here`]).
+    ///
+    /// [`resumable_here`]: Self::resumable_here
     pub(super) fn next_event_id(&mut self) -> String {
+        self.event_id(false)
+    }
+
+    /// The next event id of the standalone stream.
+    pub(super) fn next_standalone_event_id(&mut self) -> String {
+        self.event_id(true)
+    }
+
+    fn event_id(&mut self, standalone: bool) -> String {
         self.events += 1;
         match &self.event_prefix {
+            Some(prefix) if standalone => format!("{prefix}s{}", self.events),
             Some(prefix) => format!("{prefix}{}", self.events),
             None => self.events.to_string(),
         }
+    }
+
+    /// Whether a GET with `Last-Event-ID: last` can go on here. A standalone stream's can
+    /// (a new one opens, wherever the last one was), and so can a call's stream of this very
+    /// copy of the session (its answers come on the standalone stream once the call's own is
+    /// gone). A call's stream held by another replica, or by a copy of the session this
+    /// replica forgot, cannot: no replica keeps another's events, so a new standalone stream
+    /// here would never carry that call's answer, and the client would wait for it until its
+    /// own time-out. An id this server did not make is let through as before.
+    pub(super) fn resumable_here(&self, last: &str) -> bool {
+        let Some(prefix) = &self.event_prefix else {
+            return true;
+        };
+        let Some((head, count)) = last.rsplit_once('.') else {
+            return true;
+        };
+        if count.starts_with('s') || !count.bytes().all(|b| b.is_ascii_digit()) {
+            return true;
+        }
+        prefix.strip_suffix('.') == Some(head)
     }
 
     /// Routes the answers `decoded` is owed to `stream`, and returns what of it the session
@@ -116,7 +150,11 @@ impl RouteState {
     /// JSON answer as it is, if it is an answer (a JSON answer carries nothing else).
     pub(super) fn deliver(&mut self, stream: &StreamTx, message: &Message) {
         let frame = if !stream.json {
-            body::event(message, Some(&self.next_event_id()))
+            let standalone = self
+                .standalone
+                .as_deref()
+                .is_some_and(|s| std::ptr::eq(s, stream));
+            body::event(message, Some(&self.event_id(standalone)))
         } else if matches!(message, Message::Response(_))
             || matches!(message, Message::Error(e) if e.id.is_some())
         {

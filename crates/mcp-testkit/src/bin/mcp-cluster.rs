@@ -27,9 +27,8 @@
 //! - a failed call is allowed only if it was on the killed replica and its error is one a
 //!   client may retry: nginx's `502`/`504` for a request the replica never answered, the
 //!   connection closing under the call, or a retry told that the replica holding its
-//!   suspended call is gone; or, for a call in flight when the replica died whose answer
-//!   stream had begun (a question on it), the client's own time-out: it resumes the stream
-//!   at another replica, which cannot replay it. It must end within 2 s of the kill (in flight when
+//!   suspended call is gone, or the resumption of a call's stream that another replica
+//!   refuses (it held none of it). It must end within 2 s of the kill (in flight when
 //!   the replica died, or sent to it by nginx on a kept-alive connection in the moment before
 //!   nginx saw that connection close), and nginx's log of failed answers (`--failed-log`)
 //!   must show every `5xx` on the killed replica;
@@ -633,11 +632,7 @@ fn judge_failure(tally: &Tally, kill: &Mutex<Kill>, what: &str, began: Instant, 
     let at = kill.lock().unwrap().at;
     let in_flight = at.is_some_and(|k| began <= k && ended >= k);
     let just_after = at.is_some_and(|k| began > k && ended <= k + KILL_GRACE);
-    // A call whose answer stream was cut with the replica is resumed by the client at
-    // another, which cannot replay it (no replica replays a stream): it waits for its own
-    // time-out. Only a call in flight at the kill may end so.
-    let lost_with_its_stream = in_flight && text.contains("timed out after");
-    let allowed = ((in_flight || just_after) && retryable(text)) || lost_with_its_stream;
+    let allowed = (in_flight || just_after) && retryable(text);
     if allowed && just_after {
         tally.sent_after_kill.fetch_add(1, Ordering::Relaxed);
     }

@@ -17,6 +17,7 @@ use super::*;
 use crate::server::{HttpServerConfig, bind, serve_http};
 
 // What a store slow to write, or a listener that missed a notice, does to the replicas.
+mod resume;
 mod store;
 
 const KEY_A: [u8; KEY_LEN] = [7; KEY_LEN];
