@@ -23,6 +23,34 @@ fn heartbeat_key(prefix: &str, replica: &str) -> String {
     format!("{prefix}:replica:{replica}")
 }
 
+/// Runs `work`, a blocking call of the Redis client, on tokio's blocking pool, so that no
+/// runtime thread waits on Redis; its error as text, for the share calling it to say what
+/// cannot be used.
+async fn on_blocking_pool<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, mcp_host::redis::RedisError> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => done.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `message` sealed with `seal`, bound to `channel`, and published there: how many replicas
+/// heard it (0: the one that listens there is gone).
+async fn publish_sealed(
+    redis: &mcp_host::redis::Redis,
+    seal: &mcp_http::SessionSeal,
+    channel: String,
+    message: &serde_json::Value,
+) -> Result<i64, String> {
+    let plain = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+    let sealed = seal
+        .seal_record(&channel, &plain)
+        .ok_or("no randomness to seal it with")?;
+    let redis = redis.clone();
+    on_blocking_pool(move || redis.publish(&channel, &sealed)).await
+}
+
 /// The longest a sealed session id lives by default: a day, long past any idle timeout a
 /// client would meet at one process (30 minutes).
 pub const DEFAULT_MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);

@@ -134,9 +134,8 @@ async fn blocking<T: Send + 'static>(
     phase: &'static str,
     work: impl FnOnce() -> Result<T, RedisError> + Send + 'static,
 ) -> Result<T, ErrorObject> {
-    tokio::task::spawn_blocking(work)
+    super::on_blocking_pool(work)
         .await
-        .map_err(|e| store_error(phase, e))?
         .map_err(|e| store_error(phase, e))
 }
 
@@ -415,14 +414,9 @@ impl ResumeShare {
 
     /// Relays a retry to `holder`: how many heard it.
     async fn relay(&self, holder: &str, message: &Value) -> Result<i64, ErrorObject> {
-        let channel = self.channel(holder);
-        let plain = serde_json::to_vec(message).map_err(|e| store_error("PUBLISH", e))?;
-        let sealed = self
-            .seal
-            .seal_record(&channel, &plain)
-            .ok_or_else(|| store_error("PUBLISH", "no randomness to seal it with"))?;
-        let redis = self.redis.clone();
-        blocking("PUBLISH", move || redis.publish(&channel, &sealed)).await
+        super::publish_sealed(&self.redis, &self.seal, self.channel(holder), message)
+            .await
+            .map_err(|e| store_error("PUBLISH", e))
     }
 
     /// Told when a notice for `key` comes, from now on.

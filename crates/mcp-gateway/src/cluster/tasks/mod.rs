@@ -186,9 +186,8 @@ async fn blocking<T: Send + 'static>(
     phase: &'static str,
     work: impl FnOnce() -> Result<T, RedisError> + Send + 'static,
 ) -> Result<T, ErrorObject> {
-    tokio::task::spawn_blocking(work)
+    super::on_blocking_pool(work)
         .await
-        .map_err(|e| store_error(phase, e))?
         .map_err(|e| store_error(phase, e))
 }
 
@@ -479,14 +478,9 @@ impl TaskShare {
 
     /// Relays `message` to `replica`: how many heard it (0: that replica is gone).
     async fn relay(&self, replica: &str, message: &Value) -> Result<i64, ErrorObject> {
-        let channel = self.channel(replica);
-        let plain = serde_json::to_vec(message).map_err(|e| store_error("relay", e))?;
-        let sealed = self
-            .seal
-            .seal_record(&channel, &plain)
-            .ok_or_else(|| store_error("relay", "no randomness to seal it with"))?;
-        let redis = self.redis.clone();
-        blocking("PUBLISH", move || redis.publish(&channel, &sealed)).await
+        super::publish_sealed(&self.redis, &self.seal, self.channel(replica), message)
+            .await
+            .map_err(|e| store_error("PUBLISH", e))
     }
 
     /// The record of task `id`, if there is one this replica can open.
