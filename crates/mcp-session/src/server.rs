@@ -357,7 +357,10 @@ trait Link: Send + Sync {
         method: &str,
         params: Option<RawJson>,
         options: RequestOptions,
-    ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>>;
+    ) -> mcp_protocol::Result<(
+        RequestId,
+        oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>,
+    )>;
     /// [`request`](Self::request), but kept waiting for its answer even when no stream can
     /// carry it now ([`Held`]).
     fn request_held(
@@ -373,6 +376,22 @@ trait Link: Send + Sync {
     fn withdraw(&self, related: Option<&RequestId>, id: &RequestId, reason: &str);
     /// [`notify`](Self::notify) unprompted, only in the stateless era; whether it was sent.
     fn notify_listening(&self, method: &str, params: Option<RawJson>) -> bool;
+}
+
+/// Withdraws a request to the client that nobody waits for any more ([`Peer::request_raw`]).
+struct WithdrawOnDrop<'a> {
+    peer: &'a Peer,
+    /// The request, until its answer came.
+    id: Option<RequestId>,
+}
+
+impl Drop for WithdrawOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.peer
+                .withdraw(&id, "the server no longer waits for this request");
+        }
+    }
 }
 
 /// A request to the client that waits for its answer whether or not a stream carried it
@@ -435,12 +454,21 @@ impl Peer {
         params: Option<RawJson>,
         options: RequestOptions,
     ) -> mcp_protocol::Result<RawJson> {
-        let answer = self
+        let (id, answer) = self
             .link()?
             .request(self.related.as_ref(), method, params, options)?;
-        answer
+        // Dropped before its answer (the handler gave up waiting, or was aborted because its
+        // own caller withdrew the request it serves), the request is withdrawn from the
+        // client too, so that nobody goes on answering a question nobody waits for.
+        let mut waiting = WithdrawOnDrop {
+            peer: self,
+            id: Some(id),
+        };
+        let outcome = answer
             .await
-            .map_err(|_| mcp_protocol::Error::Closed("the client went away".to_owned()))?
+            .map_err(|_| mcp_protocol::Error::Closed("the client went away".to_owned()));
+        waiting.id = None;
+        outcome?
     }
 
     /// Sends a request and keeps waiting for its answer even when no stream can carry it now
@@ -884,7 +912,10 @@ impl<H: Handler> Link for ServerCore<H> {
         method: &str,
         params: Option<RawJson>,
         options: RequestOptions,
-    ) -> mcp_protocol::Result<oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>> {
+    ) -> mcp_protocol::Result<(
+        RequestId,
+        oneshot::Receiver<Result<RawJson, mcp_protocol::Error>>,
+    )> {
         let (tx, rx) = oneshot::channel();
         self.with_session(related, |state| {
             if let Some(detail) = self.transport.undeliverable(related) {
@@ -894,8 +925,8 @@ impl<H: Handler> Link for ServerCore<H> {
                 });
             }
             let id = state.session.send_request(now(), method, params, options)?;
-            state.waiters.insert(id, tx);
-            Ok(rx)
+            state.waiters.insert(id.clone(), tx);
+            Ok((id, rx))
         })
     }
 

@@ -18,3 +18,4 @@ mod stateless_clients;
 mod support;
 mod tasks;
 mod traces;
+mod withdrawn;

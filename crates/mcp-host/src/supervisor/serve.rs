@@ -2,13 +2,14 @@
 //! catalogue), server requests to the consumer's handler, the stateless era's
 //! `subscriptions/listen` stream and the handshake era's resource subscriptions taken up again.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::schema::{
     ListenParams, RequestMethod, ResourceUriParams, ServerNotification, SubscriptionFilter, method,
 };
-use mcp_protocol::{Era, RequestOptions};
+use mcp_protocol::{Era, RequestId, RequestOptions};
 use mcp_session::{Client, Incoming};
 
 use crate::catalog::{Diagnostic, ExposedTool};
@@ -38,6 +39,10 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
         server.clone(),
         client.clone(),
     )));
+    // The server's requests being answered, by id: one it withdraws (`notifications/
+    // cancelled`) stops being answered, and what its answer waited on is withdrawn in turn
+    // (a gateway's question to its own client, say).
+    let mut answering: HashMap<RequestId, tokio::task::AbortHandle> = HashMap::new();
     loop {
         let item = tokio::select! {
             item = incoming.recv() => item,
@@ -113,12 +118,19 @@ pub(super) async fn serve(inner: &Arc<Inner>, slot: &Arc<Slot>, client: &Client)
                 let inner = inner.clone();
                 let client = client.clone();
                 let server = server.clone();
-                tokio::spawn(async move {
+                let key = id.clone();
+                let task = tokio::spawn(async move {
                     let outcome = answer(&inner, &server, request, related).await;
                     let _ = client.respond(&id, outcome);
                 });
+                answering.retain(|_, task| !task.is_finished());
+                answering.insert(key, task.abort_handle());
             }
-            Incoming::Cancelled { .. } => {}
+            Incoming::Cancelled { id } => {
+                if let Some(task) = answering.remove(&id) {
+                    task.abort();
+                }
+            }
             Incoming::Diagnostic(message) => {
                 let message = slot.diagnostic(&message);
                 inner.emit(HostEvent::Diagnostic {
