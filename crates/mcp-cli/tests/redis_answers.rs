@@ -13,7 +13,7 @@ use mcp_testkit::TempDir;
 use serde_json::json;
 
 use super::RedisServer;
-use super::sessions::Replica;
+use super::sessions::{Replica, shared_file};
 
 /// A session at `at` whose client declared elicitation, through its handshake.
 fn eliciting_session(at: &Replica) -> String {
@@ -97,19 +97,7 @@ async fn an_answer_posted_to_another_replica_completes_the_call() {
     tokio::task::spawn_blocking(|| {
         let mut redis = RedisServer::start();
         let dir = TempDir::new("redis-answers");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "passthrough",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "passthrough", redis.port);
         let (a, b) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -120,7 +108,10 @@ async fn an_answer_posted_to_another_replica_completes_the_call() {
         upstream_ready(&a, &mine);
         let (mut call, mut read, id) = elicit(&a, &mine);
         // The request's id names A: B has nothing waiting for it.
-        assert!(id.split_once('.').is_some_and(|(r, _)| r.len() == 16), "{id}");
+        assert!(
+            id.split_once('.').is_some_and(|(r, _)| r.len() == 16),
+            "{id}"
+        );
         // At B: the answer on the other session goes to A, where that session waits for
         // nothing; then the answer on the call's session.
         let (status, _, body) = b.send("POST", Some(&other), &accepted(&id, "other"));

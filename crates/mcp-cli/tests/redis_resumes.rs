@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mcp_testkit::TempDir;
 use serde_json::{Value, json};
 
-use super::sessions::{Replica, keys};
+use super::sessions::{Replica, keys, shared_file};
 use super::{ROOT_PASSWORD, RedisServer};
 
 /// A 2026-07-28 `tools/call` of `elicit` at `at` (no session), declaring elicitation, with
@@ -112,19 +112,7 @@ async fn a_retry_at_another_replica_resumes_the_call_once_and_a_lost_holder_or_r
     tokio::task::spawn_blocking(|| {
         let mut redis = RedisServer::start();
         let dir = TempDir::new("redis-resumes");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "passthrough",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "passthrough", redis.port);
         let (a, b, mut c) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -154,7 +142,10 @@ async fn a_retry_at_another_replica_resumes_the_call_once_and_a_lost_holder_or_r
         assert!(sealed.len() > 40, "{state}");
         assert!(!kept[0].contains(sealed), "{kept:?}");
         // A state no replica made, naming A, is refused at B, and nothing is written for it.
-        let forged = format!("mcp-gateway/suspended/{}.0-0123456789abcdef", named.unwrap());
+        let forged = format!(
+            "mcp-gateway/suspended/{}.0-0123456789abcdef",
+            named.unwrap()
+        );
         let refused = call(&b, retry(&forged, "forged"));
         assert_eq!(refused["error"]["code"], -32602, "{refused}");
         assert_eq!(keys(&redis, "*resumed*"), kept);

@@ -57,6 +57,26 @@ pub(super) fn spawn(
     (child, addr, stderr, seen)
 }
 
+/// A gateway file in `dir`, in `mode`, in front of the testkit's fake server, with the
+/// replicas' shared `store` (the Redis on `redis_port`, its password from the environment)
+/// and `cluster` key: what most tests here start their replicas on.
+pub(super) fn shared_file(
+    dir: &std::path::Path,
+    mode: &str,
+    redis_port: u16,
+) -> std::path::PathBuf {
+    let file = dir.join("gateway.json");
+    let gateway = json!({
+        "mode": mode,
+        "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
+            "permission": {"default": "allow"}}},
+        "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{redis_port}")},
+        "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
+    });
+    std::fs::write(&file, gateway.to_string()).unwrap();
+    file
+}
+
 /// The keys Redis holds that match `pattern`.
 pub(super) fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
     let reply = redis

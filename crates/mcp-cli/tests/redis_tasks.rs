@@ -16,7 +16,7 @@ use mcp_testkit::TempDir;
 use serde_json::{Value, json};
 
 use super::RedisServer;
-use super::sessions::{Replica, keys};
+use super::sessions::{Replica, keys, shared_file};
 
 /// The JSON-RPC answer in `body` (a JSON body, or the SSE event that carries it).
 fn answer(body: &str) -> Value {
@@ -73,19 +73,7 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
     tokio::task::spawn_blocking(|| {
         let redis = RedisServer::start();
         let dir = TempDir::new("redis-tasks");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "passthrough",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "passthrough", redis.port);
         let (mut a, b) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -95,8 +83,12 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
         // The upstream joins in the background: call until it answers.
         let started = Instant::now();
         loop {
-            let called = rpc(&a, &mine, "tools/call",
-                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            let called = rpc(
+                &a,
+                &mine,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}),
+            );
             if called["result"]["content"][0]["text"] == "ready" {
                 break;
             }
@@ -110,7 +102,10 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
         // At B, for the same session: found, its result fetched, both listed.
         get_until(&b, &mine, &done, "completed");
         let result = rpc(&b, &mine, "tasks/result", json!({"taskId": done}));
-        assert_eq!(result["result"]["content"][0]["text"], "made at A", "{result}");
+        assert_eq!(
+            result["result"]["content"][0]["text"], "made at A",
+            "{result}"
+        );
         assert_eq!(
             result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
             json!(done)
@@ -123,7 +118,10 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
             .iter()
             .filter_map(|t| t["taskId"].as_str())
             .collect();
-        assert!(ids.contains(&done.as_str()) && ids.contains(&hung.as_str()), "{listed}");
+        assert!(
+            ids.contains(&done.as_str()) && ids.contains(&hung.as_str()),
+            "{listed}"
+        );
         // Another session, even at the replica that answers for them, sees neither.
         let theirs = rpc(&b, &other, "tasks/get", json!({"taskId": done}));
         assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
@@ -140,8 +138,14 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
 
         // Redis holds digests, never a session id or a task id.
         let all = keys(&redis, "*");
-        assert!(all.iter().any(|k| k.starts_with("mcp-host:task:")), "{all:?}");
-        assert!(all.iter().any(|k| k.starts_with("mcp-host:tasks-of:")), "{all:?}");
+        assert!(
+            all.iter().any(|k| k.starts_with("mcp-host:task:")),
+            "{all:?}"
+        );
+        assert!(
+            all.iter().any(|k| k.starts_with("mcp-host:tasks-of:")),
+            "{all:?}"
+        );
         for secret in [&mine, &other, &done, &hung] {
             assert!(!all.iter().any(|k| k.contains(secret.as_str())), "{all:?}");
         }
@@ -161,7 +165,10 @@ async fn a_task_started_at_one_replica_is_served_by_another_and_fails_when_its_r
         get_until(&b, &mine, &lost, "failed");
         let result = rpc(&b, &mine, "tasks/result", json!({"taskId": lost}));
         let message = result["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("replica that ran this task stopped"), "{result}");
+        assert!(
+            message.contains("replica that ran this task stopped"),
+            "{result}"
+        );
     })
     .await
     .unwrap();
@@ -217,19 +224,7 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
     tokio::task::spawn_blocking(|| {
         let mut redis = RedisServer::start();
         let dir = TempDir::new("redis-tasks-2026");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "meta",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "meta", redis.port);
         let (a, b) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -270,7 +265,9 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         };
         // At B: the result inlined, as at A.
         let got = stateless_until(&b, &done, "completed");
-        let text = got["result"]["result"]["content"][0]["text"].as_str().unwrap();
+        let text = got["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap();
         assert!(text.contains("made at A"), "{got}");
 
         // A task cancelled at B is cancelled at A.
@@ -278,7 +275,10 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         stateless_until(&b, &hung, "working");
         let (status, ack) = stateless(&b, "tasks/cancel", &hung, json!({"taskId": hung}));
         assert_eq!(status, 200, "{ack}");
-        assert!(ack["result"].is_object() && ack.get("error").is_none(), "{ack}");
+        assert!(
+            ack["result"].is_object() && ack.get("error").is_none(),
+            "{ack}"
+        );
         stateless_until(&a, &hung, "cancelled");
 
         // A task whose upstream asks its client: the question is read at B, answered at B
@@ -351,7 +351,10 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
         let (_, down) = stateless(&b, "tasks/get", &done, json!({"taskId": done}));
         assert_eq!(down["error"]["code"], -32603, "{down}");
         let message = down["error"]["message"].as_str().unwrap();
-        assert!(message.contains(&format!("Redis at 127.0.0.1:{}", redis.port)), "{message}");
+        assert!(
+            message.contains(&format!("Redis at 127.0.0.1:{}", redis.port)),
+            "{message}"
+        );
         assert!(!message.contains(super::ROOT_PASSWORD), "{message}");
         // A still answers for its own task, and runs new ones; that their changes cannot be
         // written is logged once, naming Redis, not once per change.
@@ -365,7 +368,10 @@ async fn a_2026_task_is_answered_and_cancelled_at_another_replica_and_redis_down
             .filter(|l| l.contains("(said once until Redis answers again)"))
             .collect();
         assert_eq!(said.len(), 1, "{log}");
-        assert!(said[0].contains(&format!("Redis at 127.0.0.1:{}", redis.port)), "{log}");
+        assert!(
+            said[0].contains(&format!("Redis at 127.0.0.1:{}", redis.port)),
+            "{log}"
+        );
         assert!(!log.contains(super::ROOT_PASSWORD), "{log}");
     })
     .await
@@ -377,19 +383,7 @@ async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends
     tokio::task::spawn_blocking(|| {
         let redis = RedisServer::start();
         let dir = TempDir::new("redis-tasks-ended");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "passthrough",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "passthrough", redis.port);
         let (a, b) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -397,8 +391,12 @@ async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends
         let mine = a.initialize();
         let started = Instant::now();
         loop {
-            let called = rpc(&a, &mine, "tools/call",
-                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            let called = rpc(
+                &a,
+                &mine,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}),
+            );
             if called["result"]["content"][0]["text"] == "ready" {
                 break;
             }
@@ -424,7 +422,10 @@ async fn a_task_failed_for_a_replica_cut_off_stays_failed_when_that_replica_ends
         // another task: with A's beat still gone, B would rightly report that one failed too.
         let started = Instant::now();
         while keys(&redis, "mcp-host:replica:*").len() < 2 {
-            assert!(started.elapsed() < Duration::from_secs(30), "no heartbeats back");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no heartbeats back"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         let cancelled = rpc(&a, &mine, "tasks/cancel", json!({"taskId": hung}));
@@ -509,19 +510,7 @@ async fn a_handshake_tasks_question_goes_on_a_tasks_result_at_another_replica() 
     tokio::task::spawn_blocking(|| {
         let redis = RedisServer::start();
         let dir = TempDir::new("redis-task-questions");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "passthrough",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "passthrough", redis.port);
         let (a, b, c) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -539,8 +528,12 @@ async fn a_handshake_tasks_question_goes_on_a_tasks_result_at_another_replica() 
         assert_eq!(a.send("POST", Some(&mine), &initialized.to_string()).0, 202);
         let started = Instant::now();
         loop {
-            let called = rpc(&a, &mine, "tools/call",
-                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            let called = rpc(
+                &a,
+                &mine,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}),
+            );
             if called["result"]["content"][0]["text"] == "ready" {
                 break;
             }
@@ -576,14 +569,20 @@ async fn a_handshake_tasks_question_goes_on_a_tasks_result_at_another_replica() 
             .filter_map(|d| serde_json::from_str::<Value>(d).ok())
             .find(|v| v["id"] == 11)
             .unwrap_or_else(|| panic!("no answer in {read}"));
-        let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        let text = result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
         assert!(text.contains("answered at C"), "{result}");
         assert_eq!(
             result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
             json!(id)
         );
         // The stream carried the question once.
-        assert_eq!(read.matches(r#""method":"elicitation/create""#).count(), 1, "{read}");
+        assert_eq!(
+            read.matches(r#""method":"elicitation/create""#).count(),
+            1,
+            "{read}"
+        );
         // At A, where it ran, the task completed with that answer.
         let done = get_until(&a, &mine, &id, "completed");
         assert_eq!(done["result"]["status"], "completed");
@@ -617,19 +616,7 @@ async fn a_sessions_task_set_lets_go_of_tasks_whose_records_are_gone() {
     tokio::task::spawn_blocking(|| {
         let redis = RedisServer::start();
         let dir = TempDir::new("redis-task-set");
-        let file = dir.path().join("gateway.json");
-        std::fs::write(
-            &file,
-            json!({
-                "mode": "passthrough",
-                "mcpServers": {"fake": {"command": mcp_testkit::fake_server(),
-                    "permission": {"default": "allow"}}},
-                "store": {"redis": format!("redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}", redis.port)},
-                "cluster": {"sessionKeys": ["${MCP_SESSION_KEY}"]}
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let file = shared_file(dir.path(), "passthrough", redis.port);
         let (a, b) = (
             Replica::start(&file, dir.path()),
             Replica::start(&file, dir.path()),
@@ -637,8 +624,12 @@ async fn a_sessions_task_set_lets_go_of_tasks_whose_records_are_gone() {
         let mine = a.initialize();
         let started = Instant::now();
         loop {
-            let called = rpc(&a, &mine, "tools/call",
-                json!({"name": "echo", "arguments": {"message": "ready"}}));
+            let called = rpc(
+                &a,
+                &mine,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"message": "ready"}}),
+            );
             if called["result"]["content"][0]["text"] == "ready" {
                 break;
             }
@@ -654,11 +645,17 @@ async fn a_sessions_task_set_lets_go_of_tasks_whose_records_are_gone() {
             loop {
                 let sets = keys(&redis, "mcp-host:tasks-of:*");
                 assert!(sets.len() <= 1, "{sets:?}");
-                let now = sets.first().map(|set| members(&redis, set)).unwrap_or_default();
+                let now = sets
+                    .first()
+                    .map(|set| members(&redis, set))
+                    .unwrap_or_default();
                 if done(&now) {
                     return (sets, now);
                 }
-                assert!(started.elapsed() < Duration::from_secs(30), "{what}: {now:?}");
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "{what}: {now:?}"
+                );
                 std::thread::sleep(Duration::from_millis(20));
             }
         };
@@ -668,7 +665,10 @@ async fn a_sessions_task_set_lets_go_of_tasks_whose_records_are_gone() {
         assert!(!old.contains(&first), "a digest, not the id: {old}");
         // Its record gone (as when it expires), the next task's writes let it go.
         let gone = format!("mcp-host:task:{old}");
-        let deleted = redis.client("").command(&[b"DEL", gone.as_bytes()]).unwrap();
+        let deleted = redis
+            .client("")
+            .command(&[b"DEL", gone.as_bytes()])
+            .unwrap();
         assert_eq!(deleted, Reply::Integer(1));
         let second = start_task(&a, &mine, "echo", json!({"message": "second"}));
         get_until(&b, &mine, &second, "completed");
@@ -676,7 +676,10 @@ async fn a_sessions_task_set_lets_go_of_tasks_whose_records_are_gone() {
         // And one whose record goes leaves at the session's next `tasks/list` (at A, which
         // still lists it from its memory).
         let gone = format!("mcp-host:task:{}", left[0]);
-        redis.client("").command(&[b"DEL", gone.as_bytes()]).unwrap();
+        redis
+            .client("")
+            .command(&[b"DEL", gone.as_bytes()])
+            .unwrap();
         let listed = rpc(&a, &mine, "tasks/list", json!({}));
         let ids: Vec<&str> = listed["result"]["tasks"]
             .as_array()
