@@ -46,6 +46,10 @@ pub enum Fault {
     Garbage,
     /// `tools/call`'s answer is 64 KiB of text, with its id first.
     Huge,
+    /// The next two messages that wait for no answer (notifications, responses) get 503 with
+    /// `Retry-After: 0`, as a busy server or a balancer in front of a dying one answers; the
+    /// third is taken.
+    BusyTwice,
 }
 
 /// One request the server saw.
@@ -68,6 +72,8 @@ struct State {
     seen: Mutex<Vec<Seen>>,
     /// The id of a call whose stream was cut, answered by the resuming GET.
     cut: Mutex<Option<Value>>,
+    /// How many messages [`Fault::BusyTwice`] has refused.
+    busy: Mutex<u32>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -270,6 +276,13 @@ async fn answer(state: &State, req: Request<Incoming>) -> Response<Scripted> {
             json!({"jsonrpc":"2.0","id":id,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}).to_string(),
         ),
         Some("tools/call") => call(state, fault, id),
+        _ if id.is_none() && fault == Fault::BusyTwice && *lock(&state.busy) < 2 => {
+            *lock(&state.busy) += 1;
+            let mut r = whole(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "busy".to_owned());
+            r.headers_mut()
+                .insert("retry-after", HeaderValue::from_static("0"));
+            r
+        }
         _ if id.is_none() => whole(StatusCode::ACCEPTED, "", String::new()),
         _ => whole(StatusCode::OK, "application/json", json!({"jsonrpc":"2.0","id":id,"result":{}}).to_string()),
     }

@@ -218,3 +218,33 @@ async fn a_stream_of_a_call_already_over_is_not_resumed() {
         .any(|s| s.headers.contains_key("last-event-id"));
     assert!(!resumed, "a GET resumed the stream of a call that was over");
 }
+
+/// A notification (or a response) refused with 503 is sent again after `Retry-After`, and
+/// taken the third time: a busy server, or a balancer in front of a dying one, loses nothing
+/// that waits for no answer. The first such message is the handshake's own
+/// `notifications/initialized`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_refused_as_busy_is_sent_again_until_taken() {
+    let fake = FakeHttp::start().await;
+    fake.set_fault(Fault::BusyTwice);
+    let client = client(&fake).await;
+    let sent = || {
+        fake.seen()
+            .iter()
+            .filter(|s| s.body["method"] == "notifications/initialized")
+            .count()
+    };
+    let began = std::time::Instant::now();
+    while sent() < 3 {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(10),
+            "sent {} times",
+            sent()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The session goes on: a call after it is answered, and nothing was sent a fourth time.
+    fake.set_fault(Fault::None);
+    assert_eq!(call(&client).await.unwrap(), "called");
+    assert_eq!(sent(), 3);
+}
